@@ -1,0 +1,3 @@
+from vaultlens.cli.main import main
+
+main()

@@ -1,0 +1,175 @@
+"""MarkdownChunker: heading-aware chunks with stable IDs, content hashes and exact source spans.
+
+Rules, in order: a chunk never crosses a fenced code block or table boundary (those blocks
+are atomic, even when larger than ``max_chars``); a new heading starts a new chunk once the
+current one has some substance; blocks are packed up to ``target_chars``; an oversized prose
+block is split at line, then sentence, then word boundaries with ``overlap_chars`` of context.
+
+IDs depend on the note path, the heading path and the chunk's rank under that heading path,
+so an edit in one section leaves the IDs and hashes of chunks in other sections unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass
+
+from vaultlens.vault.model import Block, ParsedNote
+from vaultlens.vault.parse import line_starts
+
+_ATOMIC = frozenset({"code", "table"})
+_SENTENCE_END = re.compile(r"(?<=[.!?…。])\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    id: str
+    path: str
+    ordinal: int
+    heading_path: tuple[str, ...]
+    text: str
+    content_hash: str
+    start: int  # code-point offsets into the normalised note text
+    end: int
+    start_line: int  # 0-based, end-exclusive
+    end_line: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    atomic: bool
+    is_heading: bool
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _chunk_id(path: str, heading_path: tuple[str, ...], rank: int) -> str:
+    key = "\x1f".join((path, *heading_path, str(rank)))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
+
+
+class MarkdownChunker:
+    def __init__(self, target_chars: int = 1200, max_chars: int = 1800, overlap_chars: int = 200) -> None:
+        self.target = target_chars
+        self.max = max_chars
+        self.overlap = overlap_chars
+
+    def chunk(self, note: ParsedNote, path: str) -> list[Chunk]:
+        """Chunks of one parsed note, in document order. The same input always yields the same chunks."""
+        text = note.text
+        spans: list[_Span] = []
+        if note.body_start > 0 and text[: note.body_start].strip("-\n "):
+            spans.append(_Span(0, note.body_start, ("front matter",), True, False))
+        stack: list[tuple[int, str]] = []
+        for block in note.blocks:
+            if block.kind == "heading":
+                while stack and stack[-1][0] >= block.level:
+                    stack.pop()
+                stack.append((block.level, block.text))
+            heading_path = tuple(h for _, h in stack)
+            spans.extend(self._block_spans(text, block, heading_path))
+
+        pieces: list[tuple[int, int, tuple[str, ...]]] = []
+        cur: list[_Span] = []
+
+        def flush() -> None:
+            # a heading belongs with the text under it, not at the end of the previous chunk
+            carry: list[_Span] = []
+            while len(cur) > 1 and cur[-1].is_heading:
+                carry.insert(0, cur.pop())
+            if cur:
+                pieces.append((cur[0].start, cur[-1].end, cur[0].heading_path))
+            cur[:] = carry
+
+        for span in spans:
+            size = span.end - span.start
+            if cur:
+                cur_size = span.end - cur[0].start
+                substantial = cur[-1].end - cur[0].start >= self.target // 3
+                if (
+                    (span.is_heading and substantial)
+                    or cur_size > self.target
+                    or cur[0].heading_path == ("front matter",)
+                    or (span.atomic and size > self.target)
+                ):
+                    flush()
+            cur.append(span)
+            if span.atomic and size > self.target:
+                flush()
+        flush()
+
+        chunks: list[Chunk] = []
+        ranks: Counter[tuple[str, ...]] = Counter()
+        starts = line_starts(text)
+        for start, end, heading_path in pieces:
+            body = text[start:end].strip("\n")
+            if not body.strip():
+                continue
+            lead = len(text[start:end]) - len(text[start:end].lstrip("\n"))
+            start += lead
+            end = start + len(body)
+            rank = ranks[heading_path]
+            ranks[heading_path] += 1
+            chunks.append(
+                Chunk(
+                    id=_chunk_id(path, heading_path, rank),
+                    path=path,
+                    ordinal=len(chunks),
+                    heading_path=heading_path,
+                    text=body,
+                    content_hash=content_hash(body),
+                    start=start,
+                    end=end,
+                    start_line=_line_at(starts, start),
+                    end_line=_line_at(starts, end - 1) + 1,
+                )
+            )
+        return chunks
+
+    def _block_spans(self, text: str, block: Block, heading_path: tuple[str, ...]) -> list[_Span]:
+        atomic = block.kind in _ATOMIC
+        if atomic or block.end - block.start <= self.max:
+            return [_Span(block.start, block.end, heading_path, atomic, block.kind == "heading")]
+        return [
+            _Span(s, e, heading_path, False, False) for s, e in self._split(text, block.start, block.end)
+        ]
+
+    def _split(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        """Cut an oversized prose block into ~target pieces at the best boundary, with overlap."""
+        out: list[tuple[int, int]] = []
+        pos = start
+        while end - pos > self.max:
+            window = text[pos : pos + self.target]
+            cut = _best_cut(window, self.target // 2)
+            piece_end = pos + cut
+            out.append((pos, piece_end))
+            nxt = max(piece_end - self.overlap, pos + 1)
+            # begin the overlap at a word boundary so no chunk starts mid-word
+            space = text.find(" ", nxt, piece_end)
+            pos = space + 1 if space != -1 else piece_end
+        out.append((pos, end))
+        return out
+
+
+def _best_cut(window: str, minimum: int) -> int:
+    for finder in (
+        lambda w: w.rfind("\n"),
+        lambda w: max((m.end() for m in _SENTENCE_END.finditer(w)), default=-1),
+        lambda w: w.rfind(" "),
+    ):
+        cut = finder(window)
+        if cut >= minimum:
+            return cut + 1 if window[cut : cut + 1] in ("\n", " ") else cut
+    return len(window)
+
+
+def _line_at(starts: list[int], offset: int) -> int:
+    return bisect_right(starts, offset) - 1

@@ -1,0 +1,221 @@
+"""The ``vaultlens`` command: parse arguments, call a service, render the result.
+
+No logic lives here that a service lacks; errors are :class:`VaultlensError` subclasses
+printed as a message and a hint with a distinct exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vaultlens.cli import render
+from vaultlens.config import paths
+from vaultlens.config.settings import as_rows
+from vaultlens.errors import ConfigError, VaultlensError
+from vaultlens.index.indexer import RunStats
+from vaultlens.services import app as services
+from vaultlens.services import evaluation
+from vaultlens.services.evaluation import GroupScore
+from vaultlens.services.app import App
+
+cli = typer.Typer(
+    name="vaultlens",
+    help="Find, relate and audit the notes in a Markdown / Obsidian vault, locally.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+config_cli = typer.Typer(help="Inspect settings.", no_args_is_help=True)
+cli.add_typer(config_cli, name="config")
+
+VaultOpt = Annotated[
+    Path | None,
+    typer.Option("--vault", "-v", help="Vault folder (default: $VAULTLENS_VAULT or the current folder)."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override a setting for this run, e.g. --set search.limit=5 (repeatable)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def _overrides(sets: list[str] | None) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for item in sets or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}.")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+def _app(vault: Path | None, sets: list[str] | None) -> App:
+    root = vault or Path(os.environ.get("VAULTLENS_VAULT") or ".")
+    return App.open(root, _overrides(sets))
+
+
+def _print_stats(stats: RunStats) -> None:
+    render.out.print(
+        f"Scanned {stats.files_scanned} notes: {stats.files_changed} changed, {stats.files_deleted} removed; "
+        f"{stats.chunks_embedded} chunks embedded, {stats.chunks_reused} reused, "
+        f"{stats.chunks_deleted} deleted in {stats.seconds:.1f}s."
+    )
+    if stats.files_skipped or stats.files_failed:
+        render.out.print(
+            f"[yellow]{stats.files_skipped} skipped, {stats.files_failed} failed[/yellow]"
+            " — see `vaultlens status` for the reasons."
+        )
+
+
+@cli.command()
+def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
+    """Index the vault, or bring the index up to date (only changed chunks are embedded)."""
+    app = _app(vault, set_)
+    with render.RichProgress() as progress:
+        stats = services.index(app, progress)
+    if json_:
+        render.print_json(stats.__dict__)
+    else:
+        _print_stats(stats)
+
+
+@cli.command()
+def rebuild(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
+    """Delete the index and build it again from scratch with the current settings."""
+    app = _app(vault, set_)
+    with render.RichProgress() as progress:
+        stats = services.rebuild(app, progress)
+    if json_:
+        render.print_json(stats.__dict__)
+    else:
+        _print_stats(stats)
+
+
+@cli.command()
+def clear(vault: VaultOpt = None, set_: SetOpt = None) -> None:
+    """Empty the index. It stays empty until you run `vaultlens index` again."""
+    app = _app(vault, set_)
+    services.clear(app)
+    render.out.print(f"Index for {app.vault} cleared.")
+
+
+@cli.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What you are looking for; '-' reads one query per line from stdin.")],
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Notes to show.")] = None,
+    sections: Annotated[int | None, typer.Option(min=1, help="Sections per note.")] = None,
+) -> None:
+    """Find notes by meaning and by words; results are grouped per note with their best sections."""
+    app = _app(vault, set_)
+    if query == "-":
+        for line in sys.stdin:
+            q = line.strip()
+            if not q:
+                continue
+            hits = services.find(app, q, limit, sections)
+            if json_:
+                sys.stdout.write(render.json.dumps({"query": q, "results": render.hits_json(hits)},
+                                                   ensure_ascii=False) + "\n")
+            else:
+                render.out.rule(q)
+                render.print_hits(hits)
+        return
+    hits = services.find(app, query, limit, sections)
+    if json_:
+        render.print_json(render.hits_json(hits))
+    else:
+        render.print_hits(hits)
+
+
+@cli.command()
+def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
+    """Coverage of the index: indexed, skipped and failed files with reasons, totals, last run."""
+    app = _app(vault, set_)
+    info = services.status(app)
+    if json_:
+        render.print_json(info)
+        return
+    render.print_status(info)
+
+
+@cli.command()
+def doctor(vault: VaultOpt = None, set_: SetOpt = None) -> None:
+    """Check the index's integrity and consistency; exits non-zero on any problem."""
+    app = _app(vault, set_)
+    problems = services.doctor(app)
+    if problems:
+        for p in problems:
+            render.err.print(f"[red]✗[/red] {p}")
+        render.err.print("Run `vaultlens rebuild` to rebuild the index from the vault.")
+        raise typer.Exit(1)
+    render.out.print("[green]✓[/green] index is healthy")
+
+
+@config_cli.command("show")
+def config_show(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
+    """Print the effective settings and where each value came from."""
+    app = _app(vault, set_)
+    rows = as_rows(app.loaded)
+    if json_:
+        render.print_json({k: {"value": v, "from": o} for k, v, o in rows})
+        return
+    for key, value, origin in rows:
+        render.out.print(f"{key:<26} = {value!r:<28} [dim]# {origin}[/dim]")
+
+
+eval_cli = typer.Typer(help="Measure retrieval quality on labelled data.", no_args_is_help=True)
+cli.add_typer(eval_cli, name="eval")
+
+
+def _print_scores(scores: list[GroupScore], json_: bool) -> None:
+    if json_:
+        render.print_json([s.__dict__ for s in scores])
+        return
+    for s in scores:
+        cells = "  ".join(f"{k} {v:.3f}" for k, v in s.metrics.items())
+        render.out.print(f"{s.group:<22} n={s.n:<4} {cells}")
+
+
+@eval_cli.command("beir")
+def eval_beir(
+    folder: Annotated[Path, typer.Argument(help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv.")],
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """nDCG@10, Recall@100 and MRR@10 of search on a BEIR data set (written as one note per document)."""
+    work = paths.home() / "eval"
+    with render.RichProgress() as progress:
+        scores = evaluation.eval_beir(folder, work, _overrides(set_), progress)
+    _print_scores(scores, json_)
+
+
+@eval_cli.command("queries")
+def eval_queries(
+    file: Annotated[Path, typer.Argument(help="queries.jsonl with vault, query, relevant, lang, cross_lingual.")],
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """hit@1, hit@5 and MRR on a labelled query file, per vault, language and cross-lingual flag."""
+    with render.RichProgress() as progress:
+        scores = evaluation.eval_queries(file, _overrides(set_), progress)
+    _print_scores(scores, json_)
+
+
+def main() -> None:
+    try:
+        cli()
+    except VaultlensError as exc:
+        render.print_error(exc)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

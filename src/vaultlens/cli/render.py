@@ -1,0 +1,130 @@
+"""Terminal output: Rich for people, JSON for programs, one translator for errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from vaultlens.errors import VaultlensError
+from vaultlens.services.search import NoteHit
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def hits_json(hits: list[NoteHit]) -> list[dict[str, Any]]:
+    return [asdict(h) for h in hits]
+
+
+def print_hits(hits: list[NoteHit]) -> None:
+    if not hits:
+        out.print("[dim]No matching notes.[/dim]")
+        return
+    for n, hit in enumerate(hits, 1):
+        out.print(f"[bold]{n}. {escape(hit.title)}[/bold]  [cyan]{escape(hit.path)}[/cyan]  [dim]{hit.score:.3f}[/dim]")
+        for sec in hit.sections:
+            where = " › ".join(sec.heading_path) or "(top of note)"
+            out.print(f"   [green]L{sec.start_line}-{sec.end_line}[/green] {escape(where)}  [dim]{sec.score:.3f}[/dim]")
+            out.print(f"      {escape(sec.snippet)}", soft_wrap=False, overflow="ellipsis", no_wrap=True)
+
+
+def print_error(exc: VaultlensError) -> None:
+    err.print(f"[bold red]error:[/bold red] {escape(exc.message)}")
+    if exc.hint:
+        err.print(f"[yellow]hint:[/yellow] {escape(exc.hint)}")
+
+
+class RichProgress:
+    """Indexer progress as a Rich bar: items done, rate and time left for each phase."""
+
+    def __init__(self, unit: str = "items") -> None:
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("[dim]{task.fields[rate]}[/dim]"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err,
+            transient=False,
+        )
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> RichProgress:
+        self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.stop()
+
+    def phase(self, name: str, total: int) -> None:
+        if self._task is not None:
+            self._bar.update(self._task, completed=self._bar.tasks[-1].total)
+        self._task = self._bar.add_task(name, total=total, rate="")
+
+    def advance(self, n: int = 1) -> None:
+        if self._task is None:
+            return
+        self._bar.advance(self._task, n)
+        speed = self._bar.tasks[-1].speed
+        self._bar.update(self._task, rate=f"{speed:,.0f}/s" if speed else "")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def print_status(info: dict[str, Any]) -> None:
+    out.print(f"[bold]Vault[/bold]  {escape(info['vault'])}")
+    out.print(f"[bold]Index[/bold]  {escape(info['index_dir'])}")
+    if not info["indexed"]:
+        out.print("[yellow]Not indexed yet.[/yellow] Run `vaultlens index`.")
+        return
+    f = info["files"]
+    out.print(
+        f"[bold]Files[/bold]  [green]{f.get('indexed', 0)} indexed[/green], "
+        f"[yellow]{f.get('skipped', 0)} skipped[/yellow], [red]{f.get('failed', 0)} failed[/red]"
+    )
+    out.print(f"[bold]Totals[/bold] {info['notes']} notes, {info['chunks']} chunks, {_size(info['size_bytes'])} on disk")
+    space = info["embedding_space"]
+    label = space["label"] if space else "none yet"
+    warn = "" if info["configured_space_matches"] else "  [red](differs from settings: run `vaultlens rebuild`)[/red]"
+    out.print(f"[bold]Model[/bold]  {escape(label)}{warn}")
+    run = info["last_run"]
+    if run:
+        out.print(
+            f"[bold]Last run[/bold] {run['status']}: {run.get('files_scanned', 0)} scanned, "
+            f"{run.get('files_changed', 0)} changed, {run.get('chunks_embedded', 0)} embedded, "
+            f"{run.get('chunks_reused', 0)} reused, {run.get('chunks_deleted', 0)} deleted, "
+            f"{run.get('seconds', 0):.1f}s"
+        )
+    if info["problems"]:
+        out.print("[bold]Notes with a reason[/bold]")
+        for p in info["problems"]:
+            colour = {"skipped": "yellow", "failed": "red"}.get(p["status"], "cyan")
+            out.print(f"  [{colour}]{p['status']:<8}[/{colour}] {escape(p['path'])}: {escape(p['reason'])}")

@@ -1,0 +1,70 @@
+"""The embedding provider interface and the identity of an embedding space.
+
+A provider only turns a batch of texts into unit vectors; batching, progress and
+cancellation live in the indexer, retries and timeouts in :mod:`vaultlens.embedding.http`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from vaultlens.errors import ProviderError
+
+Vectors = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSpace:
+    """Vectors are comparable only inside one space; the index stores it and refuses to mix."""
+
+    provider: str
+    model: str
+    endpoint: str
+    dimensions: int
+    normalized: bool = True
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, raw: str) -> EmbeddingSpace:
+        return cls(**json.loads(raw))
+
+    def describe(self) -> str:
+        where = f" at {self.endpoint}" if self.endpoint else ""
+        return f"{self.provider}:{self.model}{where} ({self.dimensions}-d)"
+
+
+class EmbeddingProvider(Protocol):
+    space: EmbeddingSpace
+    batch_size: int
+    remote: bool  # True when texts leave this machine
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Unit-length float32 vectors, one row per text, in order."""
+        ...
+
+
+def normalize_rows(matrix: npt.ArrayLike, expected_rows: int, dimensions: int, source: str) -> Vectors:
+    """Check a provider's output and L2-normalise it; garbage becomes a clear ProviderError."""
+    try:
+        arr = np.asarray(matrix, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ProviderError(f"{source} returned embeddings that are not numeric arrays.") from None
+    if arr.ndim != 2 or arr.shape[0] != expected_rows:
+        raise ProviderError(
+            f"{source} returned {arr.shape[0] if arr.ndim else 0} embeddings for {expected_rows} texts."
+        )
+    if dimensions and arr.shape[1] != dimensions:
+        raise ProviderError(f"{source} returned {arr.shape[1]}-d vectors, expected {dimensions}-d.")
+    if not np.isfinite(arr).all():
+        raise ProviderError(f"{source} returned NaN or infinite values.")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (arr / norms).astype(np.float32, copy=False)

@@ -1,0 +1,114 @@
+"""HTTP embedding providers: Ollama (``/api/embed``) and any OpenAI-compatible ``/embeddings``.
+
+Both share one request loop: a timeout per call, retries with exponential backoff on
+timeouts, connection errors, 429 and 5xx (honouring ``Retry-After``), and errors translated
+into :class:`ProviderError` so nothing above this module sees httpx.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+
+from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
+from vaultlens.errors import ProviderError, ProviderTimeout
+
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+def is_loopback(endpoint: str) -> bool:
+    host = urlparse(endpoint).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class _HTTPProvider:
+    name = "http"
+    default_endpoint = ""
+
+    def __init__(
+        self,
+        model: str,
+        endpoint: str = "",
+        dimensions: int = 0,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        timeout_s: float = 60.0,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+    ) -> None:
+        self.endpoint = (endpoint or self.default_endpoint).rstrip("/")
+        self.model = model
+        self.dimensions = dimensions
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.remote = not is_loopback(self.endpoint)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self.space = EmbeddingSpace(self.name, model, self.endpoint, dimensions)
+
+    def _post(self, url: str, payload: dict[str, Any]) -> Any:
+        where = f"{self.name} at {url}"
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                resp = self._client.post(url, json=payload)
+            except httpx.TimeoutException:
+                if last:
+                    raise ProviderTimeout(f"{where} did not answer in time ({self.max_retries + 1} tries).") from None
+            except httpx.HTTPError as exc:
+                if last:
+                    raise ProviderError(f"Cannot reach {where}: {exc}.") from None
+            else:
+                if resp.status_code < 400:
+                    try:
+                        return resp.json()
+                    except ValueError:
+                        raise ProviderError(f"{where} answered with something that is not JSON.") from None
+                if resp.status_code not in _RETRY_STATUS or last:
+                    raise ProviderError(f"{where} answered HTTP {resp.status_code}: {resp.text[:300]}")
+                retry_after = resp.headers.get("retry-after", "")
+                if retry_after.replace(".", "", 1).isdigit():
+                    time.sleep(min(float(retry_after), 30.0))
+                    continue
+            time.sleep(self.backoff_s * (2**attempt))
+        raise AssertionError("unreachable")
+
+    def _finish(self, vectors: Any, count: int) -> Vectors:
+        out = normalize_rows(vectors, count, self.dimensions, f"{self.name} model {self.model}")
+        if not self.dimensions:
+            self.dimensions = out.shape[1]
+            self.space = EmbeddingSpace(self.name, self.model, self.endpoint, self.dimensions)
+        return out
+
+
+class OllamaProvider(_HTTPProvider):
+    name = "ollama"
+    default_endpoint = "http://127.0.0.1:11434"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        data = self._post(f"{self.endpoint}/api/embed", {"model": self.model, "input": list(texts)})
+        vectors = data.get("embeddings") if isinstance(data, dict) else None
+        if not isinstance(vectors, list):
+            raise ProviderError(f"ollama model {self.model} returned no 'embeddings' list.")
+        return self._finish(vectors, len(texts))
+
+
+class OpenAICompatibleProvider(_HTTPProvider):
+    name = "openai"
+    default_endpoint = "https://api.openai.com/v1"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        payload: dict[str, Any] = {"model": self.model, "input": list(texts)}
+        if self.dimensions:
+            payload["dimensions"] = self.dimensions
+        data = self._post(f"{self.endpoint}/embeddings", payload)
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise ProviderError(f"openai-compatible model {self.model} returned no 'data' list.")
+        ordered = sorted(items, key=lambda i: i.get("index", 0))
+        return self._finish([i.get("embedding") for i in ordered], len(texts))

@@ -1,0 +1,247 @@
+"""Incremental indexing: only what changed is read, only new chunk texts are embedded.
+
+Change detection has three tiers: (1) size and mtime equal -> skip without reading;
+(2) file hash equal -> refresh the stamp only; (3) re-chunk, and embed only chunks whose
+embedded text has no vector yet. Work is committed in batches, so Ctrl-C or kill -9 loses
+at most the batch in flight and the next run resumes from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from vaultlens.chunking.chunker import Chunk, MarkdownChunker
+from vaultlens.config.settings import Settings
+from vaultlens.embedding.base import EmbeddingProvider
+from vaultlens.errors import Cancelled
+from vaultlens.index.lexical import terms
+from vaultlens.index.sqlite_store import FileRecord, NoteUpdate, SQLiteStore
+from vaultlens.vault.model import ParsedNote
+from vaultlens.vault.parse import NotText, decode_note, parse_note
+from vaultlens.vault.scan import VaultFile, scan_vault
+
+COMMIT_CHUNKS = 256  # chunks embedded per committed batch: the most a crash can lose
+
+
+class Progress(Protocol):
+    def phase(self, name: str, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+
+
+class _NoProgress:
+    def phase(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+
+@dataclass
+class RunStats:
+    files_scanned: int = 0
+    files_changed: int = 0
+    files_deleted: int = 0
+    files_skipped: int = 0
+    files_failed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    chunks_deleted: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Pending:
+    update: NoteUpdate
+    embed: dict[str, str]  # embed_hash -> text, for chunks that still need a vector
+    removed: int = 0  # chunks of the previous version that are gone
+
+
+def embed_text(title: str, chunk: Chunk) -> str:
+    """What the model sees: the note title and section give a short chunk its context."""
+    heads = [h for h in chunk.heading_path if h != "front matter"]
+    prefix = " / ".join([title, *heads[-2:]])
+    return f"{prefix}\n{chunk.text}"
+
+
+def lexical_text(path: str, note: ParsedNote, chunk: Chunk) -> str:
+    """Stemmed terms for full text: path words, title and aliases count for every chunk."""
+    head = " ".join([path.rsplit(".", 1)[0].replace("/", " "), note.title, *note.aliases, *chunk.heading_path])
+    return " ".join(terms(f"{head}\n{chunk.text}"))
+
+
+def _sha(data: bytes | str) -> str:
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+
+
+class Indexer:
+    def __init__(
+        self,
+        vault: Path,
+        store: SQLiteStore,
+        provider: EmbeddingProvider,
+        settings: Settings,
+        progress: Progress | None = None,
+    ) -> None:
+        self.vault = vault
+        self.store = store
+        self.provider = provider
+        self.settings = settings
+        self.progress = progress or _NoProgress()
+        s = settings.index
+        self.chunker = MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
+
+    def run(self) -> RunStats:
+        started = time.monotonic()
+        self.store.check_space(self.provider.space)
+        if self.store.space is None and self.provider.space.dimensions:
+            self.store.set_space(self.provider.space)
+        run_id = self.store.start_run()
+        stats = RunStats()
+        try:
+            self._run(stats)
+        except KeyboardInterrupt:
+            stats.seconds = round(time.monotonic() - started, 3)
+            self.store.finish_run(run_id, "cancelled", asdict(stats))
+            raise Cancelled(
+                f"Indexing stopped; {stats.chunks_embedded} chunks embedded so far are saved.",
+                hint="Run `vaultlens index` again to finish from where it stopped.",
+            ) from None
+        except BaseException:
+            stats.seconds = round(time.monotonic() - started, 3)
+            self.store.finish_run(run_id, "failed", asdict(stats))
+            raise
+        stats.seconds = round(time.monotonic() - started, 3)
+        self.store.finish_run(run_id, "ok", asdict(stats))
+        return stats
+
+    def _run(self, stats: RunStats) -> None:
+        max_bytes = int(self.settings.index.max_file_mb * 1_000_000)
+        scan = scan_vault(self.vault, max_bytes)
+        records = self.store.file_records()
+        notes = scan.notes
+        stats.files_scanned = len(notes)
+        present = {f.path for f in notes} | {s.path for s in scan.skipped}
+        deletes = [p for p in records if p not in present]
+        for path in deletes:
+            stats.chunks_deleted += records[path].n_chunks
+        stats.files_deleted = len(deletes)
+
+        touch: list[FileRecord] = []
+        updates: list[NoteUpdate] = []
+        for skip in scan.skipped:
+            old = records.get(skip.path)
+            if old is None or old.status != "skipped" or old.reason != skip.reason:
+                kind = "folder" if skip.path.endswith("/") else "note"
+                updates.append(NoteUpdate(FileRecord(skip.path, kind, 0, 0, None, "skipped", skip.reason)))
+                if old is not None:
+                    stats.chunks_deleted += old.n_chunks
+
+        pending: list[_Pending] = []
+        self.progress.phase("Reading notes", len(notes))
+        for f in notes:
+            self.progress.advance()
+            old = records.get(f.path)
+            if old and old.status != "failed" and (old.size, old.mtime_ns) == (f.size, f.mtime_ns):
+                continue  # tier 1
+            item = self._read(f, old)
+            if isinstance(item, FileRecord):
+                touch.append(item)  # tier 2: same bytes, new stamp
+                continue
+            stats.files_changed += 1
+            if item.update.record.status == "skipped":
+                stats.files_skipped += 1
+            elif item.update.record.status == "failed":
+                stats.files_failed += 1
+            stats.chunks_deleted += item.removed
+            pending.append(item)
+        self.store.apply(updates=updates, deletes=deletes, touch=touch)
+        self._embed_and_commit(pending, stats)
+        self.store.drop_orphan_vectors()
+
+    def _read(self, f: VaultFile, old: FileRecord | None) -> _Pending | FileRecord:
+        def record(status: str, reason: str | None, file_hash: str | None = None) -> _Pending:
+            rec = FileRecord(f.path, "note", f.size, f.mtime_ns, file_hash, status, reason)
+            return _Pending(NoteUpdate(rec), {}, old.n_chunks if old else 0)
+
+        try:
+            data = (self.vault / f.path).read_bytes()
+        except FileNotFoundError:
+            return record("failed", "file disappeared while indexing")
+        except OSError as exc:
+            return record("failed", f"cannot read: {exc.strerror}")
+        file_hash = _sha(data)
+        if old is not None and old.file_hash == file_hash and old.status != "failed":
+            return FileRecord(**{**asdict(old), "size": len(data), "mtime_ns": f.mtime_ns})
+        try:
+            text = decode_note(data)
+        except NotText as exc:
+            return record("skipped", str(exc), file_hash)
+        if not text.strip():
+            return record("skipped", "empty note (nothing to index)", file_hash)
+        note = parse_note(text, f.path)
+        chunks = self.chunker.chunk(note, f.path)
+        reason = f"{note.frontmatter_error}; indexed as plain text" if note.frontmatter_error else None
+        rec = FileRecord(
+            f.path, "note", len(data), f.mtime_ns, file_hash, "indexed", reason,
+            note.title, note.aliases, note.tags, len(chunks),
+        )
+        triples = []
+        embed: dict[str, str] = {}
+        for chunk in chunks:
+            etext = embed_text(note.title, chunk)
+            ehash = _sha(etext)
+            triples.append((chunk, ehash, lexical_text(f.path, note, chunk)))
+            embed[ehash] = etext
+        removed = 0
+        if old is not None and old.n_chunks:
+            new_keys = {(c.id, c.content_hash) for c in chunks}
+            removed = len(self.store.chunk_keys(f.path) - new_keys)
+        return _Pending(NoteUpdate(rec, triples, note.links), embed, removed)
+
+    def _batches(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
+        batch: list[_Pending] = []
+        size = 0
+        for item in pending:
+            batch.append(item)
+            size += len(item.embed)
+            if size >= COMMIT_CHUNKS:
+                yield batch
+                batch, size = [], 0
+        if batch:
+            yield batch
+
+    def _embed_and_commit(self, pending: list[_Pending], stats: RunStats) -> None:
+        wanted = {h for p in pending for h in p.embed}
+        known = self.store.known_embed_hashes(wanted)
+        todo = len(wanted - known)
+        stats.chunks_reused += sum(1 for p in pending for h in p.embed if h in known)
+        self.progress.phase("Embedding chunks", todo)
+        done: set[str] = set()
+        for batch in self._batches(pending):
+            texts = {h: t for p in batch for h, t in p.embed.items() if h not in known and h not in done}
+            vectors = self._embed(texts)
+            if vectors and self.store.space is None:
+                self.store.set_space(self.provider.space)
+            self.store.apply(updates=[p.update for p in batch], vectors=vectors)
+            done.update(texts)
+            stats.chunks_embedded += len(texts)
+
+    def _embed(self, texts: dict[str, str]) -> dict[str, npt.NDArray[np.float32]]:
+        hashes = list(texts)
+        out: dict[str, npt.NDArray[np.float32]] = {}
+        step = max(1, self.provider.batch_size)
+        for i in range(0, len(hashes), step):
+            part = hashes[i : i + step]
+            vecs = self.provider.embed([texts[h] for h in part])
+            out.update(zip(part, vecs, strict=True))
+            self.progress.advance(len(part))
+        return out

@@ -1,0 +1,425 @@
+"""The embedded store: one SQLite file (WAL) holding notes, chunks, FTS5 terms and vectors.
+
+SQLite is the source of truth and every batch is one transaction, so a killed process
+leaves the last committed batch and nothing half-written. Vectors are float32 blobs keyed by
+the hash of the text that was embedded, so moved or unchanged chunks never cost an
+embedding. For fast scans the vector matrix is mirrored in a ``.npy`` cache stamped with the
+store's generation; a stale or missing cache is rebuilt from SQLite, never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from vaultlens.chunking.chunker import Chunk
+from vaultlens.embedding.base import EmbeddingSpace, Vectors
+from vaultlens.errors import SpaceMismatch, StoreError
+from vaultlens.vault.model import Link
+
+SCHEMA_VERSION = 1
+DB_NAME = "index.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, kind TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    file_hash TEXT, status TEXT NOT NULL, reason TEXT, title TEXT, aliases TEXT, tags TEXT,
+    n_chunks INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, path TEXT NOT NULL, ordinal INTEGER NOT NULL,
+    heading_path TEXT NOT NULL, text TEXT NOT NULL, content_hash TEXT NOT NULL, embed_hash TEXT NOT NULL,
+    start INTEGER NOT NULL, "end" INTEGER NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_by_embed ON chunks(embed_hash);
+CREATE TABLE IF NOT EXISTS vectors (embed_hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(terms, tokenize='unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS links (
+    src TEXT NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL, heading TEXT, block TEXT,
+    display TEXT, line INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS links_by_src ON links(src);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL, stats TEXT);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    path: str
+    kind: str
+    size: int
+    mtime_ns: int
+    file_hash: str | None
+    status: str  # indexed | skipped | failed
+    reason: str | None = None
+    title: str | None = None
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    n_chunks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NoteUpdate:
+    """A note's new state: its file record, its chunks with the hash of their embedded text, its links."""
+
+    record: FileRecord
+    chunks: Sequence[tuple[Chunk, str, str]] = ()  # (chunk, embed_hash, lexical text)
+    links: Sequence[Link] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    rowid: int
+    id: str
+    path: str
+    ordinal: int
+    heading_path: tuple[str, ...]
+    text: str
+    content_hash: str
+    start_line: int
+    end_line: int
+
+
+class SQLiteStore:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / DB_NAME
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            version = self.get_meta("schema_version")
+            if version is not None and int(version) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"The index at {directory} was written by a newer vaultlens (schema {version}).",
+                    hint="Upgrade vaultlens, or run `vaultlens rebuild` to start over.",
+                )
+            if version is None:
+                self.db.executescript(_SCHEMA)  # idempotent; executescript commits on its own
+                with self.transaction():
+                    self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                    self.db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"The index at {self.path} cannot be opened: {exc}.",
+                hint="Run `vaultlens doctor` for details or `vaultlens rebuild` to start over.",
+            ) from None
+        self._matrix: tuple[int, npt.NDArray[np.int64], Vectors] | None = None
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- transactions and meta -------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def get_meta(self, key: str) -> str | None:
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:  # brand-new file, no tables yet
+            return None
+        return None if row is None else str(row[0])
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def _bump_generation(self) -> None:
+        self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+
+    # ---- embedding space ------------------------------------------------------------------
+    @property
+    def space(self) -> EmbeddingSpace | None:
+        raw = self.get_meta("space")
+        return None if raw is None else EmbeddingSpace.from_json(raw)
+
+    def check_space(self, space: EmbeddingSpace) -> None:
+        """Refuse to mix vectors of two spaces; an unknown dimension (remote, not yet called) is a wildcard."""
+        stored = self.space
+        if stored is None:
+            return
+        same = (stored.provider, stored.model, stored.endpoint) == (space.provider, space.model, space.endpoint)
+        if not same or (space.dimensions and stored.dimensions != space.dimensions):
+            raise SpaceMismatch(
+                f"The index was built with {stored.describe()}, but the settings now say {space.describe()}.",
+                hint="Vectors of two models cannot be mixed. Run `vaultlens rebuild` to re-embed every note "
+                "with the new model, or change the settings back.",
+            )
+
+    def set_space(self, space: EmbeddingSpace) -> None:
+        with self.transaction():
+            self._set_meta("space", space.to_json())
+
+    # ---- writes -----------------------------------------------------------------------------
+    def file_records(self) -> dict[str, FileRecord]:
+        rows = self.db.execute(
+            "SELECT path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags, n_chunks"
+            " FROM files"
+        )
+        return {
+            r[0]: FileRecord(
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+                tuple(json.loads(r[8] or "[]")), tuple(json.loads(r[9] or "[]")), r[10],
+            )
+            for r in rows
+        }
+
+    def known_embed_hashes(self, hashes: Iterable[str]) -> set[str]:
+        found: set[str] = set()
+        unique = list(dict.fromkeys(hashes))
+        for i in range(0, len(unique), 500):
+            part = unique[i : i + 500]
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT embed_hash FROM vectors WHERE embed_hash IN ({marks})", part))
+        return found
+
+    def chunk_keys(self, path: str) -> set[tuple[str, str]]:
+        rows = self.db.execute("SELECT id, content_hash FROM chunks WHERE path = ?", (path,))
+        return {(r[0], r[1]) for r in rows}
+
+    def apply(
+        self,
+        updates: Sequence[NoteUpdate] = (),
+        vectors: dict[str, npt.NDArray[np.float32]] | None = None,
+        deletes: Sequence[str] = (),
+        touch: Sequence[FileRecord] = (),
+    ) -> None:
+        """Apply one batch atomically: new vectors, replaced notes, deleted paths, refreshed stamps."""
+        with self.transaction() as db:
+            for embed_hash, vec in (vectors or {}).items():
+                db.execute(
+                    "INSERT OR IGNORE INTO vectors(embed_hash, vec) VALUES (?, ?)",
+                    (embed_hash, np.asarray(vec, dtype=np.float32).tobytes()),
+                )
+            for path in [*deletes, *(u.record.path for u in updates)]:
+                self._delete_path(path)
+            for u in updates:
+                self._put_record(u.record)
+                for chunk, embed_hash, lexical in u.chunks:
+                    cur = db.execute(
+                        'INSERT INTO chunks(id, path, ordinal, heading_path, text, content_hash, embed_hash,'
+                        ' start, "end", start_line, end_line) VALUES (?,?,?,?,?,?,?,?,?,?,?)',
+                        (chunk.id, chunk.path, chunk.ordinal, json.dumps(chunk.heading_path, ensure_ascii=False),
+                         chunk.text, chunk.content_hash, embed_hash, chunk.start, chunk.end,
+                         chunk.start_line, chunk.end_line),
+                    )
+                    db.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, lexical))
+                db.executemany(
+                    "INSERT INTO links(src, kind, target, heading, block, display, line) VALUES (?,?,?,?,?,?,?)",
+                    [(u.record.path, ln.kind, ln.target, ln.heading, ln.block, ln.display, ln.line)
+                     for ln in u.links],
+                )
+            for rec in touch:
+                self._put_record(rec)
+            if updates or deletes:
+                self._bump_generation()
+
+    def _put_record(self, r: FileRecord) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files(path, kind, size, mtime_ns, file_hash, status, reason, title, aliases,"
+            " tags, n_chunks, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (r.path, r.kind, r.size, r.mtime_ns, r.file_hash, r.status, r.reason, r.title,
+             json.dumps(r.aliases, ensure_ascii=False), json.dumps(r.tags, ensure_ascii=False), r.n_chunks,
+             time.time()),
+        )
+
+    def _delete_path(self, path: str) -> None:
+        db = self.db
+        db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)", (path,))
+        db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+        db.execute("DELETE FROM links WHERE src = ?", (path,))
+        db.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def drop_orphan_vectors(self) -> int:
+        with self.transaction() as db:
+            cur = db.execute(
+                "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)"
+            )
+            return cur.rowcount
+
+    def clear(self) -> None:
+        """Remove every indexed note and vector but keep the file, so a cleared index stays cleared."""
+        with self.transaction() as db:
+            for table in ("chunks_fts", "chunks", "vectors", "links", "files"):
+                db.execute(f"DELETE FROM {table}")
+            db.execute("DELETE FROM meta WHERE key = 'space'")
+            self._set_meta("cleared_at", str(time.time()))
+            self._bump_generation()
+        self._drop_caches(keep=None)
+
+    # ---- runs -------------------------------------------------------------------------------
+    def start_run(self) -> int:
+        with self.transaction() as db:
+            cur = db.execute("INSERT INTO runs(started, status) VALUES (?, 'running')", (time.time(),))
+            return int(cur.lastrowid or 0)
+
+    def finish_run(self, run_id: int, status: str, stats: dict[str, Any]) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE runs SET finished = ?, status = ?, stats = ? WHERE id = ?",
+                (time.time(), status, json.dumps(stats), run_id),
+            )
+
+    def last_run(self) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT started, finished, status, stats FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        return {"started": row[0], "finished": row[1], "status": row[2], **json.loads(row[3] or "{}")}
+
+    # ---- reads ------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        q = self.db.execute
+        out = {f"files_{s}": n for s, n in q("SELECT status, COUNT(*) FROM files GROUP BY status")}
+        out["notes"] = q("SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'").fetchone()[0]
+        out["chunks"] = q("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        out["vectors"] = q("SELECT COUNT(*) FROM vectors").fetchone()[0]
+        return out
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.directory.iterdir() if p.is_file())
+
+    def matrix(self) -> tuple[npt.NDArray[np.int64], Vectors]:
+        """(chunk rowids, unit vectors) for every chunk, from the generation-stamped cache."""
+        gen = self.generation
+        if self._matrix is not None and self._matrix[0] == gen:
+            return self._matrix[1], self._matrix[2]
+        ids_file, vec_file = self._cache_files(gen)
+        rowids: npt.NDArray[np.int64] | None = None
+        vecs: Vectors | None = None
+        try:
+            rowids = np.load(ids_file)
+            vecs = np.load(vec_file, mmap_mode="r")
+            if vecs.shape[0] != rowids.shape[0]:
+                rowids = vecs = None
+        except (OSError, ValueError):
+            rowids = vecs = None
+        if rowids is None or vecs is None:
+            rowids, vecs = self._read_matrix()
+            self._write_cache(gen, rowids, vecs)
+        self._matrix = (gen, rowids, vecs)
+        return rowids, vecs
+
+    def _read_matrix(self) -> tuple[npt.NDArray[np.int64], Vectors]:
+        space = self.space
+        dims = space.dimensions if space else 0
+        rows = self.db.execute(
+            "SELECT c.rowid, v.vec FROM chunks c JOIN vectors v ON v.embed_hash = c.embed_hash ORDER BY c.rowid"
+        ).fetchall()
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if not rows:
+            return rowids, np.zeros((0, dims), dtype=np.float32)
+        vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return rowids, vecs
+
+    def _cache_files(self, gen: int) -> tuple[Path, Path]:
+        return self.directory / f"matrix-{gen}.ids.npy", self.directory / f"matrix-{gen}.vecs.npy"
+
+    def _write_cache(self, gen: int, rowids: npt.NDArray[np.int64], vecs: Vectors) -> None:
+        ids_file, vec_file = self._cache_files(gen)
+        try:
+            for target, arr in ((ids_file, rowids), (vec_file, vecs)):  # vectors last: readers check it
+                tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+                with tmp.open("wb") as fh:
+                    np.save(fh, arr)
+                os.replace(tmp, target)
+        except OSError:
+            return  # a read-only index dir only costs speed
+        self._drop_caches(keep=gen)
+
+    def _drop_caches(self, keep: int | None) -> None:
+        for p in self.directory.glob("matrix-*.npy"):
+            if keep is None or not p.name.startswith(f"matrix-{keep}."):
+                p.unlink(missing_ok=True)
+
+    def lexical(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """(chunk rowid, BM25 score, higher is better) for an FTS5 MATCH expression."""
+        if not match:
+            return []
+        try:
+            rows = self.db.execute(
+                "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
+                " ORDER BY bm25(chunks_fts) LIMIT ?",
+                (match, limit),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"Full-text query failed: {exc}") from None
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def chunks(self, rowids: Iterable[int]) -> dict[int, ChunkRow]:
+        ids = list(rowids)
+        out: dict[int, ChunkRow] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.db.execute(
+                "SELECT rowid, id, path, ordinal, heading_path, text, content_hash, start_line, end_line"
+                f" FROM chunks WHERE rowid IN ({marks})",
+                part,
+            ):
+                out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7], r[8])
+        return out
+
+    def titles(self, paths: Iterable[str]) -> dict[str, str]:
+        ps = list(paths)
+        marks = ",".join("?" * len(ps))
+        return dict(self.db.execute(f"SELECT path, title FROM files WHERE path IN ({marks})", ps).fetchall())
+
+    def problems(self) -> list[str]:
+        """Integrity and consistency findings; empty means healthy."""
+        q = self.db.execute
+        found: list[str] = []
+        result = [r[0] for r in q("PRAGMA integrity_check")]
+        if result != ["ok"]:
+            found.append("SQLite integrity check failed: " + "; ".join(result[:5]))
+            return found
+        try:
+            q("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+        except sqlite3.DatabaseError as exc:
+            found.append(f"full-text index is damaged: {exc}")
+        checks = {
+            "chunks without a vector": "SELECT COUNT(*) FROM chunks c LEFT JOIN vectors v"
+            " ON v.embed_hash = c.embed_hash WHERE v.embed_hash IS NULL",
+            "chunks without full-text terms": "SELECT COUNT(*) FROM chunks WHERE rowid NOT IN"
+            " (SELECT rowid FROM chunks_fts)",
+            "full-text rows without a chunk": "SELECT COUNT(*) FROM chunks_fts WHERE rowid NOT IN"
+            " (SELECT rowid FROM chunks)",
+            "chunks of notes not marked indexed": "SELECT COUNT(*) FROM chunks WHERE path NOT IN"
+            " (SELECT path FROM files WHERE status = 'indexed')",
+            "notes whose chunk count disagrees": "SELECT COUNT(*) FROM files f WHERE status = 'indexed' AND"
+            " n_chunks != (SELECT COUNT(*) FROM chunks c WHERE c.path = f.path)",
+        }
+        for label, sql in checks.items():
+            n = q(sql).fetchone()[0]
+            if n:
+                found.append(f"{n} {label}")
+        space = self.space
+        if space is not None and space.dimensions:
+            bad = q("SELECT COUNT(*) FROM vectors WHERE length(vec) != ?", (space.dimensions * 4,)).fetchone()[0]
+            if bad:
+                found.append(f"{bad} vectors with the wrong dimension")
+        return found

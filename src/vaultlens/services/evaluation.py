@@ -1,0 +1,124 @@
+"""Retrieval quality on labelled data: a BEIR folder (nDCG@10, Recall@100, MRR@10) and
+vault query sets in ``eval/queries.jsonl`` form (hit@1, hit@5, MRR), broken down by group.
+
+Both run the same ``find`` the CLI runs, with the user's settings, so a number here is
+what a user gets.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vaultlens.errors import VaultError
+from vaultlens.index.indexer import Progress
+from vaultlens.services import app as services
+from vaultlens.services.app import App
+
+Ranker = Callable[[str], list[str]]
+
+
+def ndcg_at(ranked: list[str], gains: dict[str, float], k: int) -> float:
+    dcg = sum(gains.get(d, 0.0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: list[str], relevant: Iterable[str], k: int) -> float:
+    rel = set(relevant)
+    return len(rel & set(ranked[:k])) / len(rel) if rel else 0.0
+
+
+def rr_at(ranked: list[str], relevant: Iterable[str], k: int | None = None) -> float:
+    rel = set(relevant)
+    for i, d in enumerate(ranked[:k] if k else ranked):
+        if d in rel:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+@dataclass(frozen=True)
+class GroupScore:
+    group: str
+    n: int
+    metrics: dict[str, float]
+
+
+def _mean(rows: list[dict[str, float]], group: str) -> GroupScore:
+    keys = rows[0].keys() if rows else []
+    return GroupScore(group, len(rows), {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys})
+
+
+def beir_vault(beir_dir: Path, target: Path) -> Path:
+    """Write a BEIR corpus as one note per document (``# title`` + text); reused when present."""
+    corpus = beir_dir / "corpus.jsonl"
+    if not corpus.is_file():
+        raise VaultError(f"{beir_dir} is not a BEIR folder (no corpus.jsonl).")
+    done = target / ".complete"
+    if done.exists():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    with corpus.open(encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            title = (doc.get("title") or "").strip()
+            body = f"# {title}\n\n{doc['text']}\n" if title else f"{doc['text']}\n"
+            (target / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+    done.write_text("ok\n")
+    return target
+
+
+def eval_beir(beir_dir: Path, work: Path, overrides: dict[str, str] | None = None,
+              progress: Progress | None = None, split: str = "test") -> list[GroupScore]:
+    vault = beir_vault(beir_dir, work / beir_dir.name)
+    app = App.open(vault, overrides)
+    services.index(app, progress)
+    queries = {}
+    with (beir_dir / "queries.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            q = json.loads(line)
+            queries[q["_id"]] = q["text"]
+    qrels: dict[str, dict[str, float]] = defaultdict(dict)
+    with (beir_dir / "qrels" / f"{split}.tsv").open(encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            qrels[row["query-id"]][row["corpus-id"]] = float(row["score"])
+    rows = []
+    for qid, gains in qrels.items():
+        hits = services.find(app, queries[qid], limit=100, sections=1)
+        ranked = [h.path.removesuffix(".md") for h in hits]
+        relevant = [d for d, g in gains.items() if g > 0]
+        rows.append({
+            "ndcg@10": ndcg_at(ranked, gains, 10),
+            "recall@100": recall_at(ranked, relevant, 100),
+            "mrr@10": rr_at(ranked, relevant, 10),
+        })
+    return [_mean(rows, beir_dir.name)]
+
+
+def eval_queries(queries_file: Path, overrides: dict[str, str] | None = None,
+                 progress: Progress | None = None) -> list[GroupScore]:
+    """hit@1, hit@5 and MRR per vault, language and cross-lingual flag; vault paths are relative to the file's parent's parent."""
+    base = queries_file.resolve().parent.parent
+    items = [json.loads(line) for line in queries_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    apps: dict[str, App] = {}
+    groups: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for q in items:
+        if q["vault"] not in apps:
+            apps[q["vault"]] = App.open(base / q["vault"], overrides)
+            services.index(apps[q["vault"]], progress)
+        hits = services.find(apps[q["vault"]], q["query"], limit=20, sections=1)
+        ranked = [h.path for h in hits]
+        row = {"hit@1": float(bool(set(ranked[:1]) & set(q["relevant"]))),
+               "hit@5": float(bool(set(ranked[:5]) & set(q["relevant"]))),
+               "mrr": rr_at(ranked, q["relevant"])}
+        vault = Path(q["vault"]).name
+        kind = "en→ru" if q.get("cross_lingual") else q["lang"]
+        for g in (f"{vault} {kind}", f"lang {q['lang']}", "all"):
+            groups[g].append(row)
+    return [_mean(rows, g) for g, rows in sorted(groups.items())]

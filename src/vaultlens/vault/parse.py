@@ -1,0 +1,149 @@
+"""Parse one note: front matter, top-level blocks with exact lines and offsets, headings, links, tags.
+
+markdown-it-py gives block line maps; offsets are derived from them so the chunker can cut
+the original text at block boundaries and never inside a code block or a table.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from bisect import bisect_right
+from functools import lru_cache
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from vaultlens.vault.links import extract_links, extract_tags, masked_spans, normalize_tag
+from vaultlens.vault.model import Block, BlockKind, Heading, ParsedNote
+
+_OPEN_KINDS: dict[str, BlockKind] = {
+    "heading_open": "heading",
+    "paragraph_open": "paragraph",
+    "table_open": "table",
+    "bullet_list_open": "list",
+    "ordered_list_open": "list",
+    "blockquote_open": "quote",
+}
+_LEAF_KINDS: dict[str, BlockKind] = {"fence": "code", "code_block": "code", "html_block": "html", "hr": "hr"}
+_INLINE_MARKUP = re.compile(r"\[\[([^\]|]*\|)?([^\]]*)\]\]|[*_`~=]+")
+
+
+class NotText(ValueError):
+    """The bytes are not a Markdown note vaultlens can read (binary, not UTF-8)."""
+
+
+@lru_cache(maxsize=1)
+def _md() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+
+
+def decode_note(data: bytes) -> str:
+    """Bytes -> text with LF line endings and no BOM, or :class:`NotText` with a specific reason."""
+    if b"\x00" in data[:8192]:
+        raise NotText("binary content (NUL bytes), not a text note")
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotText(f"not valid UTF-8 (first bad byte at offset {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def line_starts(text: str) -> list[int]:
+    """Offset of the first character of every line."""
+    starts = [0]
+    pos = text.find("\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = text.find("\n", pos + 1)
+    return starts
+
+
+def _as_strings(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list | tuple):
+        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    return [str(value)]
+
+
+def _heading_text(raw: str) -> str:
+    return _INLINE_MARKUP.sub(lambda m: m.group(2) or "", raw).strip()
+
+
+def parse_note(text: str, path: str) -> ParsedNote:
+    """Parse decoded note text (see :func:`decode_note`); ``path`` gives the fallback title."""
+    tokens = _md().parse(text)
+    starts = line_starts(text)
+
+    def offset(line: int) -> int:
+        return starts[line] if line < len(starts) else len(text)
+
+    frontmatter: dict[str, Any] = {}
+    fm_error: str | None = None
+    body_line = 0
+    blocks: list[Block] = []
+    headings: list[Heading] = []
+    for i, tok in enumerate(tokens):
+        if tok.level != 0 or tok.map is None:
+            continue
+        start_line, end_line = tok.map
+        if tok.type == "front_matter":
+            body_line = end_line
+            try:
+                loaded = yaml.safe_load(tok.content) if tok.content.strip() else {}
+                if isinstance(loaded, dict):
+                    frontmatter = {str(k): v for k, v in loaded.items()}
+                else:
+                    fm_error = "front matter is not a mapping of keys to values"
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" at line {mark.line + 1}" if mark is not None else ""
+                fm_error = f"malformed YAML front matter{where}"
+            continue
+        kind = _OPEN_KINDS.get(tok.type) or _LEAF_KINDS.get(tok.type)
+        if kind is None:
+            continue
+        level, heading = 0, ""
+        if kind == "heading":
+            level = int(tok.tag[1:])
+            heading = _heading_text(tokens[i + 1].content)
+            headings.append(Heading(level, heading, start_line))
+        blocks.append(Block(kind, start_line, end_line, offset(start_line), offset(end_line), level, heading))
+
+    body_start = offset(body_line)
+    body = text[body_start:]
+    masked = masked_spans(body)
+    tags = [normalize_tag(t) for key in ("tags", "tag") for t in _as_strings(frontmatter.get(key))]
+    seen = {t.casefold() for t in tags}
+    for tag in extract_tags(body, masked):
+        if tag.casefold() not in seen:
+            seen.add(tag.casefold())
+            tags.append(tag)
+    aliases = [a for key in ("aliases", "alias") for a in _as_strings(frontmatter.get(key))]
+    title = frontmatter.get("title")
+    return ParsedNote(
+        text=text,
+        frontmatter=frontmatter,
+        frontmatter_error=fm_error,
+        body_start=body_start,
+        body_start_line=body_line,
+        title=str(title).strip() if isinstance(title, str) and title.strip() else PurePosixPath(path).stem,
+        aliases=tuple(aliases),
+        tags=tuple(t for t in tags if t),
+        headings=tuple(headings),
+        blocks=tuple(blocks),
+        links=tuple(extract_links(body, masked, line_offset=body_line)),
+    )
+
+
+def line_of(text: str, offset: int) -> int:
+    """0-based line number of a character offset."""
+    return bisect_right(line_starts(text), offset) - 1
