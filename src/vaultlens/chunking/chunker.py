@@ -138,9 +138,7 @@ class MarkdownChunker:
         atomic = block.kind in _ATOMIC
         if atomic or block.end - block.start <= self.max:
             return [_Span(block.start, block.end, heading_path, atomic, block.kind == "heading")]
-        return [
-            _Span(s, e, heading_path, False, False) for s, e in self._split(text, block.start, block.end)
-        ]
+        return [_Span(s, e, heading_path, False, False) for s, e in self._split(text, block.start, block.end)]
 
     def _split(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
         """Cut an oversized prose block into ~target pieces at the best boundary, with overlap."""

@@ -6,6 +6,7 @@ printed as a message and a hint with a distinct exit code, never a traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,8 +21,8 @@ from vaultlens.errors import ConfigError, VaultlensError
 from vaultlens.index.indexer import RunStats
 from vaultlens.services import app as services
 from vaultlens.services import evaluation
-from vaultlens.services.evaluation import GroupScore
 from vaultlens.services.app import App
+from vaultlens.services.evaluation import GroupScore
 
 cli = typer.Typer(
     name="vaultlens",
@@ -106,7 +107,9 @@ def clear(vault: VaultOpt = None, set_: SetOpt = None) -> None:
 
 @cli.command()
 def search(
-    query: Annotated[str, typer.Argument(help="What you are looking for; '-' reads one query per line from stdin.")],
+    query: Annotated[
+        str, typer.Argument(help="What you are looking for; '-' reads one query per line from stdin.")
+    ],
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
@@ -122,8 +125,10 @@ def search(
                 continue
             hits = services.find(app, q, limit, sections)
             if json_:
-                sys.stdout.write(render.json.dumps({"query": q, "results": render.hits_json(hits)},
-                                                   ensure_ascii=False) + "\n")
+                sys.stdout.write(
+                    json.dumps({"query": q, "results": render.hits_json(hits)}, ensure_ascii=False)
+                    + "\n"
+                )
             else:
                 render.out.rule(q)
                 render.print_hits(hits)
@@ -199,7 +204,9 @@ def eval_beir(
 
 @eval_cli.command("queries")
 def eval_queries(
-    file: Annotated[Path, typer.Argument(help="queries.jsonl with vault, query, relevant, lang, cross_lingual.")],
+    file: Annotated[
+        Path, typer.Argument(help="queries.jsonl with vault, query, relevant, lang, cross_lingual.")
+    ],
     set_: SetOpt = None,
     json_: JsonOpt = False,
 ) -> None:

@@ -40,10 +40,14 @@ def print_hits(hits: list[NoteHit]) -> None:
         out.print("[dim]No matching notes.[/dim]")
         return
     for n, hit in enumerate(hits, 1):
-        out.print(f"[bold]{n}. {escape(hit.title)}[/bold]  [cyan]{escape(hit.path)}[/cyan]  [dim]{hit.score:.3f}[/dim]")
+        out.print(
+            f"[bold]{n}. {escape(hit.title)}[/bold]  [cyan]{escape(hit.path)}[/cyan]  [dim]{hit.score:.3f}[/dim]"
+        )
         for sec in hit.sections:
             where = " › ".join(sec.heading_path) or "(top of note)"
-            out.print(f"   [green]L{sec.start_line}-{sec.end_line}[/green] {escape(where)}  [dim]{sec.score:.3f}[/dim]")
+            out.print(
+                f"   [green]L{sec.start_line}-{sec.end_line}[/green] {escape(where)}  [dim]{sec.score:.3f}[/dim]"
+            )
             out.print(f"      {escape(sec.snippet)}", soft_wrap=False, overflow="ellipsis", no_wrap=True)
 
 
@@ -110,10 +114,16 @@ def print_status(info: dict[str, Any]) -> None:
         f"[bold]Files[/bold]  [green]{f.get('indexed', 0)} indexed[/green], "
         f"[yellow]{f.get('skipped', 0)} skipped[/yellow], [red]{f.get('failed', 0)} failed[/red]"
     )
-    out.print(f"[bold]Totals[/bold] {info['notes']} notes, {info['chunks']} chunks, {_size(info['size_bytes'])} on disk")
+    out.print(
+        f"[bold]Totals[/bold] {info['notes']} notes, {info['chunks']} chunks, {_size(info['size_bytes'])} on disk"
+    )
     space = info["embedding_space"]
     label = space["label"] if space else "none yet"
-    warn = "" if info["configured_space_matches"] else "  [red](differs from settings: run `vaultlens rebuild`)[/red]"
+    warn = (
+        ""
+        if info["configured_space_matches"]
+        else "  [red](differs from settings: run `vaultlens rebuild`)[/red]"
+    )
     out.print(f"[bold]Model[/bold]  {escape(label)}{warn}")
     run = info["last_run"]
     if run:

@@ -92,9 +92,7 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
             raise ValueError(value)
         return value
     except (TypeError, ValueError):
-        raise ConfigError(
-            f"Setting {key} must be a {type(default).__name__}, got {value!r}."
-        ) from None
+        raise ConfigError(f"Setting {key} must be a {type(default).__name__}, got {value!r}.") from None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

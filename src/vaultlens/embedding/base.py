@@ -67,4 +67,5 @@ def normalize_rows(matrix: npt.ArrayLike, expected_rows: int, dimensions: int, s
         raise ProviderError(f"{source} returned NaN or infinite values.")
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (arr / norms).astype(np.float32, copy=False)
+    normalized: Vectors = (arr / norms).astype(np.float32, copy=False)
+    return normalized

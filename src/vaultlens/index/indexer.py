@@ -18,13 +18,12 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from vaultlens.chunking.chunker import Chunk, MarkdownChunker
+from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import Cancelled
-from vaultlens.index.lexical import terms
 from vaultlens.index.sqlite_store import FileRecord, NoteUpdate, SQLiteStore
-from vaultlens.vault.model import ParsedNote
+from vaultlens.index.texts import embed_text, lexical_text
 from vaultlens.vault.parse import NotText, decode_note, parse_note
 from vaultlens.vault.scan import VaultFile, scan_vault
 
@@ -63,19 +62,6 @@ class _Pending:
     update: NoteUpdate
     embed: dict[str, str]  # embed_hash -> text, for chunks that still need a vector
     removed: int = 0  # chunks of the previous version that are gone
-
-
-def embed_text(title: str, chunk: Chunk) -> str:
-    """What the model sees: the note title and section give a short chunk its context."""
-    heads = [h for h in chunk.heading_path if h != "front matter"]
-    prefix = " / ".join([title, *heads[-2:]])
-    return f"{prefix}\n{chunk.text}"
-
-
-def lexical_text(path: str, note: ParsedNote, chunk: Chunk) -> str:
-    """Stemmed terms for full text: path words, title and aliases count for every chunk."""
-    head = " ".join([path.rsplit(".", 1)[0].replace("/", " "), note.title, *note.aliases, *chunk.heading_path])
-    return " ".join(terms(f"{head}\n{chunk.text}"))
 
 
 def _sha(data: bytes | str) -> str:
@@ -191,8 +177,17 @@ class Indexer:
         chunks = self.chunker.chunk(note, f.path)
         reason = f"{note.frontmatter_error}; indexed as plain text" if note.frontmatter_error else None
         rec = FileRecord(
-            f.path, "note", len(data), f.mtime_ns, file_hash, "indexed", reason,
-            note.title, note.aliases, note.tags, len(chunks),
+            f.path,
+            "note",
+            len(data),
+            f.mtime_ns,
+            file_hash,
+            "indexed",
+            reason,
+            note.title,
+            note.aliases,
+            note.tags,
+            len(chunks),
         )
         triples = []
         embed: dict[str, str] = {}

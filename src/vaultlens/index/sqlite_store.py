@@ -109,7 +109,9 @@ class SQLiteStore:
             if version is None:
                 self.db.executescript(_SCHEMA)  # idempotent; executescript commits on its own
                 with self.transaction():
-                    self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                    self.db.execute(
+                        "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                    )
                     self.db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
         except sqlite3.DatabaseError as exc:
             raise StoreError(
@@ -160,7 +162,11 @@ class SQLiteStore:
         stored = self.space
         if stored is None:
             return
-        same = (stored.provider, stored.model, stored.endpoint) == (space.provider, space.model, space.endpoint)
+        same = (stored.provider, stored.model, stored.endpoint) == (
+            space.provider,
+            space.model,
+            space.endpoint,
+        )
         if not same or (space.dimensions and stored.dimensions != space.dimensions):
             raise SpaceMismatch(
                 f"The index was built with {stored.describe()}, but the settings now say {space.describe()}.",
@@ -180,8 +186,17 @@ class SQLiteStore:
         )
         return {
             r[0]: FileRecord(
-                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-                tuple(json.loads(r[8] or "[]")), tuple(json.loads(r[9] or "[]")), r[10],
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                r[7],
+                tuple(json.loads(r[8] or "[]")),
+                tuple(json.loads(r[9] or "[]")),
+                r[10],
             )
             for r in rows
         }
@@ -192,8 +207,12 @@ class SQLiteStore:
         for i in range(0, len(unique), 500):
             part = unique[i : i + 500]
             marks = ",".join("?" * len(part))
-            found.update(r[0] for r in self.db.execute(
-                f"SELECT embed_hash FROM vectors WHERE embed_hash IN ({marks})", part))
+            found.update(
+                r[0]
+                for r in self.db.execute(
+                    f"SELECT embed_hash FROM vectors WHERE embed_hash IN ({marks})", part
+                )
+            )
         return found
 
     def chunk_keys(self, path: str) -> set[tuple[str, str]]:
@@ -220,17 +239,29 @@ class SQLiteStore:
                 self._put_record(u.record)
                 for chunk, embed_hash, lexical in u.chunks:
                     cur = db.execute(
-                        'INSERT INTO chunks(id, path, ordinal, heading_path, text, content_hash, embed_hash,'
+                        "INSERT INTO chunks(id, path, ordinal, heading_path, text, content_hash, embed_hash,"
                         ' start, "end", start_line, end_line) VALUES (?,?,?,?,?,?,?,?,?,?,?)',
-                        (chunk.id, chunk.path, chunk.ordinal, json.dumps(chunk.heading_path, ensure_ascii=False),
-                         chunk.text, chunk.content_hash, embed_hash, chunk.start, chunk.end,
-                         chunk.start_line, chunk.end_line),
+                        (
+                            chunk.id,
+                            chunk.path,
+                            chunk.ordinal,
+                            json.dumps(chunk.heading_path, ensure_ascii=False),
+                            chunk.text,
+                            chunk.content_hash,
+                            embed_hash,
+                            chunk.start,
+                            chunk.end,
+                            chunk.start_line,
+                            chunk.end_line,
+                        ),
                     )
                     db.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, lexical))
                 db.executemany(
                     "INSERT INTO links(src, kind, target, heading, block, display, line) VALUES (?,?,?,?,?,?,?)",
-                    [(u.record.path, ln.kind, ln.target, ln.heading, ln.block, ln.display, ln.line)
-                     for ln in u.links],
+                    [
+                        (u.record.path, ln.kind, ln.target, ln.heading, ln.block, ln.display, ln.line)
+                        for ln in u.links
+                    ],
                 )
             for rec in touch:
                 self._put_record(rec)
@@ -241,9 +272,20 @@ class SQLiteStore:
         self.db.execute(
             "INSERT OR REPLACE INTO files(path, kind, size, mtime_ns, file_hash, status, reason, title, aliases,"
             " tags, n_chunks, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (r.path, r.kind, r.size, r.mtime_ns, r.file_hash, r.status, r.reason, r.title,
-             json.dumps(r.aliases, ensure_ascii=False), json.dumps(r.tags, ensure_ascii=False), r.n_chunks,
-             time.time()),
+            (
+                r.path,
+                r.kind,
+                r.size,
+                r.mtime_ns,
+                r.file_hash,
+                r.status,
+                r.reason,
+                r.title,
+                json.dumps(r.aliases, ensure_ascii=False),
+                json.dumps(r.tags, ensure_ascii=False),
+                r.n_chunks,
+                time.time(),
+            ),
         )
 
     def _delete_path(self, path: str) -> None:
@@ -255,9 +297,7 @@ class SQLiteStore:
 
     def drop_orphan_vectors(self) -> int:
         with self.transaction() as db:
-            cur = db.execute(
-                "DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)"
-            )
+            cur = db.execute("DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
             return cur.rowcount
 
     def clear(self) -> None:
@@ -295,7 +335,9 @@ class SQLiteStore:
     def counts(self) -> dict[str, int]:
         q = self.db.execute
         out = {f"files_{s}": n for s, n in q("SELECT status, COUNT(*) FROM files GROUP BY status")}
-        out["notes"] = q("SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'").fetchone()[0]
+        out["notes"] = q("SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'").fetchone()[
+            0
+        ]
         out["chunks"] = q("SELECT COUNT(*) FROM chunks").fetchone()[0]
         out["vectors"] = q("SELECT COUNT(*) FROM vectors").fetchone()[0]
         return out
@@ -419,7 +461,9 @@ class SQLiteStore:
                 found.append(f"{n} {label}")
         space = self.space
         if space is not None and space.dimensions:
-            bad = q("SELECT COUNT(*) FROM vectors WHERE length(vec) != ?", (space.dimensions * 4,)).fetchone()[0]
+            bad = q(
+                "SELECT COUNT(*) FROM vectors WHERE length(vec) != ?", (space.dimensions * 4,)
+            ).fetchone()[0]
             if bad:
                 found.append(f"{bad} vectors with the wrong dimension")
         return found

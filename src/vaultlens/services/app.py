@@ -100,7 +100,12 @@ def find(app: App, query: str, limit: int | None = None, sections: int | None = 
     store = app.store()
     store.check_space(app.provider().space)
     return search(
-        store, app.provider(), query, limit or s.limit, sections or s.sections, s.max_query_chars,
+        store,
+        app.provider(),
+        query,
+        limit or s.limit,
+        sections or s.sections,
+        s.max_query_chars,
         Fusion(candidates=s.candidates),
     )
 

@@ -74,8 +74,13 @@ def beir_vault(beir_dir: Path, target: Path) -> Path:
     return target
 
 
-def eval_beir(beir_dir: Path, work: Path, overrides: dict[str, str] | None = None,
-              progress: Progress | None = None, split: str = "test") -> list[GroupScore]:
+def eval_beir(
+    beir_dir: Path,
+    work: Path,
+    overrides: dict[str, str] | None = None,
+    progress: Progress | None = None,
+    split: str = "test",
+) -> list[GroupScore]:
     vault = beir_vault(beir_dir, work / beir_dir.name)
     app = App.open(vault, overrides)
     services.index(app, progress)
@@ -93,19 +98,24 @@ def eval_beir(beir_dir: Path, work: Path, overrides: dict[str, str] | None = Non
         hits = services.find(app, queries[qid], limit=100, sections=1)
         ranked = [h.path.removesuffix(".md") for h in hits]
         relevant = [d for d, g in gains.items() if g > 0]
-        rows.append({
-            "ndcg@10": ndcg_at(ranked, gains, 10),
-            "recall@100": recall_at(ranked, relevant, 100),
-            "mrr@10": rr_at(ranked, relevant, 10),
-        })
+        rows.append(
+            {
+                "ndcg@10": ndcg_at(ranked, gains, 10),
+                "recall@100": recall_at(ranked, relevant, 100),
+                "mrr@10": rr_at(ranked, relevant, 10),
+            }
+        )
     return [_mean(rows, beir_dir.name)]
 
 
-def eval_queries(queries_file: Path, overrides: dict[str, str] | None = None,
-                 progress: Progress | None = None) -> list[GroupScore]:
+def eval_queries(
+    queries_file: Path, overrides: dict[str, str] | None = None, progress: Progress | None = None
+) -> list[GroupScore]:
     """hit@1, hit@5 and MRR per vault, language and cross-lingual flag; vault paths are relative to the file's parent's parent."""
     base = queries_file.resolve().parent.parent
-    items = [json.loads(line) for line in queries_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    items = [
+        json.loads(line) for line in queries_file.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     apps: dict[str, App] = {}
     groups: dict[str, list[dict[str, float]]] = defaultdict(list)
     for q in items:
@@ -114,9 +124,11 @@ def eval_queries(queries_file: Path, overrides: dict[str, str] | None = None,
             services.index(apps[q["vault"]], progress)
         hits = services.find(apps[q["vault"]], q["query"], limit=20, sections=1)
         ranked = [h.path for h in hits]
-        row = {"hit@1": float(bool(set(ranked[:1]) & set(q["relevant"]))),
-               "hit@5": float(bool(set(ranked[:5]) & set(q["relevant"]))),
-               "mrr": rr_at(ranked, q["relevant"])}
+        row = {
+            "hit@1": float(bool(set(ranked[:1]) & set(q["relevant"]))),
+            "hit@5": float(bool(set(ranked[:5]) & set(q["relevant"]))),
+            "mrr": rr_at(ranked, q["relevant"]),
+        }
         vault = Path(q["vault"]).name
         kind = "en→ru" if q.get("cross_lingual") else q["lang"]
         for g in (f"{vault} {kind}", f"lang {q['lang']}", "all"):

@@ -103,7 +103,9 @@ def score_chunks(
     return dict(zip(ids, fused.tolist(), strict=True))
 
 
-def group_notes(store: SQLiteStore, chunk_scores: dict[int, float], limit: int, sections: int) -> list[NoteHit]:
+def group_notes(
+    store: SQLiteStore, chunk_scores: dict[int, float], limit: int, sections: int
+) -> list[NoteHit]:
     rows = store.chunks(chunk_scores)
     per_note: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for rowid, score in chunk_scores.items():

@@ -32,32 +32,51 @@ __all__ = [
 # Masking: code and comments
 # ---------------------------------------------------------------------------------------------------------------
 
-# A fence line: optional indentation / blockquote markers, then a run of >= 3 backticks or tildes.
-_FENCE_RE = re.compile(r"^[ \t>]*(`{3,}|~{3,})([^\n]*)", re.MULTILINE)
-# Things that open a masked span inline; a backslash escape is matched so that its next char is skipped.
-_INLINE_RE = re.compile(r"\\.|`+|%%|<!--", re.DOTALL)
-_BACKTICKS_RE = re.compile(r"`+")
-# A blank line ends a paragraph, and a code span cannot cross it (CommonMark).
-_BLANK_LINE_RE = re.compile(r"\n[ \t\r]*\n")
+_FENCE_RUN_RE = {"`": re.compile("```"), "~": re.compile("~~~")}
+_RUN_RE = {"`": re.compile("`*"), "~": re.compile("~*")}
+# Inline constructs, each matched whole so that a note costs one Python step per construct, not per character.
+# Every alternative starts with a literal character, which lets the regex engine skip plain text in C.
+_INLINE_RE = re.compile(
+    r"""
+      \\[\\`%<]                                   # an escaped opener (or backslash) is text
+    | `(?P<bt>`*+)                                # code span: a run of backticks ...
+        (?:[^`\n]++                               # ... then text,
+          |\n(?![ \t\r]*+(?:\n|\Z)|[ \t>]*+(?:```|~~~))  # line breaks that end neither paragraph nor block,
+          |(?!`(?P=bt)(?!`))`++                   # backtick runs of another length,
+        )*+
+        `(?P=bt)(?!`)                             # ... up to a run of exactly the same length
+    | ``*+                                        # a run with no closer: literal backticks
+    | %%(?:[^%]++|%(?!%))*+(?:%%|\Z)              # Obsidian comment; Obsidian hides the rest if unclosed
+    | <!--                                        # HTML comment, closed by str.find (see masked_spans)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
 _MASK_CHAR = "\x00"
 
-
-@dataclass(frozen=True, slots=True)
-class _Fence:
-    start: int  # offset of the line start
-    end: int  # offset of the end of the line (before "\n")
-    char: str
-    length: int
-    closes: bool  # nothing but whitespace after the run, so it can close a fence
+# (line start, line end, fence char, run length, can close: nothing but whitespace after the run)
+_Fence = tuple[int, int, str, int, bool]
 
 
 def _fence_lines(text: str) -> list[_Fence]:
+    """Lines that open (or close) a fenced code block: indentation or ``>`` markers, then >= 3 ` or ~."""
     fences: list[_Fence] = []
-    for m in _FENCE_RE.finditer(text):
-        run, info = m.group(1), m.group(2)
-        if run[0] == "`" and "`" in info:
-            continue  # CommonMark: a backtick fence's info string cannot contain a backtick
-        fences.append(_Fence(m.start(), m.end(), run[0], len(run), not info.strip()))
+    for char, run_re in _FENCE_RUN_RE.items():
+        for m in run_re.finditer(text):
+            start = m.start()
+            i = start - 1
+            while i >= 0 and text[i] in " \t>":
+                i -= 1
+            if i >= 0 and text[i] != "\n":
+                continue  # not at the start of a line (this also skips the rest of a longer run)
+            run_end = _RUN_RE[char].match(text, start).end()
+            line_end = text.find("\n", run_end)
+            if line_end < 0:
+                line_end = len(text)
+            info = text[run_end:line_end]
+            if char == "`" and "`" in info:
+                continue  # CommonMark: a backtick fence's info string cannot contain a backtick
+            fences.append((i + 1, line_end, char, run_end - start, not info.strip()))
+    fences.sort()
     return fences
 
 
@@ -70,69 +89,50 @@ def masked_spans(text: str) -> list[tuple[int, int]]:
     """
     n = len(text)
     fences = _fence_lines(text)
-    blank_starts = [m.start() for m in _BLANK_LINE_RE.finditer(text)]
-    runs_by_length: dict[int, list[int]] = {}
-    for m in _BACKTICKS_RE.finditer(text):
-        runs_by_length.setdefault(m.end() - m.start(), []).append(m.start())
-
     spans: list[tuple[int, int]] = []
     pos = 0
     fi = 0
-    nxt: re.Match[str] | None = None  # cached next inline opener, so the text is searched once, not per fence
-    searched_to = -1
+    nxt: re.Match[str] | None = None  # next inline construct, kept across fences so text is searched once
+    exhausted = False
+    html_may_close = True
     while pos < n:
-        while fi < len(fences) and fences[fi].start < pos:
+        while fi < len(fences) and fences[fi][0] < pos:
             fi += 1
-        if nxt is None or nxt.start() < pos:
-            if searched_to == n:
-                nxt = None
-            else:
-                nxt = _INLINE_RE.search(text, pos)
-                searched_to = n if nxt is None else nxt.start()
-        fence_start = fences[fi].start if fi < len(fences) else n + 1
-        if nxt is None and fi >= len(fences):
-            break
-        if nxt is None or fence_start <= nxt.start():
-            opener = fences[fi]
-            end = n
-            for j in range(fi + 1, len(fences)):
-                f = fences[j]
-                if f.closes and f.char == opener.char and f.length >= opener.length:
-                    end = f.end
-                    break
-            spans.append((opener.start, end))
+        if not exhausted and (nxt is None or nxt.start() < pos):
+            nxt = _INLINE_RE.search(text, pos)
+            exhausted = nxt is None
+        if nxt is None or exhausted:
+            if fi >= len(fences):
+                break
+        elif fi >= len(fences) or nxt.start() < fences[fi][0]:
+            start, end = nxt.span()
+            char = text[start]
+            if char == "%" or (char == "`" and nxt.group("bt") is not None):
+                spans.append((start, end))
+            elif char == "<":
+                # str.find, not the regex: once no "-->" is left, every later "<!--" fails at once instead
+                # of scanning to the end again (quadratic on a note full of "<!--")
+                close = text.find("-->", end) if html_may_close else -1
+                if close >= 0:
+                    end = close + 3
+                    spans.append((start, end))
+                else:
+                    html_may_close = False
+                    if _starts_line(text, start):
+                        spans.append((start, n))  # an HTML block comment left open runs to the end (CommonMark)
+                        end = n
+                    # else: an unclosed inline "<!--" is just text
             pos = end
             continue
-
-        start, token = nxt.start(), nxt.group()
-        if token[0] == "\\":
-            pos = nxt.end()
-        elif token[0] == "`":
-            limit = min(fence_start, n)
-            bi = bisect_left(blank_starts, start)
-            if bi < len(blank_starts):
-                limit = min(limit, blank_starts[bi])
-            runs = runs_by_length.get(len(token), [])
-            ri = bisect_left(runs, nxt.end())
-            if ri < len(runs) and runs[ri] < limit:
-                pos = runs[ri] + len(token)
-                spans.append((start, pos))
-            else:
-                pos = nxt.end()  # no closer: the backticks are literal text
-        elif token == "%%":
-            close = text.find("%%", start + 2)
-            pos = n if close < 0 else close + 2  # Obsidian hides everything after an unclosed %%
-            spans.append((start, pos))
-        else:  # "<!--"
-            close = text.find("-->", start + 4)
-            if close >= 0:
-                pos = close + 3
-                spans.append((start, pos))
-            elif _starts_line(text, start):
-                spans.append((start, n))  # an HTML block comment left open runs to the end (CommonMark)
-                pos = n
-            else:
-                pos = nxt.end()  # an unclosed inline "<!--" is just text
+        line_start, _, char, length, _ = fences[fi]
+        end = n
+        for j in range(fi + 1, len(fences)):
+            _, close_end, close_char, close_length, closes = fences[j]
+            if closes and close_char == char and close_length >= length:
+                end = close_end
+                break
+        spans.append((line_start, end))
+        pos = end
     return spans
 
 

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pathspec
 
@@ -52,7 +52,9 @@ class ScanResult:
 def check_vault(path: Path) -> Path:
     """Resolve and validate a vault root, with a message a user can act on."""
     if not path.exists():
-        raise VaultError(f"Vault folder {path} does not exist.", hint="Pass --vault PATH or set VAULTLENS_VAULT.")
+        raise VaultError(
+            f"Vault folder {path} does not exist.", hint="Pass --vault PATH or set VAULTLENS_VAULT."
+        )
     if not path.is_dir():
         raise VaultError(f"Vault path {path} is not a folder.")
     return path.resolve()
@@ -74,13 +76,21 @@ def _obsidian_filters(root: Path) -> list[tuple[str, Callable[[str], bool]]]:
                 rx = re.compile(item[1:-1])
             except re.error:
                 continue
-            out.append((item, lambda p, rx=rx: rx.search(p) is not None))
+            out.append((item, _regex_matcher(rx)))
         else:
-            out.append((item, lambda p, pre=item: p.startswith(pre)))
+            out.append((item, _prefix_matcher(item)))
     return out
 
 
-def _ignore_spec(root: Path) -> pathspec.PathSpec | None:
+def _regex_matcher(rx: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda p: rx.search(p) is not None
+
+
+def _prefix_matcher(prefix: str) -> Callable[[str], bool]:
+    return lambda p: p.startswith(prefix)
+
+
+def _ignore_spec(root: Path) -> pathspec.PathSpec[Any] | None:
     try:
         lines = (root / IGNORE_FILE).read_text(encoding="utf-8").splitlines()
     except OSError:

@@ -1,0 +1,25 @@
+"""What each chunk contributes to the two indexes: the text the model embeds and the
+stemmed terms full-text search sees. Changing either changes the embed hash of every chunk,
+so the next run re-embeds them (no stale vectors survive a change here).
+"""
+
+from __future__ import annotations
+
+from vaultlens.chunking.chunker import Chunk
+from vaultlens.index.lexical import terms
+from vaultlens.vault.model import ParsedNote
+
+
+def embed_text(title: str, chunk: Chunk) -> str:
+    """What the model sees: the note title and section give a short chunk its context."""
+    heads = [h for h in chunk.heading_path if h != "front matter"]
+    prefix = " / ".join([title, *heads[-2:]])
+    return f"{prefix}\n{chunk.text}"
+
+
+def lexical_text(path: str, note: ParsedNote, chunk: Chunk) -> str:
+    """Stemmed terms for full text: path words, title and aliases count for every chunk."""
+    head = " ".join(
+        [path.rsplit(".", 1)[0].replace("/", " "), note.title, *note.aliases, *chunk.heading_path]
+    )
+    return " ".join(terms(f"{head}\n{chunk.text}"))
