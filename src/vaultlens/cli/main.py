@@ -7,7 +7,6 @@ printed as a message and a hint with a distinct exit code, never a traceback.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -15,13 +14,14 @@ from typing import Annotated
 import typer
 
 from vaultlens.cli import render
+from vaultlens.cli.discover_cmds import duplicates_cli, similar
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app, parse_overrides
 from vaultlens.config import paths
 from vaultlens.config.settings import as_rows
-from vaultlens.errors import ConfigError, VaultlensError
+from vaultlens.errors import VaultlensError
 from vaultlens.index.indexer import RunStats
 from vaultlens.services import app as services
 from vaultlens.services import evaluation
-from vaultlens.services.app import App
 from vaultlens.services.evaluation import GroupScore
 
 cli = typer.Typer(
@@ -33,31 +33,8 @@ cli = typer.Typer(
 )
 config_cli = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 cli.add_typer(config_cli, name="config")
-
-VaultOpt = Annotated[
-    Path | None,
-    typer.Option("--vault", "-v", help="Vault folder (default: $VAULTLENS_VAULT or the current folder)."),
-]
-SetOpt = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="Override a setting for this run, e.g. --set search.limit=5 (repeatable)."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-
-
-def _overrides(sets: list[str] | None) -> dict[str, str]:
-    overrides: dict[str, str] = {}
-    for item in sets or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}.")
-        overrides[key.strip()] = value.strip()
-    return overrides
-
-
-def _app(vault: Path | None, sets: list[str] | None) -> App:
-    root = vault or Path(os.environ.get("VAULTLENS_VAULT") or ".")
-    return App.open(root, _overrides(sets))
+cli.command()(similar)
+cli.add_typer(duplicates_cli, name="duplicates")
 
 
 def _print_stats(stats: RunStats) -> None:
@@ -76,7 +53,7 @@ def _print_stats(stats: RunStats) -> None:
 @cli.command()
 def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Index the vault, or bring the index up to date (only changed chunks are embedded)."""
-    app = _app(vault, set_)
+    app = open_app(vault, set_)
     with render.RichProgress() as progress:
         stats = services.index(app, progress)
     if json_:
@@ -88,7 +65,7 @@ def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -
 @cli.command()
 def rebuild(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Delete the index and build it again from scratch with the current settings."""
-    app = _app(vault, set_)
+    app = open_app(vault, set_)
     with render.RichProgress() as progress:
         stats = services.rebuild(app, progress)
     if json_:
@@ -100,7 +77,7 @@ def rebuild(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False)
 @cli.command()
 def clear(vault: VaultOpt = None, set_: SetOpt = None) -> None:
     """Empty the index. It stays empty until you run `vaultlens index` again."""
-    app = _app(vault, set_)
+    app = open_app(vault, set_)
     services.clear(app)
     render.out.print(f"Index for {app.vault} cleared.")
 
@@ -117,7 +94,7 @@ def search(
     sections: Annotated[int | None, typer.Option(min=1, help="Sections per note.")] = None,
 ) -> None:
     """Find notes by meaning and by words; results are grouped per note with their best sections."""
-    app = _app(vault, set_)
+    app = open_app(vault, set_)
     if query == "-":
         for line in sys.stdin:
             q = line.strip()
@@ -126,8 +103,7 @@ def search(
             hits = services.find(app, q, limit, sections)
             if json_:
                 sys.stdout.write(
-                    json.dumps({"query": q, "results": render.hits_json(hits)}, ensure_ascii=False)
-                    + "\n"
+                    json.dumps({"query": q, "results": render.hits_json(hits)}, ensure_ascii=False) + "\n"
                 )
             else:
                 render.out.rule(q)
@@ -143,7 +119,7 @@ def search(
 @cli.command()
 def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Coverage of the index: indexed, skipped and failed files with reasons, totals, last run."""
-    app = _app(vault, set_)
+    app = open_app(vault, set_)
     info = services.status(app)
     if json_:
         render.print_json(info)
@@ -154,7 +130,7 @@ def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) 
 @cli.command()
 def doctor(vault: VaultOpt = None, set_: SetOpt = None) -> None:
     """Check the index's integrity and consistency; exits non-zero on any problem."""
-    app = _app(vault, set_)
+    app = open_app(vault, set_)
     problems = services.doctor(app)
     if problems:
         for p in problems:
@@ -167,7 +143,7 @@ def doctor(vault: VaultOpt = None, set_: SetOpt = None) -> None:
 @config_cli.command("show")
 def config_show(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Print the effective settings and where each value came from."""
-    app = _app(vault, set_)
+    app = open_app(vault, set_)
     rows = as_rows(app.loaded)
     if json_:
         render.print_json({k: {"value": v, "from": o} for k, v, o in rows})
@@ -198,7 +174,7 @@ def eval_beir(
     """nDCG@10, Recall@100 and MRR@10 of search on a BEIR data set (written as one note per document)."""
     work = paths.home() / "eval"
     with render.RichProgress() as progress:
-        scores = evaluation.eval_beir(folder, work, _overrides(set_), progress)
+        scores = evaluation.eval_beir(folder, work, parse_overrides(set_), progress)
     _print_scores(scores, json_)
 
 
@@ -212,7 +188,7 @@ def eval_queries(
 ) -> None:
     """hit@1, hit@5 and MRR on a labelled query file, per vault, language and cross-lingual flag."""
     with render.RichProgress() as progress:
-        scores = evaluation.eval_queries(file, _overrides(set_), progress)
+        scores = evaluation.eval_queries(file, parse_overrides(set_), progress)
     _print_scores(scores, json_)
 
 

@@ -52,16 +52,25 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class DiscoverSettings:
+    duplicate_threshold: float = 0.95
+    duplicate_limit: int = 100
+    min_chars: int = 32
+
+
+@dataclass(frozen=True)
 class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    discover: DiscoverSettings = field(default_factory=DiscoverSettings)
 
 
 GROUPS: dict[str, type[Any]] = {
     "embedding": EmbeddingSettings,
     "index": IndexSettings,
     "search": SearchSettings,
+    "discover": DiscoverSettings,
 }
 
 

@@ -27,7 +27,7 @@ from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import SpaceMismatch, StoreError
 from vaultlens.vault.model import Link
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "index.sqlite"
 
 _SCHEMA = """
@@ -51,6 +51,13 @@ CREATE INDEX IF NOT EXISTS links_by_src ON links(src);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL, stats TEXT);
 """
+
+# Append-only: MIGRATIONS[n] brings a schema at version n to n + 1.
+MIGRATIONS: dict[int, str] = {
+    1: """CREATE TABLE IF NOT EXISTS dismissed_pairs (
+        a TEXT NOT NULL, b TEXT NOT NULL, hash_a TEXT, hash_b TEXT, dismissed_at REAL NOT NULL,
+        PRIMARY KEY (a, b));""",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,16 +116,26 @@ class SQLiteStore:
             if version is None:
                 self.db.executescript(_SCHEMA)  # idempotent; executescript commits on its own
                 with self.transaction():
-                    self.db.execute(
-                        "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                    )
+                    self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', '1')")
                     self.db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+            self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"The index at {self.path} cannot be opened: {exc}.",
                 hint="Run `vaultlens doctor` for details or `vaultlens rebuild` to start over.",
             ) from None
         self._matrix: tuple[int, npt.NDArray[np.int64], Vectors] | None = None
+
+    def _migrate(self) -> None:
+        version = int(self.get_meta("schema_version") or 1)
+        while version < SCHEMA_VERSION:
+            with self.transaction() as db:
+                if int(self.get_meta("schema_version") or 1) == version:  # another process may have won
+                    for statement in MIGRATIONS[version].split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    self._set_meta("schema_version", str(version + 1))
+            version = int(self.get_meta("schema_version") or 1)
 
     def close(self) -> None:
         self.db.close()
@@ -425,6 +442,54 @@ class SQLiteStore:
             ):
                 out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7], r[8])
         return out
+
+    def chunk_layout(self) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.bool_]]:
+        """(rowids, note path, is-front-matter) of every chunk, ordered by rowid like :meth:`matrix`."""
+        rows = self.db.execute(
+            "SELECT rowid, path, heading_path = '[\"front matter\"]' FROM chunks ORDER BY rowid"
+        )
+        data = rows.fetchall()
+        rowids = np.fromiter((r[0] for r in data), dtype=np.int64, count=len(data))
+        frontmatter = np.fromiter((bool(r[2]) for r in data), dtype=np.bool_, count=len(data))
+        return rowids, [r[1] for r in data], frontmatter
+
+    def note_texts(self) -> Iterator[tuple[str, str]]:
+        """(path, chunk texts joined in order) per indexed note, for content comparisons."""
+        rows = self.db.execute("SELECT path, text FROM chunks ORDER BY path, ordinal")
+        current: str | None = None
+        parts: list[str] = []
+        for path, text in rows:
+            if path != current:
+                if current is not None:
+                    yield current, "\n".join(parts)
+                current, parts = path, []
+            parts.append(text)
+        if current is not None:
+            yield current, "\n".join(parts)
+
+    def file_hashes(self, paths: Iterable[str]) -> dict[str, str | None]:
+        ps = list(paths)
+        marks = ",".join("?" * len(ps))
+        return dict(
+            self.db.execute(f"SELECT path, file_hash FROM files WHERE path IN ({marks})", ps).fetchall()
+        )
+
+    def dismiss_pair(self, a: str, b: str) -> None:
+        a, b = sorted((a, b))
+        hashes = self.file_hashes([a, b])
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO dismissed_pairs(a, b, hash_a, hash_b, dismissed_at) VALUES (?,?,?,?,?)",
+                (a, b, hashes.get(a), hashes.get(b), time.time()),
+            )
+
+    def dismissed_pairs(self) -> set[tuple[str, str]]:
+        """Dismissed pairs whose two notes are byte-identical to when they were dismissed."""
+        rows = self.db.execute(
+            "SELECT d.a, d.b FROM dismissed_pairs d JOIN files fa ON fa.path = d.a JOIN files fb ON fb.path = d.b"
+            " WHERE fa.file_hash IS d.hash_a AND fb.file_hash IS d.hash_b"
+        )
+        return {(r[0], r[1]) for r in rows}
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:
         ps = list(paths)

@@ -19,6 +19,7 @@ from vaultlens.errors import StoreError, VaultlensError
 from vaultlens.index.indexer import Indexer, Progress, RunStats
 from vaultlens.index.lock import WriterLock
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
+from vaultlens.services import discover
 from vaultlens.services.search import Fusion, NoteHit, search
 from vaultlens.vault.scan import check_vault
 
@@ -108,6 +109,31 @@ def find(app: App, query: str, limit: int | None = None, sections: int | None = 
         s.max_query_chars,
         Fusion(candidates=s.candidates),
     )
+
+
+def similar_notes(app: App, note: str, limit: int | None = None) -> discover.SimilarResult:
+    """Notes related to ``note`` from stored vectors only (no embedding call)."""
+    store = app.store()
+    path = discover.resolve_note(store, str(app.vault), note)
+    return discover.similar(store, path, limit or app.settings.search.limit)
+
+
+def find_duplicates(
+    app: App, threshold: float | None = None, limit: int | None = None
+) -> discover.DuplicateReport:
+    d = app.settings.discover
+    return discover.duplicates(
+        app.store(), threshold or d.duplicate_threshold, limit or d.duplicate_limit, d.min_chars
+    )
+
+
+def dismiss_duplicate(app: App, a: str, b: str) -> tuple[str, str]:
+    """Hide a candidate pair until either note changes."""
+    store = app.store()
+    pa = discover.resolve_note(store, str(app.vault), a)
+    pb = discover.resolve_note(store, str(app.vault), b)
+    store.dismiss_pair(pa, pb)
+    return pa, pb
 
 
 def status(app: App) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from bisect import bisect_left
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -32,13 +32,13 @@ __all__ = [
 # Masking: code and comments
 # ---------------------------------------------------------------------------------------------------------------
 
-_FENCE_RUN_RE = {"`": re.compile("```"), "~": re.compile("~~~")}
-_RUN_RE = {"`": re.compile("`*"), "~": re.compile("~*")}
+# Whole runs of >= 3 fence characters, written to start with a literal so the engine skips plain text in C.
+_FENCE_RUN_RE = {"`": re.compile("````*"), "~": re.compile("~~~~*")}
 # Inline constructs, each matched whole so that a note costs one Python step per construct, not per character.
 # Every alternative starts with a literal character, which lets the regex engine skip plain text in C.
 _INLINE_RE = re.compile(
     r"""
-      \\[\\`%<]                                   # an escaped opener (or backslash) is text
+      \\[\\`%<](?:\\[\\`%<])*+                    # escaped openers (or backslashes) are text
     | `(?P<bt>`*+)                                # code span: a run of backticks ...
         (?:[^`\n]++                               # ... then text,
           |\n(?![ \t\r]*+(?:\n|\Z)|[ \t>]*+(?:```|~~~))  # line breaks that end neither paragraph nor block,
@@ -67,8 +67,8 @@ def _fence_lines(text: str) -> list[_Fence]:
             while i >= 0 and text[i] in " \t>":
                 i -= 1
             if i >= 0 and text[i] != "\n":
-                continue  # not at the start of a line (this also skips the rest of a longer run)
-            run_end = _RUN_RE[char].match(text, start).end()
+                continue  # not at the start of a line
+            run_end = m.end()
             line_end = text.find("\n", run_end)
             if line_end < 0:
                 line_end = len(text)
@@ -85,60 +85,62 @@ def masked_spans(text: str) -> list[tuple[int, int]]:
 
     Fenced code (an unclosed fence runs to the end), inline code spans, ``%%comments%%`` and ``<!-- -->``.
     One left-to-right pass, because whichever construct opens first wins (a ``%%`` inside a code span is code,
-    a backtick inside a comment is comment). Sorted and non-overlapping.
+    a fence inside a ``%%`` comment is comment). Sorted and non-overlapping.
     """
     n = len(text)
     fences = _fence_lines(text)
+    n_fences = len(fences)
     spans: list[tuple[int, int]] = []
-    pos = 0
+    append = spans.append
+    search = _INLINE_RE.search
     fi = 0
-    nxt: re.Match[str] | None = None  # next inline construct, kept across fences so text is searched once
-    exhausted = False
+    next_fence = fences[0][0] if fences else n + 1
+    m = search(text)
     html_may_close = True
-    while pos < n:
-        while fi < len(fences) and fences[fi][0] < pos:
-            fi += 1
-        if not exhausted and (nxt is None or nxt.start() < pos):
-            nxt = _INLINE_RE.search(text, pos)
-            exhausted = nxt is None
-        if nxt is None or exhausted:
-            if fi >= len(fences):
-                break
-        elif fi >= len(fences) or nxt.start() < fences[fi][0]:
-            start, end = nxt.span()
+    while True:
+        if m is not None and m.start() < next_fence:
+            start, end = m.span()
             char = text[start]
-            if char == "%" or (char == "`" and nxt.group("bt") is not None):
-                spans.append((start, end))
+            if char == "%" or (char == "`" and m.group("bt") is not None):
+                append((start, end))
             elif char == "<":
-                # str.find, not the regex: once no "-->" is left, every later "<!--" fails at once instead
-                # of scanning to the end again (quadratic on a note full of "<!--")
+                # str.find, not the regex: once no "-->" is left, every later "<!--" fails at once instead of
+                # scanning to the end again (quadratic on a note full of "<!--")
                 close = text.find("-->", end) if html_may_close else -1
                 if close >= 0:
                     end = close + 3
-                    spans.append((start, end))
+                    append((start, end))
                 else:
                     html_may_close = False
                     if _starts_line(text, start):
-                        spans.append((start, n))  # an HTML block comment left open runs to the end (CommonMark)
+                        append((start, n))  # an HTML block comment left open runs to the end (CommonMark)
                         end = n
                     # else: an unclosed inline "<!--" is just text
-            pos = end
-            continue
-        line_start, _, char, length, _ = fences[fi]
-        end = n
-        for j in range(fi + 1, len(fences)):
-            _, close_end, close_char, close_length, closes = fences[j]
-            if closes and close_char == char and close_length >= length:
-                end = close_end
-                break
-        spans.append((line_start, end))
-        pos = end
+        elif fi < n_fences:
+            start, _, char, length, _ = fences[fi]
+            end = n
+            for j in range(fi + 1, n_fences):
+                _, close_end, close_char, close_length, closes = fences[j]
+                if closes and close_char == char and close_length >= length:
+                    end = close_end
+                    break
+            append((start, end))
+        else:
+            break
+        while fi < n_fences and fences[fi][0] < end:
+            fi += 1
+        next_fence = fences[fi][0] if fi < n_fences else n + 1
+        if m is not None and m.start() < end:
+            m = search(text, end) if end < n else None
     return spans
 
 
 def _starts_line(text: str, offset: int) -> bool:
-    line_start = text.rfind("\n", 0, offset) + 1
-    return not text[line_start:offset].strip(" ")
+    """Only spaces between the last line break and ``offset`` (walks back over spaces only, never far)."""
+    i = offset - 1
+    while i >= 0 and text[i] == " ":
+        i -= 1
+    return i < 0 or text[i] == "\n"
 
 
 def _blank_out(text: str, masked: list[tuple[int, int]]) -> str:
@@ -150,12 +152,16 @@ def _blank_out(text: str, masked: list[tuple[int, int]]) -> str:
     if not masked:
         return text
     parts: list[str] = []
+    append = parts.append
     prev = 0
     for start, end in masked:
-        parts.append(text[prev:start])
-        parts.append("\n".join(_MASK_CHAR * len(line) for line in text[start:end].split("\n")))
+        append(text[prev:start])
+        if text.find("\n", start, end) < 0:
+            append(_MASK_CHAR * (end - start))
+        else:
+            append("\n".join([_MASK_CHAR * len(line) for line in text[start:end].split("\n")]))
         prev = end
-    parts.append(text[prev:])
+    append(text[prev:])
     return "".join(parts)
 
 
@@ -163,122 +169,127 @@ def _blank_out(text: str, masked: list[tuple[int, int]]) -> str:
 # Links
 # ---------------------------------------------------------------------------------------------------------------
 
-_WIKILINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
+_WIKILINK_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+# Every pattern starts with a literal so that the regex engine skips plain text in C.
 _MD_LINK_RE = re.compile(
     r"""
-    (!?)\[
-      (?P<text>(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*)
+    \[
+      (?P<text>(?:[^\[\]\\]++|\\.|\[(?:[^\[\]\\]++|\\.)*+\])*+)   # link text, one level of nested brackets
     \]\(
-      [ \t]*\n?[ \t]*
-      (?:<(?P<angle>[^<>\n]*)>|(?P<bare>(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))+))
-      (?:\s+(?:"[^"]*"|'[^']*'|\([^()]*\)))?
+      [ \t]*+\n?[ \t]*+
+      (?:<(?P<angle>[^<>\n]*+)>|(?P<bare>(?:[^\s()\\]++|\\.|\((?:[^\s()\\]++|\\.)*+\))++))  # <dest> or dest
+      (?:\s+(?:"[^"]*"|'[^']*'|\([^()]*\)))?                # optional title
       \s*
     \)
     """,
     re.VERBOSE | re.DOTALL,
 )
-_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _MD_ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+# start offset, kind, target, display, heading, block
+_Found = tuple[int, LinkKind, str, "str | None", "str | None", "str | None"]
 
 
 def _escaped(text: str, offset: int) -> bool:
     """True when the character at ``offset`` is preceded by an odd number of backslashes."""
-    count = 0
     i = offset - 1
     while i >= 0 and text[i] == "\\":
-        count += 1
         i -= 1
-    return count % 2 == 1
+    return (offset - 1 - i) % 2 == 1
 
 
 def _split_fragment(target: str) -> tuple[str, str | None, str | None]:
     """``note#heading`` / ``note#^block`` -> (note, heading, block); nested ``#h1#h2`` stays in heading."""
     note, sep, fragment = target.partition("#")
     note = note.strip()
-    fragment = fragment.strip()
-    if not sep or not fragment:
+    if not sep:
         return note, None, None
+    fragment = fragment.strip()
     if fragment.startswith("^"):
         return note, None, fragment[1:] or None
-    return note, fragment, None
+    return note, fragment or None, None
 
 
-def _wikilink(kind: LinkKind, inner: str, line: int) -> Link | None:
-    inner = inner.replace("\\|", "|")  # inside a table the pipe must be written \|
-    target_part, sep, display = inner.partition("|")
-    target, heading, block = _split_fragment(target_part)
-    if not target and heading is None and block is None:
-        return None
-    display = display.strip()
-    return Link(kind, target, line, display if sep and display else None, heading, block)
-
-
-def _markdown_link(kind: LinkKind, raw_target: str, display: str, line: int) -> Link | None:
-    raw_target = _MD_ESCAPE_RE.sub(r"\1", raw_target.strip())
-    if not raw_target or raw_target.startswith(("#", "//")) or _SCHEME_RE.match(raw_target):
-        return None  # external URL, or an anchor in the rendered page rather than a vault link
-    note, heading, block = _split_fragment(raw_target)
-    note = unquote(note)
-    heading = unquote(heading) if heading is not None else None
-    block = unquote(block) if block is not None else None
-    return Link(kind, note, line, display or None, heading, block)
+def _unquote(part: str | None) -> str | None:
+    return unquote(part) if part is not None and "%" in part else part
 
 
 def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_offset: int = 0) -> list[Link]:
     """Wikilinks, embeds and vault-internal Markdown links, in document order.
 
-    ``line`` is the 0-based line of the link's first character plus ``line_offset`` (for a body that starts after
-    front matter). Targets are kept as written (``.md`` is not stripped): resolution owns extensions.
-    Markdown images ``![alt](x.png)`` are embeds, as in Obsidian's own metadata.
+    ``masked`` are the spans from :func:`masked_spans` (computed when None). ``line`` is the 0-based line of the
+    link's first character plus ``line_offset`` (for a body that starts after front matter). Targets keep what
+    was written (``.md`` is not stripped; resolution owns extensions). Markdown images ``![alt](x.png)`` are
+    embeds, as in Obsidian's own metadata. External URLs and ``#anchor``-only Markdown links are skipped.
     """
     if masked is None:
         masked = masked_spans(text)
     blank = _blank_out(text, masked)
-    found: list[tuple[int, Link]] = []
+    found: list[_Found] = []
     wiki_spans: list[tuple[int, int]] = []
 
     for m in _WIKILINK_RE.finditer(blank):
-        inner = m.group(2)
-        bracket = m.start(2) - 2
+        start = m.start()
+        inner = m.group(1)
         if _MASK_CHAR in inner:
             continue
-        if m.group(1):
-            # "\![[a]]" is a literal "!" followed by an ordinary wikilink
-            kind: LinkKind = "wiki" if _escaped(blank, m.start()) else "embed"
-        elif _escaped(blank, bracket):
-            continue
-        else:
-            kind = "wiki"
-        start = m.start() if kind == "embed" else bracket
+        kind: LinkKind = "wiki"
+        if start > 0 and blank[start - 1] == "!":
+            if not _escaped(blank, start - 1):  # "\![[a]]" is a literal "!" and an ordinary wikilink
+                kind = "embed"
+                start -= 1
+        elif _escaped(blank, start):
+            continue  # "\[[a]]" is text
         wiki_spans.append((start, m.end()))
-        link = _wikilink(kind, inner, 0)
-        if link is not None:
-            found.append((start, link))
+        inner = inner.replace("\\|", "|")  # inside a table the pipe must be written \|
+        target_part, sep, display = inner.partition("|")
+        target, heading, block = _split_fragment(target_part)
+        if target or heading is not None or block is not None:
+            display = display.strip()
+            found.append((start, kind, target, display if sep and display else None, heading, block))
 
     wiki_starts = [s for s, _ in wiki_spans]
 
-    def inside_wikilink(offset: int) -> bool:
-        i = bisect_left(wiki_starts, offset + 1) - 1
+    def in_wikilink(offset: int) -> bool:
+        i = bisect_right(wiki_starts, offset) - 1
         return i >= 0 and offset < wiki_spans[i][1]
 
     def scan_markdown(pos: int, endpos: int) -> None:
         for m in _MD_LINK_RE.finditer(blank, pos, endpos):
-            bracket = m.start("text") - 1
-            if m.group(1):
-                md_kind: LinkKind = "markdown" if _escaped(blank, m.start()) else "embed"
-            elif _escaped(blank, bracket):
+            start = m.start()
+            kind: LinkKind = "markdown"
+            if start > 0 and blank[start - 1] == "!":
+                if not _escaped(blank, start - 1):  # "\![a](b)" is a literal "!" and an ordinary link
+                    kind = "embed"
+                    start -= 1
+            elif _escaped(blank, start):
+                continue  # "\[a](b)" is text
+            text_start, text_end = m.span("text")
+            if blank.find("[", text_start, text_end) >= 0:
+                scan_markdown(text_start, text_end)  # a link inside the text, like an image inside a link
+            raw = m.group("angle")
+            if raw is None:
+                raw = m.group("bare")
+            if _MASK_CHAR in raw or in_wikilink(start):
                 continue
-            else:
-                md_kind = "markdown"
-            start = m.start() if md_kind == "embed" else bracket
-            # the link text may hold another link, like an image inside a link
-            scan_markdown(m.start("text"), m.end("text"))
-            raw = m.group("angle") if m.group("angle") is not None else m.group("bare")
-            if _MASK_CHAR in raw or inside_wikilink(start):
-                continue
-            link = _markdown_link(md_kind, raw, text[m.start("text") : m.end("text")].strip(), 0)
-            if link is not None:
-                found.append((start, link))
+            raw = raw.strip()
+            if "\\" in raw:
+                raw = _MD_ESCAPE_RE.sub(r"\1", raw)
+            if not raw or raw[0] == "#" or raw.startswith("//") or _SCHEME_RE.match(raw):
+                continue  # an external URL, or an anchor in the rendered page rather than a vault link
+            target, heading, block = _split_fragment(raw)
+            display = text[text_start:text_end].strip()
+            found.append(
+                (
+                    start,
+                    kind,
+                    unquote(target) if "%" in target else target,
+                    display or None,
+                    _unquote(heading),
+                    _unquote(block),
+                )
+            )
 
     scan_markdown(0, len(blank))
     found.sort(key=lambda item: item[0])
@@ -286,10 +297,10 @@ def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_o
     links: list[Link] = []
     line = line_offset
     prev = 0
-    for start, link in found:
+    for start, kind, target, display, heading, block in found:
         line += text.count("\n", prev, start)
         prev = start
-        links.append(Link(link.kind, link.target, line, link.display, link.heading, link.block))
+        links.append(Link(kind, target, line, display, heading, block))
     return links
 
 
@@ -298,8 +309,9 @@ def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_o
 # ---------------------------------------------------------------------------------------------------------------
 
 # "#" at the start or after whitespace (so "page#section" and "##" are not tags), then tag characters:
-# letters, digits, "_", "-", "/" (plus combining marks, so NFD text works).
-_TAG_RE = re.compile(r"(?<!\S)#([\w/\-\u0300-\u036f]+)")
+# letters, digits, "_", "-", "/" (plus combining marks, so NFD text works). The lookbehind sits after the
+# literal "#" so that the regex engine can skip to each "#" in C.
+_TAG_RE = re.compile(r"#(?<!\S#)([\w/\-\u0300-\u036f]+)")
 
 
 def extract_tags(text: str, masked: list[tuple[int, int]] | None = None) -> list[str]:
@@ -309,12 +321,18 @@ def extract_tags(text: str, masked: list[tuple[int, int]] | None = None) -> list
     """
     if masked is None:
         masked = masked_spans(text)
-    blank = _blank_out(text, masked)
+    # Masks begin with "`", "%", "<" or a whole line, none of them tag characters, and end with a character that
+    # is not whitespace, so checking the "#" alone is enough (no need to blank the text out).
+    mask_starts = [s for s, _ in masked]
     seen: set[str] = set()
     tags: list[str] = []
-    for m in _TAG_RE.finditer(blank):
+    for m in _TAG_RE.finditer(text):
         tag = m.group(1)
-        if all(c.isdigit() for c in tag):
+        if tag.isdigit() or all(c.isdigit() for c in tag):
+            continue
+        offset = m.start()
+        i = bisect_right(mask_starts, offset) - 1
+        if i >= 0 and offset < masked[i][1]:
             continue
         key = tag.casefold()
         if key not in seen:

@@ -1,0 +1,104 @@
+"""`vaultlens similar` and `vaultlens duplicates`: relatedness without a query."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from vaultlens.cli import render
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.services import app as services
+from vaultlens.services.discover import SectionRef
+
+duplicates_cli = typer.Typer(
+    help="Potential duplicate notes: exact copies and near-duplicates by meaning.",
+    invoke_without_command=True,
+)
+
+
+def _where(ref: SectionRef) -> str:
+    return f"L{ref.start_line}-{ref.end_line} {' › '.join(ref.heading_path) or '(top)'}"
+
+
+def similar(
+    note: Annotated[str, typer.Argument(help="Note path (relative to the vault) or name.")],
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Notes to show.")] = None,
+) -> None:
+    """Notes related to NOTE, section by section, from the index (no embedding call)."""
+    result = services.similar_notes(open_app(vault, set_), note, limit)
+    if json_:
+        render.print_json(asdict(result))
+        return
+    if result.notice:
+        render.out.print(f"[yellow]{escape(result.notice)}[/yellow]")
+    for n, item in enumerate(result.results, 1):
+        render.out.print(
+            f"[bold]{n}. {escape(item.title)}[/bold]  [cyan]{escape(item.path)}[/cyan]  [dim]{item.score:.3f}[/dim]"
+        )
+        for m in item.matches:
+            render.out.print(
+                f"   {escape(_where(m.source))}  ↔  {escape(_where(m.other))}  [dim]{m.score:.3f}[/dim]"
+            )
+
+
+@duplicates_cli.callback()
+def duplicates(
+    ctx: typer.Context,
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    threshold: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Cosine threshold (default 0.95).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", min=1, help="Most pairs to show (default 100).")
+    ] = None,
+) -> None:
+    """List potential duplicates. A candidate is an invitation to look, never an action."""
+    if ctx.invoked_subcommand is not None:
+        return
+    report = services.find_duplicates(open_app(vault, set_), threshold, limit)
+    if json_:
+        render.print_json(asdict(report))
+        return
+    out = render.out
+    if report.exact:
+        out.print("[bold]Exact copies[/bold]")
+        for g in report.exact:
+            label = "identical" if g.kind == "identical" else "same text, different front matter"
+            out.print(f"  [magenta]{label}[/magenta]: " + ", ".join(escape(p) for p in g.paths))
+    out.print(f"[bold]Near-duplicates[/bold] (threshold {report.threshold:.2f})")
+    if not report.pairs:
+        out.print("  [dim]none[/dim]")
+    for p in report.pairs:
+        flag = "  [yellow](same file name)[/yellow]" if p.same_name else ""
+        out.print(
+            f"  {p.score:.3f} {p.kind:<14} [cyan]{escape(p.a)}[/cyan] ↔ [cyan]{escape(p.b)}[/cyan]{flag}"
+        )
+        out.print(f"        {escape(_where(p.evidence.source))} ↔ {escape(_where(p.evidence.other))}")
+    if report.same_name:
+        out.print("[bold]Same file name in different folders[/bold] (not assumed duplicates)")
+        for group in report.same_name:
+            out.print("  " + ", ".join(escape(p) for p in group))
+    if report.excluded_short:
+        out.print(
+            f"[dim]{report.excluded_short} notes with fewer than 32 letters or digits were not compared by meaning.[/dim]"
+        )
+
+
+@duplicates_cli.command("dismiss")
+def dismiss(
+    a: Annotated[str, typer.Argument(help="One note of the pair.")],
+    b: Annotated[str, typer.Argument(help="The other note.")],
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Hide the pair A–B from `duplicates` until either note changes."""
+    pa, pb = services.dismiss_duplicate(open_app(vault, set_), a, b)
+    render.out.print(f"Dismissed {pa} ↔ {pb}; it comes back if either note changes.")
