@@ -146,8 +146,8 @@ def _starts_line(text: str, offset: int) -> bool:
 def _blank_out(text: str, masked: list[tuple[int, int]]) -> str:
     """Replace masked characters with NUL, keeping newlines and offsets.
 
-    NUL is neither whitespace nor punctuation, so a masked region never makes a following ``#`` look like a tag
-    and never completes a link; a match that contains NUL overlaps a mask.
+    Blanking (rather than skipping matches that touch a mask) lets a code span sit inside link text, as in
+    ``[`f()`](f.md)``, while a NUL inside a target or destination shows that the link overlaps a mask.
     """
     if not masked:
         return text
@@ -321,14 +321,14 @@ def extract_tags(text: str, masked: list[tuple[int, int]] | None = None) -> list
     """
     if masked is None:
         masked = masked_spans(text)
-    # Masks begin with "`", "%", "<" or a whole line, none of them tag characters, and end with a character that
-    # is not whitespace, so checking the "#" alone is enough (no need to blank the text out).
+    # A mask never starts with a tag character and ends with "`", "%", ">" or just before a line break, so a "#"
+    # right after a mask is never after whitespace: checking the "#" itself gives what blanking masks out would.
     mask_starts = [s for s, _ in masked]
     seen: set[str] = set()
     tags: list[str] = []
     for m in _TAG_RE.finditer(text):
         tag = m.group(1)
-        if tag.isdigit() or all(c.isdigit() for c in tag):
+        if tag.isdigit():
             continue
         offset = m.start()
         i = bisect_right(mask_starts, offset) - 1
