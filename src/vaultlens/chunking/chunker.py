@@ -2,7 +2,7 @@
 
 Rules, in order: a chunk never crosses a fenced code block or table boundary (those blocks
 are atomic, even when larger than ``max_chars``); a new heading starts a new chunk once the
-current one has some substance; blocks are packed up to ``target_chars``; an oversized prose
+current one has some substance, and is never left alone without the text under it; blocks are packed up to ``target_chars``; an oversized prose
 block is split at line, then sentence, then word boundaries with ``overlap_chars`` of context.
 
 IDs depend on the note path, the heading path and the chunk's rank under that heading path,
@@ -56,11 +56,19 @@ def _chunk_id(path: str, heading_path: tuple[str, ...], rank: int) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
 
 
+CHUNKER_VERSION = 2  # bump when the rules change, so indexes re-chunk every note
+
+
 class MarkdownChunker:
     def __init__(self, target_chars: int = 1200, max_chars: int = 1800, overlap_chars: int = 200) -> None:
         self.target = target_chars
         self.max = max_chars
         self.overlap = overlap_chars
+
+    @property
+    def signature(self) -> str:
+        """Identifies the chunking rules and sizes; a different signature means every note re-chunks."""
+        return f"v{CHUNKER_VERSION}:{self.target}:{self.max}:{self.overlap}"
 
     def chunk(self, note: ParsedNote, path: str) -> list[Chunk]:
         """Chunks of one parsed note, in document order. The same input always yields the same chunks."""
@@ -91,7 +99,11 @@ class MarkdownChunker:
 
         for span in spans:
             size = span.end - span.start
-            if cur:
+            if cur and all(s.is_heading for s in cur):
+                # a heading always stays with the text under it: a heading alone is a poor chunk
+                # (it may push that chunk past max_chars by the heading's own length)
+                pass
+            elif cur:
                 cur_size = span.end - cur[0].start
                 substantial = cur[-1].end - cur[0].start >= self.target // 3
                 if (

@@ -8,6 +8,7 @@ Every value remembers its layer so ``vaultlens config show`` can say why it is w
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -90,13 +91,20 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
                 if value.lower() in ("0", "false", "no", "off"):
                     return False
                 raise ValueError(value)
-            return bool(value)
-        if isinstance(default, int):
-            if isinstance(value, bool):
+            if not isinstance(value, bool):
                 raise ValueError(value)
+            return value
+        if isinstance(default, int):
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError(value)  # no silent truncation of 2.5 to 2
             return int(value)
         if isinstance(default, float):
-            return float(value)
+            if isinstance(value, bool):
+                raise ValueError(value)
+            number = float(value)
+            if not math.isfinite(number):
+                raise ValueError(value)
+            return number
         if not isinstance(value, str):
             raise ValueError(value)
         return value

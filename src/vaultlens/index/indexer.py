@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -27,7 +27,9 @@ from vaultlens.index.texts import embed_text, lexical_text
 from vaultlens.vault.parse import NotText, decode_note, parse_note
 from vaultlens.vault.scan import VaultFile, scan_vault
 
-COMMIT_CHUNKS = 256  # chunks embedded per committed batch: the most a crash can lose
+# A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
+# first: the most a crash can lose.
+COMMIT_CHUNKS = 256
 
 
 class Progress(Protocol):
@@ -113,6 +115,9 @@ class Indexer:
         max_bytes = int(self.settings.index.max_file_mb * 1_000_000)
         scan = scan_vault(self.vault, max_bytes)
         records = self.store.file_records()
+        # notes chunked under other rules must be re-chunked even if their bytes did not change
+        # (only chunks whose text changed are then re-embedded)
+        rechunk = self.store.get_meta("chunker") != self.chunker.signature
         notes = scan.notes
         stats.files_scanned = len(notes)
         present = {f.path for f in notes} | {s.path for s in scan.skipped}
@@ -136,7 +141,14 @@ class Indexer:
         for f in notes:
             self.progress.advance()
             old = records.get(f.path)
-            if old and old.status != "failed" and (old.size, old.mtime_ns) == (f.size, f.mtime_ns):
+            if rechunk and old is not None:
+                old = replace(old, file_hash=None)
+            if (
+                old
+                and not rechunk
+                and old.status != "failed"
+                and (old.size, old.mtime_ns) == (f.size, f.mtime_ns)
+            ):
                 continue  # tier 1
             item = self._read(f, old)
             if isinstance(item, FileRecord):
@@ -151,6 +163,8 @@ class Indexer:
             pending.append(item)
         self.store.apply(updates=updates, deletes=deletes, touch=touch)
         self._embed_and_commit(pending, stats)
+        if rechunk:
+            self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
 
     def _read(self, f: VaultFile, old: FileRecord | None) -> _Pending | FileRecord:
@@ -208,7 +222,7 @@ class Indexer:
         for item in pending:
             batch.append(item)
             size += len(item.embed)
-            if size >= COMMIT_CHUNKS:
+            if size >= COMMIT_CHUNKS or len(batch) >= self.settings.index.batch_files:
                 yield batch
                 batch, size = [], 0
         if batch:

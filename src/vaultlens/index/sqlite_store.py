@@ -158,6 +158,10 @@ class SQLiteStore:
             return None
         return None if row is None else str(row[0])
 
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._set_meta(key, value)
+
     def _set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 

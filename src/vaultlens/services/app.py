@@ -7,7 +7,7 @@ service functions with it, so they all behave the same.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +155,7 @@ def status(app: App) -> dict[str, Any]:
         "chunks": c["chunks"],
         "vectors": c["vectors"],
         "size_bytes": store.size_bytes(),
-        "embedding_space": None if space is None else {**space.__dict__, "label": space.describe()},
+        "embedding_space": None if space is None else {**asdict(space), "label": space.describe()},
         "configured_space_matches": _space_matches(app, store),
         "problems": [
             {"path": r.path, "status": r.status, "reason": r.reason}

@@ -30,8 +30,13 @@ from vaultlens.vault.links import LinkResolver
 MIN_CHARS = 32  # notes with fewer letters or digits are too short to compare by meaning
 PROJECTION_DIMS = 32
 BLOCK_ROWS = 512
-# Containment is the mean, over the smaller note's sections, of each one's best match; a section
-# must reach this far below the threshold to count at all (below it, it counts as 0).
+EXACT_MAX_ROWS = 30_000  # sections; above this, duplicates use hashing (recall measured, not guaranteed)
+HASH_BANDS = 40
+HASH_BITS = 20
+BLOCK_COLS = 4096  # a 512 x 4096 tile of margins (8 MB) stays in cache
+# Coverage of a note is the mean, over its sections weighted by their letters and digits, of each
+# section's best match in the other note; a section must reach this far below the threshold to
+# count at all (below it, it counts as 0).
 SECTION_SLACK = 0.05
 _ALNUM = re.compile(r"[^\W_]", re.UNICODE)
 
@@ -227,7 +232,14 @@ def _strip_frontmatter(text: str) -> str:
 def _candidate_pairs(
     vecs: npt.NDArray[np.float32], floor: float
 ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
-    """All pairs i < j with cos >= floor, block by block (lossless projected filter, exact re-score)."""
+    """All pairs i < j with cos >= floor, tile by tile (lossless projected filter, exact re-score).
+
+    With P the projection onto the top principal directions, ``cos(a, b) >= floor`` implies
+    ``|Pa - Pb|^2 <= 2 (1 - floor)``, i.e. ``Pa.Pb - |Pa|^2/2 - |Pb|^2/2 + (1 - floor) >= 0``: one
+    matrix product of vectors augmented with their half squared norms gives that margin for a whole
+    tile. Rows are sorted by their first projected coordinate, and since ``|Pa_1 - Pb_1| <= |Pa - Pb|``,
+    a tile of rows only meets the columns whose first coordinate lies within ``sqrt(2 (1 - floor))``.
+    """
     n, d = vecs.shape
     if n < 2:
         return
@@ -235,23 +247,89 @@ def _candidate_pairs(
     sample = vecs[:: max(1, n // 20000)]
     _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
     proj = vecs @ vt[:k].T.astype(np.float32)
+    order = np.argsort(proj[:, 0], kind="stable")
+    proj = proj[order]
+    first = proj[:, 0].copy()
     half_sq = 0.5 * np.einsum("ij,ij->i", proj, proj)
-    slack = 1.0 - floor + 1e-4  # |Pa-Pb|^2 <= 2(1-floor)  <=>  Pa.Pb >= |Pa|^2/2 + |Pb|^2/2 - (1-floor)
+    slack = 1.0 - floor + 1e-4  # float32 rounding margin: the filter must never drop a true pair
+    reach = float(np.sqrt(2.0 * slack))
+    ones = np.ones((n, 1), dtype=np.float32)
+    left = np.hstack([proj, -half_sq[:, None], ones]).astype(np.float32)
+    right = np.hstack([proj, ones, (slack - half_sq)[:, None]]).astype(np.float32)
     for start in range(0, n - 1, BLOCK_ROWS):
         stop = min(n, start + BLOCK_ROWS)
-        g = proj[start:stop] @ proj[start:].T
-        g -= half_sq[None, start:]
-        g -= (half_sq[start:stop] - slack)[:, None]
-        rows, cols = np.nonzero(g >= 0)
-        cols = cols + start
-        rows = rows + start
-        keep = cols > rows
-        rows, cols = rows[keep], cols[keep]
-        if rows.size == 0:
-            continue
-        exact = np.einsum("ij,ij->i", vecs[rows], vecs[cols])
+        end = int(np.searchsorted(first, first[stop - 1] + reach, side="right"))
+        for c0 in range(start, end, BLOCK_COLS):
+            c1 = min(end, c0 + BLOCK_COLS)
+            hit = left[start:stop] @ right[c0:c1].T >= 0
+            if not hit.any():
+                continue
+            rows, cols = np.nonzero(hit)
+            rows += start
+            cols += c0
+            keep = cols > rows
+            if not keep.any():
+                continue
+            a, b = order[rows[keep]], order[cols[keep]]
+            exact = np.einsum("ij,ij->i", vecs[a], vecs[b])
+            ok = exact >= floor
+            a, b = a[ok], b[ok]
+            yield (
+                np.minimum(a, b).astype(np.int64),
+                np.maximum(a, b).astype(np.int64),
+                exact[ok].astype(np.float32),
+            )
+
+
+def _hashed_pairs(
+    vecs: npt.NDArray[np.float32], floor: float, seed: int = 0
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+    """Pairs i < j with cos >= floor, approximately: random-hyperplane hashing, exact re-score.
+
+    Used above :data:`EXACT_MAX_ROWS` sections, where even the projected filter's all-pairs tiles cost
+    too much. Each of :data:`HASH_BANDS` bands keys a (centred) vector by the signs of
+    :data:`HASH_BITS` random projections; two vectors at angle θ share a band with probability
+    ``(1 - θ/π)^bits``, so a pair at cosine 0.95 is missed with probability below 1% and one at 0.98
+    practically never, while unrelated pairs rarely collide. Every candidate is re-scored exactly.
+    """
+    n, d = vecs.shape
+    if n < 2:
+        return
+    rng = np.random.default_rng(seed)
+    mean = vecs[:: max(1, n // 20000)].mean(axis=0)
+    weights = (1 << np.arange(HASH_BITS, dtype=np.int64))[None, :]
+    seen: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+    for _ in range(HASH_BANDS):
+        planes = rng.standard_normal((d, HASH_BITS)).astype(np.float32)
+        keys = np.zeros(n, dtype=np.int64)
+        for s0 in range(0, n, 65536):
+            bits = (vecs[s0 : s0 + 65536] - mean) @ planes > 0
+            keys[s0 : s0 + 65536] = (bits * weights).sum(axis=1)
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        found: list[npt.NDArray[np.int64]] = []
+        for offset in range(1, n):
+            same = np.flatnonzero(sk[offset:] == sk[:-offset])
+            if same.size == 0:
+                break
+            a, b = order[same], order[same + offset]
+            found.append(np.minimum(a, b) * n + np.maximum(a, b))
+        if found:
+            seen = np.union1d(seen, np.concatenate(found))
+    for s0 in range(0, len(seen), 262144):
+        codes = seen[s0 : s0 + 262144]
+        a, b = codes // n, codes % n
+        exact = np.einsum("ij,ij->i", vecs[a], vecs[b])
         ok = exact >= floor
-        yield rows[ok].astype(np.int64), cols[ok].astype(np.int64), exact[ok].astype(np.float32)
+        yield a[ok], b[ok], exact[ok].astype(np.float32)
+
+
+def _pairs(
+    vecs: npt.NDArray[np.float32], floor: float
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+    if vecs.shape[0] <= EXACT_MAX_ROWS:
+        return _candidate_pairs(vecs, floor)
+    return _hashed_pairs(vecs, floor)
 
 
 def duplicates(
@@ -267,11 +345,10 @@ def duplicates(
     rows_idx = np.flatnonzero(usable)
     vecs = lay.vecs[rows_idx]
     note_of = lay.note_of[rows_idx]
-    sections = np.bincount(note_of, minlength=len(lay.notes))
     floor = threshold - SECTION_SLACK
     # best[(note a, note b)][row of a] = best score of that section of a against any section of b
     best: dict[tuple[int, int], dict[int, tuple[float, int]]] = defaultdict(dict)
-    for r, c, sims in _candidate_pairs(vecs, floor):
+    for r, c, sims in _pairs(vecs, floor):
         notes_r, notes_c = note_of[r].tolist(), note_of[c].tolist()
         for i, j, ni, nj, sc in zip(r.tolist(), c.tolist(), notes_r, notes_c, sims.tolist(), strict=True):
             if ni == nj:
@@ -280,14 +357,17 @@ def duplicates(
                 cur = best[(nx, ny)].get(x)
                 if cur is None or sc > cur[0]:
                     best[(nx, ny)][x] = (sc, y)
+    weight, note_weight = _section_weights(
+        store, lay.rowids[rows_idx], note_of, {n for key in best for n in key}
+    )
     dismissed = store.dismissed_pairs()
     pairs: list[tuple[float, str, int, int, tuple[int, int, float]]] = []
     for (na, nb), matched in best.items():
         if na > nb:
             continue
-        cover_a = sum(v for v, _ in matched.values()) / int(sections[na])
+        cover_a = sum(weight[x] * v for x, (v, _) in matched.items()) / note_weight[na]
         back = best.get((nb, na), {})
-        cover_b = sum(v for v, _ in back.values()) / int(sections[nb])
+        cover_b = sum(weight[x] * v for x, (v, _) in back.items()) / note_weight[nb]
         score = max(cover_a, cover_b)
         if score < threshold:
             continue
@@ -312,6 +392,28 @@ def duplicates(
         by_name[PurePosixPath(p).name.casefold()].append(p)
     report.same_name = sorted(sorted(ps) for ps in by_name.values() if len(ps) > 1)
     return report
+
+
+def _section_weights(
+    store: SQLiteStore, rowids: npt.NDArray[np.int64], note_of: npt.NDArray[np.int64], notes: set[int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Letters and digits of each compared section of ``notes``, and their total per note.
+
+    Coverage is weighted by them, so a short boilerplate tail ("## Sources", an empty checklist)
+    or a stray code line in its own section does not count as much as the note's prose.
+    """
+    if not notes:
+        return {}, {}
+    positions = np.flatnonzero(np.isin(note_of, np.fromiter(notes, dtype=np.int64, count=len(notes))))
+    texts = store.chunks(int(r) for r in rowids[positions])
+    weight: dict[int, int] = {}
+    totals: dict[int, int] = defaultdict(int)
+    for pos in positions.tolist():
+        chunk = texts.get(int(rowids[pos]))
+        w = max(1, len(_ALNUM.findall(chunk.text))) if chunk is not None else 1
+        weight[pos] = w
+        totals[int(note_of[pos])] += w
+    return weight, dict(totals)
 
 
 def _same_name(a: str, b: str) -> bool:

@@ -45,12 +45,11 @@ def decode_note(data: bytes) -> str:
     """Bytes -> text with LF line endings and no BOM, or :class:`NotText` with a specific reason."""
     if b"\x00" in data[:8192]:
         raise NotText("binary content (NUL bytes), not a text note")
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = data.decode("utf-8")
+        text = data[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NotText(f"not valid UTF-8 (first bad byte at offset {exc.start})") from None
+        raise NotText(f"not valid UTF-8 (first bad byte at offset {bom + exc.start})") from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -105,7 +104,8 @@ def parse_note(text: str, path: str) -> ParsedNote:
                     fm_error = "front matter is not a mapping of keys to values"
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
-                where = f" at line {mark.line + 1}" if mark is not None else ""
+                # the mark counts lines inside the YAML; the note's line adds the opening fence
+                where = f" at line {start_line + mark.line + 2}" if mark is not None else ""
                 fm_error = f"malformed YAML front matter{where}"
             continue
         kind = _OPEN_KINDS.get(tok.type) or _LEAF_KINDS.get(tok.type)

@@ -7,6 +7,7 @@ Skipped: dot-folders (``.obsidian/``, ``.trash/``, ``.git/``...), the user's
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -95,7 +96,7 @@ def _ignore_spec(root: Path) -> pathspec.PathSpec[Any] | None:
         lines = (root / IGNORE_FILE).read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def scan_vault(root: Path, max_file_bytes: int) -> ScanResult:
@@ -130,13 +131,20 @@ def scan_vault(root: Path, max_file_bytes: int) -> ScanResult:
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             try:
-                is_link = entry.is_symlink()
-                if is_link and not _inside(root, Path(entry.path)):
-                    result.skipped.append(Skipped(rel, "symlink points outside the vault"))
-                    continue
+                if entry.is_symlink():
+                    problem = _link_problem(root, Path(entry.path))
+                    if problem:
+                        result.skipped.append(Skipped(rel, problem))
+                        continue
                 info = entry.stat()
             except OSError as exc:
-                result.skipped.append(Skipped(rel, f"cannot read: {exc.strerror or 'broken symlink'}"))
+                if exc.errno == errno.ELOOP:
+                    why = "symlink loop"
+                elif exc.errno == errno.ENOENT and entry.is_symlink():
+                    why = "broken symlink (its target does not exist)"
+                else:
+                    why = f"cannot read: {exc.strerror}"
+                result.skipped.append(Skipped(rel, why))
                 continue
             if stat.S_ISDIR(info.st_mode):
                 if entry.name.startswith("."):
@@ -148,9 +156,13 @@ def scan_vault(root: Path, max_file_bytes: int) -> ScanResult:
                     continue
                 walk(Path(entry.path), rel)
                 continue
-            if not stat.S_ISREG(info.st_mode) or entry.name.startswith("."):
+            if not stat.S_ISREG(info.st_mode):
                 continue
             kind = _KINDS.get(os.path.splitext(entry.name)[1].lower(), "attachment")
+            if entry.name.startswith("."):
+                if kind != "attachment":
+                    result.skipped.append(Skipped(rel, "hidden file"))
+                continue
             reason = ignored(rel, False)
             if reason:
                 if kind != "attachment":
@@ -169,8 +181,12 @@ def scan_vault(root: Path, max_file_bytes: int) -> ScanResult:
     return result
 
 
-def _inside(root: Path, path: Path) -> bool:
+def _link_problem(root: Path, path: Path) -> str | None:
+    """Why a symlink cannot be followed (a loop, a target outside the vault), or None."""
     try:
-        return path.resolve().is_relative_to(root)
-    except (OSError, RuntimeError):  # RuntimeError: symlink loop while resolving
-        return False
+        target = path.resolve()
+    except RuntimeError:  # Python < 3.13: symlink loop while resolving
+        return "symlink loop"
+    except OSError as exc:
+        return "symlink loop" if exc.errno == errno.ELOOP else f"cannot read: {exc.strerror}"
+    return None if target.is_relative_to(root) else "symlink points outside the vault"
