@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import io
 import os
@@ -143,3 +144,192 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env["COLUMNS"] = "200"
     env.update(extra)
     return env
+
+
+# ---- a small bilingual vault written for these tests -------------------------------------------------
+
+BILINGUAL: dict[str, str] = {
+    "Кулинария/Закваска.md": """---
+tags: [выпечка, хлеб]
+aliases: [Ржаная закваска]
+---
+# Закваска
+
+Ржаная закваска живёт в банке на кухне уже третий год. Её нужно регулярно подкармливать:
+раз в сутки добавляю равные по весу муку и тёплую воду, перемешиваю и оставляю под крышкой.
+
+## Подкормка
+
+Соотношение один к одному к одному: десять граммов старой закваски, десять граммов обдирной
+ржаной муки и десять граммов воды. Через шесть-восемь часов при комнатной температуре она
+удваивается в объёме и покрывается пузырьками. Это значит, что закваска активна и готова для теста.
+
+## Хранение
+
+Если печь хлеб редко, банку можно держать в холодильнике и кормить раз в неделю. После отпуска
+закваску оживляют двумя-тремя подкормками подряд в тепле. Серая жидкость сверху — признак голода,
+а не порчи: её сливают и кормят.
+""",
+    "Tech/HTTP caching.md": """---
+tags: [web, performance]
+---
+# HTTP caching
+
+Browsers and CDNs keep copies of responses so that the same bytes are not downloaded twice. The
+rules live in response headers, and getting them wrong either serves stale pages or wastes bandwidth
+on every single visit. This note collects what I actually use in production.
+
+## Cache-Control
+
+`Cache-Control: max-age=31536000, immutable` is for fingerprinted static assets such as
+`app.3f9c2.js`: the file name changes whenever the content changes, so the old copy can live for a
+year. HTML documents get `no-cache`, which means the browser must revalidate before reusing its copy,
+not that it must never store it. Private user pages add `private` so shared proxies do not keep them.
+
+## Validators
+
+An `ETag` or `Last-Modified` header lets the browser ask "has this changed?" with `If-None-Match`
+or `If-Modified-Since`. The server answers `304 Not Modified` with an empty body when nothing changed,
+which saves the transfer but still costs a round trip. Weak ETags are fine for compressed variants.
+
+## CDN purge
+
+After a deploy, purge only the HTML and the service worker; fingerprinted assets never need a purge.
+Purging everything at once sends a thundering herd of requests to the origin servers and makes the
+first minutes after a release slower for every visitor around the world.
+""",
+    "Tech/Deploy runbook.md": """# Deploy runbook
+
+Steps for shipping the billing service. Run them in order and stop at the first red check.
+
+```bash
+./scripts/preflight.sh --env prod
+kubectl rollout restart deploy/billing
+export KX_ROLLOUT_GUARD=kx_rollout_guard_7731
+./scripts/verify.sh --guard "$KX_ROLLOUT_GUARD"
+```
+
+| Environment | Cluster | Approver |
+|-------------|---------|----------|
+| staging     | eu-1    | anyone   |
+| prod        | eu-2    | on-call  |
+
+If verification fails, roll back with the previous image tag and open an incident.
+""",
+    "Путешествия/Грузия 2023.md": """# Грузия 2023
+
+Десять дней в Грузии в октябре. Прилетели в Тбилиси, жили в старом городе рядом с серными банями.
+Потом поехали на север по Военно-Грузинской дороге в Казбеги и поднялись к церкви Гергети.
+
+## Еда
+
+Хачапури по-аджарски с яйцом и маслом, хинкали, которые едят руками, и чурчхела на рынке.
+В Кахетии попробовали вино, выдержанное в квеври, — больших глиняных кувшинах, закопанных в землю.
+""",
+    "Health/Marathon training.md": """# Marathon training
+
+Sixteen weeks from a half to a full marathon. Most runs are easy, in heart-rate zone two, slow enough
+to hold a conversation. One session a week is intervals or tempo, and the long run on Sunday grows
+by about two kilometres every week until it reaches thirty-two.
+
+## Taper
+
+The last three weeks cut the volume by a third each week while keeping a little intensity. Sleep,
+carbohydrates and no new shoes on race day.
+""",
+    "Финансы/Личный бюджет.md": """# Личный бюджет
+
+Каждый месяц записываю все траты в таблицу по категориям: жильё, еда, транспорт, развлечения.
+Правило пятьдесят на тридцать на двадцать: половина дохода на необходимое, треть на желания,
+пятая часть откладывается.
+
+## Подушка безопасности
+
+Сначала копим резерв на шесть месяцев расходов на отдельном счёте, к которому нет карты.
+Только потом начинаем инвестировать. Резерв не трогаем ради покупок и отпуска.
+""",
+    "Дом/Комнатные растения.md": """# Комнатные растения
+
+Монстера и фикус стоят у восточного окна: много рассеянного света, но без прямого полуденного солнца.
+Поливаю, когда верхние два сантиметра земли просохли, летом примерно раз в неделю, зимой реже.
+Пересаживаю весной в горшок на пару сантиметров шире, если корни вылезают из дренажных отверстий.
+""",
+    "Books/Thinking in Systems.md": """# Thinking in Systems
+
+Donella Meadows describes systems as stocks and flows connected by feedback loops. A balancing loop
+pushes a stock toward a goal, like a thermostat; a reinforcing loop makes it grow or collapse, like
+compound interest. Delays in feedback cause oscillation, which is why over-correcting makes things worse.
+""",
+}
+
+
+def bilingual_vault(root: Path) -> Path:
+    return write_vault(root, BILINGUAL)
+
+
+# ---- chunk invariants, checked on hand-written and on real notes ---------------------------------------
+
+
+def chunk_invariant_errors(note: object, chunks: list[object], max_chars: int) -> list[str]:
+    """Every way the chunks of one parsed note break the chunker's contract (empty list = none)."""
+    from vaultlens.chunking.chunker import Chunk
+    from vaultlens.vault.model import ParsedNote
+    from vaultlens.vault.parse import line_of
+
+    assert isinstance(note, ParsedNote)
+    text = note.text
+    errors: list[str] = []
+    cs = [c for c in chunks if isinstance(c, Chunk)]
+    if [c.ordinal for c in cs] != list(range(len(cs))):
+        errors.append("ordinals are not 0..n-1")
+    if len({c.id for c in cs}) != len(cs):
+        errors.append("duplicate chunk ids")
+    atomic = []
+    for b in note.blocks:
+        if b.kind in ("code", "table"):
+            body = text[b.start : b.end].rstrip("\n")
+            if body.strip():
+                atomic.append((b.start, b.start + len(body)))
+    for c in cs:
+        where = f"chunk {c.ordinal} {c.heading_path}"
+        if text[c.start : c.end] != c.text:
+            errors.append(f"{where}: text[start:end] != chunk.text")
+        if c.start_line != line_of(text, c.start) or c.end_line != line_of(text, c.end - 1) + 1:
+            errors.append(f"{where}: lines do not match offsets")
+        if c.content_hash != hashlib.sha256(c.text.encode("utf-8")).hexdigest():
+            errors.append(f"{where}: content_hash is not SHA-256 of the text")
+        holds_atomic = False
+        for a_start, a_end in atomic:
+            if c.start < a_end and c.end > a_start:
+                if not (c.start <= a_start and c.end >= a_end):
+                    errors.append(f"{where}: cuts a code block or table at {a_start}-{a_end}")
+                holds_atomic = True
+        # a heading stays with the text under it, so it may add its own length to max_chars
+        heads = sum(
+            b.end - b.start for b in note.blocks if b.kind == "heading" and c.start <= b.start < c.end
+        )
+        if not holds_atomic and c.heading_path != ("front matter",) and len(c.text) > max_chars + heads:
+            errors.append(f"{where}: {len(c.text)} chars > max {max_chars} without an atomic block")
+    covered = [False] * len(text)
+    for c in cs:
+        covered[c.start : c.end] = [True] * (c.end - c.start)
+    in_blocks = [False] * len(text)
+    for b in note.blocks:
+        in_blocks[b.start : b.end] = [True] * (b.end - b.start)
+    lost = [
+        i
+        for i in range(note.body_start, len(text))
+        if in_blocks[i] and not covered[i] and not text[i].isspace()
+    ]
+    if lost:
+        errors.append(f"{len(lost)} characters of blocks are in no chunk, first at offset {lost[0]}")
+    return errors
+
+
+def without_root_file_access() -> None:
+    """``preexec_fn`` for a child that must feel file permissions even when the tests run as root:
+    drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set before exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")

@@ -138,6 +138,11 @@ def doctor(vault: VaultOpt = None, set_: SetOpt = None) -> None:
         render.err.print("Run `vaultlens rebuild` to rebuild the index from the vault.")
         raise typer.Exit(1)
     render.out.print("[green]✓[/green] index is healthy")
+    unused = app.store().unused_vectors()
+    if unused:
+        render.out.print(
+            f"[dim]{unused} vectors without a chunk are kept for reuse; the next index run drops them.[/dim]"
+        )
 
 
 @config_cli.command("show")

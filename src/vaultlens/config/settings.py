@@ -50,6 +50,7 @@ class SearchSettings:
     sections: int = 3
     max_query_chars: int = 2000
     candidates: int = 200
+    max_lexical_weight: float = 0.8  # lexical share of the fused score when BM25 explains the whole query
 
 
 @dataclass(frozen=True)

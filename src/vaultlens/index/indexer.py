@@ -118,6 +118,11 @@ class Indexer:
         # notes chunked under other rules must be re-chunked even if their bytes did not change
         # (only chunks whose text changed are then re-embedded)
         rechunk = self.store.get_meta("chunker") != self.chunker.signature
+        if rechunk and not any(r.n_chunks for r in records.values()):
+            # nothing was chunked yet (a new or cleared index): record the rules now, so a run
+            # killed half-way resumes where it stopped instead of re-chunking every note
+            self.store.set_meta("chunker", self.chunker.signature)
+            rechunk = False
         notes = scan.notes
         stats.files_scanned = len(notes)
         present = {f.path for f in notes} | {s.path for s in scan.skipped}

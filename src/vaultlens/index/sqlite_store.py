@@ -122,7 +122,7 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"The index at {self.path} cannot be opened: {exc}.",
-                hint="Run `vaultlens doctor` for details or `vaultlens rebuild` to start over.",
+                hint="Run `vaultlens rebuild` to rebuild it from the vault (the vault itself is untouched).",
             ) from None
         self._matrix: tuple[int, npt.NDArray[np.int64], Vectors] | None = None
 
@@ -499,6 +499,14 @@ class SQLiteStore:
         ps = list(paths)
         marks = ",".join("?" * len(ps))
         return dict(self.db.execute(f"SELECT path, title FROM files WHERE path IN ({marks})", ps).fetchall())
+
+    def unused_vectors(self) -> int:
+        """Vectors no chunk uses. Normal between runs after a crash: they are kept so a moved or
+        restored chunk costs no embedding, and the next completed run drops them."""
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)"
+        )
+        return int(row.fetchone()[0])
 
     def problems(self) -> list[str]:
         """Integrity and consistency findings; empty means healthy."""

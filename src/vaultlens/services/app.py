@@ -107,7 +107,7 @@ def find(app: App, query: str, limit: int | None = None, sections: int | None = 
         limit or s.limit,
         sections or s.sections,
         s.max_query_chars,
-        Fusion(candidates=s.candidates),
+        Fusion(max_lexical_weight=s.max_lexical_weight, candidates=s.candidates),
     )
 
 

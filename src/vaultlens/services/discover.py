@@ -33,6 +33,7 @@ BLOCK_ROWS = 512
 EXACT_MAX_ROWS = 30_000  # sections; above this, duplicates use hashing (recall measured, not guaranteed)
 HASH_BANDS = 40
 HASH_BITS = 20
+HASH_MAX_RUN = 32
 BLOCK_COLS = 4096  # a 512 x 4096 tile of margins (8 MB) stays in cache
 # Coverage of a note is the mean, over its sections weighted by their letters and digits, of each
 # section's best match in the other note; a section must reach this far below the threshold to
@@ -308,14 +309,15 @@ def _hashed_pairs(
         order = np.argsort(keys, kind="stable")
         sk = keys[order]
         found: list[npt.NDArray[np.int64]] = []
-        for offset in range(1, n):
+        for offset in range(1, min(n, HASH_MAX_RUN)):  # a huge bucket is sampled, not exhausted
             same = np.flatnonzero(sk[offset:] == sk[:-offset])
             if same.size == 0:
                 break
             a, b = order[same], order[same + offset]
             found.append(np.minimum(a, b) * n + np.maximum(a, b))
         if found:
-            seen = np.union1d(seen, np.concatenate(found))
+            seen = np.concatenate([seen, *found])
+    seen = np.unique(seen)
     for s0 in range(0, len(seen), 262144):
         codes = seen[s0 : s0 + 262144]
         a, b = codes // n, codes % n

@@ -156,9 +156,11 @@ def scan_vault(root: Path, max_file_bytes: int) -> ScanResult:
                     continue
                 walk(Path(entry.path), rel)
                 continue
-            if not stat.S_ISREG(info.st_mode):
-                continue
             kind = _KINDS.get(os.path.splitext(entry.name)[1].lower(), "attachment")
+            if not stat.S_ISREG(info.st_mode):  # a FIFO, socket or device: reading it could block
+                if kind != "attachment":
+                    result.skipped.append(Skipped(rel, "not a regular file"))
+                continue
             if entry.name.startswith("."):
                 if kind != "attachment":
                     result.skipped.append(Skipped(rel, "hidden file"))

@@ -1,0 +1,252 @@
+"""MarkdownChunker: stable IDs, content hashes that follow edits, atomic code and tables, exact spans."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pytest
+
+from vaultlens.chunking.chunker import Chunk, MarkdownChunker
+from vaultlens.vault.parse import line_of, parse_note
+from vl_support import chunk_invariant_errors
+
+WORDS_EN = [
+    "cache",
+    "header",
+    "browser",
+    "request",
+    "server",
+    "latency",
+    "policy",
+    "expiry",
+    "stale",
+    "fresh",
+    "token",
+]
+WORDS_RU = [
+    "кэш",
+    "заголовок",
+    "браузер",
+    "запрос",
+    "сервер",
+    "задержка",
+    "политика",
+    "срок",
+    "свежий",
+    "данные",
+    "ключ",
+]
+
+
+def paragraph(rng: random.Random, n_words: int, words: list[str] | None = None) -> str:
+    pool = words or WORDS_EN
+    out = [rng.choice(pool) for _ in range(n_words)]
+    return " ".join(out).capitalize() + "."
+
+
+def multi_section_note(seed: int = 7) -> str:
+    # every section has some substance (>= target / 3), so each heading starts a chunk
+    rng = random.Random(seed)
+    parts = ["---", "tags: [test]", "---", "# Guide", "", paragraph(rng, 70), ""]
+    for s, title in enumerate(["Setup", "Настройка кэша", "Usage", "Troubleshooting"]):
+        parts += [f"## {title}", ""]
+        n_paras = 5 if s == 2 else 2  # "Usage" is long enough for two chunks
+        for _ in range(n_paras):
+            parts += [paragraph(rng, 60, WORDS_RU if s == 1 else WORDS_EN), ""]
+    return "\n".join(parts)
+
+
+def chunks_of(text: str, path: str = "Guide.md", chunker: MarkdownChunker | None = None) -> list[Chunk]:
+    return (chunker or MarkdownChunker()).chunk(parse_note(text, path), path)
+
+
+def assert_spans_exact(text: str, chunks: list[Chunk]) -> None:
+    lines = text.split("\n")
+    for c in chunks:
+        assert text[c.start : c.end] == c.text
+        assert c.start_line == line_of(text, c.start)
+        assert c.end_line == line_of(text, c.end - 1) + 1
+        assert c.text in "\n".join(lines[c.start_line : c.end_line])
+        assert c.content_hash == hashlib.sha256(c.text.encode("utf-8")).hexdigest()
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+    assert all(a.end <= b.end for a, b in zip(chunks, chunks[1:], strict=False))
+
+
+def test_same_input_always_yields_the_same_chunks() -> None:
+    text = multi_section_note()
+    first = chunks_of(text)
+    assert len(first) >= 6
+    assert chunks_of(text) == first
+    assert chunks_of(text, chunker=MarkdownChunker(1200, 1800, 200)) == first
+    assert len({c.id for c in first}) == len(first)
+
+
+def test_editing_one_paragraph_changes_only_that_chunk() -> None:
+    text = multi_section_note()
+    before = chunks_of(text)
+    target = next(c for c in before if c.heading_path == ("Guide", "Настройка кэша"))
+    old_para = target.text.split("\n\n")[2]
+    edited = text.replace(old_para, old_para[:-1] + " и ещё одно уточнение про инвалидацию.")
+    assert edited != text
+    after = chunks_of(edited)
+
+    assert [c.id for c in after] == [c.id for c in before]
+    changed = [(b, a) for b, a in zip(before, after, strict=True) if b.content_hash != a.content_hash]
+    assert [(b.id, b.heading_path) for b, _ in changed] == [(target.id, target.heading_path)]
+    assert "уточнение про инвалидацию" in changed[0][1].text
+    for b, a in zip(before, after, strict=True):
+        if b.id != target.id:
+            assert (a.id, a.content_hash, a.text, a.heading_path) == (
+                b.id,
+                b.content_hash,
+                b.text,
+                b.heading_path,
+            )
+
+
+def test_adding_a_section_keeps_every_other_chunk() -> None:
+    text = multi_section_note()
+    before = {(c.id, c.content_hash) for c in chunks_of(text)}
+    rng = random.Random(99)
+    new_section = "## Brand new section\n\n" + paragraph(rng, 60) + "\n\n"
+    edited = text.replace("## Usage", new_section + "## Usage")
+    after = {(c.id, c.content_hash) for c in chunks_of(edited)}
+    assert before <= after
+    assert len(after - before) == 1
+
+
+def test_chunk_ids_depend_on_path_hashes_on_text_only() -> None:
+    text = multi_section_note()
+    a, b = chunks_of(text, "a/Guide.md"), chunks_of(text, "b/Guide.md")
+    assert [c.content_hash for c in a] == [c.content_hash for c in b]
+    assert not {c.id for c in a} & {c.id for c in b}
+
+
+def test_spans_map_back_to_the_source_exactly() -> None:
+    text = multi_section_note()
+    chunks = chunks_of(text)
+    assert_spans_exact(text, chunks)
+    assert chunk_invariant_errors(parse_note(text, "Guide.md"), chunks, 1800) == []
+    # nothing of the body is lost between chunks (only blank lines separate them)
+    covered = set()
+    for c in chunks:
+        covered.update(range(c.start, c.end))
+    missing = "".join(ch for i, ch in enumerate(text) if i not in covered)
+    assert missing.strip("\n") == ""
+
+
+def test_front_matter_is_its_own_chunk() -> None:
+    chunks = chunks_of(multi_section_note())
+    assert chunks[0].heading_path == ("front matter",)
+    assert chunks[0].text == "---\ntags: [test]\n---"
+    assert chunks[1].text.startswith("# Guide")
+
+
+def test_heading_path_follows_the_outline() -> None:
+    rng = random.Random(3)
+    body = lambda: paragraph(rng, 80)  # noqa: E731 - ~550 chars, enough for a chunk of its own
+    text = (
+        f"Preamble before any heading. {body()}\n\n"
+        f"# A\n\n{body()}\n\n## A.1\n\n{body()}\n\n### A.1.a\n\n{body()}\n\n"
+        f"## A.2\n\n{body()}\n\n# B\n\n{body()}\n\n#### B deep\n\n{body()}\n"
+    )
+    chunks = chunks_of(text)
+    assert [c.heading_path for c in chunks] == [
+        (),
+        ("A",),
+        ("A", "A.1"),
+        ("A", "A.1", "A.1.a"),
+        ("A", "A.2"),
+        ("B",),
+        ("B", "B deep"),
+    ]
+    for c in chunks[1:]:
+        heading_line = c.text.split("\n", 1)[0]
+        assert heading_line.lstrip("#").strip() == c.heading_path[-1]
+    assert_spans_exact(text, chunks)
+
+
+def _fence(lines: int) -> str:
+    body = "\n".join(
+        f"    value_{i} = compute_something({i}, 'padding text for width')" for i in range(lines)
+    )
+    return f"```python\ndef big():\n{body}\n```"
+
+
+def _table(rows: int) -> str:
+    head = "| key | description | value |\n|-----|-------------|-------|\n"
+    return head + "\n".join(f"| k{i} | row number {i} with some words | {i * 7} |" for i in range(rows))
+
+
+@pytest.mark.parametrize("block", [_fence(60), _table(70)], ids=["code", "table"])
+def test_code_or_table_larger_than_max_is_one_unsplit_chunk(block: str) -> None:
+    rng = random.Random(5)
+    chunker = MarkdownChunker(target_chars=1200, max_chars=1800, overlap_chars=200)
+    assert len(block) > 1800
+    text = f"# Note\n\n{paragraph(rng, 70)}\n\n## Block\n\n{block}\n\n## After\n\n{paragraph(rng, 70)}\n"
+    chunks = chunks_of(text, chunker=chunker)
+    start = text.index(block)
+    end = start + len(block)
+    holding = [c for c in chunks if c.start < end and c.end > start]
+    assert len(holding) == 1
+    only = holding[0]
+    assert only.start <= start and only.end >= end
+    assert only.text == f"## Block\n\n{block}"  # the heading stays with its block
+    assert only.heading_path == ("Note", "Block")
+    assert_spans_exact(text, chunks)
+
+
+def test_a_big_code_block_right_under_the_first_heading_keeps_the_heading() -> None:
+    block = _fence(60)
+    text = f"## Listing\n\n{block}\n"
+    chunks = chunks_of(text)
+    assert [c.text for c in chunks] == [f"## Listing\n\n{block}"]
+
+
+def test_oversized_paragraph_is_split_into_pieces_within_max() -> None:
+    rng = random.Random(11)
+    chunker = MarkdownChunker(target_chars=400, max_chars=600, overlap_chars=80)
+    no_sentences = " ".join(rng.choice(WORDS_EN) for _ in range(900))  # one ~6 KB line
+    text = f"# Long\n\n{no_sentences}\n\n## Next\n\nShort tail.\n"
+    chunks = chunks_of(text, chunker=chunker)
+    long_part = [c for c in chunks if c.heading_path == ("Long",)]
+    assert len(long_part) >= 8
+    assert all(len(c.text) <= 600 for c in chunks)
+    assert all(not c.text.startswith(" ") and c.text.strip() for c in chunks)
+    assert long_part[0].text.startswith("# Long\n\n")  # the heading stays with its text
+    # the pieces cover the whole paragraph, overlapping a little, never leaving a gap
+    p_start = text.index(no_sentences)
+    p_end = p_start + len(no_sentences)
+    reach = p_start
+    for c in long_part:
+        assert c.start <= reach
+        reach = max(reach, c.end)
+    assert reach == p_end
+    assert any(a.end > b.start for a, b in zip(long_part, long_part[1:], strict=False))  # overlap
+    assert_spans_exact(text, chunks)
+    assert chunk_invariant_errors(parse_note(text, "Guide.md"), chunks, 600) == []
+    assert chunks_of(text, chunker=chunker) == chunks
+
+
+def test_sentence_boundaries_are_preferred_when_splitting() -> None:
+    rng = random.Random(12)
+    sentences = " ".join(paragraph(rng, 12) for _ in range(60))
+    text = f"{sentences}\n"
+    chunks = chunks_of(text, chunker=MarkdownChunker(400, 600, 80))
+    assert len(chunks) > 3
+    for c in chunks[:-1]:
+        assert c.text.rstrip().endswith(".")
+
+
+def test_crlf_note_chunks_like_its_lf_twin() -> None:
+    from vaultlens.vault.parse import decode_note
+
+    text = multi_section_note()
+    crlf = decode_note(("\ufeff" + text.replace("\n", "\r\n")).encode("utf-8"))
+    assert chunks_of(crlf) == chunks_of(text)
+
+
+def test_empty_note_has_no_chunks() -> None:
+    assert chunks_of("") == []
+    assert chunks_of("\n\n  \n") == []

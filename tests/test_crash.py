@@ -1,0 +1,261 @@
+"""Crash safety: `vaultlens index` killed with SIGKILL (and interrupted with SIGINT) in the middle of a run.
+
+After every kill the index passes `vaultlens doctor`, the next run embeds exactly what was missing
+(strictly less than a full run), and the final index equals a clean full index of the same vault.
+Kill points are chosen from what the store has committed, observed from outside through a
+read-only SQLite connection, plus a seeded delay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vaultlens.config.paths import index_dir
+from vaultlens.index.indexer import COMMIT_CHUNKS
+from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
+from vl_support import VAULTLENS_BIN, chunk_keys, cli_env, run_index, settings, write_vault
+
+pytestmark = pytest.mark.slow
+
+SEED = 20240611
+N_NOTES = 300
+BATCH = 30  # notes per committed batch (index.batch_files): ten commits to kill between
+BATCH_ENV = {"VAULTLENS_INDEX__BATCH_FILES": str(BATCH)}
+WORDS = [
+    "cache",
+    "latency",
+    "request",
+    "server",
+    "token",
+    "policy",
+    "header",
+    "stale",
+    "fresh",
+    "browser",
+    "garden",
+    "tomato",
+    "bread",
+    "starter",
+    "flour",
+    "water",
+    "river",
+    "mountain",
+    "train",
+    "ticket",
+    "budget",
+    "invoice",
+    "backup",
+    "restore",
+    "index",
+    "query",
+    "кэш",
+    "задержка",
+    "запрос",
+    "сервер",
+    "ключ",
+    "политика",
+    "свежий",
+    "браузер",
+    "сад",
+    "хлеб",
+    "мука",
+    "вода",
+    "река",
+    "гора",
+    "поезд",
+    "бюджет",
+]
+
+
+def crash_vault(root: Path) -> Path:
+    rng = random.Random(SEED)
+
+    def para(i: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(14)).capitalize() + f" (note {i})."
+
+    files = {f"area {i % 7}/Note {i:03d}.md": f"# Note {i:03d}\n\n{para(i)}\n" for i in range(N_NOTES)}
+    return write_vault(root, files)
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return crash_vault(tmp_path_factory.mktemp("crash") / "vault")
+
+
+@pytest.fixture(scope="module")
+def reference(vault: Path, tmp_path_factory: pytest.TempPathFactory, use_provider) -> tuple[set, int]:
+    """A clean full index of the same vault in its own home: its chunk keys and distinct texts."""
+    store_dir = tmp_path_factory.mktemp("reference-home") / "index"
+    s = settings(vault, **{"index.batch_files": str(BATCH)})
+    stats = run_index(vault, store_dir, use_provider, s)
+    keys = chunk_keys(store_dir)
+    total = stats.chunks_embedded
+    assert len(keys) == total == N_NOTES  # one chunk a note, every text distinct
+    assert COMMIT_CHUNKS > BATCH  # so batches are cut by note count, every BATCH chunks
+    return keys, total
+
+
+def vectors_committed(store_dir: Path) -> int:
+    """Vectors a new reader sees right now (0 while the store does not exist yet)."""
+    try:
+        con = sqlite3.connect(f"file:{store_dir / DB_NAME}?mode=ro", uri=True, timeout=5)
+    except sqlite3.OperationalError:
+        return 0
+    try:
+        return int(con.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+    except sqlite3.OperationalError:  # schema not created yet
+        return 0
+    finally:
+        con.close()
+
+
+_SPAWNED: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_indexer() -> Iterator[None]:
+    """A failing test must not leave an indexer running."""
+    yield
+    while _SPAWNED:
+        proc = _SPAWNED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def start_index(vault: Path, home: Path, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [str(VAULTLENS_BIN), "index", "--vault", str(vault)],
+            env=cli_env(home, **BATCH_ENV),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    _SPAWNED.append(proc)
+    return proc
+
+
+def wait_for_vectors(
+    proc: subprocess.Popen[bytes], store_dir: Path, at_least: int, timeout: float = 300
+) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = vectors_committed(store_dir)
+        if n >= at_least:
+            return n
+        assert proc.poll() is None, (
+            f"indexer exited ({proc.returncode}) before {at_least} vectors were committed"
+        )
+        time.sleep(0.03)
+    raise AssertionError(f"no {at_least} committed vectors within {timeout}s")
+
+
+def cli(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(VAULTLENS_BIN), *args],
+        env=cli_env(home, **BATCH_ENV),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def store_problems(store_dir: Path) -> list[str]:
+    store = SQLiteStore(store_dir)
+    try:
+        return store.problems()
+    finally:
+        store.close()
+
+
+def _kill_points() -> list:
+    """Three different commits to kill after (seeded), the first right away and the others a
+    moment into the next batch. Points are counted in committed batches, not seconds, so they stay
+    mid-run on a fast machine and a slow one alike."""
+    rng = random.Random(SEED)
+    first, *later = sorted(rng.sample(range(1, N_NOTES // BATCH - 1), 3))
+    points = [pytest.param(first * BATCH, 0.0, id=f"right-after-commit-{first}")]
+    for k in later:
+        delay = round(rng.uniform(0.01, 0.05), 3)
+        points.append(pytest.param(k * BATCH, delay, id=f"{delay}s-after-commit-{k}"))
+    return points
+
+
+KILL_POINTS = _kill_points()
+
+
+@pytest.mark.parametrize(("wait_vectors", "delay"), KILL_POINTS)
+def test_kill_9_mid_run_then_resume(
+    vault: Path, reference: tuple[set, int], tmp_path: Path, wait_vectors: int, delay: float
+) -> None:
+    ref_keys, total = reference
+    home = tmp_path / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VAULTLENS_HOME", str(home))
+        store_dir = index_dir(vault)
+
+    proc = start_index(vault, home, tmp_path / "run1.log")
+    wait_for_vectors(proc, store_dir, wait_vectors)
+    time.sleep(delay)
+    assert proc.poll() is None, "the run finished before the kill; the kill point is too late"
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=30) == -signal.SIGKILL
+
+    # the killed run left a consistent index: doctor passes, nothing half-written
+    assert store_problems(store_dir) == []
+    doctor = cli(["doctor", "--vault", str(vault)], home)
+    assert doctor.returncode == 0, doctor.stderr
+    present = vectors_committed(store_dir)
+    assert 0 < present < total
+    assert present % BATCH == 0  # only whole batches were kept
+
+    resumed = cli(["index", "--vault", str(vault), "--json"], home)
+    assert resumed.returncode == 0, resumed.stderr
+    stats = json.loads(resumed.stdout)
+    assert stats["chunks_embedded"] + present == total  # only what was missing
+    assert stats["chunks_embedded"] < total
+    assert stats["files_changed"] == N_NOTES - present
+
+    assert chunk_keys(store_dir) == ref_keys  # the same index a clean full run builds
+    assert vectors_committed(store_dir) == total
+    assert store_problems(store_dir) == []
+    assert cli(["doctor", "--vault", str(vault)], home).returncode == 0
+    again = json.loads(cli(["index", "--vault", str(vault), "--json"], home).stdout)
+    assert (again["chunks_embedded"], again["files_changed"]) == (0, 0)
+
+
+def test_ctrl_c_keeps_finished_batches_and_says_so(
+    vault: Path, reference: tuple[set, int], tmp_path: Path
+) -> None:
+    _, total = reference
+    home = tmp_path / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VAULTLENS_HOME", str(home))
+        store_dir = index_dir(vault)
+    log = tmp_path / "run.log"
+    proc = start_index(vault, home, log)
+    wait_for_vectors(proc, store_dir, 1)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    err = log.read_text(encoding="utf-8", errors="replace")
+    assert "Indexing stopped" in err and "chunks embedded so far are saved" in err
+    assert "vaultlens index" in err  # the hint says how to finish
+    assert "Traceback" not in err
+    assert store_problems(store_dir) == []
+    store = SQLiteStore(store_dir)
+    try:
+        run = store.last_run()
+        assert run is not None and run["status"] == "cancelled"
+        assert 0 < store.counts()["vectors"] < total
+    finally:
+        store.close()

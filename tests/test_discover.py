@@ -1,0 +1,268 @@
+"""`similar` and `duplicates`: real SQLite stores in tmp dirs, the real bundled model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vaultlens.embedding.local import LocalUSEProvider
+from vaultlens.errors import VaultError
+from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.services import app as services
+from vaultlens.services import discover
+from vl_support import RecordingProvider, run_cli, run_index, write_vault
+
+BREAD = (
+    "Sourdough bread needs a lively starter made of flour and water. Feed the starter daily, let the "
+    "dough ferment slowly overnight, shape the loaf gently and bake it in a very hot dutch oven so the "
+    "crust blisters and the crumb stays open and moist. Rye flour makes the starter more active."
+)
+K8S = (
+    "Kubernetes networking gives every pod its own IP address. Services load-balance traffic across "
+    "pods through kube-proxy rules, an ingress controller routes external HTTP requests to services, "
+    "and the CNI plugin such as Calico or Cilium wires the pod network and enforces network policies."
+)
+BREAD_MORE = (
+    "For a tangier loaf, retard the shaped dough in the fridge for a day. Score the top with a razor "
+    "blade before it goes into the oven, bake covered for twenty minutes to trap steam, then uncover it "
+    "and bake until the crust turns deep brown. Let the bread cool for an hour before slicing it."
+)
+K8S_MORE = (
+    "When a pod cannot reach a service, check the endpoints object, the DNS resolution through CoreDNS, "
+    "and whether a NetworkPolicy blocks the traffic. kubectl exec into a debug container with curl and "
+    "dig, and compare the service's cluster IP with the iptables or eBPF rules on the node."
+)
+GARDEN = (
+    "Tomato seedlings want warm soil, six hours of sun and deep watering twice a week. Pinch the "
+    "suckers, stake the stems and mulch the beds so the roots stay cool during the hot summer months."
+)
+CHESS = (
+    "The Sicilian defence answers 1.e4 with c5 and leads to sharp, unbalanced positions. Black trades "
+    "a wing pawn for a centre pawn and counterattacks on the queenside while White attacks the king."
+)
+ORIGINAL = (
+    "# Release checklist\n\n"
+    "Before a release we freeze the main branch, run the full integration test suite against the "
+    "staging database, and write the changelog from the merged pull requests. The version number "
+    "follows semantic versioning: breaking changes bump the major number.\n\n"
+    "After tagging, the build server publishes wheels to the package index, the documentation site is "
+    "rebuilt from the tag, and an announcement goes to the mailing list with the highlights.\n"
+)
+LIGHT_EDIT = ORIGINAL.replace("Before a release we freeze", "Before every release we freeze").replace(
+    "the highlights", "the main highlights"
+)
+SECTION_A = (
+    "## Espresso\n\n"
+    "Espresso is brewed by forcing hot water at nine bars of pressure through finely ground, tightly "
+    "tamped coffee for about twenty-five seconds. A good shot has a thick hazelnut crema, balanced "
+    "acidity and sweetness, and the grind size is the main dial for fixing sour or bitter shots. "
+    "Fresh beans roasted one to three weeks earlier give the best results, and the portafilter basket "
+    "should be dry and clean before dosing eighteen grams of coffee into it for a double shot.\n"
+)
+SECTION_B = (
+    "## Pour over\n\n"
+    "Pour over brewing uses a paper filter in a cone dripper. Bloom the grounds with twice their weight "
+    "of water for thirty seconds, then pour slowly in circles. A medium-fine grind and water just off "
+    "the boil extract a clean cup with bright fruity notes, and the total brew time should stay near "
+    "three minutes; a longer time means the grind is too fine and the cup will taste harsh and dry.\n"
+)
+SECTION_C = (
+    "## Storing beans\n\n"
+    "Keep coffee beans in an airtight opaque container at room temperature, away from light, heat and "
+    "moisture. Do not refrigerate them: condensation ruins the oils. Buy small amounts every two weeks "
+    "and grind right before brewing, because ground coffee goes stale within an hour of exposure.\n"
+)
+COFFEE = "# Coffee brewing\n\n" + SECTION_A + "\n" + SECTION_B + "\n" + SECTION_C
+
+VAULT = {
+    "multi.md": f"# Weekend notes\n\n## Baking\n\n{BREAD}\n\n{BREAD_MORE}\n\n## Cluster work\n\n{K8S}\n\n{K8S_MORE}\n",
+    "bread.md": "# Sourdough\n\n" + BREAD.replace("Sourdough bread", "A sourdough loaf") + "\n",
+    "k8s.md": "# Pod networking\n\n"
+    + K8S.replace("Kubernetes networking", "Cluster networking in k8s")
+    + "\n",
+    "garden.md": f"# Tomatoes\n\n{GARDEN}\n",
+    "chess.md": f"# Sicilian\n\n{CHESS}\n",
+    "short.md": "# Hi\n\nok then.\n",
+    "release.md": ORIGINAL,
+    "backup/release copy.md": ORIGINAL,
+    "export/release crlf.md": "\ufeff" + ORIGINAL.replace("\n", "\r\n"),
+    "published/release fm.md": "---\ntitle: Release\ntags: [process]\n---\n" + ORIGINAL,
+    "drafts/release edit.md": LIGHT_EDIT,
+    "coffee.md": COFFEE,
+    "inbox/espresso only.md": "# Espresso notes\n\n" + SECTION_A,
+    "a/notes.md": f"# Notes\n\n{GARDEN}\n",
+    "b/notes.md": f"# Notes\n\n{CHESS}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, use_provider: LocalUSEProvider) -> Iterator[Path]:
+    """The test vault indexed once into a real store; yields the store directory."""
+    root = tmp_path_factory.mktemp("discover")
+    vault = write_vault(root / "vault", VAULT)
+    store_dir = root / "store"
+    run_index(vault, store_dir, use_provider)
+    yield store_dir
+
+
+@pytest.fixture
+def store(indexed: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(indexed)
+    yield s
+    s.close()
+
+
+def _pairs(report: discover.DuplicateReport) -> dict[frozenset[str], discover.DuplicatePair]:
+    return {frozenset((p.a, p.b)): p for p in report.pairs}
+
+
+def _exact(report: discover.DuplicateReport) -> dict[frozenset[str], str]:
+    return {frozenset((a, b)): g.kind for g in report.exact for a in g.paths for b in g.paths if a < b}
+
+
+# ---- similar -----------------------------------------------------------------------------------
+def test_multi_topic_note_finds_a_note_for_each_topic_with_the_right_sections(store: SQLiteStore) -> None:
+    result = discover.similar(store, "multi.md", limit=4)
+    top = [r.path for r in result.results[:3]]
+    assert "bread.md" in top and "k8s.md" in top, top
+    by_path = {r.path: r for r in result.results}
+    lines = VAULT["multi.md"].split("\n")
+    baking, cluster = lines.index("## Baking") + 1, lines.index("## Cluster work") + 1  # 1-based
+    bread_src = by_path["bread.md"].matches[0].source
+    k8s_src = by_path["k8s.md"].matches[0].source
+    assert bread_src.start_line <= baking < bread_src.end_line < cluster  # the baking section
+    assert k8s_src.start_line >= cluster  # the cluster section
+    assert by_path["bread.md"].matches[0].other.start_line >= 1
+    assert by_path["bread.md"].score > 0.6 and by_path["k8s.md"].score > 0.6
+
+
+def test_too_short_note_gets_a_notice_and_no_results(store: SQLiteStore) -> None:
+    result = discover.similar(store, "short.md")
+    assert result.results == []
+    assert result.notice is not None and "too little text" in result.notice
+
+
+def test_similar_makes_no_embedding_call(
+    tmp_path: Path, indexed: Path, use_provider: LocalUSEProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = write_vault(tmp_path / "v", {"multi.md": VAULT["multi.md"], "bread.md": VAULT["bread.md"]})
+    app = services.App.open(vault)
+    services.index(app)
+    recorder = RecordingProvider(use_provider)
+    app._provider = recorder  # type: ignore[assignment]
+    monkeypatch.setattr(LocalUSEProvider, "embed", lambda *a, **k: pytest.fail("embedding call"))
+    result = services.similar_notes(app, "multi")
+    app.close()
+    assert [r.path for r in result.results] == ["bread.md"]
+    assert recorder.calls == []
+
+
+# ---- duplicates --------------------------------------------------------------------------------
+def test_duplicates_finds_copies_edits_and_contained_notes(store: SQLiteStore) -> None:
+    report = discover.duplicates(store, 0.95, 100)
+    exact, pairs = _exact(report), _pairs(report)
+    assert exact[frozenset(("release.md", "backup/release copy.md"))] == "identical"
+    assert exact[frozenset(("release.md", "export/release crlf.md"))] == "identical"  # CRLF + BOM
+    assert exact[frozenset(("release.md", "published/release fm.md"))] == "same_body"
+    edit = pairs[frozenset(("drafts/release edit.md", "release.md"))]
+    assert edit.score >= 0.95 and edit.kind == "near_duplicate"
+    part = pairs[frozenset(("coffee.md", "inbox/espresso only.md"))]
+    assert part.kind == "contained" and part.score >= 0.95
+    assert part.evidence.score >= 0.95
+    for p in report.pairs:  # exact copies are reported as a group, not again as pairs
+        assert frozenset((p.a, p.b)) not in exact
+
+
+def test_unrelated_notes_and_same_names_are_not_duplicates(store: SQLiteStore) -> None:
+    report = discover.duplicates(store, 0.95, 100)
+    pairs = _pairs(report)
+    for a, b in [("garden.md", "chess.md"), ("bread.md", "k8s.md"), ("a/notes.md", "b/notes.md")]:
+        assert frozenset((a, b)) not in pairs
+        assert frozenset((a, b)) not in _exact(report)
+    assert ["a/notes.md", "b/notes.md"] in report.same_name
+    assert "short.md" not in {x for p in report.pairs for x in (p.a, p.b)}
+    assert report.excluded_short >= 1
+
+
+def test_dismissed_pair_is_hidden_until_a_note_changes(tmp_path: Path) -> None:
+    files = {k: VAULT[k] for k in ("release.md", "drafts/release edit.md", "garden.md")}
+    vault = write_vault(tmp_path / "v", files)
+    app = services.App.open(vault)
+    services.index(app)
+    key = frozenset(("release.md", "drafts/release edit.md"))
+    assert key in _pairs(services.find_duplicates(app))
+    services.dismiss_duplicate(app, "release", "drafts/release edit.md")
+    assert key not in _pairs(services.find_duplicates(app))
+    (vault / "drafts/release edit.md").write_text(LIGHT_EDIT + "\nOne more line.\n", encoding="utf-8")
+    services.index(app)
+    assert key in _pairs(services.find_duplicates(app))
+    app.close()
+
+
+# ---- CLI ---------------------------------------------------------------------------------------
+@pytest.fixture
+def cli_vault(tmp_path: Path) -> Path:
+    vault = write_vault(tmp_path / "v", VAULT)
+    assert run_cli(["index", "--vault", str(vault)]).exit_code == 0
+    return vault
+
+
+def test_cli_json_shapes_and_errors(cli_vault: Path) -> None:
+    r = run_cli(["similar", "multi", "--vault", str(cli_vault), "--json", "--limit", "3"])
+    assert r.exit_code == 0, r.output
+    items = json.loads(r.stdout)["results"]
+    assert items and all(isinstance(i["path"], str) and isinstance(i["score"], float) for i in items)
+    r = run_cli(["duplicates", "--vault", str(cli_vault), "--json"])
+    assert r.exit_code == 0, r.output
+    pairs = json.loads(r.stdout)["pairs"]
+    assert pairs and all({"a", "b", "score"} <= set(p) for p in pairs)
+
+    r = run_cli(["similar", "no such note", "--vault", str(cli_vault)])
+    assert r.exit_code != 0 and "no such note" in r.output and "Traceback" not in r.output
+    r = run_cli(["similar", "notes", "--vault", str(cli_vault)])
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert "a/notes.md" in r.output and "b/notes.md" in r.output
+
+
+def test_resolve_note_errors(store: SQLiteStore) -> None:
+    with pytest.raises(VaultError, match="several notes"):
+        discover.resolve_note(store, "/vault", "notes")
+    with pytest.raises(VaultError, match="No indexed note"):
+        discover.resolve_note(store, "/vault", "missing")
+
+
+# ---- the candidate filter ----------------------------------------------------------------------
+def test_candidate_pairs_is_lossless() -> None:
+    rng = np.random.default_rng(42)
+    n, d = 3000, 64
+    centres = rng.standard_normal((60, d))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    spread = rng.uniform(0.05, 0.6, (n, 1)) * rng.standard_normal((n, d)) / np.sqrt(d)
+    x = centres[rng.integers(0, 60, n)] + spread
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    gram = x @ x.T
+    for t in (0.8, 0.9, 0.95, 0.99):
+        rows, cols = np.nonzero(np.triu(gram >= t, 1))
+        brute = set(zip(rows.tolist(), cols.tolist(), strict=True))
+        got: set[tuple[int, int]] = set()
+        for a, b, _ in discover._candidate_pairs(x, t):
+            got |= set(zip(a.tolist(), b.tolist(), strict=True))
+        assert got == brute, t
+        assert len(brute) > 100
+
+
+def test_hashed_pairs_find_near_copies() -> None:
+    rng = np.random.default_rng(3)
+    n, d = 4000, 64
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    x[-200:] = x[:200] + 0.1 * rng.standard_normal((200, d)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    got = {
+        (int(a), int(b)) for ra, rb, _ in discover._hashed_pairs(x, 0.95) for a, b in zip(ra, rb, strict=True)
+    }
+    planted = {(i, n - 200 + i) for i in range(200)}
+    assert len(planted & got) >= 198

@@ -1,0 +1,160 @@
+"""Parser: front matter, headings and blocks with exact lines and offsets, text decoding."""
+
+from __future__ import annotations
+
+import pytest
+
+from vaultlens.vault.parse import NotText, decode_note, line_of, parse_note
+
+NOTE = """---
+title: Cache lifetime
+tags: [caching, "web/http"]
+aliases:
+  - TTL
+  - Время жизни кэша
+---
+# Cache lifetime
+
+Intro paragraph with an #inline-tag and a [[Link|shown]].
+
+## Headers **that matter**
+
+```python
+# this is a comment, not a heading #not-a-tag
+x = 1
+```
+
+| header | value |
+|--------|-------|
+| max-age | 3600 |
+
+### Deeper
+
+- item one
+- item two
+
+## Second
+Closing words.
+"""
+
+
+def test_front_matter_title_tags_aliases_from_yaml() -> None:
+    note = parse_note(NOTE, "web/Cache lifetime.md")
+    assert note.frontmatter_error is None
+    assert note.title == "Cache lifetime"
+    assert note.aliases == ("TTL", "Время жизни кэша")
+    assert note.tags == ("caching", "web/http", "inline-tag")  # front matter first, inline after
+    assert note.body_start == NOTE.index("# Cache lifetime")
+    assert note.body_start_line == 7
+
+
+def test_front_matter_written_as_json() -> None:
+    text = '---\n{"title": "JSON note", "tags": ["a", "b"], "aliases": ["Джейсон"]}\n---\nBody text.\n'
+    note = parse_note(text, "j.md")
+    assert (note.title, note.tags, note.aliases) == ("JSON note", ("a", "b"), ("Джейсон",))
+    assert note.frontmatter_error is None
+
+
+def test_singular_keys_and_comma_strings() -> None:
+    note = parse_note("---\ntags: one, two\ntag: three\nalias: Other name\n---\nx\n", "n.md")
+    assert note.tags == ("one", "two", "three")
+    assert note.aliases == ("Other name",)
+
+
+def test_title_falls_back_to_file_stem() -> None:
+    assert parse_note("no front matter\n", "folder/Заметка про кэш.md").title == "Заметка про кэш"
+    assert parse_note("---\ntitle: 2024\n---\nx\n", "Year.md").title == "Year"  # not a string
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        # the unclosed flow sequence is detected on "foo: bar", line 4 of the note
+        (
+            "---\ntitle: ok\ntags: [a, b\nfoo: bar\n---\nBody survives.\n",
+            "malformed YAML front matter at line 4",
+        ),
+        ("---\n- just\n- a list\n---\nBody survives.\n", "front matter is not a mapping of keys to values"),
+    ],
+)
+def test_malformed_front_matter_is_reported_and_body_kept(text: str, error: str) -> None:
+    note = parse_note(text, "Bad.md")
+    assert note.frontmatter_error == error
+    assert note.frontmatter == {}
+    assert note.title == "Bad"
+    body = [b for b in note.blocks if b.kind == "paragraph"]
+    assert [text[b.start : b.end] for b in body] == ["Body survives.\n"]
+
+
+def test_headings_have_levels_text_and_line_numbers() -> None:
+    note = parse_note(NOTE, "n.md")
+    lines = NOTE.split("\n")
+    assert [(h.level, h.text) for h in note.headings] == [
+        (1, "Cache lifetime"),
+        (2, "Headers that matter"),
+        (3, "Deeper"),
+        (2, "Second"),
+    ]
+    for h in note.headings:
+        assert lines[h.line].startswith("#" * h.level + " ")
+    # a '#' line inside a code fence is not a heading
+    assert all("comment" not in h.text for h in note.headings)
+
+
+def test_blocks_keep_code_and_tables_whole_with_exact_spans() -> None:
+    note = parse_note(NOTE, "n.md")
+    kinds = [b.kind for b in note.blocks]
+    assert kinds == [
+        "heading",
+        "paragraph",
+        "heading",
+        "code",
+        "table",
+        "heading",
+        "list",
+        "heading",
+        "paragraph",
+    ]
+    code = next(b for b in note.blocks if b.kind == "code")
+    assert NOTE[code.start : code.end] == (
+        "```python\n# this is a comment, not a heading #not-a-tag\nx = 1\n```\n"
+    )
+    table = next(b for b in note.blocks if b.kind == "table")
+    assert NOTE[table.start : table.end] == "| header | value |\n|--------|-------|\n| max-age | 3600 |\n"
+    for b in note.blocks:
+        assert line_of(NOTE, b.start) == b.start_line
+        assert NOTE[b.start : b.end].count("\n") == b.end_line - b.start_line
+    assert "not-a-tag" not in note.tags
+
+
+def test_crlf_and_bom_are_normalised() -> None:
+    raw = "\ufeff---\r\ntags: [x]\r\n---\r\n# Title\r\n\r\nLine one\rline two\r\n".encode()
+    text = decode_note(raw)
+    assert text == "---\ntags: [x]\n---\n# Title\n\nLine one\nline two\n"
+    note = parse_note(text, "w.md")
+    assert note.tags == ("x",)
+    assert [h.text for h in note.headings] == ["Title"]
+    assert decode_note(raw) == decode_note(raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"PNG\x00\x01\x02 binary", "binary content (NUL bytes), not a text note"),
+        (b"# Title\nok text \xff\xfe broken", "not valid UTF-8 (first bad byte at offset 16)"),
+        (b"\xef\xbb\xbf# T\n\xc3(", "not valid UTF-8 (first bad byte at offset 7)"),  # counted in the file
+        ("Привет".encode("cp1251"), "not valid UTF-8 (first bad byte at offset 0)"),
+    ],
+)
+def test_decode_rejects_non_text_with_a_specific_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(NotText) as info:
+        decode_note(data)
+    assert str(info.value) == reason
+
+
+def test_empty_and_whitespace_notes_parse_to_nothing() -> None:
+    for text in ("", "\n\n   \n"):
+        note = parse_note(text, "Empty.md")
+        assert note.blocks == ()
+        assert note.headings == ()
+        assert note.title == "Empty"

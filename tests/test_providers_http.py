@@ -1,0 +1,283 @@
+"""Remote embedding providers against a scripted loopback server: protocol, batching, retries,
+Retry-After, timeouts and garbage answers, and what the indexer does when a provider fails."""
+
+from __future__ import annotations
+
+import math
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scripted_server import ScriptedEmbeddingServer, Step, expected_unit
+from vaultlens.config.settings import EmbeddingSettings
+from vaultlens.embedding.http import OllamaProvider, OpenAICompatibleProvider
+from vaultlens.embedding.local import LocalUSEProvider
+from vaultlens.embedding.registry import make_provider
+from vaultlens.errors import ConfigError, ProviderError, ProviderTimeout, SpaceMismatch
+from vaultlens.index.sqlite_store import SQLiteStore
+from vl_support import db_rows, run_index, settings, write_vault
+
+TEXTS = ["first text", "второй текст", "third, with 🚀"]
+
+
+def ollama(server: ScriptedEmbeddingServer, **kw) -> OllamaProvider:
+    kw.setdefault("backoff_s", 0.01)
+    return OllamaProvider("nomic-embed-text", endpoint=server.url, **kw)
+
+
+def openai(server: ScriptedEmbeddingServer, **kw) -> OpenAICompatibleProvider:
+    kw.setdefault("backoff_s", 0.01)
+    return OpenAICompatibleProvider("text-embedding-3-small", endpoint=server.url + "/v1", **kw)
+
+
+def test_ollama_protocol_and_unit_vectors() -> None:
+    with ScriptedEmbeddingServer(dims=8) as server:
+        provider = ollama(server)
+        assert provider.space.dimensions == 0  # unknown until the first answer
+        vecs = provider.embed(TEXTS)
+    assert [(r.path, r.body) for r in server.requests] == [
+        ("/api/embed", {"model": "nomic-embed-text", "input": TEXTS})
+    ]
+    assert vecs.dtype == np.float32 and vecs.shape == (3, 8)
+    np.testing.assert_allclose(vecs, expected_unit(TEXTS, 8), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-5)
+    assert provider.space.describe() == f"ollama:nomic-embed-text at {server.url} (8-d)"
+    assert provider.remote is False
+
+
+def test_openai_protocol_order_auth_and_dimensions() -> None:
+    with ScriptedEmbeddingServer(dims=6) as server:
+        provider = openai(server, api_key="sk-test", dimensions=6)
+        vecs = provider.embed(TEXTS)
+    (req,) = server.requests
+    assert req.path == "/v1/embeddings"
+    assert req.body == {"model": "text-embedding-3-small", "input": TEXTS, "dimensions": 6}
+    assert req.headers["authorization"] == "Bearer sk-test"
+    # the server sends the items in reverse; the provider puts them back by index
+    np.testing.assert_allclose(vecs, expected_unit(TEXTS, 6), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503])
+def test_retries_transient_errors_then_succeeds(status: int) -> None:
+    script = [Step(status=status), Step(status=status)]
+    with ScriptedEmbeddingServer(script=script) as server:
+        vecs = ollama(server, max_retries=2).embed(TEXTS[:1])
+    assert len(server.requests) == 3
+    np.testing.assert_allclose(vecs, expected_unit(TEXTS[:1], 8), rtol=1e-5, atol=1e-6)
+
+
+def test_backoff_grows_between_retries() -> None:
+    with ScriptedEmbeddingServer(script=[Step(status=500), Step(status=500)]) as server:
+        ollama(server, max_retries=2, backoff_s=0.2).embed(["x"])
+    t = [r.at for r in server.requests]
+    assert t[1] - t[0] >= 0.2
+    assert t[2] - t[1] >= 0.4
+
+
+def test_retry_after_header_is_honoured() -> None:
+    script = [Step(status=429, headers={"Retry-After": "1"})]
+    with ScriptedEmbeddingServer(script=script) as server:
+        ollama(server, max_retries=1, backoff_s=0.001).embed(["x"])
+    t = [r.at for r in server.requests]
+    assert len(t) == 2
+    assert t[1] - t[0] >= 1.0
+
+
+def test_gives_up_after_max_retries() -> None:
+    with (
+        ScriptedEmbeddingServer(script=[Step(status=503)] * 5) as server,
+        pytest.raises(ProviderError, match="answered HTTP 503"),
+    ):
+        ollama(server, max_retries=2).embed(["x"])
+    assert len(server.requests) == 3
+
+
+def test_client_errors_are_not_retried() -> None:
+    refusal = Step(status=400, raw=b'{"error":"model not found"}')
+    with ScriptedEmbeddingServer(script=[refusal]) as server, pytest.raises(ProviderError) as info:
+        ollama(server, max_retries=3).embed(["x"])
+    assert len(server.requests) == 1
+    assert "HTTP 400" in str(info.value) and "model not found" in str(info.value)
+    assert not isinstance(info.value, ProviderTimeout)
+
+
+def test_timeout_becomes_provider_timeout_after_retries() -> None:
+    script = [Step(delay=3.0), Step(delay=3.0)]
+    with ScriptedEmbeddingServer(script=script) as server:
+        started = time.monotonic()
+        with pytest.raises(ProviderTimeout, match="did not answer in time \\(2 tries\\)"):
+            ollama(server, timeout_s=0.3, max_retries=1).embed(["x"])
+        elapsed = time.monotonic() - started
+    assert len(server.requests) == 2
+    assert elapsed < 2.0  # it gave up after its own 0.3 s timeouts, it did not wait 3 s for the server
+
+
+def test_timeout_then_success_recovers() -> None:
+    with ScriptedEmbeddingServer(script=[Step(delay=1.0)]) as server:
+        vecs = ollama(server, timeout_s=0.3, max_retries=1).embed(["x"])
+    assert vecs.shape == (1, 8)
+
+
+def test_unreachable_endpoint_is_a_provider_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    provider = OllamaProvider("m", endpoint=f"http://127.0.0.1:{port}", max_retries=1, backoff_s=0.01)
+    with pytest.raises(ProviderError, match="Cannot reach ollama"):
+        provider.embed(["x"])
+
+
+def _drop_last(v: list[list[float]]) -> list[list[float]]:
+    return v[:-1]
+
+
+def _nan_first(v: list[list[float]]) -> list[list[float]]:
+    v[0][0] = math.nan
+    return v
+
+
+def _inf_last(v: list[list[float]]) -> list[list[float]]:
+    v[-1][-1] = math.inf
+    return v
+
+
+def _ragged(v: list[list[float]]) -> list[list[float]]:
+    v[1] = v[1][:3]
+    return v
+
+
+def _strings(v: list[list[float]]) -> list[list[str]]:
+    return [["a"] * len(row) for row in v]
+
+
+def _short(v: list[list[float]]) -> list[list[float]]:
+    return [row[:4] for row in v]
+
+
+@pytest.mark.parametrize("make", [ollama, openai], ids=["ollama", "openai"])
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        (Step(raw=b"<html>502 Bad Gateway</html>"), "is not JSON"),
+        (Step(raw=b'{"embeddings": [[0.1, 0.2'), "is not JSON"),
+        (Step(mutate=_drop_last), "returned 2 embeddings for 3 texts"),
+        (Step(mutate=_nan_first), "returned NaN or infinite values"),
+        (Step(mutate=_inf_last), "returned NaN or infinite values"),
+        (Step(mutate=_ragged), "not numeric arrays"),
+        (Step(mutate=_strings), "not numeric arrays"),
+    ],
+)
+def test_garbage_answers_are_provider_errors(make, step: Step, message: str) -> None:
+    with ScriptedEmbeddingServer(script=[step]) as server, pytest.raises(ProviderError, match=message):
+        make(server).embed(TEXTS)
+    assert len(server.requests) == 1  # a garbage answer is not retried
+
+
+@pytest.mark.parametrize(
+    ("make", "raw", "message"),
+    [
+        (ollama, b'{"embedding": [0.1]}', "returned no 'embeddings' list"),
+        (ollama, b"[1, 2, 3]", "returned no 'embeddings' list"),
+        (openai, b'{"data": "nope"}', "returned no 'data' list"),
+        (openai, b'{"data": [1, 2]}', "returned no 'data' list"),
+    ],
+)
+def test_answers_in_the_wrong_shape(make, raw: bytes, message: str) -> None:
+    with (
+        ScriptedEmbeddingServer(script=[Step(raw=raw)]) as server,
+        pytest.raises(ProviderError, match=message),
+    ):
+        make(server).embed(TEXTS)
+
+
+def test_wrong_dimension_against_the_configured_one() -> None:
+    with (
+        ScriptedEmbeddingServer(script=[Step(mutate=_short)]) as server,
+        pytest.raises(ProviderError, match="returned 4-d vectors, expected 8-d"),
+    ):
+        ollama(server, dimensions=8).embed(TEXTS)
+
+
+def test_registry_requires_an_api_key_for_a_remote_openai_endpoint(monkeypatch) -> None:
+    s = EmbeddingSettings(provider="openai", model="text-embedding-3-small", api_key_env="VL_TEST_KEY")
+    monkeypatch.delenv("VL_TEST_KEY", raising=False)
+    with pytest.raises(ConfigError, match="no API key is set") as info:
+        make_provider(s)
+    assert "VL_TEST_KEY" in str(info.value)
+    monkeypatch.setenv("VL_TEST_KEY", "sk-x")
+    provider = make_provider(s)
+    assert provider.remote is True
+    local = EmbeddingSettings(
+        provider="openai", model="m", endpoint="http://127.0.0.1:1234/v1", api_key_env="VL_NONE"
+    )
+    assert make_provider(local).remote is False  # a loopback server needs no key
+
+
+# ---- the indexer over a remote provider -------------------------------------------------------------
+
+
+def _vault(tmp_path: Path, n: int) -> Path:
+    return write_vault(
+        tmp_path / "vault", {f"Note {i}.md": f"# Note {i}\n\nBody of note number {i}.\n" for i in range(n)}
+    )
+
+
+def test_indexer_batches_requests_and_stores_the_remote_space(tmp_path: Path) -> None:
+    vault = _vault(tmp_path, 5)
+    store_dir = tmp_path / "index"
+    with ScriptedEmbeddingServer(dims=8) as server:
+        provider = ollama(server, batch_size=2)
+        stats = run_index(vault, store_dir, provider)
+    sizes = [len(r.body["input"]) for r in server.requests]
+    assert sizes == [2, 2, 1]
+    assert stats.chunks_embedded == 5
+    store = SQLiteStore(store_dir)
+    try:
+        assert store.space is not None
+        assert store.space.describe() == f"ollama:nomic-embed-text at {server.url} (8-d)"
+        assert store.problems() == []
+        with pytest.raises(SpaceMismatch) as info:
+            store.check_space(LocalUSEProvider().space)  # no model load: only its identity
+        assert "vaultlens rebuild" in str(info.value)
+    finally:
+        store.close()
+
+
+def test_a_provider_failure_mid_run_keeps_finished_batches(tmp_path: Path) -> None:
+    vault = _vault(tmp_path, 6)
+    two_per_batch = settings(vault, **{"index.batch_files": "2"})  # commit every two notes
+    store_dir = tmp_path / "index"
+    script = [Step(), Step(), Step(status=400)]  # the third batch is refused
+    with ScriptedEmbeddingServer(script=script) as server:
+        with pytest.raises(ProviderError, match="HTTP 400"):
+            run_index(vault, store_dir, ollama(server, batch_size=2, max_retries=0), two_per_batch)
+        store = SQLiteStore(store_dir)
+        try:
+            assert store.problems() == []
+            assert store.counts()["chunks"] == 4
+            assert store.last_run()["status"] == "failed"
+            assert store.last_run()["chunks_embedded"] == 4
+        finally:
+            store.close()
+        server.requests.clear()
+        stats = run_index(vault, store_dir, ollama(server, batch_size=2))
+    assert stats.chunks_embedded == 2
+    assert sum(len(r.body["input"]) for r in server.requests) == 2
+    assert db_rows(store_dir, "SELECT COUNT(*) FROM chunks") == [(6,)]
+    assert db_rows(store_dir, "SELECT COUNT(*) FROM vectors") == [(6,)]
+
+
+def test_settings_build_a_provider_that_talks_to_the_server(tmp_path: Path) -> None:
+    vault = _vault(tmp_path, 2)
+    with ScriptedEmbeddingServer(dims=4) as server:
+        s = settings(
+            vault,
+            **{"embedding.provider": "ollama", "embedding.endpoint": server.url, "embedding.model": "m"},
+        )
+        provider = make_provider(s.embedding)
+        stats = run_index(vault, tmp_path / "index", provider, s)
+    assert stats.chunks_embedded == 2
+    assert [r.body["model"] for r in server.requests] == ["m"]

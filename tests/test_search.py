@@ -1,0 +1,169 @@
+"""Search over a small bilingual vault with the real model: cross-language paraphrase, exact
+identifiers, grouping per note, line ranges that point at the text, query limits."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vaultlens.config.paths import index_dir
+from vaultlens.errors import VaultlensError
+from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.services import app as services
+from vaultlens.services.app import App
+from vaultlens.services.search import NoteHit, search
+from vl_support import RecordingProvider, bilingual_vault, run_cli, run_index, write_vault
+
+LONG_NOTE = "Garden/Tomatoes.md"
+
+
+def _tomato_note() -> str:
+    intro = "Notes from five summers of growing tomatoes on a small balcony in pots and grow bags. " * 5
+    parts = ["# Growing tomatoes", "", intro.strip(), ""]
+    topics = [
+        (
+            "Seedlings",
+            "Tomato seedlings need sixteen hours of light and a warm windowsill before transplanting.",
+        ),
+        (
+            "Watering",
+            "Water tomato plants deeply at the base twice a week; wet leaves invite blight on tomatoes.",
+        ),
+        ("Pruning", "Pinch the tomato suckers that grow between the stem and a branch to keep one leader."),
+        ("Harvest", "Pick tomatoes when they blush and let them ripen indoors, away from direct sunlight."),
+        (
+            "Varieties",
+            "Cherry tomatoes crack less than beefsteak tomatoes and ripen weeks earlier in the season.",
+        ),
+    ]
+    for title, sentence in topics:
+        parts += [f"## {title}", "", " ".join([sentence] * 5), ""]  # > 400 chars: a chunk each
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, use_provider) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("search")
+    vault = bilingual_vault(root / "vault")
+    write_vault(vault, {LONG_NOTE: _tomato_note()})
+    run_index(vault, root / "index", use_provider)
+    return vault, root / "index"
+
+
+@pytest.fixture
+def store(built: tuple[Path, Path]):
+    s = SQLiteStore(built[1])
+    yield s
+    s.close()
+
+
+def paths(hits: list[NoteHit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+@pytest.mark.parametrize(
+    ("query", "note"),
+    [
+        ("how do I keep my bread starter alive and how often should I feed it", "Кулинария/Закваска.md"),
+        ("how often should I water indoor plants and when to repot them", "Дом/Комнатные растения.md"),
+        ("saving money each month and building an emergency fund", "Финансы/Личный бюджет.md"),
+        ("как подготовиться к марафону", "Health/Marathon training.md"),
+    ],
+)
+def test_paraphrase_across_languages_finds_the_note(
+    store: SQLiteStore, use_provider, query: str, note: str
+) -> None:
+    hits = search(store, use_provider, query)
+    assert note in paths(hits)[:3], paths(hits)
+
+
+def test_exact_rare_identifier_ranks_its_note_first(store: SQLiteStore, use_provider) -> None:
+    hits = search(store, use_provider, "kx_rollout_guard_7731")
+    assert paths(hits)[0] == "Tech/Deploy runbook.md"
+    assert any(
+        "kx_rollout_guard_7731" in s.snippet or "KX_ROLLOUT_GUARD" in s.snippet for s in hits[0].sections
+    )
+
+
+def test_results_are_grouped_per_note_with_bounded_sections(store: SQLiteStore, use_provider) -> None:
+    hits = search(store, use_provider, "when should I water and prune tomato plants", limit=4, sections=2)
+    assert paths(hits)[0] == LONG_NOTE
+    assert len(hits) <= 4
+    assert len(set(paths(hits))) == len(hits)
+    assert len(hits[0].sections) == 2  # the note has five sections; only the best two are shown
+    for hit in hits:
+        assert 1 <= len(hit.sections) <= 2
+        scores = [s.score for s in hit.sections]
+        assert scores == sorted(scores, reverse=True)
+        assert hit.score == scores[0]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    more = search(store, use_provider, "when should I water and prune tomato plants", limit=10, sections=6)
+    assert len(more[0].sections) == 6
+
+
+def test_line_ranges_point_at_the_matching_text(
+    built: tuple[Path, Path], store: SQLiteStore, use_provider
+) -> None:
+    vault, _ = built
+    hits = search(store, use_provider, "Pinch the tomato suckers between the stem and a branch", sections=5)
+    assert hits[0].path == LONG_NOTE
+    best = hits[0].sections[0]
+    assert best.heading_path == ("Growing tomatoes", "Pruning")
+    for hit in hits[:3]:
+        lines = (vault / hit.path).read_text(encoding="utf-8").split("\n")
+        texts = {r.id: r.text for r in store.chunks(range(1, 10_000)).values() if r.path == hit.path}
+        for sec in hit.sections:
+            assert 1 <= sec.start_line <= sec.end_line <= len(lines)
+            shown = "\n".join(lines[sec.start_line - 1 : sec.end_line])
+            assert shown == texts[sec.chunk_id]  # 1-based, inclusive, exactly the chunk
+            assert " ".join(shown.split()).startswith(sec.snippet.rstrip("…").rstrip())
+    lines = (vault / LONG_NOTE).read_text(encoding="utf-8").split("\n")
+    assert best.start_line == lines.index("## Pruning") + 1
+    assert "Pinch the tomato suckers" in lines[best.end_line - 1]
+
+
+def test_a_very_long_query_is_capped_not_rejected(store: SQLiteStore, use_provider) -> None:
+    rec = RecordingProvider(use_provider)
+    query = "  " + "закваска и хлеб 🍞 " * 300  # ~5,700 code points, the emoji is one code point
+    hits = search(store, rec, query, max_query_chars=2000)
+    (sent,) = rec.calls
+    assert sent == [query.strip()[:2000]]
+    assert len(sent[0]) == 2000
+    assert paths(hits)[0] == "Кулинария/Закваска.md"
+    assert search(store, use_provider, query.strip()[:2000]) == hits
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_an_empty_query_is_a_clear_error(store: SQLiteStore, use_provider, query: str) -> None:
+    with pytest.raises(VaultlensError, match="The query is empty") as info:
+        search(store, use_provider, query)
+    assert info.value.exit_code == 2
+
+
+@pytest.fixture
+def placed(built: tuple[Path, Path], isolated_env: Path) -> Path:
+    """The built index copied to where the App (and the CLI) look for it in this test's home."""
+    vault, src = built
+    shutil.copytree(src, index_dir(vault))
+    return vault
+
+
+def test_service_applies_settings_limits(placed: Path) -> None:
+    app = App.open(placed, {"search.limit": "2", "search.sections": "1", "search.max_query_chars": "40"})
+    rec = RecordingProvider(app.provider())
+    app._provider = rec
+    hits = services.find(
+        app, "tomato seedlings need light and a warm windowsill before transplanting outside"
+    )
+    app.close()
+    assert len(hits) == 2 and all(len(h.sections) == 1 for h in hits)
+    assert len(rec.calls[0][0]) == 40
+
+
+def test_cli_reports_an_empty_query_without_traceback(placed: Path) -> None:
+    result = run_cli(["search", "   ", "--vault", str(placed)])
+    assert result.exit_code == 2
+    assert "The query is empty" in result.stderr
+    assert "Traceback" not in result.output

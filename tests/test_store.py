@@ -1,0 +1,230 @@
+"""The SQLite store: integrity and consistency checks (doctor), atomic batches, the vector cache,
+and indexes it cannot open."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vaultlens.chunking.chunker import Chunk
+from vaultlens.config.paths import index_dir
+from vaultlens.errors import StoreError
+from vaultlens.index.sqlite_store import DB_NAME, FileRecord, NoteUpdate, SQLiteStore
+from vaultlens.services import app as services
+from vaultlens.services.app import App
+from vl_support import bilingual_vault, db_rows, run_cli, run_index
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, use_provider) -> tuple[Path, Path]:
+    """One real index of the bilingual vault, built once; tests work on copies of it."""
+    root = tmp_path_factory.mktemp("built")
+    vault = bilingual_vault(root / "vault")
+    run_index(vault, root / "index", use_provider)
+    return vault, root / "index"
+
+
+@pytest.fixture
+def healthy(built: tuple[Path, Path], isolated_env: Path) -> tuple[Path, Path]:
+    """A private copy of the built index, placed where the CLI looks for it."""
+    vault, src = built
+    dest = index_dir(vault)
+    shutil.copytree(src, dest)
+    return vault, dest
+
+
+def write_sql(store_dir: Path, *statements: str) -> None:
+    con = sqlite3.connect(store_dir / DB_NAME)
+    try:
+        for sql in statements:
+            con.execute(sql)
+        con.commit()
+    finally:
+        con.close()
+
+
+def problems(store_dir: Path) -> list[str]:
+    store = SQLiteStore(store_dir)
+    try:
+        return store.problems()
+    finally:
+        store.close()
+
+
+def test_a_healthy_index_has_no_problems(healthy: tuple[Path, Path]) -> None:
+    vault, d = healthy
+    assert problems(d) == []
+    result = run_cli(["doctor", "--vault", str(vault)])
+    assert result.exit_code == 0
+    assert "index is healthy" in result.stdout
+    assert db_rows(d, "PRAGMA journal_mode") == [("wal",)]
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "expected"),
+    [
+        (
+            ["DELETE FROM vectors WHERE rowid = (SELECT MIN(rowid) FROM vectors)"],
+            ["1 chunks without a vector"],
+        ),
+        (
+            ["DELETE FROM chunks WHERE rowid = (SELECT MAX(rowid) FROM chunks)"],
+            ["1 full-text rows without a chunk", "1 notes whose chunk count disagrees"],
+        ),
+        (
+            ["DELETE FROM chunks_fts WHERE rowid = (SELECT MIN(rowid) FROM chunks)"],
+            ["1 chunks without full-text terms"],
+        ),
+        (
+            ["UPDATE files SET n_chunks = n_chunks + 1 WHERE path = 'Tech/HTTP caching.md'"],
+            ["1 notes whose chunk count disagrees"],
+        ),
+        (
+            ["UPDATE files SET status = 'skipped' WHERE path = 'Tech/Deploy runbook.md'"],
+            ["1 chunks of notes not marked indexed"],
+        ),
+        (
+            ["UPDATE vectors SET vec = substr(vec, 1, 100) WHERE rowid = (SELECT MIN(rowid) FROM vectors)"],
+            ["1 vectors with the wrong dimension"],
+        ),
+    ],
+    ids=[
+        "vector-row-deleted",
+        "chunk-row-deleted",
+        "fts-row-deleted",
+        "count-off",
+        "status-off",
+        "short-vector",
+    ],
+)
+def test_doctor_finds_each_kind_of_inconsistency(
+    healthy: tuple[Path, Path], corrupt: list[str], expected: list[str]
+) -> None:
+    vault, d = healthy
+    write_sql(d, *corrupt)
+    assert problems(d) == expected
+    result = run_cli(["doctor", "--vault", str(vault)])
+    assert result.exit_code == 1
+    for line in expected:
+        assert line in result.stderr
+    assert "vaultlens rebuild" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_damaged_pages_fail_the_integrity_check(healthy: tuple[Path, Path]) -> None:
+    vault, d = healthy
+    data = bytearray((d / DB_NAME).read_bytes())
+    for off in range(4096 * 2, len(data) - 4096, 4096):  # scribble inside every page but the first two
+        data[off + 100 : off + 400] = bytes((i * 37 + off) % 256 for i in range(300))
+    (d / DB_NAME).write_bytes(bytes(data))
+    found = problems(d)
+    assert found and found[0].startswith("SQLite integrity check failed")
+    result = run_cli(["doctor", "--vault", str(vault)])
+    assert result.exit_code == 1 and "integrity check failed" in result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated"])
+def test_an_index_that_cannot_be_opened_is_a_store_error(healthy: tuple[Path, Path], how: str) -> None:
+    vault, d = healthy
+    db = d / DB_NAME
+    if how == "garbage":
+        db.write_bytes(b"this is not a database" * 1000)
+    else:
+        db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
+    with pytest.raises(StoreError) as info:
+        SQLiteStore(d)
+    assert "cannot be opened" in str(info.value) and "vaultlens rebuild" in str(info.value)
+    for command in (["status"], ["search", "x"], ["doctor"]):
+        result = run_cli([*command, "--vault", str(vault)])
+        assert result.exit_code == StoreError.exit_code, command
+        assert "cannot be opened" in result.stderr
+        assert "Traceback" not in result.output
+
+
+def test_an_index_from_a_newer_version_is_refused(healthy: tuple[Path, Path]) -> None:
+    _, d = healthy
+    write_sql(d, "UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="written by a newer vaultlens \\(schema 999\\)"):
+        SQLiteStore(d)
+
+
+def test_a_failing_batch_changes_nothing(healthy: tuple[Path, Path]) -> None:
+    _, d = healthy
+    store = SQLiteStore(d)
+    try:
+        counts, gen = store.counts(), store.generation
+        rows = store.chunks(range(1, 3))
+        first = next(iter(rows.values()))
+        dup = Chunk(first.id, "Other.md", 0, (), "text", "h", 0, 4, 0, 1)  # a chunk id that already exists
+        update = NoteUpdate(
+            FileRecord("Other.md", "note", 4, 1, "fh", "indexed", n_chunks=1), [(dup, "e", "t")]
+        )
+        with pytest.raises(sqlite3.IntegrityError):
+            store.apply(
+                updates=[update], deletes=["Tech/HTTP caching.md"], vectors={"e": np.ones(512, np.float32)}
+            )
+        assert store.counts() == counts
+        assert store.generation == gen
+        assert "Tech/HTTP caching.md" in store.file_records()
+        assert store.problems() == []
+    finally:
+        store.close()
+
+
+def test_vector_cache_is_rebuilt_when_missing_stale_or_damaged(healthy: tuple[Path, Path]) -> None:
+    _, d = healthy
+    store = SQLiteStore(d)
+    truth_ids, truth_vecs = store._read_matrix()
+    ids, vecs = store.matrix()
+    np.testing.assert_array_equal(ids, truth_ids)
+    np.testing.assert_array_equal(vecs, truth_vecs)
+    gen = store.generation
+    cache = sorted(p.name for p in d.glob("matrix-*"))
+    assert cache == [f"matrix-{gen}.ids.npy", f"matrix-{gen}.vecs.npy"]
+    store.close()
+
+    vec_file = d / f"matrix-{gen}.vecs.npy"
+    vec_file.write_bytes(vec_file.read_bytes()[:200])  # truncated by a crash or a full disk
+    store = SQLiteStore(d)
+    ids, vecs = store.matrix()
+    np.testing.assert_array_equal(vecs, truth_vecs)
+    store.apply(deletes=["Books/Thinking in Systems.md"])  # a new generation makes the old cache stale
+    ids, vecs = store.matrix()
+    store.close()
+    assert len(ids) == len(truth_ids) - 1
+    assert sorted(p.name for p in d.glob("matrix-*")) == [
+        f"matrix-{gen + 1}.ids.npy",
+        f"matrix-{gen + 1}.vecs.npy",
+    ]
+
+
+def test_known_embed_hashes_handles_many_at_once(healthy: tuple[Path, Path]) -> None:
+    _, d = healthy
+    present = [str(r[0]) for r in db_rows(d, "SELECT embed_hash FROM vectors")]
+    store = SQLiteStore(d)
+    try:
+        asked = [f"{i:064x}" for i in range(1200)] + present
+        assert store.known_embed_hashes(asked) == set(present)
+    finally:
+        store.close()
+
+
+def test_clear_keeps_the_file_and_forgets_the_space(healthy: tuple[Path, Path]) -> None:
+    vault, d = healthy
+    app = App.open(vault)
+    services.clear(app)
+    app.close()
+    store = SQLiteStore(d)
+    try:
+        assert store.space is None
+        assert store.counts() == {"notes": 0, "chunks": 0, "vectors": 0}
+        assert store.get_meta("cleared_at") is not None
+        assert store.problems() == []
+    finally:
+        store.close()
+    assert (d / DB_NAME).exists()
