@@ -75,6 +75,7 @@ def machine() -> dict[str, Any]:
         "nproc": os.cpu_count(),
         "cpu": cpu,
         "ram_gb": mem_gb,
+        "loadavg_1m": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
         "commit": commit + ("+dirty" if dirty else ""),
     }
