@@ -50,7 +50,22 @@ BAR_SECONDS = 60.0
 BAR_RSS_MB = 2048.0
 BAR_RECALL = 0.95
 BAR_SIMILAR_MS = 100.0
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "sigma", "omega", "river", "stone", "cloud"]
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "theta",
+    "kappa",
+    "lambda",
+    "sigma",
+    "omega",
+    "river",
+    "stone",
+    "cloud",
+]
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
