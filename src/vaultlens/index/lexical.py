@@ -2,6 +2,7 @@
 
 FTS5 has no Russian stemmer, so terms are stemmed here (Snowball via PyStemmer) and
 stored pre-stemmed; queries go through the same function, so both sides always agree.
+Stop words are dropped on the query side only (:func:`query_terms`); stored text keeps them.
 """
 
 from __future__ import annotations
@@ -31,9 +32,34 @@ def terms(text: str) -> list[str]:
     return [stems_ru.get(w) or stems_en.get(w) or w for w in words]
 
 
+# Snowball's English stop list. Query side only: these words match nearly every chunk, so
+# they add noise to the OR query and to the idf mass behind the lexical confidence. English
+# only, measured: the Snowball Russian list cost the Russian vault queries hit@5 (0.935 to
+# 0.919), as it holds words such as "можно", "лучше", "никогда" that do carry meaning.
+_STOP_EN = """
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+she her hers herself it its itself they them their theirs themselves what which who whom
+this that these those am is are was were be been being have has had having do does did
+doing would should could ought a an the and but if or because as until while of at by for
+with about against between into through during before after above below to from up down in
+out on off over under again further then once here there when where why how all any both
+each few more most other some such no nor not only own same so than too very s t can will
+just don
+"""
+
+
+@lru_cache(maxsize=1)
+def _stop_terms() -> frozenset[str]:
+    return frozenset(terms(_STOP_EN))
+
+
+def query_terms(text: str) -> list[str]:
+    """The query's distinct terms without stop words (all of them if only stop words remain)."""
+    distinct = list(dict.fromkeys(terms(text)))
+    stop = _stop_terms()
+    return [t for t in distinct if t not in stop] or distinct
+
+
 def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression: any of the query's distinct terms, each quoted."""
-    seen: dict[str, None] = {}
-    for t in terms(text):
-        seen.setdefault(t, None)
-    return " OR ".join(f'"{t}"' for t in seen)
+    """An FTS5 MATCH expression: any of the query's distinct non-stop terms, each quoted."""
+    return " OR ".join(f'"{t}"' for t in query_terms(text))

@@ -1,9 +1,12 @@
 """Search: dense and full-text candidates fused per chunk, then grouped per note.
 
 Dense similarity carries paraphrase and cross-language queries; BM25 carries exact
-identifiers and rare names. Each is normalised over the candidate pool (dense min-max, BM25
-divided by its best score) and mixed with a per-query lexical weight that grows with how much
-of the query the best BM25 hit explains; see :class:`Fusion` and :func:`lexical_confidence`.
+identifiers and rare names. FTS5 finds lexical candidates per chunk, but the lexical score
+used for ranking is BM25 of the whole note (:func:`note_bm25`): a note's evidence is often
+spread over its chunks, and the chunk-level score loses it. Each side is normalised over the
+candidate pool (dense min-max, BM25 divided by its best score) and mixed with a per-query
+lexical weight that grows with how much of the query the best BM25 hit explains; see
+:class:`Fusion` and :func:`lexical_confidence`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy.typing as npt
 
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import VaultlensError
-from vaultlens.index.lexical import fts_query, terms
+from vaultlens.index.lexical import fts_query, query_terms
 from vaultlens.index.sqlite_store import SQLiteStore
 
 
@@ -86,7 +89,11 @@ def search(
 def score_chunks(
     store: SQLiteStore, qvec: npt.NDArray[np.float32], query: str, fusion: Fusion
 ) -> dict[int, float]:
-    """Fused score per candidate chunk rowid."""
+    """Fused score per candidate chunk rowid: its dense score plus its note's lexical score.
+
+    The best chunk of a note therefore carries the note's score (see :func:`group_notes`),
+    and sections within a note are ordered by dense similarity.
+    """
     rowids, vecs = store.matrix()
     if rowids.size == 0:
         return {}
@@ -103,29 +110,84 @@ def score_chunks(
                 cand[r] = p
     ids = list(cand)
     d = dense[[cand[r] for r in ids]].astype(np.float64)
-    lx = np.array([lexical.get(r, 0.0) for r in ids], dtype=np.float64)
     d_norm = (d - d.min()) / (d.max() - d.min()) if d.max() > d.min() else np.ones_like(d)
-    l_norm = lx / lx.max() if lx.size and lx.max() > 0 else np.zeros_like(lx)
-    a = 0.0
-    if lexical:
-        a = fusion.max_lexical_weight * lexical_confidence(store, query, max(lexical.values()), rowids.size)
+    if not lexical:
+        return dict(zip(ids, d_norm.tolist(), strict=True))
+    idf = query_idf(store, query, rowids.size)
+    a = fusion.max_lexical_weight * lexical_confidence(idf, max(lexical.values()))
+    note_of, note_terms = _note_terms(store, ids)
+    by_note = note_bm25(idf, note_terms)
+    best = max(by_note.values(), default=0.0)
+    lx = np.array([by_note.get(note_of.get(r, ""), 0.0) for r in ids], dtype=np.float64)
+    l_norm = lx / best if best > 0 else np.zeros_like(lx)
     fused = (1.0 - a) * d_norm + a * l_norm
     return dict(zip(ids, fused.tolist(), strict=True))
 
 
-def lexical_confidence(store: SQLiteStore, query: str, top_bm25: float, n_chunks: int) -> float:
+def query_idf(store: SQLiteStore, query: str, n_chunks: int) -> dict[str, float]:
+    """FTS5's idf of each distinct non-stop query term over chunks (unseen terms included)."""
+    idf = {}
+    for term in query_terms(query):
+        df = _doc_freq(store, term)
+        idf[term] = max(math.log((n_chunks - df + 0.5) / (df + 0.5)), 1e-6)
+    return idf
+
+
+def lexical_confidence(idf: dict[str, float], top_bm25: float) -> float:
     """Share of the query's information the best BM25 hit explains, in [0, 1].
 
     The query's idf mass (FTS5's own idf, summed over its distinct terms, unseen terms
     included) is roughly the BM25 score of a chunk that contains every term once; the best
-    hit's score divided by it says how much of the query the lexical side actually matched.
-    Measured medians: 0.86 on SciFact claims, 0.4 on paraphrased vault queries.
+    chunk's score divided by it says how much of the query the lexical side actually matched.
+    Measured medians: 0.96 on SciFact claims, 0.4 on paraphrased vault queries.
     """
-    mass = 0.0
-    for term in dict.fromkeys(terms(query)):
-        df = _doc_freq(store, term)
-        mass += max(math.log((n_chunks - df + 0.5) / (df + 0.5)), 1e-6)
+    mass = sum(idf.values())
     return min(1.0, top_bm25 / mass) if mass > 0 else 0.0
+
+
+def note_bm25(
+    idf: dict[str, float], note_terms: dict[str, list[str]], k1: float = 1.2, b: float = 0.75
+) -> dict[str, float]:
+    """BM25 of each whole note (its chunks' terms together), FTS5's k1 and b.
+
+    Chunk-level idf is kept (it is what FTS5 gives cheaply, and it ranks terms the same way);
+    lengths are normalised by the candidate notes' mean length, since the corpus-wide mean
+    note length is not stored. Measured on SciFact (~1,500-char abstracts split into two
+    chunks): nDCG@10 0.686 -> 0.689, and vault MRR up as well.
+    """
+    lengths = {path: len(ts) for path, ts in note_terms.items()}
+    avg = sum(lengths.values()) / len(lengths) if lengths else 0.0
+    scores: dict[str, float] = {}
+    for path, ts in note_terms.items():
+        norm = k1 * (1.0 - b + b * lengths[path] / avg) if avg > 0 else k1
+        tf: dict[str, int] = defaultdict(int)
+        for t in ts:
+            if t in idf:
+                tf[t] += 1
+        scores[path] = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in tf.items())
+    return scores
+
+
+def _note_terms(store: SQLiteStore, rowids: list[int]) -> tuple[dict[int, str], dict[str, list[str]]]:
+    """Note path of each chunk, and the stored full-text terms of every chunk of those notes."""
+    note_of: dict[int, str] = {}
+    for i in range(0, len(rowids), 500):
+        part = rowids[i : i + 500]
+        marks = ",".join("?" * len(part))
+        for rowid, path in store.db.execute(f"SELECT rowid, path FROM chunks WHERE rowid IN ({marks})", part):
+            note_of[int(rowid)] = str(path)
+    paths = list(dict.fromkeys(note_of.values()))
+    note_terms: dict[str, list[str]] = {p: [] for p in paths}
+    for i in range(0, len(paths), 500):
+        part_p = paths[i : i + 500]
+        marks = ",".join("?" * len(part_p))
+        for path, text in store.db.execute(
+            "SELECT c.path, f.terms FROM chunks AS c JOIN chunks_fts AS f ON f.rowid = c.rowid"
+            f" WHERE c.path IN ({marks})",
+            part_p,
+        ):
+            note_terms[str(path)].extend(str(text).split())
+    return note_of, note_terms
 
 
 def _doc_freq(store: SQLiteStore, term: str) -> int:
