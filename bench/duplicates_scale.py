@@ -1,13 +1,16 @@
 """`duplicates` and `similar` at 100,000 notes, on a synthetic index with planted near-duplicates.
 
 How the index is made (the embedding model's speed is not what this measures, so vectors are synthetic):
-* 2,000 cluster centres: i.i.d. Gaussian 512-d vectors, normalised.
+* shaped like the bundled model's vectors (measured on ru-wiki + kepano: a shared mean of norm ~0.45,
+  the top 32 of 512 principal directions holding ~60% of the variance): Gaussian noise with a 1/i
+  spectrum in a random orthonormal basis ("spectral" below);
+* 2,000 cluster centres: normalise(shared mean + 0.9 * spectral);
 * every note belongs to one random centre and has 1-3 chunks; each chunk vector is
-  normalise(centre + 1.0 * g / |g|) with g Gaussian, so two chunks of one cluster have cosine ~0.5
-  and the closest ordinary neighbour of any chunk stays far below 0.95;
+  normalise(centre + spectral), so chunks of one cluster are related (cosine ~0.5) and the closest
+  ordinary neighbour of any chunk stays far below 0.95;
 * planted pairs (1% of the notes): note B copies note A's chunk count and text length and each of its
-  chunk vectors is normalise(a_i + eps * g / |g|) with eps uniform in [0.08, 0.25], i.e. cosine ~0.97-0.997
-  with A's chunk, so the pair's coverage is >= 0.95;
+  chunk vectors is normalise(a_i + eps * unit(spectral)) with eps uniform in [0.08, 0.25], i.e. cosine
+  ~0.97-0.997 with A's chunk, so the pair's coverage is >= 0.95;
 * every chunk has its own synthetic text (unique words, > 32 letters) so no note is an exact copy and
   every note passes the minimum-text rule.
 The notes are written straight into a real SQLiteStore through ``SQLiteStore.apply`` (FileRecord,
@@ -17,9 +20,10 @@ Measured, each in its own subprocess (so the generator's memory is not counted; 
 * `discover.duplicates(store, 0.95, limit=10**6)` twice: cold (the .npy matrix cache is built from
   SQLite first, as after a fresh index) and warm; wall time, peak RSS, recall of the planted pairs.
   The limit is raised above the default 100 so that every planted pair can be counted.
-* the same call with the projected filter replaced by a naive all-pairs scan (V @ V.T in blocks of
-  512 rows, every pair scored in 512-d) at --naive-notes notes, next to ours at the same size; the two
-  reports must be identical (the filter is lossless).
+* the same call with the pair finder replaced by a naive all-pairs scan (V @ V.T in blocks of
+  512 rows, every pair scored in 512-d) at --naive-notes notes, next to ours at the same size; ours
+  must find >= 95% of the naive scan's pairs and nothing it does not (above 30,000 sections ours
+  scores pairs inside k-means partitions, which is approximate).
 * `discover.similar` for 50 random notes in one process after one warm-up call (median, p95).
 
 Usage: .venv/bin/python bench/duplicates_scale.py [--quick] [--notes N] [--naive-notes N] [--keep DIR]
@@ -197,7 +201,7 @@ def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:
     from vaultlens.services import discover
 
     if naive:
-        discover._candidate_pairs = _naive_pairs  # type: ignore[assignment]
+        discover._pairs = _naive_pairs  # type: ignore[assignment]
     t0 = time.perf_counter()
     store = SQLiteStore(directory)
     report = discover.duplicates(store, 0.95, limit=10**6)
@@ -214,6 +218,7 @@ def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:
         "recall": round(len(planted & found) / max(1, len(planted)), 4),
         "extra_pairs": len(found - planted),
         "report_digest": digest,
+        "pair_list": sorted(sorted((p.a, p.b)) for p in report.pairs),
     }
 
 
@@ -314,7 +319,10 @@ def main() -> None:
         _sub("ours", dirs[n_naive])  # build the matrix cache so both sides read the same input
         ours_small = _sub("ours", dirs[n_naive])
         naive_small = _sub("naive", dirs[n_naive])
-        same = ours_small["report_digest"] == naive_small["report_digest"]
+        naive_set = {tuple(p) for p in naive_small["pair_list"]}
+        ours_set = {tuple(p) for p in ours_small["pair_list"]}
+        agree = len(naive_set & ours_set) / max(1, len(naive_set))
+        same = agree >= 0.95 and not (ours_set - naive_set)
         chunks = json.loads((dirs[n] / "planted.json").read_text())["chunks"]
     finally:
         if tmp is not None:
@@ -364,7 +372,14 @@ def main() -> None:
             "-",
         )
     )
-    rows.append(("naive and ours report the same pairs", str(same), "identical", verdict(same)))
+    rows.append(
+        (
+            f"pairs of the naive scan that ours finds, {n_naive:,} notes",
+            f"{agree:.1%}",
+            ">= 95%, none extra",
+            verdict(same),
+        )
+    )
     rows.append(
         (
             f"similar median / p95, {n:,} notes",

@@ -235,8 +235,8 @@ def test_resolve_note_errors(store: SQLiteStore) -> None:
         discover.resolve_note(store, "/vault", "missing")
 
 
-# ---- the candidate filter ----------------------------------------------------------------------
-def test_candidate_pairs_is_lossless() -> None:
+# ---- pair finders --------------------------------------------------------------------------------
+def test_exact_pairs_match_brute_force() -> None:
     rng = np.random.default_rng(42)
     n, d = 3000, 64
     centres = rng.standard_normal((60, d))
@@ -249,20 +249,22 @@ def test_candidate_pairs_is_lossless() -> None:
         rows, cols = np.nonzero(np.triu(gram >= t, 1))
         brute = set(zip(rows.tolist(), cols.tolist(), strict=True))
         got: set[tuple[int, int]] = set()
-        for a, b, _ in discover._candidate_pairs(x, t):
+        for a, b, _ in discover._exact_pairs(x, t):
             got |= set(zip(a.tolist(), b.tolist(), strict=True))
         assert got == brute, t
         assert len(brute) > 100
 
 
-def test_hashed_pairs_find_near_copies() -> None:
+def test_partitioned_pairs_find_near_copies() -> None:
     rng = np.random.default_rng(3)
     n, d = 4000, 64
     x = rng.standard_normal((n, d)).astype(np.float32)
     x[-200:] = x[:200] + 0.1 * rng.standard_normal((200, d)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     got = {
-        (int(a), int(b)) for ra, rb, _ in discover._hashed_pairs(x, 0.95) for a, b in zip(ra, rb, strict=True)
+        (int(a), int(b))
+        for ra, rb, _ in discover._partitioned_pairs(x, 0.95)
+        for a, b in zip(ra, rb, strict=True)
     }
     planted = {(i, n - 200 + i) for i in range(200)}
     assert len(planted & got) >= 198

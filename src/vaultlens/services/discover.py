@@ -4,11 +4,10 @@
 other note, its best section pair (chunk-level max-sim), so a note on two topics finds the
 notes of each topic instead of a blurred average of both.
 
-*Duplicates* are found without an all-pairs matrix: chunk vectors are projected onto their
-top principal directions, and because an orthogonal projection never lengthens a distance,
-``cos(a, b) >= t`` implies ``|Pa - Pb|^2 <= 2 (1 - t)``. Filtering blocks of projected
-vectors with that bound is therefore lossless, needs memory for one block only, and the few
-survivors are re-scored exactly in the full space.
+*Duplicates* never hold an all-pairs matrix: up to :data:`EXACT_MAX_ROWS` sections every pair
+is scored exactly, one block of rows at a time; above it, sections are grouped into k-means
+partitions (each joins its two nearest) and pairs are scored exactly inside each partition, so
+the cost grows with the partition sizes instead of n squared.
 """
 
 from __future__ import annotations
@@ -28,13 +27,10 @@ from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.vault.links import LinkResolver
 
 MIN_CHARS = 32  # notes with fewer letters or digits are too short to compare by meaning
-PROJECTION_DIMS = 32
-BLOCK_ROWS = 512
-EXACT_MAX_ROWS = 30_000  # sections; above this, duplicates use hashing (recall measured, not guaranteed)
-HASH_BANDS = 40
-HASH_BITS = 20
-HASH_MAX_RUN = 32
-BLOCK_COLS = 4096  # a 512 x 4096 tile of margins (8 MB) stays in cache
+BLOCK_ROWS = 1024  # rows per exact block: a 1024 x n float32 product stays under ~120 MB at 30k sections
+EXACT_MAX_ROWS = 30_000  # sections; above this, duplicates use k-means partitions (recall measured)
+KMEANS_ITERATIONS = 8
+PROBES = 3  # partitions each section joins (2 found 92.6% of planted pairs at 100k notes, 3: see benchmarks)
 # Coverage of a note is the mean, over its sections weighted by their letters and digits, of each
 # section's best match in the other note; a section must reach this far below the threshold to
 # count at all (below it, it counts as 0).
@@ -105,9 +101,29 @@ class _Layout:
     note_of: npt.NDArray[np.int64]
     notes: list[str]
     frontmatter: npt.NDArray[np.bool_]
+    note_index: dict[str, int] = field(default_factory=dict)
+    by_note: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    starts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+
+    def rows_of(self, note: int) -> npt.NDArray[np.int64]:
+        return self.by_note[self.starts[note] : self.starts[note + 1]]
+
+
+# one layout per store file, valid for one generation: similar() must not re-read 200k rows per call
+_LAYOUTS: dict[str, tuple[int, _Layout]] = {}
 
 
 def _layout(store: SQLiteStore) -> _Layout:
+    generation = store.generation
+    cached = _LAYOUTS.get(str(store.path))
+    if cached is not None and cached[0] == generation:
+        return cached[1]
+    lay = _read_layout(store)
+    _LAYOUTS[str(store.path)] = (generation, lay)
+    return lay
+
+
+def _read_layout(store: SQLiteStore) -> _Layout:
     rowids, vecs = store.matrix()
     lay_ids, paths, frontmatter = store.chunk_layout()
     if not np.array_equal(rowids, lay_ids):  # a writer committed in between: align on rowids
@@ -118,7 +134,10 @@ def _layout(store: SQLiteStore) -> _Layout:
         rowids, vecs = rowids[pos], np.asarray(vecs)[pos]
     index: dict[str, int] = {}
     note_of = np.fromiter((index.setdefault(p, len(index)) for p in paths), dtype=np.int64, count=len(paths))
-    return _Layout(rowids, np.asarray(vecs, dtype=np.float32), note_of, list(index), frontmatter)
+    by_note = np.argsort(note_of, kind="stable")
+    starts = np.searchsorted(note_of[by_note], np.arange(len(index) + 1))
+    vecs32 = np.asarray(vecs, dtype=np.float32)
+    return _Layout(rowids, vecs32, note_of, list(index), frontmatter, index, by_note, starts)
 
 
 def resolve_note(store: SQLiteStore, vault_root: str, note: str) -> str:
@@ -151,10 +170,10 @@ def _refs(store: SQLiteStore, rowids: list[int]) -> dict[int, SectionRef]:
 
 def similar(store: SQLiteStore, path: str, limit: int = 10) -> SimilarResult:
     lay = _layout(store)
-    if path not in lay.notes:
+    if path not in lay.note_index:
         raise VaultError(f"{path} has no indexed text.")
-    note = lay.notes.index(path)
-    mine = np.flatnonzero(lay.note_of == note)
+    note = lay.note_index[path]
+    mine = lay.rows_of(note)
     body = mine[~lay.frontmatter[mine]] if (~lay.frontmatter[mine]).any() else mine
     text = "".join(c.text for c in store.chunks(lay.rowids[body].tolist()).values())
     if len(_ALNUM.findall(text)) < MIN_CHARS:
@@ -171,12 +190,14 @@ def similar(store: SQLiteStore, path: str, limit: int = 10) -> SimilarResult:
     best[mine] = -np.inf
     if (~lay.frontmatter[body]).any():
         best[lay.frontmatter] = -np.inf  # template boilerplate in front matter is not relatedness
-    note_best = np.full(len(lay.notes), -np.inf, dtype=np.float32)
-    np.maximum.at(note_best, lay.note_of, best)
-    order = [int(i) for i in np.argsort(-note_best, kind="stable") if np.isfinite(note_best[i])][:limit]
+    note_best = np.maximum.reduceat(best[lay.by_note], lay.starts[:-1])
+    k = min(limit, len(note_best))
+    top_notes = np.argpartition(-note_best, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
+    top_notes = top_notes[np.lexsort((top_notes, -note_best[top_notes]))]
+    order = [int(i) for i in top_notes if np.isfinite(note_best[i])]
     picked: list[tuple[int, int, int, float]] = []  # (note, other row, my row, score)
     for n in order:
-        rows = np.flatnonzero(lay.note_of == n)
+        rows = lay.rows_of(n)
         top = rows[np.argsort(-best[rows], kind="stable")[:2]]
         picked.extend((n, int(r), int(body[which[r]]), float(best[r])) for r in top if np.isfinite(best[r]))
     refs = _refs(
@@ -230,108 +251,80 @@ def _strip_frontmatter(text: str) -> str:
     return text
 
 
-def _candidate_pairs(
-    vecs: npt.NDArray[np.float32], floor: float
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
-    """All pairs i < j with cos >= floor, tile by tile (lossless projected filter, exact re-score).
+PairBatch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
-    With P the projection onto the top principal directions, ``cos(a, b) >= floor`` implies
-    ``|Pa - Pb|^2 <= 2 (1 - floor)``, i.e. ``Pa.Pb - |Pa|^2/2 - |Pb|^2/2 + (1 - floor) >= 0``: one
-    matrix product of vectors augmented with their half squared norms gives that margin for a whole
-    tile. Rows are sorted by their first projected coordinate, and since ``|Pa_1 - Pb_1| <= |Pa - Pb|``,
-    a tile of rows only meets the columns whose first coordinate lies within ``sqrt(2 (1 - floor))``.
+
+def _exact_pairs(vecs: npt.NDArray[np.float32], floor: float) -> Iterator[PairBatch]:
+    """Every pair i < j with cos >= floor: blocked full products, memory for one block only.
+
+    BLAS makes this the fastest exact method measured here (bench/duplicates_scale.py: faster than
+    a projected pre-filter at every size, since the filter's survivors cost more than the flops saved).
     """
-    n, d = vecs.shape
-    if n < 2:
-        return
-    k = min(PROJECTION_DIMS, d)
-    sample = vecs[:: max(1, n // 20000)]
-    _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
-    proj = vecs @ vt[:k].T.astype(np.float32)
-    order = np.argsort(proj[:, 0], kind="stable")
-    proj = proj[order]
-    first = proj[:, 0].copy()
-    half_sq = 0.5 * np.einsum("ij,ij->i", proj, proj)
-    slack = 1.0 - floor + 1e-4  # float32 rounding margin: the filter must never drop a true pair
-    reach = float(np.sqrt(2.0 * slack))
-    ones = np.ones((n, 1), dtype=np.float32)
-    left = np.hstack([proj, -half_sq[:, None], ones]).astype(np.float32)
-    right = np.hstack([proj, ones, (slack - half_sq)[:, None]]).astype(np.float32)
+    n = vecs.shape[0]
     for start in range(0, n - 1, BLOCK_ROWS):
         stop = min(n, start + BLOCK_ROWS)
-        end = int(np.searchsorted(first, first[stop - 1] + reach, side="right"))
-        for c0 in range(start, end, BLOCK_COLS):
-            c1 = min(end, c0 + BLOCK_COLS)
-            hit = left[start:stop] @ right[c0:c1].T >= 0
-            if not hit.any():
-                continue
-            rows, cols = np.nonzero(hit)
-            rows += start
-            cols += c0
-            keep = cols > rows
-            if not keep.any():
-                continue
-            a, b = order[rows[keep]], order[cols[keep]]
-            exact = np.einsum("ij,ij->i", vecs[a], vecs[b])
-            ok = exact >= floor
-            a, b = a[ok], b[ok]
-            yield (
-                np.minimum(a, b).astype(np.int64),
-                np.maximum(a, b).astype(np.int64),
-                exact[ok].astype(np.float32),
-            )
+        sims = vecs[start:stop] @ vecs[start:].T
+        rows, cols = np.nonzero(sims >= floor)
+        keep = cols > rows  # the upper triangle: column offset 0 is row ``start`` itself
+        rows, cols = rows[keep], cols[keep]
+        if rows.size:
+            yield (rows + start).astype(np.int64), (cols + start).astype(np.int64), sims[rows, cols]
 
 
-def _hashed_pairs(
-    vecs: npt.NDArray[np.float32], floor: float, seed: int = 0
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
-    """Pairs i < j with cos >= floor, approximately: random-hyperplane hashing, exact re-score.
+def _spherical_kmeans(
+    sample: npt.NDArray[np.float32], k: int, rng: np.random.Generator
+) -> npt.NDArray[np.float32]:
+    centroids = sample[rng.choice(len(sample), k, replace=False)].copy()
+    for _ in range(KMEANS_ITERATIONS):
+        assign = np.argmax(sample @ centroids.T, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, assign, sample)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        empty = norms[:, 0] == 0
+        sums[empty] = sample[rng.choice(len(sample), int(empty.sum()))]
+        norms[empty] = 1.0
+        centroids = (sums / norms).astype(np.float32)
+    return centroids
 
-    Used above :data:`EXACT_MAX_ROWS` sections, where even the projected filter's all-pairs tiles cost
-    too much. Each of :data:`HASH_BANDS` bands keys a (centred) vector by the signs of
-    :data:`HASH_BITS` random projections; two vectors at angle θ share a band with probability
-    ``(1 - θ/π)^bits``, so a pair at cosine 0.95 is missed with probability below 1% and one at 0.98
-    practically never, while unrelated pairs rarely collide. Every candidate is re-scored exactly.
+
+def _partitioned_pairs(vecs: npt.NDArray[np.float32], floor: float, seed: int = 0) -> Iterator[PairBatch]:
+    """Pairs with cos >= floor, approximately: each vector joins the partitions of its
+    :data:`PROBES` nearest k-means centroids, and pairs are scored exactly inside each partition.
+
+    Two near-copies (cos >= 0.9) are almost always nearest to the same centroid, and probing two
+    makes a miss rarer still; recall is measured on planted pairs in bench/duplicates_scale.py,
+    not guaranteed. Cost is the sum of squared partition sizes instead of n squared.
     """
-    n, d = vecs.shape
-    if n < 2:
-        return
+    n = vecs.shape[0]
     rng = np.random.default_rng(seed)
-    mean = vecs[:: max(1, n // 20000)].mean(axis=0)
-    weights = (1 << np.arange(HASH_BITS, dtype=np.int64))[None, :]
-    seen: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-    for _ in range(HASH_BANDS):
-        planes = rng.standard_normal((d, HASH_BITS)).astype(np.float32)
-        keys = np.zeros(n, dtype=np.int64)
-        for s0 in range(0, n, 65536):
-            bits = (vecs[s0 : s0 + 65536] - mean) @ planes > 0
-            keys[s0 : s0 + 65536] = (bits * weights).sum(axis=1)
-        order = np.argsort(keys, kind="stable")
-        sk = keys[order]
-        found: list[npt.NDArray[np.int64]] = []
-        for offset in range(1, min(n, HASH_MAX_RUN)):  # a huge bucket is sampled, not exhausted
-            same = np.flatnonzero(sk[offset:] == sk[:-offset])
-            if same.size == 0:
-                break
-            a, b = order[same], order[same + offset]
-            found.append(np.minimum(a, b) * n + np.maximum(a, b))
-        if found:
-            seen = np.concatenate([seen, *found])
-    seen = np.unique(seen)
-    for s0 in range(0, len(seen), 262144):
-        codes = seen[s0 : s0 + 262144]
-        a, b = codes // n, codes % n
-        exact = np.einsum("ij,ij->i", vecs[a], vecs[b])
-        ok = exact >= floor
-        yield a[ok], b[ok], exact[ok].astype(np.float32)
+    k = max(2, int(np.sqrt(n)))
+    sample = vecs[rng.choice(n, min(n, 40 * k), replace=False)]
+    centroids = _spherical_kmeans(sample, k, rng)
+    nearest = np.empty((n, PROBES), dtype=np.int64)
+    for s0 in range(0, n, 8192):
+        sims = vecs[s0 : s0 + 8192] @ centroids.T
+        nearest[s0 : s0 + 8192] = np.argpartition(-sims, PROBES - 1, axis=1)[:, :PROBES]
+    owner = nearest.ravel()
+    member = np.repeat(np.arange(n, dtype=np.int64), PROBES)
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(k + 1))
+    seen: set[int] = set()
+    for c in range(k):
+        idx = member[order[bounds[c] : bounds[c + 1]]]
+        for ra, rb, sims in _exact_pairs(vecs[idx], floor):
+            a, b = idx[ra], idx[rb]
+            lo, hi = np.minimum(a, b), np.maximum(a, b)
+            codes = lo * n + hi
+            fresh = np.array([code not in seen for code in codes.tolist()], dtype=bool)
+            seen.update(codes[fresh].tolist())
+            if fresh.any():
+                yield lo[fresh], hi[fresh], sims[fresh]
 
 
-def _pairs(
-    vecs: npt.NDArray[np.float32], floor: float
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+def _pairs(vecs: npt.NDArray[np.float32], floor: float) -> Iterator[PairBatch]:
     if vecs.shape[0] <= EXACT_MAX_ROWS:
-        return _candidate_pairs(vecs, floor)
-    return _hashed_pairs(vecs, floor)
+        return _exact_pairs(vecs, floor)
+    return _partitioned_pairs(vecs, floor)
 
 
 def duplicates(
