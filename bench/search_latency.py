@@ -180,10 +180,9 @@ def main() -> None:
     vault = Path(tmp.name) / "vault"
     vault.mkdir()
     from vaultlens.config.paths import index_dir
-    from vaultlens.index.lexical import fts_query
     from vaultlens.index.sqlite_store import SQLiteStore
     from vaultlens.services.app import App
-    from vaultlens.services.search import Fusion, group_notes, score_chunks
+    from vaultlens.services.search import Fusion, group_notes, match_expression, query_idf, score_chunks
 
     settings = App.open(vault).settings
     fusion = Fusion(candidates=settings.search.candidates)
@@ -238,7 +237,9 @@ def main() -> None:
         if not i % 2:
             t_raw.append(timed(raw, q)[0])
             t_topk.append(timed(raw_topk, q)[0])
-        t_fts.append(timed(store.lexical, fts_query(text), fusion.candidates)[0])
+        t_fts.append(
+            timed(store.lexical, match_expression(query_idf(store, text, n_chunks)), fusion.candidates)[0]
+        )
 
     # diagnostic: the same with BLAS limited to one thread (oversubscribed cores make threaded gemv slow)
     from threadpoolctl import threadpool_limits

@@ -58,8 +58,3 @@ def query_terms(text: str) -> list[str]:
     distinct = list(dict.fromkeys(terms(text)))
     stop = _stop_terms()
     return [t for t in distinct if t not in stop] or distinct
-
-
-def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression: any of the query's distinct non-stop terms, each quoted."""
-    return " OR ".join(f'"{t}"' for t in query_terms(text))

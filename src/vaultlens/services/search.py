@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import VaultlensError
-from vaultlens.index.lexical import fts_query, query_terms
+from vaultlens.index.lexical import query_terms
 from vaultlens.index.sqlite_store import SQLiteStore
 
 
@@ -100,7 +100,8 @@ def score_chunks(
     dense = vecs @ qvec
     k = min(fusion.candidates, dense.size)
     top = np.argpartition(-dense, k - 1)[:k]
-    lexical = dict(store.lexical(fts_query(query), fusion.candidates))
+    idf = query_idf(store, query, rowids.size)
+    lexical = dict(store.lexical(match_expression(idf), fusion.candidates)) if idf else {}
     cand = {int(rowids[i]): i for i in top}
     if lexical:
         extra = np.array([r for r in lexical if r not in cand], dtype=np.int64)
@@ -113,10 +114,9 @@ def score_chunks(
     d_norm = (d - d.min()) / (d.max() - d.min()) if d.max() > d.min() else np.ones_like(d)
     if not lexical:
         return dict(zip(ids, d_norm.tolist(), strict=True))
-    idf = query_idf(store, query, rowids.size)
     a = fusion.max_lexical_weight * lexical_confidence(idf, max(lexical.values()))
-    note_of, note_terms = _note_terms(store, ids)
-    by_note = note_bm25(idf, note_terms)
+    note_of = store.chunk_paths(ids)
+    by_note = note_bm25(idf, store.note_terms(dict.fromkeys(note_of.values())))
     best = max(by_note.values(), default=0.0)
     lx = np.array([by_note.get(note_of.get(r, ""), 0.0) for r in ids], dtype=np.float64)
     l_norm = lx / best if best > 0 else np.zeros_like(lx)
@@ -126,11 +126,19 @@ def score_chunks(
 
 def query_idf(store: SQLiteStore, query: str, n_chunks: int) -> dict[str, float]:
     """FTS5's idf of each distinct non-stop query term over chunks (unseen terms included)."""
-    idf = {}
-    for term in query_terms(query):
-        df = _doc_freq(store, term)
-        idf[term] = max(math.log((n_chunks - df + 0.5) / (df + 0.5)), 1e-6)
-    return idf
+    dfs = store.doc_freqs(query_terms(query))
+    return {t: max(math.log((n_chunks - df + 0.5) / (df + 0.5)), 1e-6) for t, df in dfs.items()}
+
+
+def match_expression(idf: dict[str, float]) -> str:
+    """FTS5 MATCH over the terms that can move a BM25 score.
+
+    A term in more than half the chunks has FTS5's clamped idf (~0): it adds nothing to a score,
+    yet matching it would make FTS5 score most of the index. The rarest term is kept even then,
+    so an all-common query still finds something.
+    """
+    useful = [t for t, v in idf.items() if v > 1e-6] or sorted(idf, key=idf.__getitem__, reverse=True)[:1]
+    return " OR ".join(f'"{t}"' for t in useful)
 
 
 def lexical_confidence(idf: dict[str, float], top_bm25: float) -> float:
@@ -168,49 +176,21 @@ def note_bm25(
     return scores
 
 
-def _note_terms(store: SQLiteStore, rowids: list[int]) -> tuple[dict[int, str], dict[str, list[str]]]:
-    """Note path of each chunk, and the stored full-text terms of every chunk of those notes."""
-    note_of: dict[int, str] = {}
-    for i in range(0, len(rowids), 500):
-        part = rowids[i : i + 500]
-        marks = ",".join("?" * len(part))
-        for rowid, path in store.db.execute(f"SELECT rowid, path FROM chunks WHERE rowid IN ({marks})", part):
-            note_of[int(rowid)] = str(path)
-    paths = list(dict.fromkeys(note_of.values()))
-    note_terms: dict[str, list[str]] = {p: [] for p in paths}
-    for i in range(0, len(paths), 500):
-        part_p = paths[i : i + 500]
-        marks = ",".join("?" * len(part_p))
-        for path, text in store.db.execute(
-            "SELECT c.path, f.terms FROM chunks AS c JOIN chunks_fts AS f ON f.rowid = c.rowid"
-            f" WHERE c.path IN ({marks})",
-            part_p,
-        ):
-            note_terms[str(path)].extend(str(text).split())
-    return note_of, note_terms
-
-
-def _doc_freq(store: SQLiteStore, term: str) -> int:
-    """Chunks containing ``term`` (FTS5 has no direct df lookup without an fts5vocab table)."""
-    row = store.db.execute(
-        "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (f'"{term}"',)
-    ).fetchone()
-    return int(row[0])
-
-
 def group_notes(
     store: SQLiteStore, chunk_scores: dict[int, float], limit: int, sections: int
 ) -> list[NoteHit]:
-    rows = store.chunks(chunk_scores)
+    paths = store.chunk_paths(chunk_scores)
     per_note: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for rowid, score in chunk_scores.items():
-        if rowid in rows:
-            per_note[rows[rowid].path].append((score, rowid))
+        if rowid in paths:
+            per_note[paths[rowid]].append((score, rowid))
     ranked = sorted(per_note.items(), key=lambda kv: (-max(kv[1])[0], kv[0]))[:limit]
+    for _, scored in ranked:
+        scored.sort(key=lambda s: (-s[0], s[1]))
+    rows = store.chunks(r for _, scored in ranked for _, r in scored[:sections])  # only what is shown
     titles = store.titles(p for p, _ in ranked)
     hits = []
     for path, scored in ranked:
-        scored.sort(key=lambda s: (-s[0], s[1]))
         secs = [
             Section(
                 chunk_id=rows[r].id,
