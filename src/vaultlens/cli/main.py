@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app, parse_overrides
+from vaultlens.cli.watch_cmds import watch
 from vaultlens.config import paths
 from vaultlens.config.settings import as_rows
 from vaultlens.errors import VaultlensError
@@ -34,6 +36,7 @@ cli = typer.Typer(
 config_cli = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 cli.add_typer(config_cli, name="config")
 cli.command()(similar)
+cli.command()(watch)
 cli.add_typer(duplicates_cli, name="duplicates")
 
 
@@ -63,15 +66,48 @@ def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -
 
 
 @cli.command()
-def rebuild(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
-    """Delete the index and build it again from scratch with the current settings."""
+def rebuild(
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Build next to the current index, which keeps answering searches, and switch when done. "
+            "Resumable: run it again after an interruption to continue.",
+        ),
+    ] = False,
+    switch_wait: Annotated[
+        float, typer.Option(min=0, help="Seconds to wait for a running writer (e.g. `watch`) at the switch.")
+    ] = 30.0,
+) -> None:
+    """Build the index again from scratch with the current settings (e.g. after changing the model)."""
     app = open_app(vault, set_)
+    if not background:
+        with render.RichProgress() as progress:
+            stats = services.rebuild(app, progress)
+        if json_:
+            render.print_json(stats.__dict__)
+        else:
+            _print_stats(stats)
+        return
+    if not json_:
+        render.out.print(f"Building the new index next to {app.index_dir}; searches keep using it meanwhile.")
     with render.RichProgress() as progress:
-        stats = services.rebuild(app, progress)
+        result = services.rebuild_in_background(app, progress, switch_wait)
     if json_:
-        render.print_json(stats.__dict__)
-    else:
-        _print_stats(stats)
+        render.print_json(
+            {
+                **result.stats.__dict__,
+                "index_dir": str(result.index_dir),
+                "resumed": result.resumed,
+                "catch_up": result.catch_up.__dict__,
+            }
+        )
+        return
+    _print_stats(result.stats)
+    render.out.print(f"Switched to the new index in {result.index_dir}; the old one was deleted.")
 
 
 @cli.command()
@@ -125,6 +161,19 @@ def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) 
         render.print_json(info)
         return
     render.print_status(info)
+    _print_index_state(info)
+
+
+def _print_index_state(info: dict[str, Any]) -> None:
+    """What `status` adds about a cleared index and a pending embedding-space change."""
+    if info.get("cleared") and not info.get("chunks"):
+        render.out.print("[yellow]Cleared[/yellow]: the index is empty until you run `vaultlens index`.")
+    change = info.get("space_change")
+    if change and change.get("configured"):
+        render.out.print(
+            f"[bold]Settings[/bold] {escape(change['configured'])}. {escape(change['message'])}\n"
+            "Run `vaultlens rebuild` (or `vaultlens rebuild --background` to keep searching meanwhile)."
+        )
 
 
 @cli.command()

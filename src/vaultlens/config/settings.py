@@ -61,11 +61,17 @@ class DiscoverSettings:
 
 
 @dataclass(frozen=True)
+class WatchSettings:
+    debounce_ms: int = 1500  # flush after this long without a new file event
+
+
+@dataclass(frozen=True)
 class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     discover: DiscoverSettings = field(default_factory=DiscoverSettings)
+    watch: WatchSettings = field(default_factory=WatchSettings)
 
 
 GROUPS: dict[str, type[Any]] = {
@@ -73,6 +79,7 @@ GROUPS: dict[str, type[Any]] = {
     "index": IndexSettings,
     "search": SearchSettings,
     "discover": DiscoverSettings,
+    "watch": WatchSettings,
 }
 
 
@@ -180,6 +187,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError("index.chunk_target must be at least 200 and at most index.chunk_max.")
     if not 0 <= s.index.chunk_overlap < s.index.chunk_target:
         raise ConfigError("index.chunk_overlap must be between 0 and index.chunk_target.")
+    if s.watch.debounce_ms < 0:
+        raise ConfigError("watch.debounce_ms must be zero or more.")
     if s.embedding.batch_size < 1 or s.search.limit < 1 or s.search.sections < 1:
         raise ConfigError("embedding.batch_size, search.limit and search.sections must be positive.")
 

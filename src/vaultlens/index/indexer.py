@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -25,7 +25,7 @@ from vaultlens.errors import Cancelled
 from vaultlens.index.sqlite_store import FileRecord, NoteUpdate, SQLiteStore
 from vaultlens.index.texts import embed_text, lexical_text
 from vaultlens.vault.parse import NotText, decode_note, parse_note
-from vaultlens.vault.scan import VaultFile, scan_vault
+from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, scan_vault
 
 # A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
 # first: the most a crash can lose.
@@ -37,7 +37,9 @@ class Progress(Protocol):
     def advance(self, n: int = 1) -> None: ...
 
 
-class _NoProgress:
+class NoProgress:
+    """Progress for callers that show none (tests, the watcher's small flushes)."""
+
     def phase(self, name: str, total: int) -> None:
         pass
 
@@ -66,6 +68,14 @@ class _Pending:
     removed: int = 0  # chunks of the previous version that are gone
 
 
+@dataclass
+class _Plan:
+    deletes: list[str]
+    updates: list[NoteUpdate] = field(default_factory=list)  # records of skipped files
+    touch: list[FileRecord] = field(default_factory=list)  # same bytes, new stamp
+    pending: list[_Pending] = field(default_factory=list)  # notes to re-chunk
+
+
 def _sha(data: bytes | str) -> str:
     return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
@@ -83,8 +93,9 @@ class Indexer:
         self.store = store
         self.provider = provider
         self.settings = settings
-        self.progress = progress or _NoProgress()
+        self.progress = progress or NoProgress()
         s = settings.index
+        self._max_bytes = int(s.max_file_mb * 1_000_000)
         self.chunker = MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
 
     def run(self) -> RunStats:
@@ -112,8 +123,8 @@ class Indexer:
         return stats
 
     def _run(self, stats: RunStats) -> None:
-        max_bytes = int(self.settings.index.max_file_mb * 1_000_000)
-        scan = scan_vault(self.vault, max_bytes)
+        self._forget_clear()
+        scan = scan_vault(self.vault, self._max_bytes)
         records = self.store.file_records()
         # notes chunked under other rules must be re-chunked even if their bytes did not change
         # (only chunks whose text changed are then re-embedded)
@@ -123,25 +134,103 @@ class Indexer:
             # killed half-way resumes where it stopped instead of re-chunking every note
             self.store.set_meta("chunker", self.chunker.signature)
             rechunk = False
-        notes = scan.notes
-        stats.files_scanned = len(notes)
-        present = {f.path for f in notes} | {s.path for s in scan.skipped}
-        deletes = [p for p in records if p not in present]
-        for path in deletes:
-            stats.chunks_deleted += records[path].n_chunks
-        stats.files_deleted = len(deletes)
+        present = {f.path for f in scan.notes} | {s.path for s in scan.skipped}
+        gone = [p for p in records if p not in present]
+        plan = self._plan(scan.notes, scan.skipped, gone, records, stats, rechunk)
+        self.store.apply(updates=plan.updates, deletes=plan.deletes, touch=plan.touch)
+        self._embed_and_commit(plan.pending, stats)
+        if rechunk:
+            self.store.set_meta("chunker", self.chunker.signature)
+        self.store.drop_orphan_vectors()
 
-        touch: list[FileRecord] = []
-        updates: list[NoteUpdate] = []
-        for skip in scan.skipped:
+    def sync(
+        self, upserts: Iterable[str], deletes: Iterable[str] = (), folders: Iterable[str] = ()
+    ) -> RunStats:
+        """Bring some notes and folders up to date without scanning the vault (the watcher's flush).
+
+        Every path is read now, whatever its event said: one that vanished is deleted, a deleted
+        one that is back is updated (its create event is on the way). Folders are listed. Every
+        note change lands in ONE transaction, so a rename (delete old + add new) is never seen
+        half-done; new vectors go first, in batches when there are many.
+        """
+        started = time.monotonic()
+        self.store.check_space(self.provider.space)
+        if self.store.get_meta("chunker") != self.chunker.signature:
+            return self.run()  # chunking rules changed: only a full run re-chunks every note
+        rules = VaultRules(self.vault, self._max_bytes)
+        records = self.store.file_records()
+        notes: dict[str, VaultFile] = {}
+        skipped: dict[str, Skipped] = {}
+        scope = {*upserts, *deletes}
+        for rel in scope:
+            self._sort(rules.classify(rel), notes, skipped)
+        for folder in set(folders):
+            found = rules.scan(folder)
+            for f in found.files:
+                self._sort(f, notes, skipped)
+            for skip in found.skipped:
+                self._sort(skip, notes, skipped)
+            prefix = folder + "/"
+            scope.update(p for p in records if p.startswith(prefix))
+        gone = [p for p in sorted(scope) if p in records and p not in notes and p not in skipped]
+        stats = RunStats()
+        plan = self._plan(
+            sorted(notes.values(), key=lambda f: f.path), list(skipped.values()), gone, records, stats
+        )
+        wanted = {h: t for p in plan.pending for h, t in p.embed.items()}
+        known = self.store.known_embed_hashes(wanted)
+        todo = {h: t for h, t in wanted.items() if h not in known}
+        stats.chunks_reused = sum(1 for p in plan.pending for h in p.embed if h in known)
+        hashes = list(todo)
+        vectors: dict[str, npt.NDArray[np.float32]] = {}
+        for i in range(0, len(hashes), COMMIT_CHUNKS):
+            if vectors:  # more than one batch: keep the finished ones (reused after a crash)
+                self.store.apply(vectors=vectors)
+            vectors = self._embed({h: todo[h] for h in hashes[i : i + COMMIT_CHUNKS]})
+            if self.store.space is None:
+                self.store.set_space(self.provider.space)
+        updates = [*plan.updates, *(p.update for p in plan.pending)]
+        if updates or vectors or plan.deletes or plan.touch:
+            self.store.apply(updates=updates, vectors=vectors, deletes=plan.deletes, touch=plan.touch)
+        stats.chunks_embedded = len(todo)
+        if plan.deletes or stats.chunks_deleted:
+            self.store.drop_orphan_vectors()
+        stats.seconds = round(time.monotonic() - started, 3)
+        return stats
+
+    @staticmethod
+    def _sort(
+        item: VaultFile | Skipped | None, notes: dict[str, VaultFile], skipped: dict[str, Skipped]
+    ) -> None:
+        if isinstance(item, VaultFile) and item.kind == "note":
+            notes[item.path] = item
+        elif isinstance(item, Skipped):
+            skipped[item.path] = item
+
+    def _plan(
+        self,
+        notes: list[VaultFile],
+        skipped: list[Skipped],
+        gone: list[str],
+        records: dict[str, FileRecord],
+        stats: RunStats,
+        rechunk: bool = False,
+    ) -> _Plan:
+        """Compare what is on disk with the stored records: what to delete, restamp, record as
+        skipped, and which notes to re-chunk (with the chunk texts that may need a vector)."""
+        plan = _Plan(deletes=gone)
+        stats.files_scanned = len(notes)
+        stats.files_deleted = len(gone)
+        stats.chunks_deleted += sum(records[p].n_chunks for p in gone)
+        for skip in skipped:
             old = records.get(skip.path)
             if old is None or old.status != "skipped" or old.reason != skip.reason:
                 kind = "folder" if skip.path.endswith("/") else "note"
-                updates.append(NoteUpdate(FileRecord(skip.path, kind, 0, 0, None, "skipped", skip.reason)))
+                plan.updates.append(
+                    NoteUpdate(FileRecord(skip.path, kind, 0, 0, None, "skipped", skip.reason))
+                )
                 if old is not None:
                     stats.chunks_deleted += old.n_chunks
-
-        pending: list[_Pending] = []
         self.progress.phase("Reading notes", len(notes))
         for f in notes:
             self.progress.advance()
@@ -157,7 +246,7 @@ class Indexer:
                 continue  # tier 1
             item = self._read(f, old)
             if isinstance(item, FileRecord):
-                touch.append(item)  # tier 2: same bytes, new stamp
+                plan.touch.append(item)  # tier 2: same bytes, new stamp
                 continue
             stats.files_changed += 1
             if item.update.record.status == "skipped":
@@ -165,12 +254,13 @@ class Indexer:
             elif item.update.record.status == "failed":
                 stats.files_failed += 1
             stats.chunks_deleted += item.removed
-            pending.append(item)
-        self.store.apply(updates=updates, deletes=deletes, touch=touch)
-        self._embed_and_commit(pending, stats)
-        if rechunk:
-            self.store.set_meta("chunker", self.chunker.signature)
-        self.store.drop_orphan_vectors()
+            plan.pending.append(item)
+        return plan
+
+    def _forget_clear(self) -> None:
+        """An explicit index run ends a `clear` (which keeps the watcher from rebuilding on its own)."""
+        if self.store.cleared:
+            self.store.delete_meta("cleared_at")
 
     def _read(self, f: VaultFile, old: FileRecord | None) -> _Pending | FileRecord:
         def record(status: str, reason: str | None, file_hash: str | None = None) -> _Pending:

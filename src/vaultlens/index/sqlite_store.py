@@ -5,6 +5,10 @@ leaves the last committed batch and nothing half-written. Vectors are float32 bl
 the hash of the text that was embedded, so moved or unchanged chunks never cost an
 embedding. For fast scans the vector matrix is mirrored in a ``.npy`` cache stamped with the
 store's generation; a stale or missing cache is rebuilt from SQLite, never trusted.
+
+Readers work inside :meth:`SQLiteStore.snapshot`: one read transaction on a per-thread
+connection, so WAL pins a single committed generation for every read (matrix, FTS, chunk
+rows) while writers keep committing on the main connection without waiting for them.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +31,7 @@ import numpy.typing as npt
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import SpaceMismatch, StoreError
+from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.vault.model import Link
 
 SCHEMA_VERSION = 2
@@ -58,6 +65,12 @@ MIGRATIONS: dict[int, str] = {
         a TEXT NOT NULL, b TEXT NOT NULL, hash_a TEXT, hash_b TEXT, dismissed_at REAL NOT NULL,
         PRIMARY KEY (a, b));""",
 }
+
+
+def space_matches(stored: EmbeddingSpace, space: EmbeddingSpace) -> bool:
+    """Same provider, model and endpoint; an unknown dimension (remote, not yet called) is a wildcard."""
+    same = (stored.provider, stored.model, stored.endpoint) == (space.provider, space.model, space.endpoint)
+    return same and (not space.dimensions or stored.dimensions == space.dimensions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +115,14 @@ class SQLiteStore:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / DB_NAME
+        self._local = threading.local()  # .snap: this thread's open snapshot connection
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
+            self._conn = self._connect()
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
             version = self.get_meta("schema_version")
             if version is not None and int(version) > SCHEMA_VERSION:
                 raise StoreError(
@@ -114,10 +130,10 @@ class SQLiteStore:
                     hint="Upgrade vaultlens, or run `vaultlens rebuild` to start over.",
                 )
             if version is None:
-                self.db.executescript(_SCHEMA)  # idempotent; executescript commits on its own
+                self._conn.executescript(_SCHEMA)  # idempotent; executescript commits on its own
                 with self.transaction():
-                    self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', '1')")
-                    self.db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+                    self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', '1')")
+                    self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(
@@ -125,6 +141,9 @@ class SQLiteStore:
                 hint="Run `vaultlens rebuild` to rebuild it from the vault (the vault itself is untouched).",
             ) from None
         self._matrix: tuple[int, npt.NDArray[np.int64], Vectors] | None = None
+        self._df_cache: dict[str, int] = {}
+        self._df_generation = -1
+        self._df_chunks: tuple[int, int] | None = None
 
     def _migrate(self) -> None:
         version = int(self.get_meta("schema_version") or 1)
@@ -137,19 +156,73 @@ class SQLiteStore:
                     self._set_meta("schema_version", str(version + 1))
             version = int(self.get_meta("schema_version") or 1)
 
-    def close(self) -> None:
-        self.db.close()
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
 
-    # ---- transactions and meta -------------------------------------------------------------
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._conn.close()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The connection reads go through: this thread's snapshot if one is open, else the main one."""
+        snap: sqlite3.Connection | None = getattr(self._local, "snap", None)
+        return snap if snap is not None else self._conn
+
+    # ---- transactions, snapshots and meta -------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
+        """One write transaction on the main connection (BEGIN IMMEDIATE: one writer at a time)."""
+        self._conn.execute("BEGIN IMMEDIATE")
         try:
-            yield self.db
+            yield self._conn
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._conn.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+        self._conn.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[int]:
+        """Freeze one committed generation for every read in the block; yields that generation.
+
+        BEGIN DEFERRED plus a first read makes WAL pin the state committed at that moment;
+        later commits by any writer stay invisible until the block ends, and the writer never
+        waits for this reader. Each thread gets its own read connection (a sqlite3 connection
+        cannot hold transactions for several threads). Re-entrant within a thread.
+        """
+        if getattr(self._local, "snap", None) is not None:
+            yield self.generation
+            return
+        conn = self._reader()
+        try:
+            conn.execute("BEGIN DEFERRED")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(f"The index at {self.path} cannot be read: {exc}.") from None
+        self._local.snap = conn
+        try:
+            yield int(row[0]) if row else 0
+        finally:
+            self._local.snap = None
+            conn.execute("COMMIT")
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "reader", None)
+        if conn is None:
+            try:
+                conn = self._connect()
+                conn.execute("PRAGMA query_only=ON")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"The index at {self.path} cannot be read: {exc}.") from None
+            self._local.reader = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
 
     def get_meta(self, key: str) -> str | None:
         try:
@@ -162,15 +235,24 @@ class SQLiteStore:
         with self.transaction():
             self._set_meta(key, value)
 
+    def delete_meta(self, key: str) -> None:
+        with self.transaction():
+            self._conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     def _set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+        self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    @property
+    def cleared(self) -> bool:
+        """True after :meth:`clear` until the next index run records notes again."""
+        return self.get_meta("cleared_at") is not None
 
     @property
     def generation(self) -> int:
         return int(self.get_meta("generation") or 0)
 
     def _bump_generation(self) -> None:
-        self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+        self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
 
     # ---- embedding space ------------------------------------------------------------------
     @property
@@ -179,21 +261,40 @@ class SQLiteStore:
         return None if raw is None else EmbeddingSpace.from_json(raw)
 
     def check_space(self, space: EmbeddingSpace) -> None:
-        """Refuse to mix vectors of two spaces; an unknown dimension (remote, not yet called) is a wildcard."""
+        """Refuse to mix vectors of two spaces; an unknown dimension (remote, not yet called) is a wildcard.
+
+        The error carries what a rebuild would cost, so the user decides before any work starts.
+        """
         stored = self.space
-        if stored is None:
+        if stored is None or space_matches(stored, space):
             return
-        same = (stored.provider, stored.model, stored.endpoint) == (
-            space.provider,
-            space.model,
-            space.endpoint,
+        raise SpaceMismatch(
+            f"The index was built with {stored.describe()}, but the settings now say {space.describe()}. "
+            + self.rebuild_estimate(space).describe(),
+            hint="Vectors of two models cannot be mixed. Run `vaultlens rebuild` to re-embed every note "
+            "with the new model (or `vaultlens rebuild --background` to keep searching the old index "
+            "meanwhile), or change the settings back.",
         )
-        if not same or (space.dimensions and stored.dimensions != space.dimensions):
-            raise SpaceMismatch(
-                f"The index was built with {stored.describe()}, but the settings now say {space.describe()}.",
-                hint="Vectors of two models cannot be mixed. Run `vaultlens rebuild` to re-embed every note "
-                "with the new model, or change the settings back.",
-            )
+
+    def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate:
+        """Chunks, characters and measured rate for re-embedding everything into ``target``."""
+        row = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM (SELECT MAX(length(text) + length(heading_path)) AS n"
+            " FROM chunks GROUP BY embed_hash)"
+        ).fetchone()
+        return RebuildEstimate(int(row[0]), int(row[1]), self.embed_rate(), target.provider != "local")
+
+    def embed_rate(self, runs: int = 10) -> float | None:
+        """Chunks embedded per second over the recent runs that embedded anything."""
+        chunks = seconds = 0.0
+        for (raw,) in self.db.execute(
+            "SELECT stats FROM runs WHERE stats IS NOT NULL ORDER BY id DESC LIMIT ?", (runs,)
+        ):
+            stats = json.loads(raw or "{}")
+            if stats.get("chunks_embedded") and stats.get("seconds"):
+                chunks += float(stats["chunks_embedded"])
+                seconds += float(stats["seconds"])
+        return chunks / seconds if seconds > 0 else None
 
     def set_space(self, space: EmbeddingSpace) -> None:
         with self.transaction():
@@ -223,18 +324,8 @@ class SQLiteStore:
         }
 
     def known_embed_hashes(self, hashes: Iterable[str]) -> set[str]:
-        found: set[str] = set()
-        unique = list(dict.fromkeys(hashes))
-        for i in range(0, len(unique), 500):
-            part = unique[i : i + 500]
-            marks = ",".join("?" * len(part))
-            found.update(
-                r[0]
-                for r in self.db.execute(
-                    f"SELECT embed_hash FROM vectors WHERE embed_hash IN ({marks})", part
-                )
-            )
-        return found
+        sql = "SELECT embed_hash FROM vectors WHERE embed_hash IN ({marks})"
+        return {r[0] for r in self._rows_in(sql, dict.fromkeys(hashes))}
 
     def chunk_keys(self, path: str) -> set[tuple[str, str]]:
         rows = self.db.execute("SELECT id, content_hash FROM chunks WHERE path = ?", (path,))
@@ -290,7 +381,7 @@ class SQLiteStore:
                 self._bump_generation()
 
     def _put_record(self, r: FileRecord) -> None:
-        self.db.execute(
+        self._conn.execute(
             "INSERT OR REPLACE INTO files(path, kind, size, mtime_ns, file_hash, status, reason, title, aliases,"
             " tags, n_chunks, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -310,7 +401,7 @@ class SQLiteStore:
         )
 
     def _delete_path(self, path: str) -> None:
-        db = self.db
+        db = self._conn
         db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)", (path,))
         db.execute("DELETE FROM chunks WHERE path = ?", (path,))
         db.execute("DELETE FROM links WHERE src = ?", (path,))
@@ -367,25 +458,30 @@ class SQLiteStore:
         return sum(p.stat().st_size for p in self.directory.iterdir() if p.is_file())
 
     def matrix(self) -> tuple[npt.NDArray[np.int64], Vectors]:
-        """(chunk rowids, unit vectors) for every chunk, from the generation-stamped cache."""
-        gen = self.generation
-        if self._matrix is not None and self._matrix[0] == gen:
-            return self._matrix[1], self._matrix[2]
-        ids_file, vec_file = self._cache_files(gen)
-        rowids: npt.NDArray[np.int64] | None = None
-        vecs: Vectors | None = None
-        try:
-            rowids = np.load(ids_file)
-            vecs = np.load(vec_file, mmap_mode="r")
-            if vecs.shape[0] != rowids.shape[0]:
+        """(chunk rowids, unit vectors) for every chunk, from the generation-stamped cache.
+
+        Runs inside a snapshot, so the generation, and the rows a cache is built from, are
+        one committed state: a cache file is only ever written for the generation it holds.
+        """
+        with self.snapshot() as gen:
+            cached = self._matrix
+            if cached is not None and cached[0] == gen:
+                return cached[1], cached[2]
+            ids_file, vec_file = self._cache_files(gen)
+            rowids: npt.NDArray[np.int64] | None = None
+            vecs: Vectors | None = None
+            try:
+                rowids = np.load(ids_file)
+                vecs = np.load(vec_file, mmap_mode="r")
+                if vecs.shape[0] != rowids.shape[0]:
+                    rowids = vecs = None
+            except (OSError, ValueError):
                 rowids = vecs = None
-        except (OSError, ValueError):
-            rowids = vecs = None
-        if rowids is None or vecs is None:
-            rowids, vecs = self._read_matrix()
-            self._write_cache(gen, rowids, vecs)
-        self._matrix = (gen, rowids, vecs)
-        return rowids, vecs
+            if rowids is None or vecs is None:
+                rowids, vecs = self._read_matrix()
+                self._write_cache(gen, rowids, vecs)
+            self._matrix = (gen, rowids, vecs)
+            return rowids, vecs
 
     def _read_matrix(self) -> tuple[npt.NDArray[np.int64], Vectors]:
         space = self.space
@@ -415,8 +511,10 @@ class SQLiteStore:
         self._drop_caches(keep=gen)
 
     def _drop_caches(self, keep: int | None) -> None:
+        """Delete caches older than ``keep`` (all when None); a newer one belongs to a newer reader."""
         for p in self.directory.glob("matrix-*.npy"):
-            if keep is None or not p.name.startswith(f"matrix-{keep}."):
+            gen = p.name.split(".")[0].removeprefix("matrix-")
+            if keep is None or (gen.isdigit() and int(gen) < keep):
                 p.unlink(missing_ok=True)
 
     def lexical(self, match: str, limit: int) -> list[tuple[int, float]]:
@@ -434,18 +532,64 @@ class SQLiteStore:
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def chunks(self, rowids: Iterable[int]) -> dict[int, ChunkRow]:
-        ids = list(rowids)
-        out: dict[int, ChunkRow] = {}
+        sql = (
+            "SELECT rowid, id, path, ordinal, heading_path, text, content_hash, start_line, end_line"
+            " FROM chunks WHERE rowid IN ({marks})"
+        )
+        return {
+            r[0]: ChunkRow(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7], r[8])
+            for r in self._rows_in(sql, rowids)
+        }
+
+    def _rows_in(self, sql: str, keys: Iterable[Any]) -> Iterator[Any]:
+        """Rows of ``sql`` (with one ``IN ({marks})``) for any number of keys, 500 at a time."""
+        ids = list(keys)
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for r in self.db.execute(
-                "SELECT rowid, id, path, ordinal, heading_path, text, content_hash, start_line, end_line"
-                f" FROM chunks WHERE rowid IN ({marks})",
-                part,
-            ):
-                out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7], r[8])
-        return out
+            yield from self.db.execute(sql.format(marks=",".join("?" * len(part))), part)
+
+    def chunk_paths(self, rowids: Iterable[int]) -> dict[int, str]:
+        """Note path of each chunk rowid (cheap: no text, no JSON)."""
+        return {
+            int(r): str(p)
+            for r, p in self._rows_in("SELECT rowid, path FROM chunks WHERE rowid IN ({marks})", rowids)
+        }
+
+    def note_terms(self, paths: Iterable[str]) -> dict[str, list[str]]:
+        """The stored full-text terms of every chunk of each note, for note-level BM25."""
+        out: dict[str, list[str]] = defaultdict(list)
+        sql = "SELECT c.path, f.terms FROM chunks c JOIN chunks_fts f ON f.rowid = c.rowid WHERE c.path IN ({marks})"
+        for path, terms in self._rows_in(sql, paths):
+            out[str(path)].extend(str(terms).split())
+        return dict(out)
+
+    def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
+        """Chunks containing each term, counted up to just over half of all chunks.
+
+        FTS5 clamps the idf of a term in more than half the chunks to ~0, so counting further
+        changes no score; the cap keeps a very common word from costing a full count. Cached
+        for the current generation (a search asks for the same few terms again and again).
+        """
+        gen = self.generation
+        if self._df_generation != gen:
+            self._df_cache, self._df_generation = {}, gen
+        missing = [t for t in dict.fromkeys(terms) if t not in self._df_cache]
+        if missing:
+            cap = self._chunk_count() // 2 + 1
+            for t in missing:
+                row = self.db.execute(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+                    (f'"{t}"', cap),
+                ).fetchone()
+                self._df_cache[t] = int(row[0])
+        return {t: self._df_cache[t] for t in terms}
+
+    def _chunk_count(self) -> int:
+        """Number of chunks, cached with the document frequencies for the current generation."""
+        if self._df_chunks is None or self._df_chunks[0] != self.generation:
+            n = int(self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+            self._df_chunks = (self.generation, n)
+        return self._df_chunks[1]
 
     def chunk_layout(self) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.bool_]]:
         """(rowids, note path, is-front-matter) of every chunk, ordered by rowid like :meth:`matrix`."""
@@ -472,11 +616,7 @@ class SQLiteStore:
             yield current, "\n".join(parts)
 
     def file_hashes(self, paths: Iterable[str]) -> dict[str, str | None]:
-        ps = list(paths)
-        marks = ",".join("?" * len(ps))
-        return dict(
-            self.db.execute(f"SELECT path, file_hash FROM files WHERE path IN ({marks})", ps).fetchall()
-        )
+        return dict(self._rows_in("SELECT path, file_hash FROM files WHERE path IN ({marks})", paths))
 
     def dismiss_pair(self, a: str, b: str) -> None:
         a, b = sorted((a, b))
@@ -496,9 +636,7 @@ class SQLiteStore:
         return {(r[0], r[1]) for r in rows}
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:
-        ps = list(paths)
-        marks = ",".join("?" * len(ps))
-        return dict(self.db.execute(f"SELECT path, title FROM files WHERE path IN ({marks})", ps).fetchall())
+        return dict(self._rows_in("SELECT path, title FROM files WHERE path IN ({marks})", paths))
 
     def unused_vectors(self) -> int:
         """Vectors no chunk uses. Normal between runs after a crash: they are kept so a moved or

@@ -99,88 +99,128 @@ def _ignore_spec(root: Path) -> pathspec.PathSpec[Any] | None:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def scan_vault(root: Path, max_file_bytes: int) -> ScanResult:
-    """List every file vaultlens may read, sorted by path, plus every skip with its reason."""
-    root = check_vault(root)
-    filters = _obsidian_filters(root)
-    spec = _ignore_spec(root)
-    result = ScanResult()
-    seen_dirs: set[tuple[int, int]] = set()
+@dataclass(frozen=True, slots=True)
+class _Folder:
+    path: str
+    key: tuple[int, int]  # (st_dev, st_ino) of the folder, to catch symlink loops
 
-    def ignored(rel: str, is_dir: bool) -> str | None:
+
+Entry = VaultFile | Skipped | _Folder | None
+
+
+class VaultRules:
+    """The ignore rules and size limit of one vault, applied to a whole walk or to single paths.
+
+    The watcher asks about one path at a time (``classify``); answering with the same code the
+    full scan uses keeps a watched index equal to a freshly scanned one.
+    """
+
+    def __init__(self, root: Path, max_file_bytes: int) -> None:
+        self.root = check_vault(root)
+        self.max_file_bytes = max_file_bytes
+        self._filters = _obsidian_filters(self.root)
+        self._spec = _ignore_spec(self.root)
+
+    def ignored(self, rel: str, is_dir: bool) -> str | None:
         probe = rel + "/" if is_dir else rel
-        for label, match in filters:
+        for label, match in self._filters:
             if match(probe):
                 return f"excluded by .obsidian/app.json userIgnoreFilters {label!r}"
-        if spec is not None and spec.match_file(probe):
+        if self._spec is not None and self._spec.match_file(probe):
             return f"ignored by {IGNORE_FILE}"
         return None
 
-    def walk(folder: Path, rel_folder: str) -> None:
+    def entry(self, rel: str) -> Entry:
+        """What a walk makes of one entry whose parent folder it entered; None = silently left out."""
+        full = self.root / rel
+        name = rel.rsplit("/", 1)[-1]
+        is_link = full.is_symlink()
         try:
-            st = folder.stat()
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            if is_link:
+                problem = _link_problem(self.root, full)
+                if problem:
+                    return Skipped(rel, problem)
+            info = full.stat()
         except OSError as exc:
-            result.skipped.append(Skipped(rel_folder + "/", f"cannot read folder: {exc.strerror}"))
-            return
-        key = (st.st_dev, st.st_ino)
-        if key in seen_dirs:
-            result.skipped.append(Skipped(rel_folder + "/", "symlink loop (folder already visited)"))
-            return
-        seen_dirs.add(key)
-        for entry in entries:
-            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-            try:
-                if entry.is_symlink():
-                    problem = _link_problem(root, Path(entry.path))
-                    if problem:
-                        result.skipped.append(Skipped(rel, problem))
-                        continue
-                info = entry.stat()
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    why = "symlink loop"
-                elif exc.errno == errno.ENOENT and entry.is_symlink():
-                    why = "broken symlink (its target does not exist)"
-                else:
-                    why = f"cannot read: {exc.strerror}"
-                result.skipped.append(Skipped(rel, why))
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                if entry.name.startswith("."):
-                    result.skipped.append(Skipped(rel + "/", "hidden folder"))
-                    continue
-                reason = ignored(rel, True)
-                if reason:
-                    result.skipped.append(Skipped(rel + "/", reason))
-                    continue
-                walk(Path(entry.path), rel)
-                continue
-            kind = _KINDS.get(os.path.splitext(entry.name)[1].lower(), "attachment")
-            if not stat.S_ISREG(info.st_mode):  # a FIFO, socket or device: reading it could block
-                if kind != "attachment":
-                    result.skipped.append(Skipped(rel, "not a regular file"))
-                continue
-            if entry.name.startswith("."):
-                if kind != "attachment":
-                    result.skipped.append(Skipped(rel, "hidden file"))
-                continue
-            reason = ignored(rel, False)
-            if reason:
-                if kind != "attachment":
-                    result.skipped.append(Skipped(rel, reason))
-                continue
-            if kind == "note" and info.st_size > max_file_bytes:
-                limit = max_file_bytes / 1e6
-                result.skipped.append(
-                    Skipped(rel, f"too large ({info.st_size / 1e6:.1f} MB > {limit:g} MB limit)")
-                )
-                continue
-            result.files.append(VaultFile(rel, kind, info.st_size, info.st_mtime_ns))
+            if exc.errno == errno.ELOOP:
+                return Skipped(rel, "symlink loop")
+            if exc.errno == errno.ENOENT:
+                return Skipped(rel, "broken symlink (its target does not exist)") if is_link else None
+            return Skipped(rel, f"cannot read: {exc.strerror}")
+        if stat.S_ISDIR(info.st_mode):
+            if name.startswith("."):
+                return Skipped(rel + "/", "hidden folder")
+            reason = self.ignored(rel, True)
+            return Skipped(rel + "/", reason) if reason else _Folder(rel, (info.st_dev, info.st_ino))
+        kind = _KINDS.get(os.path.splitext(name)[1].lower(), "attachment")
+        if not stat.S_ISREG(info.st_mode):  # a FIFO, socket or device: reading it could block
+            why: str | None = "not a regular file"
+        elif name.startswith("."):
+            why = "hidden file"
+        else:
+            why = self.ignored(rel, False)
+        if why:
+            return None if kind == "attachment" else Skipped(rel, why)
+        if kind == "note" and info.st_size > self.max_file_bytes:
+            limit = self.max_file_bytes / 1e6
+            return Skipped(rel, f"too large ({info.st_size / 1e6:.1f} MB > {limit:g} MB limit)")
+        return VaultFile(rel, kind, info.st_size, info.st_mtime_ns)
 
-    walk(root, "")
-    result.files.sort(key=lambda f: f.path)
-    return result
+    def folder_visible(self, rel: str) -> bool:
+        """True when a walk from the root enters folder ``rel`` ("" is the root)."""
+        parts = rel.split("/") if rel else []
+        return all(isinstance(self.entry("/".join(parts[: i + 1])), _Folder) for i in range(len(parts)))
+
+    def classify(self, rel: str) -> VaultFile | Skipped | None:
+        """What a full scan says about one file: listed, skipped with a reason, or None (absent,
+        a folder, an attachment left out, or inside a folder the scan does not enter)."""
+        parent = rel.rpartition("/")[0]
+        if not self.folder_visible(parent):
+            return None
+        found = self.entry(rel)
+        return None if isinstance(found, _Folder) else found
+
+    def scan(self, under: str = "") -> ScanResult:
+        """List every file below folder ``under`` ("" = the whole vault), sorted, plus every skip."""
+        result = ScanResult()
+        if under:
+            top = self.entry(under) if self.folder_visible(under.rpartition("/")[0]) else None
+            if isinstance(top, Skipped):
+                result.skipped.append(top)
+            if not isinstance(top, _Folder):
+                return result
+        else:
+            st = self.root.stat()
+            top = _Folder("", (st.st_dev, st.st_ino))
+        seen: set[tuple[int, int]] = set()
+
+        def walk(folder: _Folder) -> None:
+            if folder.key in seen:
+                result.skipped.append(Skipped(folder.path + "/", "symlink loop (folder already visited)"))
+                return
+            seen.add(folder.key)
+            try:
+                names = sorted(os.listdir(self.root / folder.path))
+            except OSError as exc:
+                result.skipped.append(Skipped(folder.path + "/", f"cannot read folder: {exc.strerror}"))
+                return
+            for name in names:
+                found = self.entry(f"{folder.path}/{name}" if folder.path else name)
+                if isinstance(found, _Folder):
+                    walk(found)
+                elif isinstance(found, VaultFile):
+                    result.files.append(found)
+                elif found is not None:
+                    result.skipped.append(found)
+
+        walk(top)
+        result.files.sort(key=lambda f: f.path)
+        return result
+
+
+def scan_vault(root: Path, max_file_bytes: int, under: str = "") -> ScanResult:
+    """List every file vaultlens may read, sorted by path, plus every skip with its reason."""
+    return VaultRules(root, max_file_bytes).scan(under)
 
 
 def _link_problem(root: Path, path: Path) -> str | None:

@@ -1,0 +1,36 @@
+"""`watch`: keep the index current while the vault changes, as the one writer of its index."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from vaultlens.errors import StoreError
+from vaultlens.index.indexer import Indexer, Progress
+from vaultlens.index.watcher import FlushReport, Watcher
+from vaultlens.services.app import App
+
+
+def watch(
+    app: App,
+    on_flush: Callable[[FlushReport], None],
+    stop_event: threading.Event,
+    progress: Progress | None = None,
+) -> None:
+    """Reconcile, then follow file events until ``stop_event`` is set (or KeyboardInterrupt).
+
+    The writer lock is held throughout, so a second `watch` or an `index` is refused. A cleared
+    index is refused too: watching would silently rebuild what the user chose to empty.
+    """
+    with app.writer_lock():
+        store = app.store(create=True)
+        if store.cleared:
+            raise StoreError(
+                f"The index for {app.vault} was cleared; `vaultlens watch` does not rebuild it on its own.",
+                hint="Run `vaultlens index` to build it again, then start `vaultlens watch`.",
+            )
+        provider = app.provider()
+        if not provider.remote:
+            provider.embed(["warm up"])  # load the local model now, not on the first save (seconds)
+        indexer = Indexer(app.vault, store, provider, app.settings, progress)
+        Watcher(indexer, app.settings.watch.debounce_ms / 1000, on_flush).run(stop_event)

@@ -1,0 +1,566 @@
+"""`vaultlens watch`: coalescing rules on synthetic events, then the real watchdog observer on real
+files with the real model, a second writer refused, a cleared index refused, Ctrl-C, and SIGKILL
+at seeded random points while notes are being edited."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import queue
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileClosedNoWriteEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileOpenedEvent,
+)
+
+from vaultlens.errors import StoreError
+from vaultlens.index import watcher
+from vaultlens.index.indexer import Indexer
+from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.index.watcher import Batch, Coalescer, FlushReport
+from vaultlens.services import app as services
+from vaultlens.services.app import App
+from vaultlens.services.watch import watch
+from vl_support import (
+    VAULTLENS_BIN,
+    RecordingProvider,
+    chunk_keys,
+    cli_env,
+    db_rows,
+    run_index,
+    snapshot,
+    write_vault,
+)
+
+DEBOUNCE_MS = 200
+
+# ---- the coalescing rules, on synthetic events -------------------------------------------------------
+
+
+@pytest.fixture
+def co(tmp_path: Path) -> Coalescer:
+    return Coalescer(tmp_path)
+
+
+def feed(co: Coalescer, root: Path, *events: tuple[type, str] | tuple[type, str, str]) -> Batch:
+    for cls, *paths in events:
+        co.add(cls(*(str(root / p) for p in paths)))
+    return co.drain()
+
+
+def test_modifies_of_one_note_become_one_upsert(co: Coalescer, tmp_path: Path) -> None:
+    batch = feed(co, tmp_path, *[(FileModifiedEvent, "a.md")] * 5, (FileClosedEvent, "a.md"))
+    assert batch == Batch(upserts=frozenset({"a.md"}))
+
+
+def test_upsert_then_delete_is_a_delete(co: Coalescer, tmp_path: Path) -> None:
+    batch = feed(
+        co, tmp_path, (FileCreatedEvent, "a.md"), (FileModifiedEvent, "a.md"), (FileDeletedEvent, "a.md")
+    )
+    assert batch == Batch(deletes=frozenset({"a.md"}))
+
+
+def test_delete_then_create_is_an_upsert(co: Coalescer, tmp_path: Path) -> None:
+    batch = feed(co, tmp_path, (FileDeletedEvent, "a.md"), (FileCreatedEvent, "a.md"))
+    assert batch == Batch(upserts=frozenset({"a.md"}))
+
+
+def test_a_file_move_deletes_the_old_path_and_upserts_the_new(co: Coalescer, tmp_path: Path) -> None:
+    batch = feed(co, tmp_path, (FileCreatedEvent, "a.md"), (FileMovedEvent, "a.md", "sub/b.md"))
+    assert batch == Batch(upserts=frozenset({"sub/b.md"}), deletes=frozenset({"a.md"}))
+
+
+def test_each_end_of_a_move_is_filtered_on_its_own(co: Coalescer, tmp_path: Path) -> None:
+    # an editor's atomic save (temp file renamed over the note), a rename away from .md, a move to the trash
+    batch = feed(
+        co,
+        tmp_path,
+        (FileMovedEvent, ".a.md.swp", "a.md"),
+        (FileMovedEvent, "b.md", "b.txt"),
+        (FileMovedEvent, "c.md", ".trash/c.md"),
+    )
+    assert batch == Batch(upserts=frozenset({"a.md"}), deletes=frozenset({"b.md", "c.md"}))
+
+
+def test_folder_events_list_the_folder_at_flush_time(co: Coalescer, tmp_path: Path) -> None:
+    batch = feed(
+        co,
+        tmp_path,
+        (DirMovedEvent, "old", "new"),
+        (DirCreatedEvent, "made"),
+        (DirCreatedEvent, "made/inner"),  # covered by listing "made"
+        (DirDeletedEvent, "gone"),
+        (DirMovedEvent, "kept", ".trash/kept"),  # the hidden end is dropped
+        (DirModifiedEvent, "other"),  # says nothing about notes
+    )
+    assert batch == Batch(folders=frozenset({"old", "new", "made", "gone", "kept"}))
+
+
+def test_dot_folders_non_notes_reads_and_outside_paths_are_ignored(co: Coalescer, tmp_path: Path) -> None:
+    batch = feed(
+        co,
+        tmp_path,
+        (FileModifiedEvent, ".obsidian/workspace.md"),
+        (FileCreatedEvent, ".trash/x.md"),
+        (FileCreatedEvent, "image.png"),
+        (FileOpenedEvent, "a.md"),
+        (FileClosedNoWriteEvent, "a.md"),
+        (DirCreatedEvent, ".git/objects"),
+        (FileModifiedEvent, "../elsewhere.md"),
+    )
+    assert not batch
+    assert feed(co, tmp_path, (FileCreatedEvent, "Upper.MD")) == Batch(upserts=frozenset({"Upper.MD"}))
+
+
+@pytest.mark.parametrize("rules", [".vaultlensignore", ".obsidian/app.json"])
+def test_a_change_to_the_ignore_rules_asks_for_a_full_reconcile(
+    co: Coalescer, tmp_path: Path, rules: str
+) -> None:
+    batch = feed(co, tmp_path, (FileModifiedEvent, rules), (FileModifiedEvent, "a.md"))
+    assert batch.full and "a.md" in batch.upserts
+    co.request_full("overflow")
+    assert co.drain().full == "overflow"
+    assert not co.drain()  # drained means empty
+
+
+def test_wait_flushes_only_after_the_quiet_period(co: Coalescer, tmp_path: Path) -> None:
+    stop = threading.Event()
+    assert co.wait(0.05, stop, timeout=0.05) is None  # nothing pending
+    co.add(FileModifiedEvent(str(tmp_path / "a.md")))
+    started = time.monotonic()
+    batch = co.wait(0.15, stop, timeout=5)
+    assert batch == Batch(upserts=frozenset({"a.md"}))
+    assert time.monotonic() - started >= 0.14
+    co.add(FileModifiedEvent(str(tmp_path / "a.md")))
+    stop.set()
+    assert co.wait(10, stop) is None  # stop wins over a pending batch; it is not lost
+    assert co.drain() == Batch(upserts=frozenset({"a.md"}))
+
+
+# ---- the real observer on real files -------------------------------------------------------------------
+
+
+def note(title: str, body: str) -> str:
+    return f"# {title}\n\n{body}\n"
+
+
+class Running:
+    """`watch` in a thread of this process, with a recording provider; reports arrive on a queue."""
+
+    def __init__(self, vault: Path, rec: RecordingProvider, debounce_ms: int = DEBOUNCE_MS) -> None:
+        self.app = App.open(vault, {"watch.debounce_ms": str(debounce_ms)})
+        self.app._provider = rec
+        self.rec = rec
+        self.reports: queue.Queue[FlushReport | BaseException] = queue.Queue()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            watch(self.app, self.reports.put, self.stop)
+        except BaseException as exc:
+            self.reports.put(exc)
+
+    def next(self, timeout: float = 15) -> FlushReport:
+        item = self.reports.get(timeout=timeout)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def quiet(self, seconds: float = DEBOUNCE_MS / 1000 * 3) -> None:
+        """No further flush happens for a while (the previous one took every event)."""
+        with pytest.raises(queue.Empty):
+            self.reports.get(timeout=seconds)
+
+    @property
+    def store_dir(self) -> Path:
+        return self.app.index_dir
+
+    def __enter__(self) -> Running:
+        self.thread.start()
+        self.startup = self.next(timeout=60)
+        assert self.startup.kind == "startup"
+        self.rec.reset()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=15)
+        assert not self.thread.is_alive()
+        self.app.close()
+
+
+def indexed(store_dir: Path) -> dict[str, int]:
+    """Indexed notes -> their chunk count (skipped files and folders have records too)."""
+    rows = db_rows(store_dir, "SELECT path, n_chunks FROM files WHERE status = 'indexed'")
+    return {str(r[0]): int(str(r[1])) for r in rows}
+
+
+def generation(store_dir: Path) -> int:
+    return int(str(db_rows(store_dir, "SELECT value FROM meta WHERE key = 'generation'")[0][0]))
+
+
+@pytest.fixture
+def rec(use_provider) -> RecordingProvider:
+    return RecordingProvider(use_provider)
+
+
+@pytest.fixture
+def vault(tmp_path: Path, rec: RecordingProvider) -> Path:
+    """A small vault, indexed once."""
+    root = write_vault(
+        tmp_path / "vault",
+        {
+            "Garden.md": note("Garden", "Tomatoes need sun, water and a stake against the wind."),
+            "Bread.md": note("Bread", "Rye sourdough rises slowly in a cool kitchen overnight."),
+            **{
+                f"Projects/Note {i:02d}.md": note(f"Note {i:02d}", f"Project step {i}: review the plan.")
+                for i in range(20)
+            },
+        },
+    )
+    app = App.open(root)
+    app._provider = rec
+    try:
+        services.index(app)
+    finally:
+        app.close()
+    return root
+
+
+def test_five_modifies_of_one_note_give_one_embedding_batch(vault: Path, rec: RecordingProvider) -> None:
+    with Running(vault, rec) as w:
+        for i in range(5):
+            (vault / "Garden.md").write_text(note("Garden", f"Tomatoes, version {i}."), encoding="utf-8")
+            time.sleep(0.02)
+        report = w.next()
+        w.quiet()
+        assert report.kind == "changes" and report.stats is not None
+        assert (report.stats.files_changed, report.stats.chunks_embedded) == (1, 1)
+        assert len(rec.calls) == 1 and "version 4" in rec.calls[0][0]  # the last saved text only
+        texts = db_rows(w.store_dir, "SELECT text FROM chunks WHERE path = 'Garden.md'")
+        assert [t[0] for t in texts] == [note("Garden", "Tomatoes, version 4.").strip()]
+
+
+def test_modify_then_delete_embeds_nothing_and_the_note_is_gone(vault: Path, rec: RecordingProvider) -> None:
+    with Running(vault, rec) as w:
+        (vault / "Bread.md").write_text(note("Bread", "A changed loaf."), encoding="utf-8")
+        (vault / "Bread.md").unlink()
+        report = w.next()
+        assert report.stats is not None and report.stats.files_deleted == 1
+        assert rec.calls == []
+        assert "Bread.md" not in indexed(w.store_dir)
+
+
+def test_create_then_rename_upserts_only_the_new_path(vault: Path, rec: RecordingProvider) -> None:
+    with Running(vault, rec) as w:
+        (vault / "Draft.md").write_text(note("Plums", "Plum jam needs less sugar than you think."))
+        (vault / "Draft.md").rename(vault / "Plum jam.md")
+        report = w.next()
+        w.quiet()
+        assert report.stats is not None
+        assert (report.stats.files_changed, report.stats.files_deleted) == (1, 0)
+        assert len(rec.calls) == 1 and len(rec.texts) == 1
+        paths = indexed(w.store_dir)
+        assert "Plum jam.md" in paths and "Draft.md" not in paths
+
+
+def test_moving_a_folder_of_20_notes_moves_every_note_without_embedding(
+    vault: Path, rec: RecordingProvider
+) -> None:
+    with Running(vault, rec) as w:
+        before = generation(w.store_dir)
+        (vault / "Projects").rename(vault / "Archive")
+        report = w.next()
+        w.quiet()
+        assert report.stats is not None
+        assert (report.stats.files_changed, report.stats.files_deleted) == (20, 20)
+        assert rec.calls == []  # the chunk texts did not change: every vector is reused
+        assert generation(w.store_dir) == before + 1  # one committed batch: no reader saw notes missing
+        paths = indexed(w.store_dir)
+        assert sorted(p for p in paths if p.startswith("Archive/")) == [
+            f"Archive/Note {i:02d}.md" for i in range(20)
+        ]
+        assert not any(p.startswith("Projects/") for p in paths)
+
+
+def test_an_edit_made_while_not_watching_is_picked_up_at_start(vault: Path, rec: RecordingProvider) -> None:
+    (vault / "Garden.md").write_text(note("Garden", "Edited while vaultlens was off."), encoding="utf-8")
+    (vault / "Bread.md").unlink()
+    with Running(vault, rec) as w:
+        stats = w.startup.stats
+        assert stats is not None
+        assert (stats.files_changed, stats.files_deleted, stats.chunks_embedded) == (1, 1, 1)
+        texts = db_rows(w.store_dir, "SELECT text FROM chunks WHERE path = 'Garden.md'")
+        assert "Edited while vaultlens was off." in str(texts[0][0])
+
+
+def test_a_note_created_inside_a_new_folder_is_found(vault: Path, rec: RecordingProvider) -> None:
+    with Running(vault, rec) as w:
+        folder = vault / "Trips" / "2024"
+        folder.mkdir(parents=True)  # the note lands before the observer watches the new folder
+        (folder / "Lisbon.md").write_text(note("Lisbon", "Trams, tiles and custard tarts."))
+        report = w.next()
+        assert report.stats is not None and report.stats.files_changed == 1
+        assert "Trips/2024/Lisbon.md" in indexed(w.store_dir)
+
+
+def test_hidden_and_ignored_paths_stay_out_and_a_note_moved_to_the_trash_is_removed(
+    vault: Path, rec: RecordingProvider
+) -> None:
+    (vault / ".trash").mkdir()
+    with Running(vault, rec) as w:
+        (vault / "Garden.md").rename(vault / ".trash" / "Garden.md")
+        (vault / ".obsidian").mkdir()
+        (vault / ".obsidian" / "Config.md").write_text("# not a note\n")
+        report = w.next()
+        assert report.stats is not None and report.stats.files_deleted == 1
+        paths = indexed(w.store_dir)
+        assert "Garden.md" not in paths and not any(p.startswith(".") for p in paths)
+        (vault / ".vaultlensignore").write_text("Projects/\n")  # new rules: a full reconcile applies them
+        report = w.next()
+        assert report.kind == "reconcile"
+        paths = indexed(w.store_dir)
+        assert not any(p.startswith("Projects/Note") for p in paths)
+        assert rec.calls == []
+
+
+def test_lost_events_fall_back_to_a_full_reconcile(vault: Path, rec: RecordingProvider) -> None:
+    with Running(vault, rec) as w:
+        # what watchdog logs (and otherwise swallows) when the kernel queue overflows
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
+        report = w.next()
+        assert report.kind == "reconcile" and "overflowed" in report.reason
+
+
+def test_a_failed_flush_is_retried_as_a_full_reconcile(
+    vault: Path, rec: RecordingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watcher, "MAX_RETRY_S", 0.05)
+    real_sync = Indexer.sync
+    failures = iter([StoreError("database is locked")])
+
+    def flaky_sync(self: Indexer, *args: object) -> object:
+        for exc in failures:
+            raise exc
+        return real_sync(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Indexer, "sync", flaky_sync)
+    with Running(vault, rec) as w:
+        (vault / "Garden.md").write_text(note("Garden", "Saved while the store was busy."), encoding="utf-8")
+        assert w.next().kind == "error"
+        report = w.next()
+        assert report.kind == "reconcile" and report.stats is not None
+        assert report.stats.files_changed == 1  # the change lost with the failed flush is found again
+        texts = db_rows(w.store_dir, "SELECT text FROM chunks WHERE path = 'Garden.md'")
+        assert "store was busy" in str(texts[0][0])
+
+
+def test_a_second_watcher_or_indexer_in_another_process_is_refused(
+    vault: Path, rec: RecordingProvider, isolated_env: Path
+) -> None:
+    with Running(vault, rec):
+        for command in ("watch", "index"):
+            proc = subprocess.run(
+                [str(VAULTLENS_BIN), command, "--vault", str(vault)],
+                env=cli_env(isolated_env),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert proc.returncode == 6, proc.stderr
+            assert f"PID {os.getpid()}" in proc.stderr
+
+
+def test_watch_refuses_a_cleared_index_until_it_is_indexed_again(vault: Path, rec: RecordingProvider) -> None:
+    app = App.open(vault)
+    app._provider = rec
+    try:
+        services.clear(app)
+        with pytest.raises(StoreError, match="was cleared") as caught:
+            watch(app, lambda r: None, threading.Event())
+        assert caught.value.hint and "vaultlens index" in caught.value.hint
+        assert indexed(app.index_dir) == {}  # nothing was rebuilt behind the user's back
+        services.index(app)
+    finally:
+        app.close()
+    with Running(vault, rec) as w:
+        assert "Garden.md" in indexed(w.store_dir)
+
+
+def test_ctrl_c_stops_watch_cleanly(vault: Path, isolated_env: Path, tmp_path: Path) -> None:
+    log = tmp_path / "watch.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(VAULTLENS_BIN), "watch", "--vault", str(vault)],
+            env=cli_env(isolated_env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for_text(log, "Watching", proc)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text(encoding="utf-8")
+    assert "Stopped watching" in text and "Traceback" not in text
+    app = App.open(vault)
+    try:
+        services.index(app)  # the lock was released
+    finally:
+        app.close()
+
+
+def wait_for_text(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in log.read_text(encoding="utf-8", errors="replace"):
+            return
+        assert proc.poll() is None, log.read_text(encoding="utf-8", errors="replace")
+        time.sleep(0.02)
+    raise AssertionError(f"{text!r} not printed within {timeout}s")
+
+
+# ---- SIGKILL at random points while notes are edited ----------------------------------------------------
+
+SEED = 20240917
+KILLS = 6
+WORDS = ["cache", "river", "bread", "ticket", "garden", "budget", "хлеб", "река", "поезд", "сад"]
+
+
+class Editor:
+    """Seeded random edits of a vault, mirrored in ``expected`` (path -> bytes) to check nothing else changed."""
+
+    def __init__(self, root: Path, rng: random.Random) -> None:
+        self.root = root
+        self.rng = rng
+        self.expected = {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
+        }
+        self.counter = 0
+
+    def _text(self) -> bytes:
+        self.counter += 1
+        words = " ".join(self.rng.choice(WORDS) for _ in range(12))
+        return f"# Edit {self.counter}\n\n{words} ({self.counter}).\n".encode()
+
+    def _write(self, rel: str, data: bytes) -> None:
+        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (self.root / rel).write_bytes(data)
+        self.expected[rel] = data
+
+    def step(self) -> None:
+        notes = sorted(self.expected)
+        op = self.rng.choice(["modify", "modify", "create", "delete", "rename", "folder"])
+        rel = self.rng.choice(notes) if notes else None
+        if op == "modify" and rel:
+            self._write(rel, self.expected[rel] + self._text())
+        elif op == "delete" and rel and len(notes) > 5:
+            (self.root / rel).unlink()
+            del self.expected[rel]
+        elif op == "rename" and rel:
+            new = f"{rel.rpartition('/')[0] or 'top'}/renamed {self.counter}.md"
+            self.counter += 1
+            (self.root / new).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / rel).rename(self.root / new)
+            self.expected[new] = self.expected.pop(rel)
+        elif op == "folder":
+            folders = sorted({p.rpartition("/")[0] for p in notes if "/" in p})
+            if folders:
+                old = self.rng.choice(folders)
+                new = f"moved {self.counter}"
+                self.counter += 1
+                (self.root / old).rename(self.root / new)
+                for p in [p for p in self.expected if p.startswith(old + "/")]:
+                    self.expected[new + p[len(old) :]] = self.expected.pop(p)
+        else:
+            self._write(f"area {self.rng.randrange(3)}/new {self.counter}.md", self._text())
+
+    def check_untouched(self) -> None:
+        files = {k: v for k, v in snapshot(self.root).items() if v != "dir"}
+        assert files == {k: hashlib.sha256(v).hexdigest() for k, v in self.expected.items()}
+
+
+def clean_index_keys(vault: Path, where: Path, provider) -> set[tuple[str, str]]:
+    shutil.rmtree(where, ignore_errors=True)
+    run_index(vault, where, provider)
+    return chunk_keys(where)
+
+
+@pytest.mark.slow
+def test_watch_killed_at_random_points_leaves_a_healthy_index_that_converges(
+    tmp_path: Path, isolated_env: Path, use_provider
+) -> None:
+    rng = random.Random(SEED)
+    vault = write_vault(
+        tmp_path / "vault",
+        {
+            f"area {i % 3}/Note {i:02d}.md": note(f"Note {i:02d}", f"{WORDS[i % 10]} number {i}.")
+            for i in range(24)
+        },
+    )
+    editor = Editor(vault, rng)
+    store_dir = App.open(vault).index_dir
+    run_index(vault, store_dir, use_provider)
+    followed = 0
+    for round_ in range(KILLS):
+        log = tmp_path / f"watch-{round_}.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [str(VAULTLENS_BIN), "watch", "--vault", str(vault), "--set", "watch.debounce_ms=100"],
+                env=cli_env(isolated_env),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            if round_ % 3 == 0:  # kill during startup: imports, model load, reconcile of earlier edits
+                for _ in range(rng.randrange(1, 6)):
+                    editor.step()
+                time.sleep(rng.uniform(0.5, 2.5))
+            else:  # kill while following edits, often inside a flush
+                wait_for_text(log, "Watching", proc)
+                deadline = time.monotonic() + rng.uniform(0.2, 1.5)
+                while time.monotonic() < deadline:
+                    editor.step()
+                    time.sleep(rng.choice([0.01, 0.05, 0.12, 0.15]))
+            alive = proc.poll() is None
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert alive, log.read_text(encoding="utf-8", errors="replace")
+        after_start = log.read_text(encoding="utf-8", errors="replace").partition("Watching")[2]
+        followed += "updated" in after_start
+
+        store = SQLiteStore(store_dir)
+        try:
+            assert store.problems() == []
+        finally:
+            store.close()
+        editor.check_untouched()  # vaultlens wrote nothing into the vault
+        run_index(vault, store_dir, use_provider)  # what `vaultlens index` does next
+        assert chunk_keys(store_dir) == clean_index_keys(vault, tmp_path / f"clean-{round_}", use_provider)
+    assert followed >= 2  # some kills did land while the watcher was following edits
