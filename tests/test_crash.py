@@ -179,11 +179,11 @@ def store_problems(store_dir: Path) -> list[str]:
 
 
 def _kill_points() -> list:
-    """Three different commits to kill after (seeded), the first right away and the others a
+    """Five different commits to kill after (seeded), the first right away and the others a
     moment into the next batch. Points are counted in committed batches, not seconds, so they stay
     mid-run on a fast machine and a slow one alike."""
     rng = random.Random(SEED)
-    first, *later = sorted(rng.sample(range(1, N_NOTES // BATCH - 1), 3))
+    first, *later = sorted(rng.sample(range(1, N_NOTES // BATCH - 1), 5))
     points = [pytest.param(first * BATCH, 0.0, id=f"right-after-commit-{first}")]
     for k in later:
         delay = round(rng.uniform(0.01, 0.05), 3)

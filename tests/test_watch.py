@@ -446,7 +446,7 @@ def wait_for_text(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: 
 # ---- SIGKILL at random points while notes are edited ----------------------------------------------------
 
 SEED = 20240917
-KILLS = 6
+KILLS = 12
 WORDS = ["cache", "river", "bread", "ticket", "garden", "budget", "хлеб", "река", "поезд", "сад"]
 
 
