@@ -555,13 +555,13 @@ class SQLiteStore:
             for r, p in self._rows_in("SELECT rowid, path FROM chunks WHERE rowid IN ({marks})", rowids)
         }
 
-    def note_terms(self, paths: Iterable[str]) -> dict[str, list[str]]:
-        """The stored full-text terms of every chunk of each note, for note-level BM25."""
+    def note_terms(self, paths: Iterable[str]) -> dict[str, str]:
+        """The stored full-text terms of all chunks of each note, space-joined, for note-level BM25."""
         out: dict[str, list[str]] = defaultdict(list)
         sql = "SELECT c.path, f.terms FROM chunks c JOIN chunks_fts f ON f.rowid = c.rowid WHERE c.path IN ({marks})"
         for path, terms in self._rows_in(sql, paths):
-            out[str(path)].extend(str(terms).split())
-        return dict(out)
+            out[str(path)].append(str(terms))
+        return {path: " ".join(parts) for path, parts in out.items()}
 
     def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
         """Chunks containing each term, counted up to just over half of all chunks.

@@ -154,7 +154,7 @@ def lexical_confidence(idf: dict[str, float], top_bm25: float) -> float:
 
 
 def note_bm25(
-    idf: dict[str, float], note_terms: dict[str, list[str]], k1: float = 1.2, b: float = 0.75
+    idf: dict[str, float], note_terms: dict[str, str], k1: float = 1.2, b: float = 0.75
 ) -> dict[str, float]:
     """BM25 of each whole note (its chunks' terms together), FTS5's k1 and b.
 
@@ -163,16 +163,15 @@ def note_bm25(
     note length is not stored. Measured on SciFact (~1,500-char abstracts split into two
     chunks): nDCG@10 0.686 -> 0.689, and vault MRR up as well.
     """
-    lengths = {path: len(ts) for path, ts in note_terms.items()}
+    # terms are space-joined strings: counting " term " in C is ~50x faster than a Python loop
+    padded = {path: f" {ts} " for path, ts in note_terms.items()}
+    lengths = {path: ts.count(" ") - 1 for path, ts in padded.items()}
     avg = sum(lengths.values()) / len(lengths) if lengths else 0.0
     scores: dict[str, float] = {}
-    for path, ts in note_terms.items():
+    for path, ts in padded.items():
         norm = k1 * (1.0 - b + b * lengths[path] / avg) if avg > 0 else k1
-        tf: dict[str, int] = defaultdict(int)
-        for t in ts:
-            if t in idf:
-                tf[t] += 1
-        scores[path] = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in tf.items())
+        tf = {t: ts.count(f" {t} ") for t in idf}
+        scores[path] = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in tf.items() if f)
     return scores
 
 
