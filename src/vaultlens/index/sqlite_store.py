@@ -18,7 +18,6 @@ import os
 import sqlite3
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from vaultlens.errors import SpaceMismatch, StoreError
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.vault.model import Link
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "index.sqlite"
 
 _SCHEMA = """
@@ -64,6 +63,13 @@ MIGRATIONS: dict[int, str] = {
     1: """CREATE TABLE IF NOT EXISTS dismissed_pairs (
         a TEXT NOT NULL, b TEXT NOT NULL, hash_a TEXT, hash_b TEXT, dismissed_at REAL NOT NULL,
         PRIMARY KEY (a, b));""",
+    # note-level full text (rowid = files.rowid): BM25 of a whole note in one FTS5 query
+    2: """CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(terms, tokenize='unicode61 remove_diacritics 2');
+        INSERT INTO notes_fts(rowid, terms)
+            SELECT f.rowid, group_concat(x.terms, ' ') FROM files f JOIN (
+                SELECT c.path AS path, t.terms AS terms FROM chunks c JOIN chunks_fts t ON t.rowid = c.rowid
+                ORDER BY c.path, c.ordinal) x ON x.path = f.path
+            GROUP BY f.rowid;""",
 }
 
 
@@ -368,6 +374,11 @@ class SQLiteStore:
                         ),
                     )
                     db.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, lexical))
+                if u.chunks:
+                    db.execute(
+                        "INSERT INTO notes_fts(rowid, terms) SELECT rowid, ? FROM files WHERE path = ?",
+                        (" ".join(lexical for _, _, lexical in u.chunks), u.record.path),
+                    )
                 db.executemany(
                     "INSERT INTO links(src, kind, target, heading, block, display, line) VALUES (?,?,?,?,?,?,?)",
                     [
@@ -381,9 +392,14 @@ class SQLiteStore:
                 self._bump_generation()
 
     def _put_record(self, r: FileRecord) -> None:
+        # an upsert keeps the row's rowid, which notes_fts uses as its key
         self._conn.execute(
-            "INSERT OR REPLACE INTO files(path, kind, size, mtime_ns, file_hash, status, reason, title, aliases,"
-            " tags, n_chunks, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO files(path, kind, size, mtime_ns, file_hash, status, reason, title, aliases,"
+            " tags, n_chunks, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, size = excluded.size,"
+            " mtime_ns = excluded.mtime_ns, file_hash = excluded.file_hash, status = excluded.status,"
+            " reason = excluded.reason, title = excluded.title, aliases = excluded.aliases, tags = excluded.tags,"
+            " n_chunks = excluded.n_chunks, updated_at = excluded.updated_at",
             (
                 r.path,
                 r.kind,
@@ -405,6 +421,7 @@ class SQLiteStore:
         db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)", (path,))
         db.execute("DELETE FROM chunks WHERE path = ?", (path,))
         db.execute("DELETE FROM links WHERE src = ?", (path,))
+        db.execute("DELETE FROM notes_fts WHERE rowid IN (SELECT rowid FROM files WHERE path = ?)", (path,))
         db.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def drop_orphan_vectors(self) -> int:
@@ -415,7 +432,7 @@ class SQLiteStore:
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the file, so a cleared index stays cleared."""
         with self.transaction() as db:
-            for table in ("chunks_fts", "chunks", "vectors", "links", "files"):
+            for table in ("chunks_fts", "notes_fts", "chunks", "vectors", "links", "files"):
                 db.execute(f"DELETE FROM {table}")
             db.execute("DELETE FROM meta WHERE key = 'space'")
             self._set_meta("cleared_at", str(time.time()))
@@ -555,13 +572,19 @@ class SQLiteStore:
             for r, p in self._rows_in("SELECT rowid, path FROM chunks WHERE rowid IN ({marks})", rowids)
         }
 
-    def note_terms(self, paths: Iterable[str]) -> dict[str, str]:
-        """The stored full-text terms of all chunks of each note, space-joined, for note-level BM25."""
-        out: dict[str, list[str]] = defaultdict(list)
-        sql = "SELECT c.path, f.terms FROM chunks c JOIN chunks_fts f ON f.rowid = c.rowid WHERE c.path IN ({marks})"
-        for path, terms in self._rows_in(sql, paths):
-            out[str(path)].append(str(terms))
-        return {path: " ".join(parts) for path, parts in out.items()}
+    def note_lexical(self, match: str, limit: int) -> dict[str, float]:
+        """BM25 of whole notes (all their chunks' terms), higher is better, for an FTS5 MATCH."""
+        if not match:
+            return {}
+        try:
+            rows = self.db.execute(
+                "SELECT f.path, -bm25(notes_fts) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
+                " WHERE notes_fts MATCH ? ORDER BY bm25(notes_fts) LIMIT ?",
+                (match, limit),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"Full-text query failed: {exc}") from None
+        return {str(p): float(score) for p, score in rows}
 
     def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
         """Chunks containing each term, counted up to just over half of all chunks.
@@ -665,6 +688,10 @@ class SQLiteStore:
             " (SELECT rowid FROM chunks_fts)",
             "full-text rows without a chunk": "SELECT COUNT(*) FROM chunks_fts WHERE rowid NOT IN"
             " (SELECT rowid FROM chunks)",
+            "notes with chunks but no note-level full text": "SELECT COUNT(*) FROM files WHERE n_chunks > 0"
+            " AND status = 'indexed' AND rowid NOT IN (SELECT rowid FROM notes_fts)",
+            "note-level full-text rows without a note": "SELECT COUNT(*) FROM notes_fts WHERE rowid NOT IN"
+            " (SELECT rowid FROM files WHERE n_chunks > 0)",
             "chunks of notes not marked indexed": "SELECT COUNT(*) FROM chunks WHERE path NOT IN"
             " (SELECT path FROM files WHERE status = 'indexed')",
             "notes whose chunk count disagrees": "SELECT COUNT(*) FROM files f WHERE status = 'indexed' AND"

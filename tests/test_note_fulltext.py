@@ -1,0 +1,84 @@
+"""The note-level full-text table: kept in step with the notes through edits, touches, moves,
+deletes and clear, and built from the chunk-level table when an older index is migrated."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
+from vaultlens.services.search import match_expression, query_idf
+from vl_support import run_index, write_vault
+
+
+def note_hits(store_dir: Path, query: str) -> dict[str, float]:
+    store = SQLiteStore(store_dir)
+    try:
+        n = store.counts()["chunks"]
+        return store.note_lexical(match_expression(query_idf(store, query, n)), 50)
+    finally:
+        store.close()
+
+
+def problems(store_dir: Path) -> list[str]:
+    store = SQLiteStore(store_dir)
+    try:
+        return store.problems()
+    finally:
+        store.close()
+
+
+def test_note_lexical_follows_edits_touches_moves_and_deletes(tmp_path: Path, use_provider) -> None:
+    vault = write_vault(
+        tmp_path / "vault",
+        {
+            "a.md": "# Sourdough\n\nFeed the starter with rye flour every morning.\n",
+            "b.md": "# Trains\n\nThe night train to Kyoto leaves at nine.\n",
+        },
+    )
+    store_dir = tmp_path / "index"
+    run_index(vault, store_dir, use_provider)
+    assert set(note_hits(store_dir, "rye starter")) == {"a.md"}
+
+    os.utime(vault / "a.md", ns=(1, 1))  # a touch: same bytes, new stamp (the row is updated in place)
+    (vault / "b.md").write_text("# Trains\n\nThe night train carries rye bread.\n", encoding="utf-8")
+    run_index(vault, store_dir, use_provider)
+    assert set(note_hits(store_dir, "rye")) == {"a.md", "b.md"}
+    assert problems(store_dir) == []
+
+    (vault / "a.md").rename(vault / "moved.md")
+    (vault / "b.md").unlink()
+    run_index(vault, store_dir, use_provider)
+    assert set(note_hits(store_dir, "rye starter")) == {"moved.md"}
+    assert problems(store_dir) == []
+
+    store = SQLiteStore(store_dir)
+    store.clear()
+    store.close()
+    assert note_hits(store_dir, "rye") == {}
+    assert problems(store_dir) == []
+
+
+def test_migration_builds_note_full_text_from_chunks(tmp_path: Path, use_provider) -> None:
+    vault = write_vault(tmp_path / "vault", {"n.md": "# Kettle\n\nDescale the kettle with citric acid.\n"})
+    store_dir = tmp_path / "index"
+    run_index(vault, store_dir, use_provider)
+    con = sqlite3.connect(store_dir / DB_NAME)  # turn the index back into a schema-2 one
+    con.execute("DROP TABLE notes_fts")
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    assert set(note_hits(store_dir, "citric kettle")) == {"n.md"}
+    assert problems(store_dir) == []
+
+
+def test_doctor_reports_a_missing_note_full_text_row(tmp_path: Path, use_provider) -> None:
+    vault = write_vault(tmp_path / "vault", {"n.md": "# Kettle\n\nDescale the kettle with citric acid.\n"})
+    store_dir = tmp_path / "index"
+    run_index(vault, store_dir, use_provider)
+    con = sqlite3.connect(store_dir / DB_NAME)
+    con.execute("DELETE FROM notes_fts")
+    con.commit()
+    con.close()
+    assert any("note-level full text" in p for p in problems(store_dir))
