@@ -7,6 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from test_store import problems
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
 from vaultlens.services.search import match_expression, query_idf
 from vl_support import run_index, write_vault
@@ -17,14 +18,6 @@ def note_hits(store_dir: Path, query: str) -> dict[str, float]:
     try:
         n = store.counts()["chunks"]
         return store.note_lexical(match_expression(query_idf(store, query, n)), 50)
-    finally:
-        store.close()
-
-
-def problems(store_dir: Path) -> list[str]:
-    store = SQLiteStore(store_dir)
-    try:
-        return store.problems()
     finally:
         store.close()
 

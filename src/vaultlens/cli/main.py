@@ -40,6 +40,13 @@ cli.command()(watch)
 cli.add_typer(duplicates_cli, name="duplicates")
 
 
+def _show_stats(stats: RunStats, json_: bool) -> None:
+    if json_:
+        render.print_json(stats.__dict__)
+    else:
+        _print_stats(stats)
+
+
 def _print_stats(stats: RunStats) -> None:
     render.out.print(
         f"Scanned {stats.files_scanned} notes: {stats.files_changed} changed, {stats.files_deleted} removed; "
@@ -59,10 +66,7 @@ def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -
     app = open_app(vault, set_)
     with render.RichProgress() as progress:
         stats = services.index(app, progress)
-    if json_:
-        render.print_json(stats.__dict__)
-    else:
-        _print_stats(stats)
+    _show_stats(stats, json_)
 
 
 @cli.command()
@@ -87,10 +91,7 @@ def rebuild(
     if not background:
         with render.RichProgress() as progress:
             stats = services.rebuild(app, progress)
-        if json_:
-            render.print_json(stats.__dict__)
-        else:
-            _print_stats(stats)
+        _show_stats(stats, json_)
         return
     if not json_:
         render.out.print(f"Building the new index next to {app.index_dir}; searches keep using it meanwhile.")
