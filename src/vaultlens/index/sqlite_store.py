@@ -534,19 +534,22 @@ class SQLiteStore:
             if keep is None or (gen.isdigit() and int(gen) < keep):
                 p.unlink(missing_ok=True)
 
-    def lexical(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """(chunk rowid, BM25 score, higher is better) for an FTS5 MATCH expression."""
+    def _bm25(self, sql: str, match: str, limit: int) -> list[Any]:
+        """Rows of a ``MATCH ? ... LIMIT ?`` query; FTS5 syntax errors become a StoreError."""
         if not match:
             return []
         try:
-            rows = self.db.execute(
-                "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
-                " ORDER BY bm25(chunks_fts) LIMIT ?",
-                (match, limit),
-            ).fetchall()
+            return self.db.execute(sql, (match, limit)).fetchall()
         except sqlite3.OperationalError as exc:
             raise StoreError(f"Full-text query failed: {exc}") from None
-        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def lexical(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """(chunk rowid, BM25 score, higher is better) for an FTS5 MATCH expression."""
+        sql = (
+            "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
+            " ORDER BY bm25(chunks_fts) LIMIT ?"
+        )
+        return [(int(r), float(score)) for r, score in self._bm25(sql, match, limit)]
 
     def chunks(self, rowids: Iterable[int]) -> dict[int, ChunkRow]:
         sql = (
@@ -574,17 +577,11 @@ class SQLiteStore:
 
     def note_lexical(self, match: str, limit: int) -> dict[str, float]:
         """BM25 of whole notes (all their chunks' terms), higher is better, for an FTS5 MATCH."""
-        if not match:
-            return {}
-        try:
-            rows = self.db.execute(
-                "SELECT f.path, -bm25(notes_fts) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
-                " WHERE notes_fts MATCH ? ORDER BY bm25(notes_fts) LIMIT ?",
-                (match, limit),
-            ).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"Full-text query failed: {exc}") from None
-        return {str(p): float(score) for p, score in rows}
+        sql = (
+            "SELECT f.path, -bm25(notes_fts) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
+            " WHERE notes_fts MATCH ? ORDER BY bm25(notes_fts) LIMIT ?"
+        )
+        return {str(p): float(score) for p, score in self._bm25(sql, match, limit)}
 
     def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
         """Chunks containing each term, counted up to just over half of all chunks.
