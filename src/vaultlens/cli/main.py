@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app, parse_overrides
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, confirm_remote, open_app, parse_overrides
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.config import paths
 from vaultlens.config.settings import as_rows
@@ -61,9 +61,10 @@ def _print_stats(stats: RunStats) -> None:
 
 
 @cli.command()
-def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
+def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False, yes: YesOpt = False) -> None:
     """Index the vault, or bring the index up to date (only changed chunks are embedded)."""
     app = open_app(vault, set_)
+    confirm_remote(app, yes)
     with render.RichProgress() as progress:
         stats = services.index(app, progress)
     _show_stats(stats, json_)
@@ -74,6 +75,7 @@ def rebuild(
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
+    yes: YesOpt = False,
     background: Annotated[
         bool,
         typer.Option(
@@ -88,6 +90,7 @@ def rebuild(
 ) -> None:
     """Build the index again from scratch with the current settings (e.g. after changing the model)."""
     app = open_app(vault, set_)
+    confirm_remote(app, yes)
     if not background:
         with render.RichProgress() as progress:
             stats = services.rebuild(app, progress)

@@ -10,7 +10,7 @@ import time
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.options import SetOpt, VaultOpt, open_app
+from vaultlens.cli.options import SetOpt, VaultOpt, YesOpt, confirm_remote, open_app
 from vaultlens.index.indexer import RunStats
 from vaultlens.index.watcher import FlushReport
 from vaultlens.services.watch import watch as watch_service
@@ -44,9 +44,10 @@ def describe(report: FlushReport) -> str:
     return f"[dim]{clock}[/dim] {text}"
 
 
-def watch(vault: VaultOpt = None, set_: SetOpt = None) -> None:
+def watch(vault: VaultOpt = None, set_: SetOpt = None, yes: YesOpt = False) -> None:
     """Keep the index current while you write: reconcile now, then follow saves, renames and moves."""
     app = open_app(vault, set_)
+    confirm_remote(app, yes)
     stop = threading.Event()
     # SIGTERM stops like Ctrl-C: the current flush is committed or rolled back, the lock released
     signal.signal(signal.SIGTERM, signal.default_int_handler)

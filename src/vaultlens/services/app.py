@@ -89,6 +89,15 @@ class App:
             self._store = None
 
 
+def remote_destination(app: App) -> str | None:
+    """Where note text goes for embedding when that is off this machine; None when it stays local."""
+    provider = app.provider()
+    if not provider.remote:
+        return None
+    space = provider.space
+    return f"{space.provider} model {space.model} at {space.endpoint}"
+
+
 def index(app: App, progress: Progress | None = None) -> RunStats:
     """Bring the index up to date with the vault (the one writer; resumable)."""
     with app.writer_lock():
