@@ -144,3 +144,12 @@ def test_the_sample_vault_is_left_unchanged(indexed) -> None:
     services.status(app)
     services.doctor(app)
     assert snapshot(VAULT) == before
+
+
+def test_identifier_query_opens_the_section_that_holds_it(indexed) -> None:
+    app, _, _ = indexed
+    hit = services.find(app, "retry_serializable", limit=1)[0]
+    assert hit.path == "tech/databases/Транзакции и изоляция.md"
+    first = hit.sections[0]
+    lines = (VAULT / hit.path).read_text(encoding="utf-8").splitlines()[first.start_line - 1 : first.end_line]
+    assert any("retry_serializable" in line for line in lines)  # the lines shown, not just the note, hold it

@@ -82,9 +82,9 @@ def test_paraphrase_across_languages_finds_the_note(
 def test_exact_rare_identifier_ranks_its_note_first(store: SQLiteStore, use_provider) -> None:
     hits = search(store, use_provider, "kx_rollout_guard_7731")
     assert paths(hits)[0] == "Tech/Deploy runbook.md"
-    assert any(
-        "kx_rollout_guard_7731" in s.snippet or "KX_ROLLOUT_GUARD" in s.snippet for s in hits[0].sections
-    )
+    # inside the note, the section that holds the identifier is shown first
+    first = hits[0].sections[0].snippet
+    assert "kx_rollout_guard_7731" in first or "KX_ROLLOUT_GUARD" in first
 
 
 def test_results_are_grouped_per_note_with_bounded_sections(store: SQLiteStore, use_provider) -> None:
@@ -97,7 +97,6 @@ def test_results_are_grouped_per_note_with_bounded_sections(store: SQLiteStore, 
         assert 1 <= len(hit.sections) <= 2
         scores = [s.score for s in hit.sections]
         assert scores == sorted(scores, reverse=True)
-        assert hit.score == scores[0]
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     more = search(store, use_provider, "when should I water and prune tomato plants", limit=10, sections=6)
     assert len(more[0].sections) == 6

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +40,11 @@ class Fusion:
 
     max_lexical_weight: float = 0.8
     candidates: int = 200
+
+
+class ChunkScore(NamedTuple):
+    rank: float  # orders notes (a note ranks by its best chunk)
+    section: float  # orders the sections shown inside a note
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +96,13 @@ def search(
 
 def score_chunks(
     store: SQLiteStore, qvec: npt.NDArray[np.float32], query: str, fusion: Fusion
-) -> dict[int, float]:
-    """Fused score per candidate chunk rowid: its dense score plus its note's lexical score.
+) -> dict[int, ChunkScore]:
+    """Two fused scores per candidate chunk rowid, with the same dense part and lexical weight.
 
-    The best chunk of a note therefore carries the note's score (see :func:`group_notes`),
-    and sections within a note are ordered by dense similarity.
+    ``rank`` uses the lexical score of the chunk's whole note, so the best chunk of a note
+    carries the note's rank (see :func:`group_notes`); ``section`` uses the chunk's own BM25,
+    so inside a note the section that holds the query's words (an identifier in a code block)
+    comes first.
     """
     rowids, vecs = store.matrix()
     if rowids.size == 0:
@@ -115,15 +123,18 @@ def score_chunks(
     d = dense[[cand[r] for r in ids]].astype(np.float64)
     d_norm = (d - d.min()) / (d.max() - d.min()) if d.max() > d.min() else np.ones_like(d)
     if not lexical:
-        return dict(zip(ids, d_norm.tolist(), strict=True))
+        return {r: ChunkScore(v, v) for r, v in zip(ids, d_norm.tolist(), strict=True)}
     a = fusion.max_lexical_weight * lexical_confidence(idf, max(lexical.values()))
     note_of = store.chunk_paths(ids)
     by_note = store.note_lexical(match_expression(idf), NOTE_CANDIDATES)
     best = max(by_note.values(), default=0.0)
     lx = np.array([by_note.get(note_of.get(r, ""), 0.0) for r in ids], dtype=np.float64)
     l_norm = lx / best if best > 0 else np.zeros_like(lx)
-    fused = (1.0 - a) * d_norm + a * l_norm
-    return dict(zip(ids, fused.tolist(), strict=True))
+    top_chunk = max(lexical.values())
+    c_norm = np.array([lexical.get(r, 0.0) / top_chunk for r in ids], dtype=np.float64)
+    rank = (1.0 - a) * d_norm + a * l_norm
+    section = (1.0 - a) * d_norm + a * c_norm
+    return {r: ChunkScore(x, y) for r, x, y in zip(ids, rank.tolist(), section.tolist(), strict=True)}
 
 
 def query_idf(store: SQLiteStore, query: str, n_chunks: int) -> dict[str, float]:
@@ -156,14 +167,17 @@ def lexical_confidence(idf: dict[str, float], top_bm25: float) -> float:
 
 
 def group_notes(
-    store: SQLiteStore, chunk_scores: dict[int, float], limit: int, sections: int
+    store: SQLiteStore, chunk_scores: dict[int, ChunkScore], limit: int, sections: int
 ) -> list[NoteHit]:
     paths = store.chunk_paths(chunk_scores)
     per_note: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    best: dict[str, float] = {}
     for rowid, score in chunk_scores.items():
         if rowid in paths:
-            per_note[paths[rowid]].append((score, rowid))
-    ranked = sorted(per_note.items(), key=lambda kv: (-max(kv[1])[0], kv[0]))[:limit]
+            path = paths[rowid]
+            per_note[path].append((score.section, rowid))
+            best[path] = max(best.get(path, -1.0), score.rank)
+    ranked = sorted(per_note.items(), key=lambda kv: (-best[kv[0]], kv[0]))[:limit]
     for _, scored in ranked:
         scored.sort(key=lambda s: (-s[0], s[1]))
     rows = store.chunks(r for _, scored in ranked for _, r in scored[:sections])  # only what is shown
@@ -181,5 +195,5 @@ def group_notes(
             )
             for s, r in scored[:sections]
         ]
-        hits.append(NoteHit(path, titles.get(path) or path, round(scored[0][0], 4), secs))
+        hits.append(NoteHit(path, titles.get(path) or path, round(best[path], 4), secs))
     return hits
