@@ -621,19 +621,27 @@ class SQLiteStore:
         frontmatter = np.fromiter((bool(r[2]) for r in data), dtype=np.bool_, count=len(data))
         return rowids, [r[1] for r in data], frontmatter
 
-    def note_texts(self) -> Iterator[tuple[str, str]]:
-        """(path, chunk texts joined in order) per indexed note, for content comparisons."""
-        rows = self.db.execute("SELECT path, text FROM chunks ORDER BY path, ordinal")
+    def note_texts(self) -> Iterator[tuple[str, str, str]]:
+        """(path, all chunk texts joined in order, the same without the front matter chunk) per note."""
+        rows = self.db.execute(
+            "SELECT path, text, heading_path = '[\"front matter\"]' FROM chunks ORDER BY path, ordinal"
+        )
         current: str | None = None
-        parts: list[str] = []
-        for path, text in rows:
+        parts: list[tuple[str, bool]] = []
+
+        def joined() -> tuple[str, str, str]:
+            assert current is not None
+            body = "\n".join(t for t, fm in parts if not fm)
+            return current, "\n".join(t for t, _ in parts), body
+
+        for path, text, frontmatter in rows:
             if path != current:
                 if current is not None:
-                    yield current, "\n".join(parts)
+                    yield joined()
                 current, parts = path, []
-            parts.append(text)
+            parts.append((text, bool(frontmatter)))
         if current is not None:
-            yield current, "\n".join(parts)
+            yield joined()
 
     def file_hashes(self, paths: Iterable[str]) -> dict[str, str | None]:
         return dict(self._rows_in("SELECT path, file_hash FROM files WHERE path IN ({marks})", paths))

@@ -220,17 +220,15 @@ def _normalized(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).strip()
 
 
-def _exact_groups(store: SQLiteStore) -> tuple[list[ExactGroup], dict[str, int], dict[str, str]]:
+def _exact_groups(store: SQLiteStore) -> tuple[list[ExactGroup], dict[str, int]]:
     """Identical notes, then notes with the same body under different front matter; plus letter counts."""
     full: dict[str, list[str]] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
     letters: dict[str, int] = {}
-    body_text: dict[str, str] = {}
-    for path, text in store.note_texts():
+    for path, text, body_text in store.note_texts():
         norm = _normalized(text)
         full[hashlib.sha256(norm.encode()).hexdigest()].append(path)
-        stripped = _normalized(_strip_frontmatter(text))
-        body_text[path] = stripped
+        stripped = _normalized(body_text)
         letters[path] = len(_ALNUM.findall(stripped))
         if stripped:
             body[hashlib.sha256(stripped.encode()).hexdigest()].append(path)
@@ -240,15 +238,7 @@ def _exact_groups(store: SQLiteStore) -> tuple[list[ExactGroup], dict[str, int],
         if len(ps) > 1 and frozenset(ps) not in seen:
             groups.append(ExactGroup("same_body", sorted(ps)))
     groups.sort(key=lambda g: g.paths)
-    return groups, letters, body_text
-
-
-def _strip_frontmatter(text: str) -> str:
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            return text[text.find("\n", end + 1) + 1 :] if text.find("\n", end + 1) != -1 else ""
-    return text
+    return groups, letters
 
 
 PairBatch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
@@ -331,7 +321,7 @@ def duplicates(
     store: SQLiteStore, threshold: float = 0.95, limit: int = 100, min_chars: int = MIN_CHARS
 ) -> DuplicateReport:
     report = DuplicateReport(threshold)
-    report.exact, letters, _ = _exact_groups(store)
+    report.exact, letters = _exact_groups(store)
     in_exact = {frozenset((a, b)) for g in report.exact for a in g.paths for b in g.paths if a != b}
     lay = _layout(store)
     short = {i for i, p in enumerate(lay.notes) if letters.get(p, 0) < min_chars}

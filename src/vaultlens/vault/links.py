@@ -215,6 +215,14 @@ def _unquote(part: str | None) -> str | None:
     return unquote(part) if part is not None and "%" in part else part
 
 
+def _opening(blank: str, start: int, kind: LinkKind) -> tuple[LinkKind, int] | None:
+    """How a link whose ``[`` is at ``start`` opens: ``!`` makes it an embed (``\\!`` is a literal
+    ``!`` before an ordinary link), and an escaped ``\\[`` is text, not a link (None)."""
+    if start > 0 and blank[start - 1] == "!":
+        return ("embed", start - 1) if not _escaped(blank, start - 1) else (kind, start)
+    return None if _escaped(blank, start) else (kind, start)
+
+
 def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_offset: int = 0) -> list[Link]:
     """Wikilinks, embeds and vault-internal Markdown links, in document order.
 
@@ -234,13 +242,10 @@ def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_o
         inner = m.group(1)
         if _MASK_CHAR in inner:
             continue
-        kind: LinkKind = "wiki"
-        if start > 0 and blank[start - 1] == "!":
-            if not _escaped(blank, start - 1):  # "\![[a]]" is a literal "!" and an ordinary wikilink
-                kind = "embed"
-                start -= 1
-        elif _escaped(blank, start):
-            continue  # "\[[a]]" is text
+        opened = _opening(blank, start, "wiki")
+        if opened is None:
+            continue
+        kind, start = opened
         wiki_spans.append((start, m.end()))
         inner = inner.replace("\\|", "|")  # inside a table the pipe must be written \|
         target_part, sep, display = inner.partition("|")
@@ -258,13 +263,10 @@ def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_o
     def scan_markdown(pos: int, endpos: int) -> None:
         for m in _MD_LINK_RE.finditer(blank, pos, endpos):
             start = m.start()
-            kind: LinkKind = "markdown"
-            if start > 0 and blank[start - 1] == "!":
-                if not _escaped(blank, start - 1):  # "\![a](b)" is a literal "!" and an ordinary link
-                    kind = "embed"
-                    start -= 1
-            elif _escaped(blank, start):
-                continue  # "\[a](b)" is text
+            opened = _opening(blank, start, "markdown")
+            if opened is None:
+                continue
+            kind, start = opened
             text_start, text_end = m.span("text")
             if blank.find("[", text_start, text_end) >= 0:
                 scan_markdown(text_start, text_end)  # a link inside the text, like an image inside a link
