@@ -84,7 +84,7 @@ def findings(root: Path, vault: Path, url: str, expected: dict[str, str]) -> lis
                 store.close()
     app = App.open(vault, space(url, live_model(root), DIMS))
     try:
-        if not services.find(app, "unique5 river", limit=3):
+        if not services.search(app, "unique5 river", limit=3):
             found.append("the live index answered nothing")
     except Exception as exc:
         found.append(f"search failed: {exc!r}")

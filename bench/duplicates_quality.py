@@ -45,7 +45,7 @@ def run_vault(vault: Path, thresholds: list[float]) -> dict[float, Found]:
     try:
         services.index(app)
         for t in thresholds:
-            report = services.find_duplicates(app, threshold=t, limit=10**9)
+            report = services.duplicates(app, threshold=t, limit=10**9)
             scores = {frozenset((p.a, p.b)): p.score for p in report.pairs}
             exact: dict[frozenset[str], str] = {}
             for g in report.exact:

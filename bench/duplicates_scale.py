@@ -159,7 +159,7 @@ def generate(directory: Path, n_notes: int, seed: int = 7) -> dict[str, Any]:
     for start in range(0, n_notes, batch):
         ups, vecs = updates_for(range(start, min(n_notes, start + batch)))
         store.apply(updates=ups, vectors=vecs)
-    chunks = store.counts()["chunks"]
+    chunks = store.counts().chunks
     store.close()
     info = {
         "notes": n_notes,

@@ -34,7 +34,7 @@ def timed_search(app: Any, i: int) -> tuple[float, bool]:
     from vaultlens.services import app as services
 
     started = time.perf_counter()
-    hits = services.find(app, f"unique{i} river", limit=5)
+    hits = services.search(app, f"unique{i} river", limit=5)
     return (time.perf_counter() - started) * 1000, bool(hits) and hits[0].path.endswith(f"note{i:05d}.md")
 
 

@@ -2,7 +2,7 @@
 
 A vault of short notes (5,000; 500 with --quick) is generated (seeded) and indexed, then
 `vaultlens watch` runs as a subprocess with the default settings. Each round saves one note
-with a unique new word and polls search in this process (`services.find`, the same store
+with a unique new word and polls search in this process (`services.search`, the same store
 reads as `vaultlens search`, run whenever the store's generation moved) until that note is a
 hit: the time from the save to the hit is the edit-to-searchable latency (bar: median <=
 debounce + 500 ms). Before and after the edits the watcher sits idle: its resident memory
@@ -165,7 +165,7 @@ def main() -> None:
                 gen = store.generation
                 if gen != seen:
                     seen = gen
-                    if any(h.path == rel for h in services.find(app, marker, limit=5)):
+                    if any(h.path == rel for h in services.search(app, marker, limit=5)):
                         found = time.monotonic() - saved
                         break
                 time.sleep(0.01)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
 from vaultlens.config.settings import EmbeddingSettings
 from vaultlens.embedding import registry
 from vaultlens.embedding.base import EmbeddingProvider

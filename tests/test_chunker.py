@@ -138,9 +138,56 @@ def test_spans_map_back_to_the_source_exactly() -> None:
 
 def test_front_matter_is_its_own_chunk() -> None:
     chunks = chunks_of(multi_section_note())
-    assert chunks[0].heading_path == ("front matter",)
+    assert chunks[0].heading_path == ("front matter",)  # for display; logic reads the flag
+    assert chunks[0].frontmatter is True
     assert chunks[0].text == "---\ntags: [test]\n---"
     assert chunks[1].text.startswith("# Guide")
+    assert not any(c.frontmatter for c in chunks[1:])
+
+
+def test_a_real_heading_named_front_matter_is_an_ordinary_heading() -> None:
+    rng = random.Random(21)
+    paras = "\n\n".join(paragraph(rng, 25) for _ in range(6))  # ~6 x 170 chars: packs into 1-2 chunks
+    text = f"# front matter\n\n{paras}\n"
+    chunks = chunks_of(text)
+    assert all(c.frontmatter is False for c in chunks)
+    assert all(c.heading_path == ("front matter",) for c in chunks)
+    assert len(chunks) < 6  # packed like any other section, not one chunk per paragraph
+    twin = chunks_of(text.replace("# front matter", "# other header"))  # same offsets, other name
+    assert [(c.start, c.end) for c in chunks] == [(c.start, c.end) for c in twin]
+    # with real front matter too: the flag marks only the YAML block, and ids stay distinct
+    both = chunks_of(f"---\ntags: [x]\n---\n{text}")
+    assert [c.frontmatter for c in both] == [True] + [False] * (len(both) - 1)
+    assert len({c.id for c in both}) == len(both)
+    assert both[0].heading_path == both[1].heading_path == ("front matter",)
+
+
+def test_embed_text_leaves_out_only_the_front_matter_label() -> None:
+    from vaultlens.index.texts import embed_text
+
+    rng = random.Random(22)
+    fm, real = chunks_of(f"---\ntags: [x]\n---\n# front matter\n\n{paragraph(rng, 30)}\n")
+    assert embed_text("Guide", fm) == f"Guide\n{fm.text}"
+    assert embed_text("Guide", real) == f"Guide / front matter\n{real.text}"
+
+
+def test_chunk_ids_and_hashes_are_stable_across_versions() -> None:
+    # pinned from the chunker before the front matter flag and fsutil.sha256_hex: an existing
+    # index must not re-embed a note because the code that chunks it was refactored
+    text = "---\ntags: [a]\n---\n# Кэш\n\nПервый абзац про кэш.\n\n## Setup\n\nRun it.\n"
+    chunks = chunks_of(text, "dir/Note.md")
+    assert [(c.id, c.content_hash, c.heading_path) for c in chunks] == [
+        (
+            "99932cee05d2384e4bf4",
+            "b2aa8a28ae487f4e1c7277ca5b6b0376e8fb7f6f7bb1c289cceb2d4b7a84bc2c",
+            ("front matter",),
+        ),
+        (
+            "7c6bbd3f608e2c00e1d8",
+            "40335d52ff675250d4bb5246e2417d4a70871b8b66278e31e3badc653761a3ad",
+            ("Кэш",),
+        ),
+    ]
 
 
 def test_heading_path_follows_the_outline() -> None:

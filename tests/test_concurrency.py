@@ -42,7 +42,7 @@ vault, stop, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 app = App.open(vault)
 while not stop.exists():
     try:
-        hits = services.find(app, "pelican", limit=n, sections=1)
+        hits = services.search(app, "pelican", limit=n, sections=1)
         print(json.dumps({"notes": [h.path for h in hits], "text": [h.sections[0].snippet for h in hits]}))
     except Exception as exc:  # every error is a failure the test reports
         print(json.dumps({"error": repr(exc)}))
@@ -172,7 +172,7 @@ def test_concurrent_searches_in_one_process(tmp_path: Path, n_threads: int) -> N
         def search_loop() -> None:
             for _ in range(15):
                 try:
-                    counts.append(len(services.find(app, "pelican", limit=N_NOTES)))
+                    counts.append(len(services.search(app, "pelican", limit=N_NOTES)))
                 except Exception as exc:
                     errors.append(repr(exc))
 

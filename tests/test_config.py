@@ -11,6 +11,7 @@ import pytest
 
 from vaultlens.config import paths
 from vaultlens.config.settings import GROUPS, Settings, as_rows, load_settings
+from vaultlens.embedding.registry import make_provider
 from vaultlens.errors import ConfigError
 from vaultlens.services.app import App
 from vl_support import VAULTLENS_BIN, cli_env, run_cli, write_vault
@@ -108,7 +109,9 @@ def test_env_values_are_coerced_to_the_setting_type(vault: Path, monkeypatch) ->
             "[index]\nchunk_target = 5000\n",
             "index.chunk_target must be at least 200 and at most index.chunk_max",
         ),
-        ('[embedding]\nprovider = "cohere"\n', "embedding.provider must be one of local, ollama, openai"),
+        ('[embedding]\nprovider = "Open AI"\n', "embedding.provider must be a provider name"),
+        ("[embedding]\ntimeout_s = 0\n", "embedding.timeout_s must be more than zero"),
+        ("[embedding]\nmax_retries = -1\n", "must be zero or more"),
         ("[embedding\nbatch_size = 3\n", "is not valid TOML"),
     ],
 )
@@ -192,3 +195,15 @@ def test_cli_config_mistakes_exit_non_zero_without_traceback(
     assert message in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert proc.stderr.startswith("error:")
+
+
+def test_settings_take_any_provider_name_and_the_registry_rejects_an_unknown_one(vault: Path) -> None:
+    """The provider list exists once, in the registry: settings only check that it is a name."""
+    (vault / ".vaultlens.toml").write_text('[embedding]\nprovider = "cohere"\n')
+    s = load_settings(vault).settings
+    assert s.embedding.provider == "cohere"
+    with pytest.raises(ConfigError) as info:
+        make_provider(s.embedding)
+    assert "embedding.provider must be one of local, ollama, openai" in info.value.message
+    assert "'cohere'" in info.value.message
+    assert info.value.exit_code == 2 and info.value.http_status == 400

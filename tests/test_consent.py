@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from scripted_server import ScriptedEmbeddingServer
+from vaultlens.config.consent import consent_file, grant, granted, granted_destinations, require_consent
 from vaultlens.config.paths import home
+from vaultlens.errors import ConfigError, ConsentRequired
 from vl_support import run_cli, write_vault
 
 
@@ -54,3 +56,58 @@ def test_local_provider_never_asks(vault: Path, use_provider: object) -> None:
     assert result.exit_code == 0, result.output
     assert "will send" not in result.stderr
     assert not (home() / "consent.json").exists()
+
+
+# ---- the consent file and the policy function ---------------------------------------------------
+
+DEST = "openai model emb-test at https://api.example.invalid/v1"
+WHAT = "the text of your notes"
+
+
+def test_require_consent_refuses_then_remembers_a_grant() -> None:
+    with pytest.raises(ConsentRequired) as info:
+        require_consent(DEST, WHAT)
+    assert (info.value.destination, info.value.what) == (DEST, WHAT)
+    assert info.value.http_status == 403 and info.value.exit_code == 7
+    assert not consent_file().exists()  # asking writes nothing
+
+    require_consent(DEST, WHAT, granted_now=True)
+    require_consent(DEST, WHAT)  # remembered
+    assert granted(DEST)
+    with pytest.raises(ConsentRequired):
+        require_consent(DEST.replace("emb-test", "other-model"), WHAT)  # another model asks again
+
+
+def test_grant_writes_a_private_json_list_atomically() -> None:
+    grant(DEST)
+    grant(DEST)  # once is enough
+    grant("ollama model m at http://10.0.0.2:11434")
+    path = consent_file()
+    assert json.loads(path.read_text(encoding="utf-8")) == [DEST, "ollama model m at http://10.0.0.2:11434"]
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == ["consent.json"]  # no temporary file left
+    assert granted_destinations() == [DEST, "ollama model m at http://10.0.0.2:11434"]
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('["openai model a at https://x"', "is not valid JSON"),
+        ("", "is not valid JSON"),
+        ('{"openai model a at https://x": true}', "is not a list of destinations (found dict)"),
+        ('["ok", 3]', "is not a list of destinations (found list with non-string items)"),
+        ('"openai"', "is not a list of destinations (found str)"),
+    ],
+)
+def test_a_corrupt_consent_file_is_refused_and_never_overwritten(content: str, problem: str) -> None:
+    path = consent_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    for call in (lambda: granted(DEST), lambda: grant(DEST), lambda: require_consent(DEST, WHAT, True)):
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert str(path) in info.value.message and problem in info.value.message
+        assert "delete it" in (info.value.hint or "") and "Fix it" in (info.value.hint or "")
+    with pytest.raises(ConfigError):
+        require_consent(DEST, WHAT)  # not a ConsentRequired: the user must fix the file first
+    assert path.read_text(encoding="utf-8") == content  # the user's earlier answers are untouched

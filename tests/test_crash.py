@@ -255,7 +255,7 @@ def test_ctrl_c_keeps_finished_batches_and_says_so(
     store = SQLiteStore(store_dir)
     try:
         run = store.last_run()
-        assert run is not None and run["status"] == "cancelled"
-        assert 0 < store.counts()["vectors"] < total
+        assert run is not None and run.status == "cancelled"
+        assert 0 < store.counts().vectors < total
     finally:
         store.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.errors import VaultError
 from vaultlens.index.sqlite_store import SQLiteStore
@@ -124,9 +125,12 @@ def _exact(report: discover.DuplicateReport) -> dict[frozenset[str], str]:
     return {frozenset((a, b)): g.kind for g in report.exact for a in g.paths for b in g.paths if a < b}
 
 
+MIN_CHARS = DiscoverSettings().min_chars
+
+
 # ---- similar -----------------------------------------------------------------------------------
 def test_multi_topic_note_finds_a_note_for_each_topic_with_the_right_sections(store: SQLiteStore) -> None:
-    result = discover.similar(store, "multi.md", limit=4)
+    result = discover.similar(store, "multi.md", 4, MIN_CHARS)
     top = [r.path for r in result.results[:3]]
     assert "bread.md" in top and "k8s.md" in top, top
     by_path = {r.path: r for r in result.results}
@@ -141,7 +145,7 @@ def test_multi_topic_note_finds_a_note_for_each_topic_with_the_right_sections(st
 
 
 def test_too_short_note_gets_a_notice_and_no_results(store: SQLiteStore) -> None:
-    result = discover.similar(store, "short.md")
+    result = discover.similar(store, "short.md", 10, MIN_CHARS)
     assert result.results == []
     assert result.notice is not None and "too little text" in result.notice
 
@@ -155,7 +159,7 @@ def test_similar_makes_no_embedding_call(
     recorder = RecordingProvider(use_provider)
     app._provider = recorder  # type: ignore[assignment]
     monkeypatch.setattr(LocalUSEProvider, "embed", lambda *a, **k: pytest.fail("embedding call"))
-    result = services.similar_notes(app, "multi")
+    result = services.similar(app, "multi")
     app.close()
     assert [r.path for r in result.results] == ["bread.md"]
     assert recorder.calls == []
@@ -163,7 +167,7 @@ def test_similar_makes_no_embedding_call(
 
 # ---- duplicates --------------------------------------------------------------------------------
 def test_duplicates_finds_copies_edits_and_contained_notes(store: SQLiteStore) -> None:
-    report = discover.duplicates(store, 0.95, 100)
+    report = discover.duplicates(store, 0.95, 100, MIN_CHARS)
     exact, pairs = _exact(report), _pairs(report)
     assert exact[frozenset(("release.md", "backup/release copy.md"))] == "identical"
     assert exact[frozenset(("release.md", "export/release crlf.md"))] == "identical"  # CRLF + BOM
@@ -178,7 +182,7 @@ def test_duplicates_finds_copies_edits_and_contained_notes(store: SQLiteStore) -
 
 
 def test_unrelated_notes_and_same_names_are_not_duplicates(store: SQLiteStore) -> None:
-    report = discover.duplicates(store, 0.95, 100)
+    report = discover.duplicates(store, 0.95, 100, MIN_CHARS)
     pairs = _pairs(report)
     for a, b in [("garden.md", "chess.md"), ("bread.md", "k8s.md"), ("a/notes.md", "b/notes.md")]:
         assert frozenset((a, b)) not in pairs
@@ -194,12 +198,12 @@ def test_dismissed_pair_is_hidden_until_a_note_changes(tmp_path: Path) -> None:
     app = services.App.open(vault)
     services.index(app)
     key = frozenset(("release.md", "drafts/release edit.md"))
-    assert key in _pairs(services.find_duplicates(app))
-    services.dismiss_duplicate(app, "release", "drafts/release edit.md")
-    assert key not in _pairs(services.find_duplicates(app))
+    assert key in _pairs(services.duplicates(app))
+    services.dismiss(app, "release", "drafts/release edit.md")
+    assert key not in _pairs(services.duplicates(app))
     (vault / "drafts/release edit.md").write_text(LIGHT_EDIT + "\nOne more line.\n", encoding="utf-8")
     services.index(app)
-    assert key in _pairs(services.find_duplicates(app))
+    assert key in _pairs(services.duplicates(app))
     app.close()
 
 

@@ -11,7 +11,7 @@ import pytest
 from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.services.search import NoteHit
-from vl_support import REPO, snapshot
+from vl_support import REPO, file_records, snapshot
 
 EXAMPLES = REPO / "examples"
 VAULT = EXAMPLES / "vault"
@@ -104,7 +104,7 @@ def test_demo_query_ranks_the_expected_note_first(indexed, row: int) -> None:
     if row >= len(rows):
         pytest.skip("EXPECTED.md lists no queries")
     exp = rows[row]
-    hits: list[NoteHit] = services.find(app, exp.query)
+    hits: list[NoteHit] = services.search(app, exp.query)
     paths = [h.path for h in hits]
     assert paths[0] == exp.first, paths
     if exp.section:  # the named section is among the note's strongest sections shown
@@ -118,7 +118,7 @@ def test_ignored_notes_are_reported_and_the_rest_indexed(indexed) -> None:
     on_disk = sorted(p.relative_to(VAULT).as_posix() for p in VAULT.rglob("*.md"))
     assert len(on_disk) == int(fact("Markdown files on disk"))
     excluded = {p for r in expectations() for p in r.absent}
-    info = services.status(app)
+    info = services.status(app).as_dict()
     reported = {p["path"]: p["reason"] for p in info["problems"]}
     for p in excluded:
         assert (
@@ -127,8 +127,8 @@ def test_ignored_notes_are_reported_and_the_rest_indexed(indexed) -> None:
             or any(p.startswith(folder) and "userIgnoreFilters" in why for folder, why in reported.items())
         ), (p, reported)
     assert stats.files_scanned == len(on_disk) - len(excluded)
-    assert services.doctor(app) == []
-    records = app.store().file_records()
+    assert services.doctor(app).healthy
+    records = file_records(app)
     for p in on_disk:
         if p in excluded:
             assert p not in records or records[p].status == "skipped"
@@ -140,15 +140,15 @@ def test_ignored_notes_are_reported_and_the_rest_indexed(indexed) -> None:
 
 def test_the_sample_vault_is_left_unchanged(indexed) -> None:
     app, _, before = indexed
-    services.find(app, "кэш")
-    services.status(app)
+    services.search(app, "кэш")
+    services.status(app).as_dict()
     services.doctor(app)
     assert snapshot(VAULT) == before
 
 
 def test_identifier_query_opens_the_section_that_holds_it(indexed) -> None:
     app, _, _ = indexed
-    hit = services.find(app, "retry_serializable", limit=1)[0]
+    hit = services.search(app, "retry_serializable", limit=1)[0]
     assert hit.path == "tech/databases/Транзакции и изоляция.md"
     first = hit.sections[0]
     lines = (VAULT / hit.path).read_text(encoding="utf-8").splitlines()[first.start_line - 1 : first.end_line]

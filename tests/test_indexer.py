@@ -20,7 +20,15 @@ from vaultlens.index.texts import embed_text
 from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.vault.parse import decode_note, parse_note
-from vl_support import BILINGUAL, RecordingProvider, bilingual_vault, db_rows, run_cli, write_vault
+from vl_support import (
+    BILINGUAL,
+    RecordingProvider,
+    bilingual_vault,
+    db_rows,
+    file_records,
+    run_cli,
+    write_vault,
+)
 
 
 def expected_embed_texts(
@@ -63,7 +71,7 @@ def index(vault: Path, rec: RecordingProvider, **overrides: str):
 def status(vault: Path) -> dict:
     app = App.open(vault)
     try:
-        return services.status(app)
+        return services.status(app).as_dict()
     finally:
         app.close()
 
@@ -94,11 +102,11 @@ def test_first_run_indexes_every_note(vault: Path, rec: RecordingProvider) -> No
     assert (run["status"], run["files_scanned"], run["chunks_embedded"]) == ("ok", 8, len(expected))
 
     app = App.open(vault)
-    records = app.store().file_records()
+    records = file_records(app)
     assert records["Кулинария/Закваска.md"].tags == ("выпечка", "хлеб")
     assert records["Кулинария/Закваска.md"].aliases == ("Ржаная закваска",)
     assert records["Кулинария/Закваска.md"].title == "Закваска"
-    assert services.doctor(app) == []
+    assert services.doctor(app).healthy
     app.close()
 
 
@@ -121,7 +129,7 @@ def test_touching_a_file_embeds_nothing_and_refreshes_its_stamp(vault: Path, rec
     assert rec.calls == []
     assert (stats.files_changed, stats.chunks_embedded) == (0, 0)
     app = App.open(vault)
-    assert app.store().file_records()[rel].mtime_ns == (vault / rel).stat().st_mtime_ns
+    assert file_records(app)[rel].mtime_ns == (vault / rel).stat().st_mtime_ns
     app.close()
 
 
@@ -164,8 +172,8 @@ def test_a_deleted_note_leaves_nothing_behind(vault: Path, rec: RecordingProvide
     hashes = [hashlib.sha256(t.encode()).hexdigest() for t in gone.values()]
     marks = ",".join("?" * len(hashes))
     assert db_rows(d, f"SELECT COUNT(*) FROM vectors WHERE embed_hash IN ({marks})", hashes) == [(0,)]
-    assert services.doctor(app) == []
-    hits = services.find(app, "Хачапури и хинкали в Тбилиси")
+    assert services.doctor(app).healthy
+    hits = services.search(app, "Хачапури и хинкали в Тбилиси")
     assert rel not in [h.path for h in hits]
     app.close()
 
@@ -213,13 +221,13 @@ def test_clear_stays_cleared_after_reopening(vault: Path, rec: RecordingProvider
     app.close()
 
     reopened = App.open(vault)  # a new process would do exactly this
-    info = services.status(reopened)
+    info = services.status(reopened).as_dict()
     assert info["indexed"] is True
     assert (info["notes"], info["chunks"], info["vectors"]) == (0, 0, 0)
     assert info["files"] == {"indexed": 0, "skipped": 0, "failed": 0}
     assert not list(reopened.index_dir.glob("matrix-*"))  # no stale vector cache survives
-    assert services.find(reopened, "закваска") == []
-    assert services.doctor(reopened) == []
+    assert services.search(reopened, "закваска") == []
+    assert services.doctor(reopened).healthy
     reopened.close()
 
     stats = index(vault, rec)  # indexing again is the explicit way back
@@ -236,8 +244,8 @@ def test_a_different_embedding_space_is_refused_with_a_way_out(vault: Path, rec:
         assert "local:use-multilingual-v3 (512-d)" in str(info.value)
         assert "vaultlens rebuild" in str(info.value)
         with pytest.raises(SpaceMismatch):
-            services.find(app, "anything")
-        assert services.status(app)["configured_space_matches"] is False
+            services.search(app, "anything")
+        assert services.status(app).as_dict()["configured_space_matches"] is False
         app.close()
         assert server.requests == []  # refused before a single text was sent
         assert store_keys(vault) == before
@@ -285,7 +293,7 @@ def test_a_second_writer_is_refused_naming_the_holder(vault: Path, rec: Recordin
         assert cli.exit_code == IndexLocked.exit_code
         assert f"PID {holder.pid}" in cli.stderr
         # readers are not blocked by the writer lock
-        assert services.find(app, "закваска")[0].path == "Кулинария/Закваска.md"
+        assert services.search(app, "закваска")[0].path == "Кулинария/Закваска.md"
     finally:
         holder.kill()
         holder.wait()
@@ -302,7 +310,7 @@ def test_odd_file_names_are_indexed(tmp_path: Path, rec: RecordingProvider) -> N
     info = status(vault)
     assert info["files"]["indexed"] == len(names) and info["problems"] == []
     app = App.open(vault)
-    assert sorted(app.store().file_records()) == sorted(names)
+    assert sorted(file_records(app)) == sorted(names)
     app.close()
 
 

@@ -8,16 +8,15 @@ import sqlite3
 from pathlib import Path
 
 from test_store import problems
+from vaultlens.index.lexical import query_terms
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
-from vaultlens.services.search import match_expression, query_idf
 from vl_support import run_index, write_vault
 
 
 def note_hits(store_dir: Path, query: str) -> dict[str, float]:
     store = SQLiteStore(store_dir)
     try:
-        n = store.counts()["chunks"]
-        return store.note_lexical(match_expression(query_idf(store, query, n)), 50)
+        return store.lexical(query_terms(query), 50, 50).notes
     finally:
         store.close()
 
@@ -59,6 +58,7 @@ def test_migration_builds_note_full_text_from_chunks(tmp_path: Path, use_provide
     run_index(vault, store_dir, use_provider)
     con = sqlite3.connect(store_dir / DB_NAME)  # turn the index back into a schema-2 one
     con.execute("DROP TABLE notes_fts")
+    con.execute("ALTER TABLE chunks DROP COLUMN frontmatter")  # added by the migration to schema 4
     con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     con.commit()
     con.close()

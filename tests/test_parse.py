@@ -158,3 +158,28 @@ def test_empty_and_whitespace_notes_parse_to_nothing() -> None:
         assert note.blocks == ()
         assert note.headings == ()
         assert note.title == "Empty"
+
+
+@pytest.mark.parametrize(
+    ("heading", "text"),
+    [
+        ("# See [the docs](https://x.y/z) and `code_x`", "See the docs and code_x"),
+        ("# Link [[a|b]] and [[a]]", "Link b and a"),
+        ("# [[folder/Note#Part|shown here]]", "shown here"),
+        ("## Headers **that** _matter_ *here*", "Headers that matter here"),
+        ("## my_variable and __dunder__", "my_variable and dunder"),
+        ("## ==marked== and ~~struck~~ but a == b", "marked and struck but a == b"),
+        ("## `[[not a link]]` and \\[[escaped]]", "[[not a link]] and [[escaped]]"),
+        (
+            "## Image ![alt *text*](i.png) <span>html</span> &amp; <https://a.b>",
+            "Image alt text html & https://a.b",
+        ),
+        ("## Embed ![[pic.png]] #tag", "Embed pic.png #tag"),
+        ("Setext heading\nover two lines\n===", "Setext heading over two lines"),
+        ("# Заголовок [[Заметка|по-русски]] `код_1`", "Заголовок по-русски код_1"),
+    ],
+)
+def test_heading_text_comes_from_inline_tokens(heading: str, text: str) -> None:
+    note = parse_note(f"{heading}\n\nBody.\n", "h.md")
+    assert [h.text for h in note.headings] == [text]
+    assert note.blocks[0].text == text

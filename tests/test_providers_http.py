@@ -3,6 +3,7 @@ Retry-After, timeouts and garbage answers, and what the indexer does when a prov
 
 from __future__ import annotations
 
+import inspect
 import math
 import socket
 import time
@@ -13,9 +14,10 @@ import pytest
 
 from scripted_server import ScriptedEmbeddingServer, Step, expected_unit
 from vaultlens.config.settings import EmbeddingSettings
+from vaultlens.embedding.base import remote_destination
 from vaultlens.embedding.http import OllamaProvider, OpenAICompatibleProvider
 from vaultlens.embedding.local import LocalUSEProvider
-from vaultlens.embedding.registry import make_provider
+from vaultlens.embedding.registry import make_provider, provider_names, register_provider, unregister_provider
 from vaultlens.errors import ConfigError, ProviderError, ProviderTimeout, SpaceMismatch
 from vaultlens.index.sqlite_store import SQLiteStore
 from vl_support import db_rows, run_index, settings, write_vault
@@ -257,9 +259,10 @@ def test_a_provider_failure_mid_run_keeps_finished_batches(tmp_path: Path) -> No
         store = SQLiteStore(store_dir)
         try:
             assert store.problems() == []
-            assert store.counts()["chunks"] == 4
-            assert store.last_run()["status"] == "failed"
-            assert store.last_run()["chunks_embedded"] == 4
+            assert store.counts().chunks == 4
+            last = store.last_run()
+            assert last is not None and last.status == "failed"
+            assert last.stats.chunks_embedded == 4
         finally:
             store.close()
         server.requests.clear()
@@ -281,3 +284,75 @@ def test_settings_build_a_provider_that_talks_to_the_server(tmp_path: Path) -> N
         stats = run_index(vault, tmp_path / "index", provider, s)
     assert stats.chunks_embedded == 2
     assert [r.body["model"] for r in server.requests] == ["m"]
+
+
+# ---- the registry and the one declaration of defaults ------------------------------------------------
+
+
+def test_built_in_providers_are_registered_through_the_public_call() -> None:
+    assert provider_names()[:3] == ["local", "ollama", "openai"]
+    assert isinstance(make_provider(EmbeddingSettings(provider="local")), LocalUSEProvider)
+    assert isinstance(make_provider(EmbeddingSettings(provider="ollama")), OllamaProvider)
+    # registering a built-in again with its own factory is a no-op; another factory is refused
+    register_provider("ollama", OllamaProvider.from_settings)
+    with pytest.raises(ValueError, match="already registered"):
+        register_provider("ollama", OpenAICompatibleProvider.from_settings)
+    assert isinstance(make_provider(EmbeddingSettings(provider="ollama")), OllamaProvider)
+
+
+def test_a_third_party_provider_is_one_register_call_away() -> None:
+    made: list[EmbeddingSettings] = []
+
+    def factory(s: EmbeddingSettings) -> LocalUSEProvider:
+        made.append(s)
+        return LocalUSEProvider(threads=1, batch_size=s.batch_size)
+
+    unknown = EmbeddingSettings(provider="acme", batch_size=7)
+    with pytest.raises(ConfigError, match="must be one of local, ollama, openai.* \\(got 'acme'\\)"):
+        make_provider(unknown)
+    register_provider("acme", factory)
+    try:
+        assert "acme" in provider_names()
+        assert make_provider(unknown).batch_size == 7
+        assert made == [unknown]
+    finally:
+        unregister_provider("acme")
+    assert "acme" not in provider_names()
+    with pytest.raises(ValueError, match="lower-case"):
+        register_provider("Acme Inc", factory)
+
+
+@pytest.mark.parametrize("cls", [OllamaProvider, OpenAICompatibleProvider, LocalUSEProvider])
+def test_provider_defaults_are_the_settings_defaults(cls: type) -> None:
+    """No provider repeats a default: each keyword default is the EmbeddingSettings one."""
+    defaults = EmbeddingSettings()
+    params = inspect.signature(cls.__init__).parameters
+    shared = {"batch_size", "timeout_s", "max_retries", "dimensions", "endpoint", "threads"} & set(params)
+    assert shared
+    for name in shared:
+        assert params[name].default == getattr(defaults, name), (cls.__name__, name)
+
+
+def test_settings_reach_the_http_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = EmbeddingSettings(
+        provider="ollama", model="m", endpoint="http://127.0.0.1:9/", dimensions=12,
+        batch_size=5, timeout_s=1.5, max_retries=2,
+    )  # fmt: skip
+    provider = make_provider(s)
+    assert isinstance(provider, OllamaProvider)
+    assert (provider.endpoint, provider.model, provider.dimensions) == ("http://127.0.0.1:9", "m", 12)
+    assert (provider.batch_size, provider.max_retries) == (5, 2)
+    assert provider._client.timeout.read == 1.5
+    assert "authorization" not in provider._client.headers  # Ollama gets no key, even when one is set
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    assert "authorization" not in make_provider(s)._client.headers
+    openai_provider = make_provider(EmbeddingSettings(provider="openai", model="m"))
+    assert openai_provider._client.headers["authorization"] == "Bearer sk-from-env"
+
+
+def test_remote_destination_names_provider_model_and_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    remote = make_provider(EmbeddingSettings(provider="openai", model="text-embedding-3-small"))
+    assert remote_destination(remote) == "openai model text-embedding-3-small at https://api.openai.com/v1"
+    assert remote_destination(make_provider(EmbeddingSettings(provider="ollama", model="m"))) is None
+    assert remote_destination(LocalUSEProvider()) is None

@@ -20,15 +20,28 @@ import pytest
 
 from scripted_server import ScriptedEmbeddingServer
 from space_support import DIMS, scripted_env, scripted_overrides, set_args, slow_server
-from vaultlens.config.paths import index_dir, read_pointer
+from vaultlens.config.paths import index_dir
 from vaultlens.errors import SpaceMismatch
-from vaultlens.index.rebuild import staging_dir
+from vaultlens.index.backends import get_backend
+from vaultlens.index.lifecycle import POINTER, IndexHome
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
 from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vl_support import VAULTLENS_BIN, bilingual_vault, chunk_keys, cli_env, run_cli, run_index, write_vault
 
 SEED = 20240612
+
+
+def read_pointer(root: Path) -> str | None:
+    """The live folder's name as the pointer file says, None before any background rebuild."""
+    pointer = root / POINTER
+    return pointer.read_text(encoding="utf-8").strip() if pointer.exists() else None
+
+
+def staging_dir(root: Path) -> Path:
+    return IndexHome(root, get_backend()).staging_dir()
+
+
 N_NOTES = 60
 BUILD_ENV = {"VAULTLENS_INDEX__BATCH_FILES": "5"}
 
@@ -148,7 +161,7 @@ def test_background_rebuild_keeps_the_old_index_searchable_then_switches(
         proc = start_rebuild(vault, isolated_env, server)
         while proc.poll() is None:
             try:
-                hits = services.find(old_app, "river bread unique7", limit=5)
+                hits = services.search(old_app, "river bread unique7", limit=5)
                 assert hits and hits[0].path == "topic1/note007.md"
                 ok += 1
             except SpaceMismatch:
@@ -169,10 +182,11 @@ def test_background_rebuild_keeps_the_old_index_searchable_then_switches(
         )
         new_app = App.open(vault, scripted_overrides(server))
         assert new_app.index_dir == root / "r1"
-        space = new_app.store().space
+        with new_app.reading() as store:
+            space = store.space
         assert space is not None and space.provider == "ollama"
         assert problems(root / "r1") == []
-        assert services.find(new_app, "unique7", limit=3)
+        assert services.search(new_app, "unique7", limit=3)
         assert (
             run_cli(["doctor", "--vault", str(vault), *set_args(scripted_overrides(server))]).exit_code == 0
         )
@@ -208,7 +222,7 @@ def test_sigkill_during_background_rebuild_keeps_the_old_index_and_resumes(
             proc.communicate()
             assert read_pointer(root) is None, "a killed rebuild must not switch"
             assert problems(root) == [] and problems(stage) == []
-            hits = services.find(old_app, "river bread unique7", limit=5)
+            hits = services.search(old_app, "river bread unique7", limit=5)
             assert hits and hits[0].path == "topic1/note007.md"
             total = committed_chunks(stage)
         assert kills >= 3

@@ -18,6 +18,7 @@ from vl_support import (
     VAULTLENS_BIN,
     bilingual_vault,
     cli_env,
+    file_records,
     run_cli,
     without_root_file_access,
     write_vault,
@@ -64,7 +65,7 @@ def test_bad_input_is_reported_and_everything_else_is_indexed(tmp_path: Path, us
     assert stats["files_skipped"] == 4  # read and rejected: invalid UTF-8, binary, two empty notes
 
     app = App.open(vault)
-    info = services.status(app)
+    info = services.status(app).as_dict()
     found = reasons(info)
     assert found["bad/invalid utf8.md"] == ("skipped", "not valid UTF-8 (first bad byte at offset 13)")
     assert found["bad/binary.md"] == ("skipped", "binary content (NUL bytes), not a text note")
@@ -82,13 +83,13 @@ def test_bad_input_is_reported_and_everything_else_is_indexed(tmp_path: Path, us
     assert found["bad/pipe.md"] == ("skipped", "not a regular file")
     assert len(found) == 10
 
-    records = app.store().file_records()
+    records = file_records(app)
     indexed = {p for p, r in records.items() if r.status == "indexed"}
     assert indexed == set(BILINGUAL) | {"bad/front matter.md"}
     assert all(records[p].n_chunks > 0 for p in indexed)
     assert info["notes"] == len(indexed)
-    assert services.doctor(app) == []
-    hits = services.find(app, "migrating birds")
+    assert services.doctor(app).healthy
+    hits = services.search(app, "migrating birds")
     assert hits[0].path == "bad/front matter.md"
     app.close()
 
@@ -99,7 +100,7 @@ def test_bad_input_is_reported_and_everything_else_is_indexed(tmp_path: Path, us
 
     again = json.loads(run_cli(["index", "--vault", str(vault), "--json"]).stdout)
     assert (again["chunks_embedded"], again["files_changed"]) == (0, 0)
-    assert reasons(services.status(App.open(vault))) == found
+    assert reasons(services.status(App.open(vault)).as_dict()) == found
 
 
 def test_an_unreadable_file_is_reported_as_failed(tmp_path: Path, isolated_env: Path) -> None:
@@ -131,13 +132,13 @@ def test_an_unreadable_file_is_reported_as_failed(tmp_path: Path, isolated_env: 
         stats = json.loads(result.stdout)
     assert (stats["files_failed"], stats["chunks_embedded"]) == (1, 1)
     app = App.open(vault)
-    info = services.status(app)
+    info = services.status(app).as_dict()
     assert reasons(info) == {"Locked.md": ("failed", "cannot read: Permission denied")}
     assert info["files"] == {"indexed": 1, "skipped": 0, "failed": 1}
-    assert services.doctor(app) == []
+    assert services.doctor(app).healthy
     app.close()
 
     (vault / "Locked.md").chmod(0o644)  # a failed file is retried on the next run
     again = json.loads(run_cli(["index", "--vault", str(vault), "--json"]).stdout)
     assert (again["files_changed"], again["files_failed"], again["chunks_embedded"]) == (1, 0, 1)
-    assert reasons(services.status(App.open(vault))) == {}
+    assert reasons(services.status(App.open(vault)).as_dict()) == {}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vaultlens.errors import VaultError
-from vaultlens.vault.scan import check_vault, scan_vault
+from vaultlens.vault.scan import VaultRules, check_vault, scan_vault
 from vl_support import without_root_file_access, write_vault
 
 MB = 1_000_000
@@ -66,10 +66,108 @@ def test_user_ignore_filters_prefix_and_regex(tmp_path: Path) -> None:
     )
 
 
-def test_broken_app_json_is_not_fatal(tmp_path: Path) -> None:
+def test_broken_app_json_is_not_fatal_and_is_reported(tmp_path: Path) -> None:
     write_vault(tmp_path, {".obsidian/app.json": "{not json", "A.md": "a\n"})
-    files, _ = _scan(tmp_path)
-    assert files == ["A.md"]
+    result = scan_vault(tmp_path, 10 * MB)
+    assert [f.path for f in result.files] == ["A.md"]
+    assert len(result.rule_problems) == 1
+    assert result.rule_problems[0].startswith(".obsidian/app.json is not valid JSON (")
+    assert result.rule_problems[0].endswith("; its excluded files are not applied")
+    assert VaultRules(tmp_path, 10 * MB).rule_problems == tuple(result.rule_problems)
+
+
+def test_sound_rules_report_no_problem(tmp_path: Path) -> None:
+    write_vault(
+        tmp_path,
+        {
+            ".obsidian/app.json": json.dumps({"userIgnoreFilters": ["Archive/", "", r"/\.tmp$/"]}),
+            ".vaultlensignore": "# comment\nprivate/\n",
+            "A.md": "a\n",
+        },
+    )
+    assert scan_vault(tmp_path, 10 * MB).rule_problems == []
+    write_vault(tmp_path / "bare", {"A.md": "a\n"})  # no .obsidian at all
+    assert scan_vault(tmp_path / "bare", 10 * MB).rule_problems == []
+    write_vault(tmp_path / "nofilters", {".obsidian/app.json": '{"alwaysUpdateLinks": true}', "A.md": "a\n"})
+    assert scan_vault(tmp_path / "nofilters", 10 * MB).rule_problems == []
+
+
+def test_one_bad_filter_keeps_every_other_filter_and_is_reported(tmp_path: Path) -> None:
+    write_vault(
+        tmp_path,
+        {
+            ".obsidian/app.json": json.dumps(
+                {"userIgnoreFilters": ["Archive/", "/[unclosed/", 42, r"/(?<name>js)/", "Private/"]}
+            ),
+            "Archive/Old.md": "old\n",
+            "Private/Diary.md": "secret\n",
+            "Open.md": "open\n",
+        },
+    )
+    result = scan_vault(tmp_path, 10 * MB)
+    assert [f.path for f in result.files] == ["Open.md"]
+    assert {s.path for s in result.skipped} == {"Archive/", "Private/", ".obsidian/"}
+    problems = result.rule_problems
+    assert len(problems) == 3
+    assert problems[0].startswith(
+        ".obsidian/app.json userIgnoreFilters entry 2 ('/[unclosed/') is not a valid regular expression ("
+    )
+    assert problems[1] == ".obsidian/app.json userIgnoreFilters entry 3 (42) is not a string; left out"
+    assert "entry 4 ('/(?<name>js)/')" in problems[2]  # JavaScript syntax Python does not take
+    assert all(p.endswith("; left out") for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('["Archive/"]', ".obsidian/app.json is not a JSON object; its excluded files are not applied"),
+        (
+            '{"userIgnoreFilters": "Archive/"}',
+            ".obsidian/app.json userIgnoreFilters is a str, not a list; no excluded files are applied",
+        ),
+        (
+            b'{"userIgnoreFilters": ["\xff"]}',
+            ".obsidian/app.json is not UTF-8 text; its excluded files are not applied",
+        ),
+    ],
+)
+def test_app_json_of_the_wrong_shape_is_reported(tmp_path: Path, content: str | bytes, problem: str) -> None:
+    write_vault(tmp_path, {".obsidian/app.json": content, "Archive/Old.md": "old\n", "A.md": "a\n"})
+    result = scan_vault(tmp_path, 10 * MB)
+    assert [f.path for f in result.files] == ["A.md", "Archive/Old.md"]  # nothing applied...
+    assert result.rule_problems == [problem]  # ...and the caller is told
+
+
+def test_app_json_with_a_bom_is_read(tmp_path: Path) -> None:
+    data = b"\xef\xbb\xbf" + json.dumps({"userIgnoreFilters": ["Archive/"]}).encode()
+    write_vault(tmp_path, {".obsidian/app.json": data, "Archive/Old.md": "old\n", "A.md": "a\n"})
+    result = scan_vault(tmp_path, 10 * MB)
+    assert ([f.path for f in result.files], result.rule_problems) == (["A.md"], [])
+
+
+def test_bad_vaultlensignore_line_is_reported_and_the_rest_applied(tmp_path: Path) -> None:
+    write_vault(
+        tmp_path,
+        {
+            ".vaultlensignore": "private/\n!\n*.tmp.md\n",
+            "private/D.md": "d\n",
+            "x.tmp.md": "t\n",
+            "A.md": "a\n",
+        },
+    )
+    result = scan_vault(tmp_path, 10 * MB)
+    assert [f.path for f in result.files] == ["A.md"]
+    assert result.rule_problems == [".vaultlensignore line 2 ('!') is not a valid pattern; left out"]
+
+
+def test_unreadable_app_json_is_reported(tmp_path: Path) -> None:
+    write_vault(tmp_path, {".obsidian/app.json": "{}", "A.md": "a\n"})
+    (tmp_path / ".obsidian" / "app.json").unlink()
+    (tmp_path / ".obsidian" / "app.json").mkdir()  # reading it fails even as root
+    rules = VaultRules(tmp_path, 10 * MB)
+    assert len(rules.rule_problems) == 1
+    assert rules.rule_problems[0].startswith(".obsidian/app.json cannot be read (")
+    assert rules.scan("").rule_problems == list(rules.rule_problems)
 
 
 def test_vaultlensignore_uses_gitignore_syntax(tmp_path: Path) -> None:

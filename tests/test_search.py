@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from vaultlens.config.paths import index_dir
+from vaultlens.config.settings import SearchSettings
+from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import VaultlensError
 from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.services import app as services
 from vaultlens.services.app import App
-from vaultlens.services.search import NoteHit, search
+from vaultlens.services.search import NoteHit, rank_notes
 from vl_support import RecordingProvider, bilingual_vault, run_cli, run_index, write_vault
 
 LONG_NOTE = "Garden/Tomatoes.md"
@@ -57,6 +59,19 @@ def store(built: tuple[Path, Path]):
     s = SQLiteStore(built[1])
     yield s
     s.close()
+
+
+def search(
+    store: SQLiteStore,
+    provider: EmbeddingProvider,
+    query: str,
+    limit: int = 10,
+    sections: int = 3,
+    max_query_chars: int = 2000,
+) -> list[NoteHit]:
+    return rank_notes(
+        store, provider, query, SearchSettings(max_query_chars=max_query_chars), limit, sections
+    )
 
 
 def paths(hits: list[NoteHit]) -> list[str]:
@@ -153,7 +168,7 @@ def test_service_applies_settings_limits(placed: Path) -> None:
     app = App.open(placed, {"search.limit": "2", "search.sections": "1", "search.max_query_chars": "40"})
     rec = RecordingProvider(app.provider())
     app._provider = rec
-    hits = services.find(
+    hits = services.search(
         app, "tomato seedlings need light and a warm windowsill before transplanting outside"
     )
     app.close()

@@ -13,7 +13,8 @@ import pytest
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.paths import index_dir
 from vaultlens.errors import StoreError
-from vaultlens.index.sqlite_store import DB_NAME, FileRecord, NoteUpdate, SQLiteStore
+from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
+from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
 from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vl_support import bilingual_vault, db_rows, run_cli, run_index
@@ -162,7 +163,7 @@ def test_a_failing_batch_changes_nothing(healthy: tuple[Path, Path]) -> None:
         first = next(iter(rows.values()))
         dup = Chunk(first.id, "Other.md", 0, (), "text", "h", 0, 4, 0, 1)  # a chunk id that already exists
         update = NoteUpdate(
-            FileRecord("Other.md", "note", 4, 1, "fh", "indexed", n_chunks=1), [(dup, "e", "t")]
+            FileRecord("Other.md", "note", 4, 1, "fh", "indexed", n_chunks=1), [IndexedChunk(dup, "e", "t")]
         )
         with pytest.raises(sqlite3.IntegrityError):
             store.apply(
@@ -185,10 +186,11 @@ def test_vector_cache_is_rebuilt_when_missing_stale_or_damaged(healthy: tuple[Pa
     np.testing.assert_array_equal(vecs, truth_vecs)
     gen = store.generation
     cache = sorted(p.name for p in d.glob("matrix-*"))
-    assert cache == [f"matrix-{gen}.ids.npy", f"matrix-{gen}.vecs.npy"]
+    stem = f"matrix-{store.store_id}-{gen}"
+    assert cache == [f"{stem}.ids.npy", f"{stem}.vecs.npy"]
     store.close()
 
-    vec_file = d / f"matrix-{gen}.vecs.npy"
+    vec_file = d / f"{stem}.vecs.npy"
     vec_file.write_bytes(vec_file.read_bytes()[:200])  # truncated by a crash or a full disk
     store = SQLiteStore(d)
     ids, vecs = store.matrix()
@@ -198,8 +200,8 @@ def test_vector_cache_is_rebuilt_when_missing_stale_or_damaged(healthy: tuple[Pa
     store.close()
     assert len(ids) == len(truth_ids) - 1
     assert sorted(p.name for p in d.glob("matrix-*")) == [
-        f"matrix-{gen + 1}.ids.npy",
-        f"matrix-{gen + 1}.vecs.npy",
+        f"matrix-{store.store_id}-{gen + 1}.ids.npy",
+        f"matrix-{store.store_id}-{gen + 1}.vecs.npy",
     ]
 
 
@@ -222,7 +224,7 @@ def test_clear_keeps_the_file_and_forgets_the_space(healthy: tuple[Path, Path]) 
     store = SQLiteStore(d)
     try:
         assert store.space is None
-        assert store.counts() == {"notes": 0, "chunks": 0, "vectors": 0}
+        assert (store.counts().notes, store.counts().chunks, store.counts().vectors) == (0, 0, 0)
         assert store.get_meta("cleared_at") is not None
         assert store.problems() == []
     finally:

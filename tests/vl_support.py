@@ -15,8 +15,11 @@ from pathlib import Path
 
 from vaultlens.config.settings import Settings, load_settings
 from vaultlens.embedding.base import EmbeddingProvider, EmbeddingSpace, Vectors
-from vaultlens.index.indexer import Indexer, RunStats
+from vaultlens.index.indexer import Indexer
+from vaultlens.index.runs import RunStats
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
+from vaultlens.index.store import FileRecord
+from vaultlens.services.app import App
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -308,7 +311,7 @@ def chunk_invariant_errors(note: object, chunks: list[object], max_chars: int) -
         heads = sum(
             b.end - b.start for b in note.blocks if b.kind == "heading" and c.start <= b.start < c.end
         )
-        if not holds_atomic and c.heading_path != ("front matter",) and len(c.text) > max_chars + heads:
+        if not holds_atomic and not c.frontmatter and len(c.text) > max_chars + heads:
             errors.append(f"{where}: {len(c.text)} chars > max {max_chars} without an atomic block")
     covered = [False] * len(text)
     for c in cs:
@@ -333,3 +336,9 @@ def without_root_file_access() -> None:
     for cap in (1, 2):
         if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def file_records(app: App) -> dict[str, FileRecord]:
+    """The live index's file records, read in one snapshot."""
+    with app.reading() as store:
+        return store.file_records()

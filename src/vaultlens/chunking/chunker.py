@@ -11,12 +11,12 @@ so an edit in one section leaves the IDs and hashes of chunks in other sections 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 
+from vaultlens.fsutil import sha256_hex
 from vaultlens.vault.model import Block, ParsedNote
 from vaultlens.vault.parse import line_starts
 
@@ -32,10 +32,13 @@ class Chunk:
     heading_path: tuple[str, ...]
     text: str
     content_hash: str
-    start: int  # code-point offsets into the normalised note text
+    start: int  # code-point offsets into the normalised note text (NoteSource.byte_offset maps to bytes)
     end: int
     start_line: int  # 0-based, end-exclusive
     end_line: int
+    # True only for the note's YAML front matter block; its heading_path is FRONT_MATTER_PATH for
+    # display, but logic reads this flag: a real heading named "front matter" is an ordinary heading
+    frontmatter: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,18 +48,18 @@ class _Span:
     heading_path: tuple[str, ...]
     atomic: bool
     is_heading: bool
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    frontmatter: bool = False
 
 
 def _chunk_id(path: str, heading_path: tuple[str, ...], rank: int) -> str:
-    key = "\x1f".join((path, *heading_path, str(rank)))
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
+    return sha256_hex("\x1f".join((path, *heading_path, str(rank))))[:20]
 
 
-CHUNKER_VERSION = 2  # bump when the rules change, so indexes re-chunk every note
+# The heading path shown for the front matter chunk (and part of its id, so ids stay stable).
+FRONT_MATTER_PATH = ("front matter",)
+# Bump when the rules change, so indexes re-chunk every note. v3: heading text from markdown-it's
+# inline tokens (links, code spans), and the front matter flag on chunks.
+CHUNKER_VERSION = 3
 
 
 class MarkdownChunker:
@@ -75,7 +78,7 @@ class MarkdownChunker:
         text = note.text
         spans: list[_Span] = []
         if note.body_start > 0 and text[: note.body_start].strip("-\n "):
-            spans.append(_Span(0, note.body_start, ("front matter",), True, False))
+            spans.append(_Span(0, note.body_start, FRONT_MATTER_PATH, True, False, frontmatter=True))
         stack: list[tuple[int, str]] = []
         for block in note.blocks:
             if block.kind == "heading":
@@ -85,7 +88,7 @@ class MarkdownChunker:
             heading_path = tuple(h for _, h in stack)
             spans.extend(self._block_spans(text, block, heading_path))
 
-        pieces: list[tuple[int, int, tuple[str, ...]]] = []
+        pieces: list[tuple[int, int, tuple[str, ...], bool]] = []
         cur: list[_Span] = []
 
         def flush() -> None:
@@ -94,7 +97,7 @@ class MarkdownChunker:
             while len(cur) > 1 and cur[-1].is_heading:
                 carry.insert(0, cur.pop())
             if cur:
-                pieces.append((cur[0].start, cur[-1].end, cur[0].heading_path))
+                pieces.append((cur[0].start, cur[-1].end, cur[0].heading_path, cur[0].frontmatter))
             cur[:] = carry
 
         for span in spans:
@@ -109,7 +112,7 @@ class MarkdownChunker:
                 if (
                     (span.is_heading and substantial)
                     or cur_size > self.target
-                    or cur[0].heading_path == ("front matter",)
+                    or cur[0].frontmatter
                     or (span.atomic and size > self.target)
                 ):
                     flush()
@@ -121,7 +124,7 @@ class MarkdownChunker:
         chunks: list[Chunk] = []
         ranks: Counter[tuple[str, ...]] = Counter()
         starts = line_starts(text)
-        for start, end, heading_path in pieces:
+        for start, end, heading_path, frontmatter in pieces:
             body = text[start:end].strip("\n")
             if not body.strip():
                 continue
@@ -137,11 +140,12 @@ class MarkdownChunker:
                     ordinal=len(chunks),
                     heading_path=heading_path,
                     text=body,
-                    content_hash=content_hash(body),
+                    content_hash=sha256_hex(body),
                     start=start,
                     end=end,
                     start_line=_line_at(starts, start),
                     end_line=_line_at(starts, end - 1) + 1,
+                    frontmatter=frontmatter,
                 )
             )
         return chunks

@@ -11,7 +11,7 @@ from rich.markup import escape
 from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.services import app as services
-from vaultlens.services.discover import SectionRef
+from vaultlens.services.section import Section
 
 duplicates_cli = typer.Typer(
     help="Potential duplicate notes: exact copies and near-duplicates by meaning.",
@@ -19,7 +19,7 @@ duplicates_cli = typer.Typer(
 )
 
 
-def _where(ref: SectionRef) -> str:
+def _where(ref: Section) -> str:
     return f"L{ref.start_line}-{ref.end_line} {' › '.join(ref.heading_path) or '(top)'}"
 
 
@@ -31,7 +31,7 @@ def similar(
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Notes to show.")] = None,
 ) -> None:
     """Notes related to NOTE, section by section, from the index (no embedding call)."""
-    result = services.similar_notes(open_app(vault, set_), note, limit)
+    result = services.similar(open_app(vault, set_), note, limit)
     if json_:
         render.print_json(asdict(result))
         return
@@ -63,7 +63,8 @@ def duplicates(
     """List potential duplicates. A candidate is an invitation to look, never an action."""
     if ctx.invoked_subcommand is not None:
         return
-    report = services.find_duplicates(open_app(vault, set_), threshold, limit)
+    app = open_app(vault, set_)
+    report = services.duplicates(app, threshold, limit)
     if json_:
         render.print_json(asdict(report))
         return
@@ -88,7 +89,8 @@ def duplicates(
             out.print("  " + ", ".join(escape(p) for p in group))
     if report.excluded_short:
         out.print(
-            f"[dim]{report.excluded_short} notes with fewer than 32 letters or digits were not compared by meaning.[/dim]"
+            f"[dim]{report.excluded_short} notes with fewer than {app.settings.discover.min_chars} letters or"
+            " digits were not compared by meaning.[/dim]"
         )
 
 
@@ -100,5 +102,5 @@ def dismiss(
     set_: SetOpt = None,
 ) -> None:
     """Hide the pair A–B from `duplicates` until either note changes."""
-    pa, pb = services.dismiss_duplicate(open_app(vault, set_), a, b)
+    pa, pb = services.dismiss(open_app(vault, set_), a, b)
     render.out.print(f"Dismissed {pa} ↔ {pb}; it comes back if either note changes.")

@@ -9,19 +9,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, confirm_remote, open_app, parse_overrides
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.config import paths
 from vaultlens.config.settings import as_rows
 from vaultlens.errors import VaultlensError
-from vaultlens.index.indexer import RunStats
+from vaultlens.index.runs import RunStats
 from vaultlens.services import app as services
 from vaultlens.services import evaluation
 from vaultlens.services.evaluation import GroupScore
@@ -42,7 +41,7 @@ cli.add_typer(duplicates_cli, name="duplicates")
 
 def _show_stats(stats: RunStats, json_: bool) -> None:
     if json_:
-        render.print_json(stats.__dict__)
+        render.print_json(stats.as_dict())
     else:
         _print_stats(stats)
 
@@ -64,9 +63,8 @@ def _print_stats(stats: RunStats) -> None:
 def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False, yes: YesOpt = False) -> None:
     """Index the vault, or bring the index up to date (only changed chunks are embedded)."""
     app = open_app(vault, set_)
-    confirm_remote(app, yes)
     with render.RichProgress() as progress:
-        stats = services.index(app, progress)
+        stats = with_consent(yes, lambda consent: services.index(app, progress, consent))
     _show_stats(stats, json_)
 
 
@@ -90,23 +88,24 @@ def rebuild(
 ) -> None:
     """Build the index again from scratch with the current settings (e.g. after changing the model)."""
     app = open_app(vault, set_)
-    confirm_remote(app, yes)
     if not background:
         with render.RichProgress() as progress:
-            stats = services.rebuild(app, progress)
+            stats = with_consent(yes, lambda consent: services.rebuild(app, progress, consent))
         _show_stats(stats, json_)
         return
     if not json_:
         render.out.print(f"Building the new index next to {app.index_dir}; searches keep using it meanwhile.")
     with render.RichProgress() as progress:
-        result = services.rebuild_in_background(app, progress, switch_wait)
+        result = with_consent(
+            yes, lambda consent: services.rebuild_in_background(app, progress, switch_wait, consent)
+        )
     if json_:
         render.print_json(
             {
-                **result.stats.__dict__,
+                **result.stats.as_dict(),
                 "index_dir": str(result.index_dir),
                 "resumed": result.resumed,
-                "catch_up": result.catch_up.__dict__,
+                "catch_up": result.catch_up.as_dict(),
             }
         )
         return
@@ -140,7 +139,7 @@ def search(
             q = line.strip()
             if not q:
                 continue
-            hits = services.find(app, q, limit, sections)
+            hits = services.search(app, q, limit, sections)
             if json_:
                 sys.stdout.write(
                     json.dumps({"query": q, "results": render.hits_json(hits)}, ensure_ascii=False) + "\n"
@@ -149,7 +148,7 @@ def search(
                 render.out.rule(q)
                 render.print_hits(hits)
         return
-    hits = services.find(app, query, limit, sections)
+    hits = services.search(app, query, limit, sections)
     if json_:
         render.print_json(render.hits_json(hits))
     else:
@@ -162,40 +161,22 @@ def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) 
     app = open_app(vault, set_)
     info = services.status(app)
     if json_:
-        render.print_json(info)
+        render.print_json(info.as_dict())
         return
     render.print_status(info)
-    _print_index_state(info)
-
-
-def _print_index_state(info: dict[str, Any]) -> None:
-    """What `status` adds about a cleared index and a pending embedding-space change."""
-    if info.get("cleared") and not info.get("chunks"):
-        render.out.print("[yellow]Cleared[/yellow]: the index is empty until you run `vaultlens index`.")
-    change = info.get("space_change")
-    if change and change.get("configured"):
-        render.out.print(
-            f"[bold]Settings[/bold] {escape(change['configured'])}. {escape(change['message'])}\n"
-            "Run `vaultlens rebuild` (or `vaultlens rebuild --background` to keep searching meanwhile)."
-        )
 
 
 @cli.command()
-def doctor(vault: VaultOpt = None, set_: SetOpt = None) -> None:
+def doctor(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Check the index's integrity and consistency; exits non-zero on any problem."""
     app = open_app(vault, set_)
-    problems = services.doctor(app)
-    if problems:
-        for p in problems:
-            render.err.print(f"[red]✗[/red] {p}")
-        render.err.print("Run `vaultlens rebuild` to rebuild the index from the vault.")
+    report = services.doctor(app)
+    if json_:
+        render.print_json(report.as_dict())
+    else:
+        render.print_doctor(report)
+    if not report.healthy:
         raise typer.Exit(1)
-    render.out.print("[green]✓[/green] index is healthy")
-    unused = app.store().unused_vectors()
-    if unused:
-        render.out.print(
-            f"[dim]{unused} vectors without a chunk are kept for reuse; the next index run drops them.[/dim]"
-        )
 
 
 @config_cli.command("show")
@@ -228,11 +209,15 @@ def eval_beir(
     folder: Annotated[Path, typer.Argument(help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv.")],
     set_: SetOpt = None,
     json_: JsonOpt = False,
+    yes: YesOpt = False,
 ) -> None:
     """nDCG@10, Recall@100 and MRR@10 of search on a BEIR data set (written as one note per document)."""
     work = paths.home() / "eval"
+    overrides = parse_overrides(set_)
     with render.RichProgress() as progress:
-        scores = evaluation.eval_beir(folder, work, parse_overrides(set_), progress)
+        scores = with_consent(
+            yes, lambda consent: evaluation.eval_beir(folder, work, overrides, progress, consent=consent)
+        )
     _print_scores(scores, json_)
 
 
@@ -243,10 +228,14 @@ def eval_queries(
     ],
     set_: SetOpt = None,
     json_: JsonOpt = False,
+    yes: YesOpt = False,
 ) -> None:
     """hit@1, hit@5 and MRR on a labelled query file, per vault, language and cross-lingual flag."""
+    overrides = parse_overrides(set_)
     with render.RichProgress() as progress:
-        scores = evaluation.eval_queries(file, parse_overrides(set_), progress)
+        scores = with_consent(
+            yes, lambda consent: evaluation.eval_queries(file, overrides, progress, consent=consent)
+        )
     _print_scores(scores, json_)
 
 

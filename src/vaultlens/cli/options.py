@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.config import consent
-from vaultlens.errors import ConfigError
-from vaultlens.services import app as services
+from vaultlens.errors import ConfigError, ConsentRequired
 from vaultlens.services.app import App
+
+T = TypeVar("T")
 
 VaultOpt = Annotated[
     Path | None,
@@ -46,23 +47,28 @@ def open_app(vault: Path | None, sets: list[str] | None) -> App:
     return App.open(root, parse_overrides(sets))
 
 
-def confirm_remote(app: App, yes: bool) -> None:
-    """Before note text first leaves the machine, say what goes where and ask (once per destination)."""
-    destination = services.remote_destination(app)
-    if destination is None or consent.granted(destination):
-        return
-    render.err.print(
-        f"[yellow]vaultlens will send the text of your notes (in chunks of up to "
-        f"{app.settings.index.chunk_max} characters) to {escape(destination)} to compute embeddings.[/yellow]"
-    )
-    if not yes:
-        if not sys.stdin.isatty():
-            raise ConfigError(
-                f"Not sending note text to {destination} without your agreement.",
-                hint="Run the command in a terminal to answer, or pass --yes.",
-            )
-        if not typer.confirm("Send note text there?", default=False):
-            raise ConfigError(
-                "Nothing was sent.", hint="Choose a local provider with --set embedding.provider=local."
-            )
-    consent.grant(destination)
+def with_consent(yes: bool, run: Callable[[bool], T]) -> T:
+    """Run a service; when it needs consent to send note text off this machine, say what goes
+    where and ask (remembered per destination), or take ``--yes``, then run it again with it."""
+    try:
+        return run(False)
+    except ConsentRequired as exc:
+        render.err.print(
+            f"[yellow]vaultlens will send {escape(exc.what)} to {escape(exc.destination)}.[/yellow]"
+        )
+        if not yes:
+            if not sys.stdin.isatty():
+                raise ConsentRequired(
+                    exc.destination,
+                    exc.what,
+                    message=f"Not sending note text to {exc.destination} without your agreement.",
+                    hint="Run the command in a terminal to answer, or pass --yes.",
+                ) from None
+            if not typer.confirm("Send it there?", default=False):
+                raise ConsentRequired(
+                    exc.destination,
+                    exc.what,
+                    message="Nothing was sent.",
+                    hint="Choose a local provider with --set embedding.provider=local.",
+                ) from None
+        return run(True)

@@ -21,6 +21,7 @@ from rich.progress import (
 )
 
 from vaultlens.errors import VaultlensError
+from vaultlens.services.results import DoctorReport, IndexStatus
 from vaultlens.services.search import NoteHit
 
 out = Console(highlight=False)
@@ -103,38 +104,68 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def print_status(info: dict[str, Any]) -> None:
-    out.print(f"[bold]Vault[/bold]  {escape(info['vault'])}")
-    out.print(f"[bold]Index[/bold]  {escape(info['index_dir'])}")
-    if not info["indexed"]:
+def print_status(info: IndexStatus) -> None:
+    out.print(f"[bold]Vault[/bold]  {escape(info.vault)}")
+    out.print(f"[bold]Index[/bold]  {escape(info.index_dir)}")
+    _print_rule_problems(info.rule_problems)
+    if not info.indexed:
         out.print("[yellow]Not indexed yet.[/yellow] Run `vaultlens index`.")
         return
-    f = info["files"]
+    f = info.files
     out.print(
         f"[bold]Files[/bold]  [green]{f.get('indexed', 0)} indexed[/green], "
         f"[yellow]{f.get('skipped', 0)} skipped[/yellow], [red]{f.get('failed', 0)} failed[/red]"
     )
     out.print(
-        f"[bold]Totals[/bold] {info['notes']} notes, {info['chunks']} chunks, {_size(info['size_bytes'])} on disk"
+        f"[bold]Totals[/bold] {info.notes} notes, {info.chunks} chunks, {_size(info.size_bytes)} on disk"
     )
-    space = info["embedding_space"]
-    label = space["label"] if space else "none yet"
+    label = info.embedding_space.describe() if info.embedding_space else "none yet"
     warn = (
         ""
-        if info["configured_space_matches"]
+        if info.configured_space_matches
         else "  [red](differs from settings: run `vaultlens rebuild`)[/red]"
     )
     out.print(f"[bold]Model[/bold]  {escape(label)}{warn}")
-    run = info["last_run"]
+    run = info.last_run
     if run:
+        st = run.stats
         out.print(
-            f"[bold]Last run[/bold] {run['status']}: {run.get('files_scanned', 0)} scanned, "
-            f"{run.get('files_changed', 0)} changed, {run.get('chunks_embedded', 0)} embedded, "
-            f"{run.get('chunks_reused', 0)} reused, {run.get('chunks_deleted', 0)} deleted, "
-            f"{run.get('seconds', 0):.1f}s"
+            f"[bold]Last run[/bold] {run.status}: {st.files_scanned} scanned, {st.files_changed} changed, "
+            f"{st.chunks_embedded} embedded, {st.chunks_reused} reused, {st.chunks_deleted} deleted, "
+            f"{st.seconds:.1f}s"
         )
-    if info["problems"]:
+    if info.problems:
         out.print("[bold]Notes with a reason[/bold]")
-        for p in info["problems"]:
-            colour = {"skipped": "yellow", "failed": "red"}.get(p["status"], "cyan")
-            out.print(f"  [{colour}]{p['status']:<8}[/{colour}] {escape(p['path'])}: {escape(p['reason'])}")
+        for p in info.problems:
+            colour = {"skipped": "yellow", "failed": "red"}.get(p.status, "cyan")
+            out.print(f"  [{colour}]{p.status:<8}[/{colour}] {escape(p.path)}: {escape(p.reason or '')}")
+    if info.cleared and not info.chunks:
+        out.print("[yellow]Cleared[/yellow]: the index is empty until you run `vaultlens index`.")
+    change = info.space_change
+    if change and change.configured:
+        out.print(
+            f"[bold]Settings[/bold] {escape(change.configured)}. {escape(change.message)}\n"
+            "Run `vaultlens rebuild` (or `vaultlens rebuild --background` to keep searching meanwhile)."
+        )
+
+
+def _print_rule_problems(problems: list[str]) -> None:
+    for problem in problems:
+        err.print(f"[red]✗[/red] ignore rules: {escape(problem)}")
+
+
+def print_doctor(report: DoctorReport) -> None:
+    for p in report.problems:
+        err.print(f"[red]✗[/red] {escape(p)}")
+    if report.problems:
+        err.print("Run `vaultlens rebuild` to rebuild the index from the vault.")
+    _print_rule_problems(report.rule_problems)
+    if report.rule_problems:
+        err.print("Notes you excluded in Obsidian may be indexed until .obsidian/app.json is fixed.")
+    if report.healthy:
+        out.print("[green]✓[/green] index is healthy")
+    if report.unused_vectors:
+        out.print(
+            f"[dim]{report.unused_vectors} vectors without a chunk are kept for reuse; "
+            "the next index run drops them.[/dim]"
+        )

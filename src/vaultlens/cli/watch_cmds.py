@@ -10,8 +10,8 @@ import time
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.options import SetOpt, VaultOpt, YesOpt, confirm_remote, open_app
-from vaultlens.index.indexer import RunStats
+from vaultlens.cli.options import SetOpt, VaultOpt, YesOpt, open_app, with_consent
+from vaultlens.index.runs import RunStats
 from vaultlens.index.watcher import FlushReport
 from vaultlens.services.watch import watch as watch_service
 
@@ -47,7 +47,6 @@ def describe(report: FlushReport) -> str:
 def watch(vault: VaultOpt = None, set_: SetOpt = None, yes: YesOpt = False) -> None:
     """Keep the index current while you write: reconcile now, then follow saves, renames and moves."""
     app = open_app(vault, set_)
-    confirm_remote(app, yes)
     stop = threading.Event()
     # SIGTERM stops like Ctrl-C: the current flush is committed or rolled back, the lock released
     signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -64,7 +63,7 @@ def watch(vault: VaultOpt = None, set_: SetOpt = None, yes: YesOpt = False) -> N
                 )
 
         try:
-            watch_service(app, on_flush, stop, bar)
+            with_consent(yes, lambda consent: watch_service(app, on_flush, stop, bar, consent))
         except KeyboardInterrupt:
             startup.close()
             render.out.print("Stopped watching; the index is up to date with the last flush.")

@@ -1,28 +1,56 @@
 """Which remote destinations the user agreed to send note text to, remembered per user.
 
-Kept under ``$VAULTLENS_HOME`` (never in the vault), keyed by provider, model and endpoint, so
-changing any of them asks again.
+Kept in ``$VAULTLENS_HOME/consent.json`` (never in the vault) as a JSON list of destination
+descriptions (provider, model and endpoint), so changing any of them asks again. The policy
+lives in :func:`require_consent`: services call it before note text leaves the machine, and
+interfaces answer a :class:`~vaultlens.errors.ConsentRequired` by asking the user and calling
+again with ``granted_now=True``.
+
+A file that cannot be read as such a list is refused with a :class:`~vaultlens.errors.ConfigError`,
+never taken as empty: taking it as empty would overwrite the user's earlier answers on the next
+grant.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from vaultlens.config.paths import home
+from vaultlens.errors import ConfigError, ConsentRequired, translated_errors
+from vaultlens.fsutil import atomic_write
+
+FILE_NAME = "consent.json"
 
 
-def _file() -> Path:
-    return home() / "consent.json"
+def consent_file() -> Path:
+    return home() / FILE_NAME
 
 
 def _load() -> list[str]:
+    path = consent_file()
+    fix = "Fix it (a JSON list of destination strings) or delete it; vaultlens will then ask again."
+    with translated_errors("read the consent file", path):
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
     try:
-        data = json.loads(_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [str(x) for x in data] if isinstance(data, list) else []
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(f"The consent file {path} is not valid JSON ({exc}).", hint=fix) from None
+    if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
+        raise ConfigError(
+            f"The consent file {path} is not a list of destinations (found {type(data).__name__}"
+            f"{' with non-string items' if isinstance(data, list) else ''}).",
+            hint=fix,
+        )
+    return data
+
+
+def granted_destinations() -> list[str]:
+    """Every destination the user agreed to, oldest first."""
+    return list(_load())
 
 
 def granted(destination: str) -> bool:
@@ -30,12 +58,23 @@ def granted(destination: str) -> bool:
 
 
 def grant(destination: str) -> None:
-    """Remember a yes, written atomically so a crash never leaves a half-written file."""
+    """Remember a yes, written atomically and durably (mode 0600: it is the user's own record)."""
     items = _load()
     if destination in items:
         return
-    target = _file()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps([*items, destination], indent=2), encoding="utf-8")
-    os.replace(tmp, target)
+    path = consent_file()
+    with translated_errors("save your agreement", path):
+        atomic_write(path, json.dumps([*items, destination], indent=2) + "\n", mode=0o600)
+
+
+def require_consent(destination: str, what: str, granted_now: bool = False) -> None:
+    """Return when note text may go to ``destination``; raise ``ConsentRequired`` otherwise.
+
+    ``what`` says what would be sent (shown to the user). ``granted_now=True`` means the
+    caller has just asked the user and got a yes: it is remembered and the call returns.
+    """
+    if granted_now:
+        grant(destination)
+        return
+    if not granted(destination):
+        raise ConsentRequired(destination, what)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -20,18 +21,25 @@ from vaultlens.errors import ConfigError
 
 VAULT_CONFIG_NAME = ".vaultlens.toml"
 ENV_PREFIX = "VAULTLENS_"
+PROVIDER_NAME = re.compile(r"[a-z][a-z0-9_.-]*")  # what embedding.provider (and a registered name) looks like
 
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
-    provider: str = "local"  # local | ollama | openai
-    model: str = "use-multilingual-v3"
-    endpoint: str = ""
+    """The one declaration of every embedding default; providers take their values from here.
+
+    ``provider`` names an entry of :mod:`vaultlens.embedding.registry` (built in: local, ollama,
+    openai); this layer only checks that it is a name, the registry rejects an unknown one.
+    """
+
+    provider: str = "local"
+    model: str = "use-multilingual-v3"  # the bundled model: the local provider's only one
+    endpoint: str = ""  # "" = the provider's own default endpoint
     dimensions: int = 0  # 0 = whatever the model returns
     api_key_env: str = "OPENAI_API_KEY"
     batch_size: int = 64
-    timeout_s: float = 60.0
-    max_retries: int = 4
+    timeout_s: float = 60.0  # per HTTP request
+    max_retries: int = 4  # HTTP retries after the first try
     threads: int = 0  # 0 = os.cpu_count()
 
 
@@ -179,10 +187,17 @@ def load_settings(vault: Path | None, overrides: dict[str, str] | None = None) -
 
 
 def _validate(s: Settings) -> None:
-    if s.embedding.provider not in ("local", "ollama", "openai"):
+    e = s.embedding
+    if not PROVIDER_NAME.fullmatch(e.provider):
         raise ConfigError(
-            f"embedding.provider must be one of local, ollama, openai (got {s.embedding.provider!r})."
+            f"embedding.provider must be a provider name such as local, ollama or openai (got {e.provider!r})."
         )
+    if e.dimensions < 0 or e.threads < 0 or e.max_retries < 0:
+        raise ConfigError(
+            "embedding.dimensions, embedding.threads and embedding.max_retries must be zero or more."
+        )
+    if not e.timeout_s > 0:
+        raise ConfigError("embedding.timeout_s must be more than zero.")
     if not 200 <= s.index.chunk_target <= s.index.chunk_max:
         raise ConfigError("index.chunk_target must be at least 200 and at most index.chunk_max.")
     if not 0 <= s.index.chunk_overlap < s.index.chunk_target:

@@ -51,6 +51,18 @@ class EmbeddingProvider(Protocol):
         ...
 
 
+def remote_destination(provider: EmbeddingProvider) -> str | None:
+    """Where ``provider`` sends texts, in words a user can judge; None when they stay on this machine.
+
+    This string is what consent is granted for (see :mod:`vaultlens.config.consent`), so it
+    names everything that changes where text goes: provider, model and endpoint.
+    """
+    if not provider.remote:
+        return None
+    space = provider.space
+    return f"{space.provider} model {space.model} at {space.endpoint}"
+
+
 def normalize_rows(matrix: npt.ArrayLike, expected_rows: int, dimensions: int, source: str) -> Vectors:
     """Check a provider's output and L2-normalise it; garbage becomes a clear ProviderError."""
     try:

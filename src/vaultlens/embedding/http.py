@@ -7,15 +7,17 @@ into :class:`ProviderError` so nothing above this module sees httpx.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlparse
 
 import httpx
 
+from vaultlens.config.settings import EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
-from vaultlens.errors import ProviderError, ProviderTimeout
+from vaultlens.errors import ConfigError, ProviderError, ProviderTimeout
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -26,19 +28,23 @@ def is_loopback(endpoint: str) -> bool:
 
 
 class _HTTPProvider:
+    """The shared request loop. Keyword defaults are the settings' own (one declaration, in
+    :class:`~vaultlens.config.settings.EmbeddingSettings`); :meth:`from_settings` is what the
+    registry calls."""
+
     name = "http"
     default_endpoint = ""
 
     def __init__(
         self,
         model: str,
-        endpoint: str = "",
-        dimensions: int = 0,
+        endpoint: str = EmbeddingSettings.endpoint,
+        dimensions: int = EmbeddingSettings.dimensions,
         api_key: str | None = None,
-        batch_size: int = 64,
-        timeout_s: float = 60.0,
-        max_retries: int = 4,
-        backoff_s: float = 0.5,
+        batch_size: int = EmbeddingSettings.batch_size,
+        timeout_s: float = EmbeddingSettings.timeout_s,
+        max_retries: int = EmbeddingSettings.max_retries,
+        backoff_s: float = 0.5,  # first pause between retries; doubles each time
     ) -> None:
         self.endpoint = (endpoint or self.default_endpoint).rstrip("/")
         self.model = model
@@ -50,6 +56,23 @@ class _HTTPProvider:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
         self.space = EmbeddingSpace(self.name, model, self.endpoint, dimensions)
+
+    @classmethod
+    def from_settings(cls, s: EmbeddingSettings) -> Self:
+        return cls(
+            s.model,
+            endpoint=s.endpoint,
+            dimensions=s.dimensions,
+            api_key=cls.api_key(s),
+            batch_size=s.batch_size,
+            timeout_s=s.timeout_s,
+            max_retries=s.max_retries,
+        )
+
+    @staticmethod
+    def api_key(s: EmbeddingSettings) -> str | None:
+        """The key from the environment variable ``embedding.api_key_env`` names (never from a file)."""
+        return (os.environ.get(s.api_key_env) or None) if s.api_key_env else None
 
     def _post(self, url: str, payload: dict[str, Any]) -> Any:
         where = f"{self.name} at {url}"
@@ -80,6 +103,10 @@ class _HTTPProvider:
             time.sleep(self.backoff_s * (2**attempt))
         raise AssertionError("unreachable")
 
+    def close(self) -> None:
+        """Close the HTTP connection pool (the provider cannot embed afterwards)."""
+        self._client.close()
+
     def _finish(self, vectors: Any, count: int) -> Vectors:
         out = normalize_rows(vectors, count, self.dimensions, f"{self.name} model {self.model}")
         if not self.dimensions:
@@ -92,6 +119,10 @@ class OllamaProvider(_HTTPProvider):
     name = "ollama"
     default_endpoint = "http://127.0.0.1:11434"
 
+    @staticmethod
+    def api_key(s: EmbeddingSettings) -> str | None:
+        return None  # Ollama takes no key
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         data = self._post(f"{self.endpoint}/api/embed", {"model": self.model, "input": list(texts)})
         vectors = data.get("embeddings") if isinstance(data, dict) else None
@@ -103,6 +134,18 @@ class OllamaProvider(_HTTPProvider):
 class OpenAICompatibleProvider(_HTTPProvider):
     name = "openai"
     default_endpoint = "https://api.openai.com/v1"
+
+    @classmethod
+    def from_settings(cls, s: EmbeddingSettings) -> Self:
+        """A remote endpoint without an API key is refused before any request."""
+        provider = super().from_settings(s)
+        if provider.remote and not cls.api_key(s):
+            provider.close()
+            raise ConfigError(
+                f"embedding.provider is openai at {provider.endpoint} but no API key is set.",
+                hint=f"Set the environment variable {s.api_key_env} (or embedding.api_key_env to another name).",
+            )
+        return provider
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         payload: dict[str, Any] = {"model": self.model, "input": list(texts)}

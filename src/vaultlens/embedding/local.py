@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from vaultlens.config.settings import EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
 
-MODEL = "use-multilingual-v3"
+MODEL = EmbeddingSettings.model  # the settings' default model is this bundled one
 DIMENSIONS = 512
 # USE averages over tokens; text past this adds cost and dilutes the vector.
 MAX_CHARS = 2400
@@ -23,11 +24,19 @@ MAX_CHARS = 2400
 class LocalUSEProvider:
     remote = False
 
-    def __init__(self, threads: int = 0, batch_size: int = 64) -> None:
+    def __init__(
+        self, threads: int = EmbeddingSettings.threads, batch_size: int = EmbeddingSettings.batch_size
+    ) -> None:
         self.space = EmbeddingSpace("local", MODEL, "", DIMENSIONS)
         self.batch_size = batch_size
         self._threads = threads or os.cpu_count() or 1
         self._model: Any = None
+
+    @classmethod
+    def from_settings(cls, s: EmbeddingSettings) -> LocalUSEProvider:
+        """The bundled model has one name and size: ``embedding.model`` and ``embedding.dimensions``
+        do not apply to it (a value other than the default is ignored, as before)."""
+        return cls(threads=s.threads, batch_size=s.batch_size)
 
     def _load(self) -> Any:
         if self._model is None:

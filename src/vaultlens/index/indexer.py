@@ -8,10 +8,9 @@ at most the batch in flight and the next run resumes from there.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -19,12 +18,14 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultlens.chunking.chunker import MarkdownChunker
+from vaultlens.chunking.source import NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
-from vaultlens.errors import Cancelled
-from vaultlens.index.sqlite_store import FileRecord, NoteUpdate, SQLiteStore
+from vaultlens.errors import Cancelled, NoteNotFound, VaultlensError
+from vaultlens.fsutil import sha256_hex
+from vaultlens.index.runs import RunStats
+from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
-from vaultlens.vault.parse import NotText, decode_note, parse_note
 from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, scan_vault
 
 # A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
@@ -48,20 +49,6 @@ class NoProgress:
 
 
 @dataclass
-class RunStats:
-    files_scanned: int = 0
-    files_changed: int = 0
-    files_deleted: int = 0
-    files_skipped: int = 0
-    files_failed: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    chunks_deleted: int = 0
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
 class _Pending:
     update: NoteUpdate
     embed: dict[str, str]  # embed_hash -> text, for chunks that still need a vector
@@ -76,15 +63,11 @@ class _Plan:
     pending: list[_Pending] = field(default_factory=list)  # notes to re-chunk
 
 
-def _sha(data: bytes | str) -> str:
-    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
-
-
 class Indexer:
     def __init__(
         self,
         vault: Path,
-        store: SQLiteStore,
+        store: Store,
         provider: EmbeddingProvider,
         settings: Settings,
         progress: Progress | None = None,
@@ -109,17 +92,17 @@ class Indexer:
             self._run(stats)
         except KeyboardInterrupt:
             stats.seconds = round(time.monotonic() - started, 3)
-            self.store.finish_run(run_id, "cancelled", asdict(stats))
+            self.store.finish_run(run_id, "cancelled", stats.as_dict())
             raise Cancelled(
                 f"Indexing stopped; {stats.chunks_embedded} chunks embedded so far are saved.",
                 hint="Run `vaultlens index` again to finish from where it stopped.",
             ) from None
         except BaseException:
             stats.seconds = round(time.monotonic() - started, 3)
-            self.store.finish_run(run_id, "failed", asdict(stats))
+            self.store.finish_run(run_id, "failed", stats.as_dict())
             raise
         stats.seconds = round(time.monotonic() - started, 3)
-        self.store.finish_run(run_id, "ok", asdict(stats))
+        self.store.finish_run(run_id, "ok", stats.as_dict())
         return stats
 
     def _run(self, stats: RunStats) -> None:
@@ -268,27 +251,28 @@ class Indexer:
             return _Pending(NoteUpdate(rec), {}, old.n_chunks if old else 0)
 
         try:
-            data = (self.vault / f.path).read_bytes()
-        except FileNotFoundError:
+            raw = read_note(self.vault, f.path)
+        except NoteNotFound:
             return record("failed", "file disappeared while indexing")
-        except OSError as exc:
-            return record("failed", f"cannot read: {exc.strerror}")
-        file_hash = _sha(data)
+        except VaultlensError as exc:
+            cause = exc.__cause__
+            why = cause.strerror if isinstance(cause, OSError) and cause.strerror else exc.message
+            return record("failed", f"cannot read: {why}")
+        file_hash = raw.file_hash
         if old is not None and old.file_hash == file_hash and old.status != "failed":
-            return FileRecord(**{**asdict(old), "size": len(data), "mtime_ns": f.mtime_ns})
+            return replace(old, size=len(raw.raw), mtime_ns=f.mtime_ns)
         try:
-            text = decode_note(data)
+            source = note_from_bytes(raw, self.chunker)
         except NotText as exc:
             return record("skipped", str(exc), file_hash)
-        if not text.strip():
+        if not source.text.strip():
             return record("skipped", "empty note (nothing to index)", file_hash)
-        note = parse_note(text, f.path)
-        chunks = self.chunker.chunk(note, f.path)
+        note, chunks = source.note, source.chunks
         reason = f"{note.frontmatter_error}; indexed as plain text" if note.frontmatter_error else None
         rec = FileRecord(
             f.path,
             "note",
-            len(data),
+            len(raw.raw),
             f.mtime_ns,
             file_hash,
             "indexed",
@@ -298,18 +282,18 @@ class Indexer:
             note.tags,
             len(chunks),
         )
-        triples = []
+        indexed = []
         embed: dict[str, str] = {}
         for chunk in chunks:
             etext = embed_text(note.title, chunk)
-            ehash = _sha(etext)
-            triples.append((chunk, ehash, lexical_text(f.path, note, chunk)))
+            ehash = sha256_hex(etext)
+            indexed.append(IndexedChunk(chunk, ehash, lexical_text(f.path, note, chunk)))
             embed[ehash] = etext
         removed = 0
         if old is not None and old.n_chunks:
             new_keys = {(c.id, c.content_hash) for c in chunks}
             removed = len(self.store.chunk_keys(f.path) - new_keys)
-        return _Pending(NoteUpdate(rec, triples, note.links), embed, removed)
+        return _Pending(NoteUpdate(rec, indexed, note.links), embed, removed)
 
     def _batches(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
         batch: list[_Pending] = []

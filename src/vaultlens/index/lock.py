@@ -1,47 +1,81 @@
 """One writer per index, across processes: an OS file lock that dies with its holder.
 
-``flock`` is released by the kernel when the process exits for any reason (kill -9
-included), so a lock left by a crashed process is never stale; the PID written into the
-file is only there to name the holder in the error message.
+The lock is taken with portalocker (``flock`` on POSIX, ``msvcrt.locking`` on Windows), on a
+descriptor of our own, non-blocking. The OS releases it when the process exits for any
+reason (kill -9 included), so a lock left by a crashed process is never stale. Each
+:class:`WriterLock` opens its own descriptor, so a second lock on the same folder is refused
+inside one process too, not only across processes.
+
+The holder's PID is written into ``writer.lock`` only to name it in the error message; on
+Windows the locked bytes cannot be read by others, so the message may say "unknown".
 """
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import os
 from pathlib import Path
 from types import TracebackType
 
-from vaultlens.errors import IndexLocked
+import portalocker
+from portalocker.exceptions import AlreadyLocked, LockException
+
+from vaultlens.errors import IndexLocked, StoreError, translated_errors
+
+LOCK_NAME = "writer.lock"
+
+
+def _holder(fd: int) -> str:
+    """The PID the current holder wrote, or "unknown" (not written yet, or unreadable here)."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        raw = os.read(fd, 64)
+    except OSError:
+        return "unknown"
+    return raw.decode("ascii", "replace").strip() or "unknown"
 
 
 class WriterLock:
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.path = directory / "writer.lock"
+        self.path = directory / LOCK_NAME
+        with translated_errors("create the index folder", directory):
+            directory.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = None
 
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        with translated_errors("open the writer lock", self.path):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            portalocker.lock(fd, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+        except AlreadyLocked:
+            holder = _holder(fd)
             os.close(fd)
             raise IndexLocked(
                 f"Another vaultlens process (PID {holder}) is writing this index.",
                 hint="Wait for it to finish or stop it; searches keep working meanwhile.",
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except LockException as exc:
+            os.close(fd)
+            raise StoreError(f"Could not lock {self.path}: {exc}.") from exc
+        with contextlib.suppress(OSError):  # the PID only names the holder; the lock is held anyway
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, str(os.getpid()).encode("ascii"))
         self._fd = fd
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+        with contextlib.suppress(LockException, OSError):
+            portalocker.unlock(fd)  # closing below releases it anyway
+        os.close(fd)
 
     def __enter__(self) -> WriterLock:
         self.acquire()

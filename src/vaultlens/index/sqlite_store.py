@@ -14,13 +14,12 @@ rows) while writers keep committing on the main connection without waiting for t
 from __future__ import annotations
 
 import json
-import os
+import math
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +29,23 @@ import numpy.typing as npt
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import SpaceMismatch, StoreError
+from vaultlens.fsutil import atomic_file
 from vaultlens.index.estimate import RebuildEstimate
+from vaultlens.index.runs import RunRecord, RunStats
+from vaultlens.index.store import (
+    ChunkKeys,
+    FileRecord,
+    LexicalHits,
+    NoteText,
+    NoteUpdate,
+    Store,
+    StoreCounts,
+    space_matches,
+)
 from vaultlens.vault.model import Link
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+_IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
 
 _SCHEMA = """
@@ -70,53 +82,14 @@ MIGRATIONS: dict[int, str] = {
                 SELECT c.path AS path, t.terms AS terms FROM chunks c JOIN chunks_fts t ON t.rowid = c.rowid
                 ORDER BY c.path, c.ordinal) x ON x.path = f.path
             GROUP BY f.rowid;""",
+    # front matter is a flag, not a heading named "front matter"; a store id names the vector cache
+    3: """ALTER TABLE chunks ADD COLUMN frontmatter INTEGER NOT NULL DEFAULT 0;
+        UPDATE chunks SET frontmatter = 1 WHERE ordinal = 0 AND heading_path = '["front matter"]';
+        INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(8))));""",
 }
 
 
-def space_matches(stored: EmbeddingSpace, space: EmbeddingSpace) -> bool:
-    """Same provider, model and endpoint; an unknown dimension (remote, not yet called) is a wildcard."""
-    same = (stored.provider, stored.model, stored.endpoint) == (space.provider, space.model, space.endpoint)
-    return same and (not space.dimensions or stored.dimensions == space.dimensions)
-
-
-@dataclass(frozen=True, slots=True)
-class FileRecord:
-    path: str
-    kind: str
-    size: int
-    mtime_ns: int
-    file_hash: str | None
-    status: str  # indexed | skipped | failed
-    reason: str | None = None
-    title: str | None = None
-    aliases: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    n_chunks: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class NoteUpdate:
-    """A note's new state: its file record, its chunks with the hash of their embedded text, its links."""
-
-    record: FileRecord
-    chunks: Sequence[tuple[Chunk, str, str]] = ()  # (chunk, embed_hash, lexical text)
-    links: Sequence[Link] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkRow:
-    rowid: int
-    id: str
-    path: str
-    ordinal: int
-    heading_path: tuple[str, ...]
-    text: str
-    content_hash: str
-    start_line: int
-    end_line: int
-
-
-class SQLiteStore:
+class SQLiteStore(Store):
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
@@ -147,9 +120,9 @@ class SQLiteStore:
                 hint="Run `vaultlens rebuild` to rebuild it from the vault (the vault itself is untouched).",
             ) from None
         self._matrix: tuple[int, npt.NDArray[np.int64], Vectors] | None = None
-        self._df_cache: dict[str, int] = {}
-        self._df_generation = -1
-        self._df_chunks: tuple[int, int] | None = None
+        self._df_cache: dict[tuple[int, str], int] = {}  # (generation, term) -> chunks holding it
+        self._chunk_count: tuple[int, int] | None = None  # (generation, chunks)
+        self.store_id = self.get_meta("store_id") or "0"
 
     def _migrate(self) -> None:
         version = int(self.get_meta("schema_version") or 1)
@@ -355,10 +328,11 @@ class SQLiteStore:
                 self._delete_path(path)
             for u in updates:
                 self._put_record(u.record)
-                for chunk, embed_hash, lexical in u.chunks:
+                for item in u.chunks:
+                    chunk = item.chunk
                     cur = db.execute(
                         "INSERT INTO chunks(id, path, ordinal, heading_path, text, content_hash, embed_hash,"
-                        ' start, "end", start_line, end_line) VALUES (?,?,?,?,?,?,?,?,?,?,?)',
+                        ' start, "end", start_line, end_line, frontmatter) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)',
                         (
                             chunk.id,
                             chunk.path,
@@ -366,18 +340,21 @@ class SQLiteStore:
                             json.dumps(chunk.heading_path, ensure_ascii=False),
                             chunk.text,
                             chunk.content_hash,
-                            embed_hash,
+                            item.embed_hash,
                             chunk.start,
                             chunk.end,
                             chunk.start_line,
                             chunk.end_line,
+                            int(chunk.frontmatter),
                         ),
                     )
-                    db.execute("INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, lexical))
+                    db.execute(
+                        "INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, item.terms)
+                    )
                 if u.chunks:
                     db.execute(
                         "INSERT INTO notes_fts(rowid, terms) SELECT rowid, ? FROM files WHERE path = ?",
-                        (" ".join(lexical for _, _, lexical in u.chunks), u.record.path),
+                        (" ".join(item.terms for item in u.chunks), u.record.path),
                     )
                 db.executemany(
                     "INSERT INTO links(src, kind, target, heading, block, display, line) VALUES (?,?,?,?,?,?,?)",
@@ -445,47 +422,48 @@ class SQLiteStore:
             cur = db.execute("INSERT INTO runs(started, status) VALUES (?, 'running')", (time.time(),))
             return int(cur.lastrowid or 0)
 
-    def finish_run(self, run_id: int, status: str, stats: dict[str, Any]) -> None:
+    def finish_run(self, run_id: int, status: str, stats: dict[str, float]) -> None:
         with self.transaction() as db:
             db.execute(
                 "UPDATE runs SET finished = ?, status = ?, stats = ? WHERE id = ?",
                 (time.time(), status, json.dumps(stats), run_id),
             )
 
-    def last_run(self) -> dict[str, Any] | None:
+    def last_run(self) -> RunRecord | None:
         row = self.db.execute(
             "SELECT started, finished, status, stats FROM runs ORDER BY id DESC LIMIT 1"
         ).fetchone()
         if row is None:
             return None
-        return {"started": row[0], "finished": row[1], "status": row[2], **json.loads(row[3] or "{}")}
+        return RunRecord(row[0], row[1], row[2], RunStats.from_dict(json.loads(row[3] or "{}")))
 
     # ---- reads ------------------------------------------------------------------------------
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> StoreCounts:
         q = self.db.execute
-        out = {f"files_{s}": n for s, n in q("SELECT status, COUNT(*) FROM files GROUP BY status")}
-        out["notes"] = q("SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'").fetchone()[
-            0
-        ]
-        out["chunks"] = q("SELECT COUNT(*) FROM chunks").fetchone()[0]
-        out["vectors"] = q("SELECT COUNT(*) FROM vectors").fetchone()[0]
-        return out
+        files = {str(s): int(n) for s, n in q("SELECT status, COUNT(*) FROM files GROUP BY status")}
+        notes = q("SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'").fetchone()[0]
+        chunks = q("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        vectors = q("SELECT COUNT(*) FROM vectors").fetchone()[0]
+        return StoreCounts(int(notes), int(chunks), int(vectors), files)
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.directory.iterdir() if p.is_file())
 
-    def matrix(self) -> tuple[npt.NDArray[np.int64], Vectors]:
+    def matrix(self) -> tuple[ChunkKeys, Vectors]:
         """(chunk rowids, unit vectors) for every chunk, from the generation-stamped cache.
 
         Runs inside a snapshot, so the generation, and the rows a cache is built from, are
         one committed state: a cache file is only ever written for the generation it holds.
+        Cache files carry the store's random id as well as the generation, so a cache written
+        by a reader of an older store (before a rebuild restarted the generations) is never
+        taken for this one's.
         """
         with self.snapshot() as gen:
             cached = self._matrix
             if cached is not None and cached[0] == gen:
                 return cached[1], cached[2]
             ids_file, vec_file = self._cache_files(gen)
-            rowids: npt.NDArray[np.int64] | None = None
+            rowids: ChunkKeys | None = None
             vecs: Vectors | None = None
             try:
                 rowids = np.load(ids_file)
@@ -500,7 +478,42 @@ class SQLiteStore:
             self._matrix = (gen, rowids, vecs)
             return rowids, vecs
 
-    def _read_matrix(self) -> tuple[npt.NDArray[np.int64], Vectors]:
+    def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
+        rowids, vecs = self.matrix()
+        if rowids.size == 0 or k <= 0:
+            return rowids[:0], np.zeros(0, dtype=np.float32)
+        dense = np.asarray(vecs @ query, dtype=np.float32)
+        k = min(k, dense.size)
+        top = np.argpartition(-dense, k - 1)[:k]
+        return rowids[top], dense[top]
+
+    def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
+        rowids, vecs = self.matrix()
+        out = np.full(keys.shape[0], np.nan, dtype=np.float32)
+        if rowids.size == 0 or keys.size == 0:
+            return out
+        pos = np.minimum(np.searchsorted(rowids, keys), rowids.size - 1)
+        found = rowids[pos] == keys
+        if found.any():
+            out[found] = np.asarray(vecs[pos[found]] @ query, dtype=np.float32)
+        return out
+
+    def cache_problems(self) -> list[str]:
+        """A vector cache that differs from the stored vectors (it would serve wrong results)."""
+        with self.snapshot() as gen:
+            ids_file, vec_file = self._cache_files(gen)
+            if not vec_file.exists():
+                return []
+            try:
+                rowids, vecs = np.load(ids_file), np.load(vec_file, mmap_mode="r")
+            except (OSError, ValueError):
+                return [f"vector cache {vec_file.name} cannot be read"]
+            true_ids, true_vecs = self._read_matrix()
+            if not (np.array_equal(rowids, true_ids) and np.array_equal(np.asarray(vecs), true_vecs)):
+                return [f"vector cache {vec_file.name} differs from the stored vectors"]
+            return []
+
+    def _read_matrix(self) -> tuple[ChunkKeys, Vectors]:
         space = self.space
         dims = space.dimensions if space else 0
         rows = self.db.execute(
@@ -513,27 +526,28 @@ class SQLiteStore:
         return rowids, vecs
 
     def _cache_files(self, gen: int) -> tuple[Path, Path]:
-        return self.directory / f"matrix-{gen}.ids.npy", self.directory / f"matrix-{gen}.vecs.npy"
+        stem = f"matrix-{self.store_id}-{gen}"
+        return self.directory / f"{stem}.ids.npy", self.directory / f"{stem}.vecs.npy"
 
-    def _write_cache(self, gen: int, rowids: npt.NDArray[np.int64], vecs: Vectors) -> None:
-        ids_file, vec_file = self._cache_files(gen)
+    def _write_cache(self, gen: int, rowids: ChunkKeys, vecs: Vectors) -> None:
         try:
+            ids_file, vec_file = self._cache_files(gen)
             for target, arr in ((ids_file, rowids), (vec_file, vecs)):  # vectors last: readers check it
-                tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-                with tmp.open("wb") as fh:
+                with atomic_file(target, durable=False) as fh:
                     np.save(fh, arr)
-                os.replace(tmp, target)
         except OSError:
             return  # a read-only index dir only costs speed
         self._drop_caches(keep=gen)
 
     def _drop_caches(self, keep: int | None) -> None:
-        """Delete caches older than ``keep`` (all when None); a newer one belongs to a newer reader."""
+        """Delete caches of other stores, and this store's older than ``keep`` (all when None)."""
         for p in self.directory.glob("matrix-*.npy"):
-            gen = p.name.split(".")[0].removeprefix("matrix-")
-            if keep is None or (gen.isdigit() and int(gen) < keep):
+            _, store_id, gen = (p.name.split(".")[0].split("-") + ["", ""])[:3]
+            ours = store_id == self.store_id and gen.isdigit()
+            if keep is None or not ours or int(gen) < keep:
                 p.unlink(missing_ok=True)
 
+    # ---- full text ----------------------------------------------------------------------------
     def _bm25(self, sql: str, match: str, limit: int) -> list[Any]:
         """Rows of a ``MATCH ? ... LIMIT ?`` query; FTS5 syntax errors become a StoreError."""
         if not match:
@@ -543,23 +557,106 @@ class SQLiteStore:
         except sqlite3.OperationalError as exc:
             raise StoreError(f"Full-text query failed: {exc}") from None
 
-    def lexical(self, match: str, limit: int) -> list[tuple[int, float]]:
-        """(chunk rowid, BM25 score, higher is better) for an FTS5 MATCH expression."""
-        sql = (
-            "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
-            " ORDER BY bm25(chunks_fts) LIMIT ?"
-        )
-        return [(int(r), float(score)) for r, score in self._bm25(sql, match, limit)]
+    def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
+        """FTS5 BM25 of chunks and of whole notes, divided by the query's idf mass.
 
-    def chunks(self, rowids: Iterable[int]) -> dict[int, ChunkRow]:
-        sql = (
-            "SELECT rowid, id, path, ordinal, heading_path, text, content_hash, start_line, end_line"
-            " FROM chunks WHERE rowid IN ({marks})"
+        The idf is FTS5's own (``log((N - df + 0.5) / (df + 0.5))``, floored at ~0), so the mass
+        is roughly the BM25 of a chunk holding every term once. Terms in more than half the
+        chunks have ~0 idf: matching them would make FTS5 score most of the index for nothing,
+        so they are left out of the MATCH (the rarest term is kept, so an all-common query
+        still finds something).
+        """
+        with self.snapshot():
+            idf = self._idf(terms)
+            if not idf:
+                return LexicalHits()
+            useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
+            match = " OR ".join(f'"{t}"' for t in useful)
+            mass = sum(idf.values())
+            chunk_sql = (
+                "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
+                " ORDER BY bm25(chunks_fts) LIMIT ?"
+            )
+            chunks = {int(r): float(v) / mass for r, v in self._bm25(chunk_sql, match, chunk_limit)}
+            if not chunks:
+                return LexicalHits()
+            note_sql = (
+                "SELECT f.path, -bm25(notes_fts) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
+                " WHERE notes_fts MATCH ? ORDER BY bm25(notes_fts) LIMIT ?"
+            )
+            notes = {str(p): float(v) / mass for p, v in self._bm25(note_sql, match, note_limit)}
+            return LexicalHits(chunks, notes)
+
+    def _idf(self, terms: Sequence[str]) -> dict[str, float]:
+        """FTS5's idf over chunks of each distinct term (unseen terms included)."""
+        n = self._chunks_now()
+        dfs = self._doc_freqs(dict.fromkeys(terms), n)
+        return {t: max(math.log((n - df + 0.5) / (df + 0.5)), _IDF_FLOOR) for t, df in dfs.items()}
+
+    def _doc_freqs(self, terms: Iterable[str], n_chunks: int) -> dict[str, int]:
+        """Chunks containing each term, counted up to just over half of all chunks.
+
+        FTS5 clamps the idf of a term in more than half the chunks to ~0, so counting further
+        changes no score; the cap keeps a very common word from costing a full count. Cached
+        per generation (a search asks for the same few terms again and again).
+        """
+        gen = self.generation
+        if len(self._df_cache) > 100_000:
+            self._df_cache.clear()
+        out: dict[str, int] = {}
+        for t in terms:
+            df = self._df_cache.get((gen, t))
+            if df is None:
+                row = self.db.execute(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+                    (f'"{t}"', n_chunks // 2 + 1),
+                ).fetchone()
+                df = self._df_cache[(gen, t)] = int(row[0])
+            out[t] = df
+        return out
+
+    def _chunks_now(self) -> int:
+        """Number of chunks in the current generation (cached for it)."""
+        gen = self.generation
+        cached = self._chunk_count
+        if cached is None or cached[0] != gen:
+            cached = self._chunk_count = (
+                gen,
+                int(self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]),
+            )
+        return cached[1]
+
+    # ---- chunks -------------------------------------------------------------------------------
+    _CHUNK_COLUMNS = (
+        'rowid, id, path, ordinal, heading_path, text, content_hash, start, "end", start_line, end_line,'
+        " frontmatter"
+    )
+
+    @staticmethod
+    def _chunk(r: Sequence[Any]) -> Chunk:
+        return Chunk(
+            id=r[1],
+            path=r[2],
+            ordinal=r[3],
+            heading_path=tuple(json.loads(r[4])),
+            text=r[5],
+            content_hash=r[6],
+            start=r[7],
+            end=r[8],
+            start_line=r[9],
+            end_line=r[10],
+            frontmatter=bool(r[11]),
         )
-        return {
-            r[0]: ChunkRow(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7], r[8])
-            for r in self._rows_in(sql, rowids)
-        }
+
+    def chunks(self, keys: Iterable[int]) -> dict[int, Chunk]:
+        sql = f"SELECT {self._CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({{marks}})"
+        return {int(r[0]): self._chunk(r) for r in self._rows_in(sql, keys)}
+
+    def chunk_by_id(self, chunk_id: str) -> Chunk | None:
+        row = self.db.execute(
+            f"SELECT {self._CHUNK_COLUMNS} FROM chunks WHERE id = ?", (chunk_id,)
+        ).fetchone()
+        return None if row is None else self._chunk(row)
 
     def _rows_in(self, sql: str, keys: Iterable[Any]) -> Iterator[Any]:
         """Rows of ``sql`` (with one ``IN ({marks})``) for any number of keys, 500 at a time."""
@@ -568,80 +665,51 @@ class SQLiteStore:
             part = ids[i : i + 500]
             yield from self.db.execute(sql.format(marks=",".join("?" * len(part))), part)
 
-    def chunk_paths(self, rowids: Iterable[int]) -> dict[int, str]:
+    def chunk_paths(self, keys: Iterable[int]) -> dict[int, str]:
         """Note path of each chunk rowid (cheap: no text, no JSON)."""
         return {
             int(r): str(p)
-            for r, p in self._rows_in("SELECT rowid, path FROM chunks WHERE rowid IN ({marks})", rowids)
+            for r, p in self._rows_in("SELECT rowid, path FROM chunks WHERE rowid IN ({marks})", keys)
         }
 
-    def note_lexical(self, match: str, limit: int) -> dict[str, float]:
-        """BM25 of whole notes (all their chunks' terms), higher is better, for an FTS5 MATCH."""
-        sql = (
-            "SELECT f.path, -bm25(notes_fts) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
-            " WHERE notes_fts MATCH ? ORDER BY bm25(notes_fts) LIMIT ?"
-        )
-        return {str(p): float(score) for p, score in self._bm25(sql, match, limit)}
-
-    def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
-        """Chunks containing each term, counted up to just over half of all chunks.
-
-        FTS5 clamps the idf of a term in more than half the chunks to ~0, so counting further
-        changes no score; the cap keeps a very common word from costing a full count. Cached
-        for the current generation (a search asks for the same few terms again and again).
-        """
-        gen = self.generation
-        if self._df_generation != gen:
-            self._df_cache, self._df_generation = {}, gen
-        missing = [t for t in dict.fromkeys(terms) if t not in self._df_cache]
-        if missing:
-            cap = self._chunk_count() // 2 + 1
-            for t in missing:
-                row = self.db.execute(
-                    "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
-                    (f'"{t}"', cap),
-                ).fetchone()
-                self._df_cache[t] = int(row[0])
-        return {t: self._df_cache[t] for t in terms}
-
-    def _chunk_count(self) -> int:
-        """Number of chunks, cached with the document frequencies for the current generation."""
-        if self._df_chunks is None or self._df_chunks[0] != self.generation:
-            n = int(self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
-            self._df_chunks = (self.generation, n)
-        return self._df_chunks[1]
-
-    def chunk_layout(self) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.bool_]]:
+    def chunk_layout(self) -> tuple[ChunkKeys, list[str], npt.NDArray[np.bool_]]:
         """(rowids, note path, is-front-matter) of every chunk, ordered by rowid like :meth:`matrix`."""
-        rows = self.db.execute(
-            "SELECT rowid, path, heading_path = '[\"front matter\"]' FROM chunks ORDER BY rowid"
-        )
-        data = rows.fetchall()
+        data = self.db.execute("SELECT rowid, path, frontmatter FROM chunks ORDER BY rowid").fetchall()
         rowids = np.fromiter((r[0] for r in data), dtype=np.int64, count=len(data))
         frontmatter = np.fromiter((bool(r[2]) for r in data), dtype=np.bool_, count=len(data))
         return rowids, [r[1] for r in data], frontmatter
 
-    def note_texts(self) -> Iterator[tuple[str, str, str]]:
-        """(path, all chunk texts joined in order, the same without the front matter chunk) per note."""
-        rows = self.db.execute(
-            "SELECT path, text, heading_path = '[\"front matter\"]' FROM chunks ORDER BY path, ordinal"
-        )
+    def note_texts(self) -> Iterator[NoteText]:
+        """Each note's chunk texts joined in order, with and without its front matter chunk."""
+        rows = self.db.execute("SELECT path, text, frontmatter FROM chunks ORDER BY path, ordinal")
         current: str | None = None
         parts: list[tuple[str, bool]] = []
 
-        def joined() -> tuple[str, str, str]:
-            assert current is not None
+        def joined(path: str) -> NoteText:
             body = "\n".join(t for t, fm in parts if not fm)
-            return current, "\n".join(t for t, _ in parts), body
+            return NoteText(path, "\n".join(t for t, _ in parts), body)
 
         for path, text, frontmatter in rows:
             if path != current:
                 if current is not None:
-                    yield joined()
+                    yield joined(current)
                 current, parts = path, []
             parts.append((text, bool(frontmatter)))
         if current is not None:
-            yield joined()
+            yield joined(current)
+
+    def links(self, paths: Iterable[str] | None = None) -> dict[str, list[Link]]:
+        cols = "src, kind, target, heading, block, display, line"
+        if paths is None:
+            rows: Iterable[Any] = self.db.execute(f"SELECT {cols} FROM links ORDER BY src, line, rowid")
+        else:
+            rows = self._rows_in(
+                f"SELECT {cols} FROM links WHERE src IN ({{marks}}) ORDER BY src, line", paths
+            )
+        out: dict[str, list[Link]] = {}
+        for src, kind, target, heading, block, display, line in rows:
+            out.setdefault(src, []).append(Link(kind, target, line, display, heading, block))
+        return out
 
     def file_hashes(self, paths: Iterable[str]) -> dict[str, str | None]:
         return dict(self._rows_in("SELECT path, file_hash FROM files WHERE path IN ({marks})", paths))
@@ -683,7 +751,8 @@ class SQLiteStore:
             found.append("SQLite integrity check failed: " + "; ".join(result[:5]))
             return found
         try:
-            q("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+            # a command spelled as an INSERT: it needs the writable main connection, though it writes nothing
+            self._conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
         except sqlite3.DatabaseError as exc:
             found.append(f"full-text index is damaged: {exc}")
         checks = {
@@ -713,4 +782,24 @@ class SQLiteStore:
             ).fetchone()[0]
             if bad:
                 found.append(f"{bad} vectors with the wrong dimension")
-        return found
+        return found + self.cache_problems()
+
+
+class SQLiteBackend:
+    """The embedded default: one SQLite file (plus its WAL and the vector cache) in a folder."""
+
+    name = "sqlite"
+
+    def exists(self, location: Path) -> bool:
+        return (location / DB_NAME).exists()
+
+    def open(self, location: Path) -> SQLiteStore:
+        return SQLiteStore(location)
+
+    def wipe(self, location: Path) -> None:
+        """Delete the store's files only (never the writer lock, a pointer or other folders)."""
+        if not location.is_dir():
+            return
+        for p in location.iterdir():
+            if p.is_file() and p.name.startswith((DB_NAME, "matrix-", ".matrix-")):
+                p.unlink(missing_ok=True)

@@ -12,7 +12,7 @@ from vaultlens.vault.model import ParsedNote
 
 def embed_text(title: str, chunk: Chunk) -> str:
     """What the model sees: the note title and section give a short chunk its context."""
-    heads = [h for h in chunk.heading_path if h != "front matter"]
+    heads = [] if chunk.frontmatter else list(chunk.heading_path)
     prefix = " / ".join([title, *heads[-2:]])
     return f"{prefix}\n{chunk.text}"
 

@@ -36,7 +36,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from vaultlens.errors import Cancelled, VaultlensError
-from vaultlens.index.indexer import Indexer, NoProgress, RunStats
+from vaultlens.index.indexer import Indexer, NoProgress
+from vaultlens.index.runs import RunStats
 from vaultlens.vault.scan import IGNORE_FILE
 
 Intent = Literal["upsert", "delete"]

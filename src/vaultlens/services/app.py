@@ -1,229 +1,251 @@
-"""Composition root: one place that turns a vault path and settings into a store and a provider.
+"""Composition root and service facade: one :class:`App` per vault, and the verbs every interface calls.
 
-Every interface (CLI today; API, MCP and web later) builds one :class:`App` and calls the
-service functions with it, so they all behave the same.
+The CLI today, and the HTTP API, the MCP server and the web page next, build one :class:`App`
+and call these functions, so they all behave the same. An App is safe to share between
+threads: searches run on leased snapshots of the live store while one writer (``watch``)
+commits, and a switch after a background rebuild never closes a store a reader still holds.
+
+The embedding provider and the store backend are injected (defaults: the configured provider
+from the registry, the SQLite backend). Privacy is enforced here, not in an interface: a verb
+that would send note text off this machine raises :class:`ConsentRequired` unless the
+destination was granted before or the caller passes ``consent=True`` for this call.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vaultlens.config import paths
+from vaultlens.config.consent import require_consent
 from vaultlens.config.settings import LoadedSettings, Settings, load_settings
-from vaultlens.embedding.base import EmbeddingProvider
+from vaultlens.embedding.base import EmbeddingProvider, remote_destination
 from vaultlens.embedding.registry import make_provider
-from vaultlens.errors import StoreError, VaultlensError
-from vaultlens.index.indexer import Indexer, Progress, RunStats
-from vaultlens.index.lock import WriterLock
-from vaultlens.index.rebuild import RebuildResult, discard_stale_staging, rebuild_background, wipe_store
-from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore, space_matches
+from vaultlens.errors import IndexNotFound, VaultlensError, translated_errors
+from vaultlens.index.backends import get_backend
+from vaultlens.index.indexer import Indexer, Progress
+from vaultlens.index.lifecycle import IndexHome, LiveStore
+from vaultlens.index.rebuild import RebuildResult, rebuild_background
+from vaultlens.index.runs import RunStats
+from vaultlens.index.store import Store, StoreBackend, space_matches
 from vaultlens.services import discover
-from vaultlens.services.search import Fusion, NoteHit, search
-from vaultlens.vault.scan import check_vault
+from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
+from vaultlens.services.search import NoteHit, rank_notes
+from vaultlens.vault.scan import VaultRules, check_vault
 
 
 @dataclass
 class App:
     vault: Path
     loaded: LoadedSettings
-    _store: SQLiteStore | None = field(default=None, repr=False)
+    backend: StoreBackend = field(default_factory=get_backend)
     _provider: EmbeddingProvider | None = field(default=None, repr=False)
+    _provider_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.home = IndexHome(paths.index_dir(self.vault), self.backend)
+        self.live = LiveStore(self.home)
 
     @classmethod
-    def open(cls, vault: Path, overrides: dict[str, str] | None = None) -> App:
+    def open(
+        cls,
+        vault: Path,
+        overrides: dict[str, str] | None = None,
+        *,
+        provider: EmbeddingProvider | None = None,
+        backend: StoreBackend | None = None,
+    ) -> App:
+        """An App for ``vault``: settings from every layer, and optionally an injected provider or backend."""
         root = check_vault(vault)
-        return cls(root, load_settings(root, overrides))
+        return cls(root, load_settings(root, overrides), backend or get_backend(), provider)
 
     @property
     def settings(self) -> Settings:
         return self.loaded.settings
 
     @property
-    def index_root(self) -> Path:
-        """The vault's stable index folder: holds the live writer lock and the ``current`` pointer."""
-        return paths.index_dir(self.vault)
-
-    @property
     def index_dir(self) -> Path:
-        """The live store's folder, re-read from the pointer on every call (a rebuild may switch it)."""
-        return paths.live_index_dir(self.index_root)
-
-    def writer_lock(self) -> WriterLock:
-        """The one writer lock of the live index; every writer (index, watch, clear, rebuild) takes it."""
-        return WriterLock(self.index_root)
+        """The live store's folder, re-read on every call (a background rebuild may switch it)."""
+        return self.home.live_dir()
 
     def has_index(self) -> bool:
-        return (self.index_dir / DB_NAME).exists()
+        return self.home.has_index()
 
-    def store(self, create: bool = False) -> SQLiteStore:
-        """The live store. Reopened when a background rebuild has switched the pointer since the last
-        call; a pointer that moves while opening is re-read, so a search never lands on a deleted one."""
-        for _ in range(5):
-            live = self.index_dir
-            if self._store is not None and self._store.directory == live:
-                return self._store
-            self.close()
-            if not create and not (live / DB_NAME).exists():
-                if self.index_dir != live:
-                    continue
-                raise StoreError(
-                    f"There is no index for {self.vault} yet.", hint="Run `vaultlens index` to build it."
-                )
-            store = SQLiteStore(live)
-            if self.index_dir == live:
-                self._store = store
-                return store
-            store.close()
-        raise StoreError(f"The index for {self.vault} keeps moving; another process is switching it.")
+    @contextmanager
+    def reading(self) -> Iterator[Store]:
+        """The live store frozen at one committed generation for the block (safe from any thread)."""
+        if not self.has_index():
+            raise IndexNotFound(
+                f"There is no index for {self.vault} yet.", hint="Run `vaultlens index` to build it."
+            )
+        with self.live.reading() as store:
+            yield store
 
     def provider(self) -> EmbeddingProvider:
-        if self._provider is None:
-            self._provider = make_provider(self.settings.embedding)
-        return self._provider
+        with self._provider_lock:
+            if self._provider is None:
+                self._provider = make_provider(self.settings.embedding)
+            return self._provider
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        self.live.close()
 
 
-def remote_destination(app: App) -> str | None:
-    """Where note text goes for embedding when that is off this machine; None when it stays local."""
-    provider = app.provider()
-    if not provider.remote:
-        return None
-    space = provider.space
-    return f"{space.provider} model {space.model} at {space.endpoint}"
+def _rule_problems(app: App) -> list[str]:
+    """Ignore rules of the vault that could not be applied as written (a broken .obsidian/app.json)."""
+    return list(VaultRules(app.vault, int(app.settings.index.max_file_mb * 1_000_000)).rule_problems)
 
 
-def index(app: App, progress: Progress | None = None) -> RunStats:
+def require_embedding_consent(app: App, consent: bool) -> None:
+    """Refuse (ConsentRequired) before note text goes to a remote embedding provider nobody agreed to."""
+    destination = remote_destination(app.provider())
+    if destination is None:
+        return
+    problems = _rule_problems(app)
+    if problems:
+        raise VaultlensError(
+            "Not sending note text to a remote provider while the vault's ignore rules are broken: "
+            + "; ".join(problems),
+            hint="Fix .obsidian/app.json (Settings → Files and links → Excluded files), so notes you "
+            "excluded are not sent.",
+        )
+    what = f"the text of your notes, in chunks of up to {app.settings.index.chunk_max} characters"
+    require_consent(destination, what, granted_now=consent)
+
+
+def index(app: App, progress: Progress | None = None, consent: bool = False) -> RunStats:
     """Bring the index up to date with the vault (the one writer; resumable)."""
-    with app.writer_lock():
-        store = app.store(create=True)
-        return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
+    with translated_errors():
+        require_embedding_consent(app, consent)
+        with app.home.writer_lock(), app.live.lease(create=True) as store:
+            return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
 
 
 def clear(app: App) -> None:
     """Empty the index; it stays empty until the user indexes again (no unfinished rebuild revives it)."""
-    if not app.has_index():
-        return
-    with app.writer_lock():
-        app.store().clear()
-        discard_stale_staging(app.index_root)
+    with translated_errors():
+        if not app.has_index():
+            return
+        with app.home.writer_lock():
+            with app.live.lease() as store:
+                store.clear()
+            app.home.discard_stale_staging()
 
 
-def rebuild(app: App, progress: Progress | None = None) -> RunStats:
+def rebuild(app: App, progress: Progress | None = None, consent: bool = False) -> RunStats:
     """Throw the live index away (including its embedding space) and build it from scratch in place."""
-    with app.writer_lock():
-        live = app.index_dir
-        app.close()
-        wipe_store(live)
-        store = app.store(create=True)
-        return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
+    with translated_errors():
+        require_embedding_consent(app, consent)
+        with app.home.writer_lock():
+            app.live.reset()
+            app.home.wipe_live()
+            with app.live.lease(create=True) as store:
+                return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
 
 
 def rebuild_in_background(
-    app: App, progress: Progress | None = None, switch_wait: float = 30.0
+    app: App, progress: Progress | None = None, switch_wait: float = 30.0, consent: bool = False
 ) -> RebuildResult:
     """Build the configured space next to the live index, which keeps answering; switch when done."""
-    app.close()
-    return rebuild_background(app.index_root, app.vault, app.provider(), app.settings, progress, switch_wait)
+    with translated_errors():
+        require_embedding_consent(app, consent)
+        result = rebuild_background(app.home, app.vault, app.provider(), app.settings, progress, switch_wait)
+        app.live.reset()
+        return result
 
 
-def find(app: App, query: str, limit: int | None = None, sections: int | None = None) -> list[NoteHit]:
-    """Search inside one snapshot: every read sees the same committed generation."""
+def search(app: App, query: str, limit: int | None = None, sections: int | None = None) -> list[NoteHit]:
+    """Notes matching ``query`` by meaning and by words, inside one snapshot."""
     s = app.settings.search
-    store = app.store()
-    with store.snapshot():
+    with translated_errors(), app.reading() as store:
         store.check_space(app.provider().space)
-        return search(
-            store,
-            app.provider(),
-            query,
-            limit or s.limit,
-            sections or s.sections,
-            s.max_query_chars,
-            Fusion(max_lexical_weight=s.max_lexical_weight, candidates=s.candidates),
-        )
+        return rank_notes(store, app.provider(), query, s, limit or s.limit, sections or s.sections)
 
 
-def similar_notes(app: App, note: str, limit: int | None = None) -> discover.SimilarResult:
+def similar(app: App, note: str, limit: int | None = None) -> discover.SimilarResult:
     """Notes related to ``note`` from stored vectors only (no embedding call)."""
-    store = app.store()
-    with store.snapshot():
+    with translated_errors(), app.reading() as store:
         path = discover.resolve_note(store, str(app.vault), note)
-        return discover.similar(store, path, limit or app.settings.search.limit)
+        d = app.settings.discover
+        return discover.similar(store, path, limit or app.settings.search.limit, d.min_chars)
 
 
-def find_duplicates(
+def duplicates(
     app: App, threshold: float | None = None, limit: int | None = None
 ) -> discover.DuplicateReport:
+    """Exact copies, near-duplicate pairs above ``threshold`` and same-named notes."""
     d = app.settings.discover
-    store = app.store()
-    with store.snapshot():
+    with translated_errors(), app.reading() as store:
         return discover.duplicates(
-            store, threshold or d.duplicate_threshold, limit or d.duplicate_limit, d.min_chars
+            store,
+            d.duplicate_threshold if threshold is None else threshold,
+            d.duplicate_limit if limit is None else limit,
+            d.min_chars,
         )
 
 
-def dismiss_duplicate(app: App, a: str, b: str) -> tuple[str, str]:
-    """Hide a candidate pair until either note changes."""
-    store = app.store()
-    pa = discover.resolve_note(store, str(app.vault), a)
-    pb = discover.resolve_note(store, str(app.vault), b)
-    store.dismiss_pair(pa, pb)
-    return pa, pb
+def dismiss(app: App, a: str, b: str) -> tuple[str, str]:
+    """Hide a candidate duplicate pair until either note changes."""
+    with translated_errors():
+        with app.reading() as store:
+            pa = discover.resolve_note(store, str(app.vault), a)
+            pb = discover.resolve_note(store, str(app.vault), b)
+        with app.live.lease() as store:
+            store.dismiss_pair(pa, pb)
+        return pa, pb
 
 
-def status(app: App) -> dict[str, Any]:
-    base: dict[str, Any] = {"vault": str(app.vault), "index_dir": str(app.index_dir)}
-    if not app.has_index():
-        return {**base, "indexed": False}
-    store = app.store()
-    with store.snapshot():
-        records = store.file_records()
-        counts = {"indexed": 0, "skipped": 0, "failed": 0}
-        for r in records.values():
-            counts[r.status] = counts.get(r.status, 0) + 1
-        space = store.space
-        c = store.counts()
-        change = _space_change(app, store)
-        return {
-            **base,
-            "indexed": True,
-            "cleared": store.cleared,
-            "files": counts,
-            "notes": c["notes"],
-            "chunks": c["chunks"],
-            "vectors": c["vectors"],
-            "size_bytes": store.size_bytes(),
-            "embedding_space": None if space is None else {**asdict(space), "label": space.describe()},
-            "configured_space_matches": change is None,
-            "space_change": change,
-            "problems": [
-                {"path": r.path, "status": r.status, "reason": r.reason}
-                for r in sorted(records.values(), key=lambda r: r.path)
-                if r.reason
-            ],
-            "last_run": store.last_run(),
-        }
+def status(app: App) -> IndexStatus:
+    """Coverage: indexed, skipped and failed files with reasons, totals, model, last run."""
+    with translated_errors():
+        base = IndexStatus(
+            str(app.vault), str(app.index_dir), indexed=False, rule_problems=_rule_problems(app)
+        )
+        if not app.has_index():
+            return base
+        with app.reading() as store:
+            records = store.file_records()
+            counts = store.counts()
+            change = _space_change(app, store)
+            return IndexStatus(
+                base.vault,
+                base.index_dir,
+                indexed=True,
+                cleared=store.cleared,
+                files={"indexed": 0, "skipped": 0, "failed": 0, **counts.files},
+                notes=counts.notes,
+                chunks=counts.chunks,
+                vectors=counts.vectors,
+                size_bytes=store.size_bytes(),
+                embedding_space=store.space,
+                space_change=change,
+                problems=[
+                    FileProblem(r.path, r.status, r.reason)
+                    for r in sorted(records.values(), key=lambda r: r.path)
+                    if r.reason
+                ],
+                last_run=store.last_run(),
+                rule_problems=base.rule_problems,
+            )
 
 
-def _space_change(app: App, store: SQLiteStore) -> dict[str, Any] | None:
+def _space_change(app: App, store: Store) -> SpaceChange | None:
     """None when the settings' space is the index's; else the configured space and the rebuild estimate."""
     stored = store.space
     try:
         configured = app.provider().space
     except VaultlensError as exc:  # a provider that cannot be built here
-        return {"configured": None, "error": exc.message}
+        return SpaceChange(None, None, exc.message)
     if stored is None or space_matches(stored, configured):
         return None
     estimate = store.rebuild_estimate(configured)
-    return {"configured": configured.describe(), **estimate.as_dict(), "message": estimate.describe()}
+    return SpaceChange(configured.describe(), estimate, estimate.describe())
 
 
-def doctor(app: App) -> list[str]:
-    """Integrity and consistency problems of the index; empty list = healthy."""
-    return app.store().problems()
+def doctor(app: App) -> DoctorReport:
+    """Integrity and consistency of the index, and vault rules that do not work as the user meant."""
+    with translated_errors(), app.reading() as store:
+        return DoctorReport(store.problems(), _rule_problems(app), store.unused_vectors())

@@ -12,7 +12,6 @@ the cost grows with the partition sizes instead of n squared.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -23,10 +22,11 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultlens.errors import VaultError
-from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.fsutil import sha256_hex
+from vaultlens.index.store import Store
+from vaultlens.services.section import Section
 from vaultlens.vault.links import LinkResolver
 
-MIN_CHARS = 32  # notes with fewer letters or digits are too short to compare by meaning
 BLOCK_ROWS = 1024  # rows per exact block: a 1024 x n float32 product stays under ~120 MB at 30k sections
 EXACT_MAX_ROWS = 30_000  # sections; above this, duplicates use k-means partitions (recall measured)
 KMEANS_ITERATIONS = 8
@@ -39,16 +39,9 @@ _ALNUM = re.compile(r"[^\W_]", re.UNICODE)
 
 
 @dataclass(frozen=True, slots=True)
-class SectionRef:
-    heading_path: tuple[str, ...]
-    start_line: int  # 1-based, inclusive
-    end_line: int
-
-
-@dataclass(frozen=True, slots=True)
 class SectionMatch:
-    source: SectionRef
-    other: SectionRef
+    source: Section
+    other: Section
     score: float
 
 
@@ -109,21 +102,22 @@ class _Layout:
         return self.by_note[self.starts[note] : self.starts[note + 1]]
 
 
-# one layout per store file, valid for one generation: similar() must not re-read 200k rows per call
+# the layout of the last store generation read: similar() must not re-read 200k rows per call
 _LAYOUTS: dict[str, tuple[int, _Layout]] = {}
 
 
-def _layout(store: SQLiteStore) -> _Layout:
+def _layout(store: Store) -> _Layout:
     generation = store.generation
-    cached = _LAYOUTS.get(str(store.path))
+    cached = _LAYOUTS.get(store.store_id)
     if cached is not None and cached[0] == generation:
         return cached[1]
     lay = _read_layout(store)
-    _LAYOUTS[str(store.path)] = (generation, lay)
+    _LAYOUTS.clear()  # one store per process is the rule; never keep a dead one's vectors alive
+    _LAYOUTS[store.store_id] = (generation, lay)
     return lay
 
 
-def _read_layout(store: SQLiteStore) -> _Layout:
+def _read_layout(store: Store) -> _Layout:
     rowids, vecs = store.matrix()
     lay_ids, paths, frontmatter = store.chunk_layout()
     if not np.array_equal(rowids, lay_ids):  # a writer committed in between: align on rowids
@@ -140,7 +134,7 @@ def _read_layout(store: SQLiteStore) -> _Layout:
     return _Layout(rowids, vecs32, note_of, list(index), frontmatter, index, by_note, starts)
 
 
-def resolve_note(store: SQLiteStore, vault_root: str, note: str) -> str:
+def resolve_note(store: Store, vault_root: str, note: str) -> str:
     """Accept a vault-relative path, an absolute path inside the vault, or a note name."""
     records = store.file_records()
     indexed = [p for p, r in records.items() if r.status == "indexed"]
@@ -163,12 +157,11 @@ def resolve_note(store: SQLiteStore, vault_root: str, note: str) -> str:
     raise VaultError(f"No indexed note matches {note!r}.", hint="Check the path, or run `vaultlens index`.")
 
 
-def _refs(store: SQLiteStore, rowids: list[int]) -> dict[int, SectionRef]:
-    rows = store.chunks(rowids)
-    return {r: SectionRef(c.heading_path, c.start_line + 1, c.end_line) for r, c in rows.items()}
+def _refs(store: Store, rowids: list[int]) -> dict[int, Section]:
+    return {r: Section.of(c) for r, c in store.chunks(rowids).items()}
 
 
-def similar(store: SQLiteStore, path: str, limit: int = 10) -> SimilarResult:
+def similar(store: Store, path: str, limit: int, min_chars: int) -> SimilarResult:
     lay = _layout(store)
     if path not in lay.note_index:
         raise VaultError(f"{path} has no indexed text.")
@@ -176,9 +169,9 @@ def similar(store: SQLiteStore, path: str, limit: int = 10) -> SimilarResult:
     mine = lay.rows_of(note)
     body = mine[~lay.frontmatter[mine]] if (~lay.frontmatter[mine]).any() else mine
     text = "".join(c.text for c in store.chunks(lay.rowids[body].tolist()).values())
-    if len(_ALNUM.findall(text)) < MIN_CHARS:
+    if len(_ALNUM.findall(text)) < min_chars:
         return SimilarResult(
-            path, f"{path} has fewer than {MIN_CHARS} letters or digits: too little text to compare.", []
+            path, f"{path} has fewer than {min_chars} letters or digits: too little text to compare.", []
         )
     notice = None
     centroid = lay.vecs[body].mean(axis=0)
@@ -220,18 +213,17 @@ def _normalized(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).strip()
 
 
-def _exact_groups(store: SQLiteStore) -> tuple[list[ExactGroup], dict[str, int]]:
+def _exact_groups(store: Store) -> tuple[list[ExactGroup], dict[str, int]]:
     """Identical notes, then notes with the same body under different front matter; plus letter counts."""
     full: dict[str, list[str]] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
     letters: dict[str, int] = {}
-    for path, text, body_text in store.note_texts():
-        norm = _normalized(text)
-        full[hashlib.sha256(norm.encode()).hexdigest()].append(path)
-        stripped = _normalized(body_text)
-        letters[path] = len(_ALNUM.findall(stripped))
+    for note in store.note_texts():
+        full[sha256_hex(_normalized(note.text))].append(note.path)
+        stripped = _normalized(note.body)
+        letters[note.path] = len(_ALNUM.findall(stripped))
         if stripped:
-            body[hashlib.sha256(stripped.encode()).hexdigest()].append(path)
+            body[sha256_hex(stripped)].append(note.path)
     groups = [ExactGroup("identical", sorted(ps)) for ps in full.values() if len(ps) > 1]
     seen = {frozenset(g.paths) for g in groups}
     for ps in body.values():
@@ -317,9 +309,7 @@ def _pairs(vecs: npt.NDArray[np.float32], floor: float) -> Iterator[PairBatch]:
     return _partitioned_pairs(vecs, floor)
 
 
-def duplicates(
-    store: SQLiteStore, threshold: float = 0.95, limit: int = 100, min_chars: int = MIN_CHARS
-) -> DuplicateReport:
+def duplicates(store: Store, threshold: float, limit: int, min_chars: int) -> DuplicateReport:
     report = DuplicateReport(threshold)
     report.exact, letters = _exact_groups(store)
     in_exact = {frozenset((a, b)) for g in report.exact for a in g.paths for b in g.paths if a != b}
@@ -380,7 +370,7 @@ def duplicates(
 
 
 def _section_weights(
-    store: SQLiteStore, rowids: npt.NDArray[np.int64], note_of: npt.NDArray[np.int64], notes: set[int]
+    store: Store, rowids: npt.NDArray[np.int64], note_of: npt.NDArray[np.int64], notes: set[int]
 ) -> tuple[dict[int, int], dict[int, int]]:
     """Letters and digits of each compared section of ``notes``, and their total per note.
 

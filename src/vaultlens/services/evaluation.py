@@ -80,10 +80,11 @@ def eval_beir(
     overrides: dict[str, str] | None = None,
     progress: Progress | None = None,
     split: str = "test",
+    consent: bool = False,
 ) -> list[GroupScore]:
     vault = beir_vault(beir_dir, work / beir_dir.name)
     app = App.open(vault, overrides)
-    services.index(app, progress)
+    services.index(app, progress, consent)
     queries = {}
     with (beir_dir / "queries.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
@@ -95,7 +96,7 @@ def eval_beir(
             qrels[row["query-id"]][row["corpus-id"]] = float(row["score"])
     rows = []
     for qid, gains in qrels.items():
-        hits = services.find(app, queries[qid], limit=100, sections=1)
+        hits = services.search(app, queries[qid], limit=100, sections=1)
         ranked = [h.path.removesuffix(".md") for h in hits]
         relevant = [d for d, g in gains.items() if g > 0]
         rows.append(
@@ -109,7 +110,10 @@ def eval_beir(
 
 
 def eval_queries(
-    queries_file: Path, overrides: dict[str, str] | None = None, progress: Progress | None = None
+    queries_file: Path,
+    overrides: dict[str, str] | None = None,
+    progress: Progress | None = None,
+    consent: bool = False,
 ) -> list[GroupScore]:
     """hit@1, hit@5 and MRR per vault, language and cross-lingual flag; vault paths are relative to the file's parent's parent."""
     base = queries_file.resolve().parent.parent
@@ -121,8 +125,8 @@ def eval_queries(
     for q in items:
         if q["vault"] not in apps:
             apps[q["vault"]] = App.open(base / q["vault"], overrides)
-            services.index(apps[q["vault"]], progress)
-        hits = services.find(apps[q["vault"]], q["query"], limit=20, sections=1)
+            services.index(apps[q["vault"]], progress, consent)
+        hits = services.search(apps[q["vault"]], q["query"], limit=20, sections=1)
         ranked = [h.path for h in hits]
         row = {
             "hit@1": float(bool(set(ranked[:1]) & set(q["relevant"]))),

@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from vaultlens.errors import StoreError
+from vaultlens.errors import StoreError, translated_errors
 from vaultlens.index.indexer import Indexer, Progress
+from vaultlens.index.store import Store
 from vaultlens.index.watcher import FlushReport, Watcher
-from vaultlens.services.app import App
+from vaultlens.services.app import App, require_embedding_consent
 
 
 def watch(
@@ -16,21 +17,33 @@ def watch(
     on_flush: Callable[[FlushReport], None],
     stop_event: threading.Event,
     progress: Progress | None = None,
+    consent: bool = False,
 ) -> None:
     """Reconcile, then follow file events until ``stop_event`` is set (or KeyboardInterrupt).
 
     The writer lock is held throughout, so a second `watch` or an `index` is refused. A cleared
     index is refused too: watching would silently rebuild what the user chose to empty.
     """
-    with app.writer_lock():
-        store = app.store(create=True)
-        if store.cleared:
-            raise StoreError(
-                f"The index for {app.vault} was cleared; `vaultlens watch` does not rebuild it on its own.",
-                hint="Run `vaultlens index` to build it again, then start `vaultlens watch`.",
-            )
-        provider = app.provider()
-        if not provider.remote:
-            provider.embed(["warm up"])  # load the local model now, not on the first save (seconds)
-        indexer = Indexer(app.vault, store, provider, app.settings, progress)
-        Watcher(indexer, app.settings.watch.debounce_ms / 1000, on_flush).run(stop_event)
+    with translated_errors():
+        require_embedding_consent(app, consent)
+        with app.home.writer_lock(), app.live.lease(create=True) as store:
+            _follow(app, store, on_flush, stop_event, progress)
+
+
+def _follow(
+    app: App,
+    store: Store,
+    on_flush: Callable[[FlushReport], None],
+    stop_event: threading.Event,
+    progress: Progress | None,
+) -> None:
+    if store.cleared:
+        raise StoreError(
+            f"The index for {app.vault} was cleared; `vaultlens watch` does not rebuild it on its own.",
+            hint="Run `vaultlens index` to build it again, then start `vaultlens watch`.",
+        )
+    provider = app.provider()
+    if not provider.remote:
+        provider.embed(["warm up"])  # load the local model now, not on the first save (seconds)
+    indexer = Indexer(app.vault, store, provider, app.settings, progress)
+    Watcher(indexer, app.settings.watch.debounce_ms / 1000, on_flush).run(stop_event)

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from vaultlens.vault.links import extract_links, extract_tags, masked_spans, normalize_tag
@@ -29,7 +30,13 @@ _OPEN_KINDS: dict[str, BlockKind] = {
     "blockquote_open": "quote",
 }
 _LEAF_KINDS: dict[str, BlockKind] = {"fence": "code", "code_block": "code", "html_block": "html", "hr": "hr"}
-_INLINE_MARKUP = re.compile(r"\[\[([^\]|]*\|)?([^\]]*)\]\]|[*_`~=]+")
+# Obsidian syntax CommonMark leaves as text: wikilinks/embeds and ==highlight== / ~~strike~~ pairs
+_WIKILINK = re.compile(r"!?\[\[([^\[\]\n]+)\]\]")
+_PAIRED_MARK = re.compile(r"(==|~~)(?=\S)(.*?\S)\1")
+# characters of code spans and escapes are swapped for Unicode noncharacters while the markup
+# regexes run, so a `[[x]]` in code or an escaped \[[x]] is never read as a wikilink
+_PROTECT = str.maketrans({c: chr(0xFDD0 + i) for i, c in enumerate("[]|=~!")})
+_RESTORE = str.maketrans({chr(0xFDD0 + i): c for i, c in enumerate("[]|=~!")})
 
 
 class NotText(ValueError):
@@ -38,11 +45,17 @@ class NotText(ValueError):
 
 @lru_cache(maxsize=1)
 def _md() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+    # without text_join, escapes (``\[``) stay separate ``text_special`` tokens, so heading text can
+    # tell a written ``[[`` from an escaped one; block parsing (maps, kinds) is unaffected
+    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin).disable("text_join")
 
 
 def decode_note(data: bytes) -> str:
-    """Bytes -> text with LF line endings and no BOM, or :class:`NotText` with a specific reason."""
+    """Bytes -> text with LF line endings and no BOM, or :class:`NotText` with a specific reason.
+
+    Offsets into this text map back to the bytes with
+    :meth:`vaultlens.chunking.source.NoteSource.byte_offset` (CRLF and a BOM are accounted for).
+    """
     if b"\x00" in data[:8192]:
         raise NotText("binary content (NUL bytes), not a text note")
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
@@ -73,8 +86,38 @@ def _as_strings(value: Any) -> list[str]:
     return [str(value)]
 
 
-def _heading_text(raw: str) -> str:
-    return _INLINE_MARKUP.sub(lambda m: m.group(2) or "", raw).strip()
+def _heading_text(inline: Token) -> str:
+    """A heading as Obsidian shows it, from markdown-it's inline tokens.
+
+    Link text without the URL, code spans without backticks, emphasis and inline HTML dropped,
+    an image's alt text; ``[[target|display]]`` gives ``display`` and ``[[target]]`` gives
+    ``target`` (wikilinks are not CommonMark, so they arrive as text); ``==x==`` and ``~~x~~``
+    give ``x``. Code spans and escaped characters are literal: ``\\[[x]]`` stays ``[[x]]``.
+    """
+    parts: list[str] = []
+
+    def walk(children: list[Token]) -> None:
+        for child in children:
+            if child.type == "text":
+                parts.append(child.content)
+            elif child.type in ("code_inline", "text_special"):
+                parts.append(child.content.translate(_PROTECT))
+            elif child.type in ("softbreak", "hardbreak"):
+                parts.append(" ")
+            elif child.type == "image":
+                walk(child.children or [])
+            # link_open/close, em/strong open/close, html_inline: markup, dropped
+
+    walk(inline.children or [])
+    text = _WIKILINK.sub(_wikilink_display, "".join(parts))
+    while (unmarked := _PAIRED_MARK.sub(r"\2", text)) != text:  # ~~==x==~~ -> x
+        text = unmarked
+    return text.translate(_RESTORE).strip()
+
+
+def _wikilink_display(m: re.Match[str]) -> str:
+    target, _, display = m.group(1).partition("|")
+    return display.strip() or target.strip()
 
 
 def parse_note(text: str, path: str) -> ParsedNote:
@@ -114,7 +157,7 @@ def parse_note(text: str, path: str) -> ParsedNote:
         level, heading = 0, ""
         if kind == "heading":
             level = int(tok.tag[1:])
-            heading = _heading_text(tokens[i + 1].content)
+            heading = _heading_text(tokens[i + 1])
             headings.append(Heading(level, heading, start_line))
         blocks.append(Block(kind, start_line, end_line, offset(start_line), offset(end_line), level, heading))
 

@@ -3,6 +3,12 @@
 Skipped: dot-folders (``.obsidian/``, ``.trash/``, ``.git/``...), the user's
 ``userIgnoreFilters`` from ``.obsidian/app.json``, patterns in ``.vaultlensignore``
 (gitignore syntax), files over the size limit, symlink loops and links that leave the vault.
+
+A rule file that cannot be read in full (malformed JSON, a filter that is not a valid regex, a
+bad gitignore line) never stops a scan: every valid rule is kept, and each problem is listed in
+``VaultRules.rule_problems`` / ``ScanResult.rule_problems``. A non-empty list means some files
+the user meant to exclude may be listed, so callers must not send note text anywhere remote
+until it is fixed.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ class Skipped:
 class ScanResult:
     files: list[VaultFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # problems in the vault's ignore rules (see VaultRules.rule_problems); [] when they are sound
+    rule_problems: list[str] = field(default_factory=list)
 
     @property
     def notes(self) -> list[VaultFile]:
@@ -61,26 +69,62 @@ def check_vault(path: Path) -> Path:
     return path.resolve()
 
 
-def _obsidian_filters(root: Path) -> list[tuple[str, Callable[[str], bool]]]:
-    """Obsidian's "Excluded files": a ``/regex/`` or a path prefix, matched against the relative path."""
-    app = root / ".obsidian" / "app.json"
+APP_JSON = ".obsidian/app.json"
+
+_Filter = tuple[str, Callable[[str], bool]]
+
+
+def _obsidian_filters(root: Path) -> tuple[list[_Filter], list[str]]:
+    """Obsidian's "Excluded files": a ``/regex/`` or a path prefix, matched against the relative path.
+
+    Returns the valid filters and one message per problem. No ``app.json`` is no problem; a file
+    that cannot be read or parsed gives no filters and a problem; an invalid entry is left out
+    with a problem and every other entry is kept. An empty string is left out silently: it
+    excludes nothing the user could have meant.
+    """
+    app = root / APP_JSON
     try:
-        raw = json.loads(app.read_text(encoding="utf-8")).get("userIgnoreFilters") or []
-    except (OSError, ValueError, AttributeError):
-        return []
-    out: list[tuple[str, Callable[[str], bool]]] = []
-    for item in raw:
-        if not isinstance(item, str) or not item:
+        data = app.read_bytes()
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        return [], [f"{APP_JSON} cannot be read ({exc.strerror}); its excluded files are not applied"]
+    try:
+        config = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        return [], [f"{APP_JSON} is not UTF-8 text; its excluded files are not applied"]
+    except ValueError as exc:
+        return [], [f"{APP_JSON} is not valid JSON ({exc}); its excluded files are not applied"]
+    if not isinstance(config, dict):
+        return [], [f"{APP_JSON} is not a JSON object; its excluded files are not applied"]
+    raw = config.get("userIgnoreFilters")
+    if raw is None:
+        return [], []
+    if not isinstance(raw, list):
+        kind = type(raw).__name__
+        return [], [f"{APP_JSON} userIgnoreFilters is a {kind}, not a list; no excluded files are applied"]
+    out: list[_Filter] = []
+    problems: list[str] = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str) and not item:
             continue
-        if len(item) > 2 and item.startswith("/") and item.endswith("/"):
+        if not isinstance(item, str):
+            problems.append(
+                f"{APP_JSON} userIgnoreFilters entry {i + 1} ({item!r}) is not a string; left out"
+            )
+        elif len(item) > 2 and item.startswith("/") and item.endswith("/"):
             try:
                 rx = re.compile(item[1:-1])
-            except re.error:
+            except re.error as exc:
+                problems.append(
+                    f"{APP_JSON} userIgnoreFilters entry {i + 1} ({item!r}) is not a valid regular "
+                    f"expression ({exc}); left out"
+                )
                 continue
             out.append((item, _regex_matcher(rx)))
         else:
             out.append((item, _prefix_matcher(item)))
-    return out
+    return out, problems
 
 
 def _regex_matcher(rx: re.Pattern[str]) -> Callable[[str], bool]:
@@ -91,12 +135,31 @@ def _prefix_matcher(prefix: str) -> Callable[[str], bool]:
     return lambda p: p.startswith(prefix)
 
 
-def _ignore_spec(root: Path) -> pathspec.PathSpec[Any] | None:
+def _ignore_spec(root: Path) -> tuple[pathspec.PathSpec[Any] | None, list[str]]:
+    """``.vaultlensignore`` as a spec (None when absent) and one message per problem; a bad line is
+    left out and every other line kept."""
     try:
-        lines = (root / IGNORE_FILE).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+        lines = (root / IGNORE_FILE).read_bytes().decode("utf-8-sig").splitlines()
+    except FileNotFoundError:
+        return None, []
+    except OSError as exc:
+        return None, [f"{IGNORE_FILE} cannot be read ({exc.strerror}); its patterns are not applied"]
+    except UnicodeDecodeError:
+        return None, [f"{IGNORE_FILE} is not UTF-8 text; its patterns are not applied"]
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines), []
+    except ValueError:
+        pass
+    good: list[str] = []
+    problems: list[str] = []
+    for n, line in enumerate(lines, 1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            problems.append(f"{IGNORE_FILE} line {n} ({line!r}) is not a valid pattern; left out")
+        else:
+            good.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(good), problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +176,17 @@ class VaultRules:
 
     The watcher asks about one path at a time (``classify``); answering with the same code the
     full scan uses keeps a watched index equal to a freshly scanned one.
+
+    ``rule_problems`` lists what could not be applied from ``.obsidian/app.json`` and
+    ``.vaultlensignore`` (read once, here); every valid rule is applied regardless.
     """
 
     def __init__(self, root: Path, max_file_bytes: int) -> None:
         self.root = check_vault(root)
         self.max_file_bytes = max_file_bytes
-        self._filters = _obsidian_filters(self.root)
-        self._spec = _ignore_spec(self.root)
+        self._filters, app_problems = _obsidian_filters(self.root)
+        self._spec, ignore_problems = _ignore_spec(self.root)
+        self.rule_problems: tuple[str, ...] = (*app_problems, *ignore_problems)
 
     def ignored(self, rel: str, is_dir: bool) -> str | None:
         probe = rel + "/" if is_dir else rel
@@ -182,7 +249,7 @@ class VaultRules:
 
     def scan(self, under: str = "") -> ScanResult:
         """List every file below folder ``under`` ("" = the whole vault), sorted, plus every skip."""
-        result = ScanResult()
+        result = ScanResult(rule_problems=list(self.rule_problems))
         if under:
             top = self.entry(under) if self.folder_visible(under.rpartition("/")[0]) else None
             if isinstance(top, Skipped):

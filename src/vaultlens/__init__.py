@@ -1,0 +1,69 @@
+"""vaultlens: a local-first knowledge layer for Markdown / Obsidian vaults.
+
+The public API is the service facade every interface uses (the CLI today; the HTTP API, the
+MCP server and the web page next): open an :class:`App` for a vault, then call the verbs::
+
+    import vaultlens
+
+    app = vaultlens.App.open(Path("~/notes").expanduser())
+    vaultlens.index(app)                       # only changed chunks are embedded
+    for hit in vaultlens.search(app, "how do I cache static files"):
+        print(hit.path, hit.score, [s.heading_path for s in hit.sections])
+
+An App may be shared between threads. Errors are :class:`VaultlensError` subclasses with a
+``code``, an ``exit_code`` and an ``http_status``. ``vaultlens.testing`` holds a deterministic
+embedding provider for tests that need no model.
+"""
+
+from vaultlens.errors import ConsentRequired, VaultlensError
+from vaultlens.index.rebuild import RebuildResult
+from vaultlens.index.runs import RunRecord, RunStats
+from vaultlens.services.app import (
+    App,
+    clear,
+    dismiss,
+    doctor,
+    duplicates,
+    index,
+    rebuild,
+    rebuild_in_background,
+    search,
+    similar,
+    status,
+)
+from vaultlens.services.discover import DuplicatePair, DuplicateReport, ExactGroup, SimilarNote, SimilarResult
+from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
+from vaultlens.services.search import NoteHit
+from vaultlens.services.section import Section
+from vaultlens.services.watch import watch
+
+__all__ = [
+    "App",
+    "ConsentRequired",
+    "DoctorReport",
+    "DuplicatePair",
+    "DuplicateReport",
+    "ExactGroup",
+    "FileProblem",
+    "IndexStatus",
+    "NoteHit",
+    "RebuildResult",
+    "RunRecord",
+    "RunStats",
+    "Section",
+    "SimilarNote",
+    "SimilarResult",
+    "SpaceChange",
+    "VaultlensError",
+    "clear",
+    "dismiss",
+    "doctor",
+    "duplicates",
+    "index",
+    "rebuild",
+    "rebuild_in_background",
+    "search",
+    "similar",
+    "status",
+    "watch",
+]

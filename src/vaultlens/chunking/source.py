@@ -1,0 +1,185 @@
+"""The one note-loading seam: a vault-relative path in; bytes, hash, text, parse and chunks out.
+
+The indexer and every later feature (search-hit checks, Ask, audits, safe writes) load a note
+through :func:`load_note`, so they agree on what a note's bytes, text and chunks are, and none of
+them can be talked into reading outside the vault (:mod:`vaultlens.vault.safepath`).
+
+Offsets. :func:`~vaultlens.vault.parse.decode_note` drops a UTF-8 BOM and turns CRLF and lone
+CR into LF, and the parser and chunker count code points in that text; chunk ids and content
+hashes depend on it (a CRLF note chunks like its LF twin), so it stays normalised. Instead,
+:class:`NoteSource` maps any offset of its ``text`` back to a byte offset of ``raw`` exactly:
+``source.chunk_bytes(chunk)`` is the chunk's original bytes, CRLF line endings included, and
+everything outside that slice (the BOM, the rest of the file) is untouched by a byte-exact
+write that replaces it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+from bisect import bisect_left
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from vaultlens.chunking.chunker import Chunk, MarkdownChunker
+from vaultlens.errors import NoteNotFound, VaultError, VaultlensError, translate_error
+from vaultlens.fsutil import sha256_hex
+from vaultlens.vault.model import ParsedNote
+from vaultlens.vault.parse import NotText, decode_note, parse_note
+from vaultlens.vault.safepath import resolve_note_path
+
+__all__ = ["NoteSource", "NotText", "RawNote", "load_note", "note_from_bytes", "read_note"]
+
+_BOM = codecs.BOM_UTF8
+_STEP = 1024  # code points between two byte-offset checkpoints
+
+
+@dataclass(frozen=True, slots=True)
+class RawNote:
+    """A note's bytes as read from disk: ``path`` as spelled on disk (vault-relative, POSIX)."""
+
+    path: str
+    raw: bytes
+    file_hash: str  # sha256_hex(raw)
+
+
+@dataclass(frozen=True)
+class NoteSource:
+    """One note, loaded: its bytes and everything derived from them.
+
+    ``text`` is the decoded, normalised text (no BOM, LF line endings) that ``note`` and
+    ``chunks`` refer to; :meth:`byte_offset` maps its offsets back into ``raw``.
+    """
+
+    path: str  # vault-relative, POSIX separators, as spelled on disk
+    raw: bytes
+    file_hash: str  # sha256_hex(raw), the file hash the index stores
+    text: str
+    note: ParsedNote
+    chunks: list[Chunk]
+
+    @property
+    def bom(self) -> bool:
+        """True when the file starts with a UTF-8 byte order mark."""
+        return self.raw.startswith(_BOM)
+
+    @property
+    def newline(self) -> str:
+        """The line ending a write should use: the file's first one (``"\\n"`` when it has none)."""
+        cr, lf = self.raw.find(b"\r"), self.raw.find(b"\n")
+        if cr == -1 or (lf != -1 and lf < cr):
+            return "\n"
+        return "\r\n" if lf == cr + 1 else "\r"
+
+    def byte_offset(self, offset: int) -> int:
+        """The offset in ``raw`` of the character at code-point ``offset`` of ``text``.
+
+        ``len(text)`` maps to ``len(raw)``. A line break that is CRLF on disk maps to its ``\\r``,
+        so a span that ends before the break ends before the ``\\r`` too, and one that starts
+        after it starts after the ``\\n``. Raises :class:`ValueError` outside ``0..len(text)``.
+        """
+        if not 0 <= offset <= len(self.text):
+            raise ValueError(f"offset {offset} is outside the note text (0..{len(self.text)})")
+        return self._map.byte_offset(offset)
+
+    def byte_span(self, start: int, end: int) -> tuple[int, int]:
+        """``(byte_start, byte_end)`` of the text span ``[start, end)``."""
+        if end < start:
+            raise ValueError(f"span end {end} is before its start {start}")
+        return self.byte_offset(start), self.byte_offset(end)
+
+    def chunk_bytes(self, chunk: Chunk) -> bytes:
+        """The exact bytes of ``chunk`` in the file (CRLF kept); decoded and normalised, they are its text."""
+        start, end = self.byte_span(chunk.start, chunk.end)
+        return self.raw[start:end]
+
+    @cached_property
+    def _map(self) -> _ByteMap:
+        return _ByteMap(self.raw)
+
+
+class _ByteMap:
+    """Code-point offsets of the normalised text -> byte offsets of the raw file."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.bom = len(_BOM) if raw.startswith(_BOM) else 0
+        self.original = raw[self.bom :].decode("utf-8")  # with its CRs
+        # normalised offsets of the "\n" of every CRLF: one CR was dropped before each later offset
+        self.crlf: list[int] = []
+        pos = self.original.find("\r\n")
+        while pos != -1:
+            self.crlf.append(pos - len(self.crlf))
+            pos = self.original.find("\r\n", pos + 2)
+        self.ascii = self.original.isascii()
+        self.checkpoints: list[int] = []  # byte length of original[: k * _STEP], for k = 0, 1, ...
+        self.size = len(raw) - self.bom
+        if not self.ascii:
+            total = 0
+            for k in range(0, len(self.original), _STEP):
+                self.checkpoints.append(total)
+                total += len(self.original[k : k + _STEP].encode("utf-8"))
+
+    def byte_offset(self, offset: int) -> int:
+        cp = offset + bisect_left(self.crlf, offset)  # code points in the original text
+        if self.ascii:
+            return self.bom + cp
+        k = cp // _STEP
+        if k >= len(self.checkpoints):  # the very end of a text whose length is a multiple of _STEP
+            return self.bom + self.size
+        return self.bom + self.checkpoints[k] + len(self.original[k * _STEP : cp].encode("utf-8"))
+
+
+def read_note(vault: Path, rel: str, max_bytes: int | None = None) -> RawNote:
+    """Read the bytes of note ``rel`` (a path relative to ``vault``) and hash them.
+
+    Raises :class:`~vaultlens.errors.VaultError` for a refused path (outside the vault, ``..``,
+    absolute, a symlink that leads out, control characters; see :mod:`vaultlens.vault.safepath`)
+    and for a file over ``max_bytes``; :class:`~vaultlens.errors.NoteNotFound` (a VaultError)
+    when it does not exist; ``PermissionDenied`` / ``FileSystemError`` when the OS refuses the read.
+    """
+    found = resolve_note_path(vault, rel)
+    try:
+        with open(found.real, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if max_bytes is not None and size > max_bytes:
+                raise _too_large(found.rel, size, max_bytes)
+            raw = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+    except VaultlensError:
+        raise
+    except FileNotFoundError as exc:  # deleted between the check and the read
+        raise NoteNotFound(f"No note {found.rel!r} in the vault (it was removed while being read).") from exc
+    except OSError as exc:
+        raise translate_error(exc, f"read the note {found.rel!r}") from exc
+    if max_bytes is not None and len(raw) > max_bytes:  # grew while we looked
+        raise _too_large(found.rel, len(raw), max_bytes)
+    return RawNote(found.rel, raw, sha256_hex(raw))
+
+
+def note_from_bytes(raw: RawNote, chunker: MarkdownChunker) -> NoteSource:
+    """Decode, parse and chunk bytes already read (the indexer reads, compares the hash, then calls this).
+
+    Raises :class:`NotText` (a :class:`ValueError`, not a VaultlensError: the indexer records it
+    as a skip reason) when the bytes are binary or not UTF-8. An empty note gives no chunks.
+    """
+    text = decode_note(raw.raw)
+    note = parse_note(text, raw.path)
+    return NoteSource(raw.path, raw.raw, raw.file_hash, text, note, chunker.chunk(note, raw.path))
+
+
+def load_note(vault: Path, rel: str, chunker: MarkdownChunker, max_bytes: int | None = None) -> NoteSource:
+    """Load note ``rel`` of ``vault``: bytes, hash, text, parse and chunks, all from one read.
+
+    Errors: :class:`~vaultlens.errors.VaultError` for a refused path or a file over ``max_bytes``,
+    :class:`~vaultlens.errors.NoteNotFound` for a missing file, ``PermissionDenied`` /
+    ``FileSystemError`` for an unreadable one (see :func:`read_note`), and :class:`NotText`
+    when the bytes are not a UTF-8 text note (see :func:`note_from_bytes`).
+    """
+    return note_from_bytes(read_note(vault, rel, max_bytes), chunker)
+
+
+def _too_large(rel: str, size: int, limit: int) -> VaultError:
+    return VaultError(
+        f"Note {rel!r} is too large ({size / 1e6:.1f} MB > {limit / 1e6:g} MB limit).",
+        hint="Raise index.max_file_mb if this note should be read.",
+    )

@@ -1,0 +1,71 @@
+"""Bytes on disk: the one content hash and the one durable atomic write every layer uses.
+
+A content hash is SHA-256 everywhere (file hashes, chunk hashes, embed hashes), so two
+places can never disagree about whether text changed. Every file vaultlens writes for
+itself (pointers, consent, caches, journals) goes through :func:`atomic_write`: a reader or
+a crash sees the old bytes or the new ones, never a mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+
+def sha256_hex(data: bytes | str) -> str:
+    """Hex SHA-256 of bytes, or of a string's UTF-8 encoding."""
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename inside ``directory`` durable (a no-op where folders cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_file(target: Path, mode: int | None = None, durable: bool = True) -> Iterator[BinaryIO]:
+    """A binary file to write whose content replaces ``target`` atomically when the block ends.
+
+    Temporary file in the same folder, fsync, rename over the target, fsync the folder; the
+    temporary file is removed when anything fails, so no ``.tmp`` litter survives an error.
+    ``durable=False`` skips the fsyncs, only for caches that are checked when read and can be
+    rebuilt: a killed process still leaves the old or the new file, but a power loss may leave
+    a short one.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with tmp.open("wb") as fh:
+            yield fh
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    if durable:
+        fsync_dir(target.parent)
+
+
+def atomic_write(target: Path, data: bytes | str, mode: int | None = None, durable: bool = True) -> None:
+    """Replace ``target`` with ``data`` (a string is written as UTF-8); see :func:`atomic_file`."""
+    with atomic_file(target, mode, durable) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)

@@ -1,0 +1,35 @@
+"""Store backends by name: the one place that knows which modules implement the store contract.
+
+A new backend (PostgreSQL + pgvector next) adds a module beside ``sqlite_store.py`` that passes
+tests/test_store_contract.py, and one entry here. Backends are imported on first use, so a
+backend's driver is only needed by users who choose it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vaultlens.errors import ConfigError
+from vaultlens.index.store import StoreBackend
+
+
+def _sqlite() -> StoreBackend:
+    from vaultlens.index.sqlite_store import SQLiteBackend
+
+    return SQLiteBackend()
+
+
+_BACKENDS: dict[str, Callable[[], StoreBackend]] = {"sqlite": _sqlite}
+
+
+def backend_names() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def get_backend(name: str = "sqlite") -> StoreBackend:
+    factory = _BACKENDS.get(name)
+    if factory is None:
+        raise ConfigError(
+            f"Unknown store backend {name!r}.", hint=f"Known backends: {', '.join(backend_names())}."
+        )
+    return factory()

@@ -1,0 +1,45 @@
+"""What one index run did (:class:`RunStats`) and how the store remembers it (:class:`RunRecord`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass
+class RunStats:
+    files_scanned: int = 0
+    files_changed: int = 0
+    files_deleted: int = 0
+    files_skipped: int = 0
+    files_failed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    chunks_deleted: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> RunStats:
+        """Tolerant of stats written by older versions (unknown keys dropped, missing ones zero)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in names})
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    started: float  # unix time
+    finished: float | None
+    status: str  # running | ok | failed | cancelled
+    stats: RunStats
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat form for JSON output: the run's times and status beside its counters."""
+        return {
+            "started": self.started,
+            "finished": self.finished,
+            "status": self.status,
+            **asdict(self.stats),
+        }

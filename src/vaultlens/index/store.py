@@ -1,0 +1,230 @@
+"""The store contract: what the indexer and the services need from an index backend.
+
+A backend (SQLite embedded today, PostgreSQL later) implements :class:`Store`, which is three
+small protocols over one consistent state:
+
+- :class:`Catalog`: files, chunks, links, runs, the embedding space and housekeeping;
+- :class:`VectorIndex`: unit vectors per chunk, top-k by inner product and bulk access;
+- :class:`LexicalIndex`: full text over stemmed terms, with scores on a backend-neutral scale.
+
+and a :class:`StoreBackend` that opens, probes and wipes a store at a location. Nothing above
+``index/`` knows which backend it talks to; tests/test_store_contract.py runs one suite over
+every backend.
+
+Chunks are keyed by a backend-assigned integer (``key``) that is stable while the chunk
+exists; every read inside :meth:`Catalog.snapshot` sees one committed generation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from vaultlens.chunking.chunker import Chunk
+from vaultlens.embedding.base import EmbeddingSpace, Vectors
+from vaultlens.index.estimate import RebuildEstimate
+from vaultlens.index.runs import RunRecord
+from vaultlens.vault.model import Link
+
+ChunkKeys = npt.NDArray[np.int64]
+
+
+def space_matches(stored: EmbeddingSpace, space: EmbeddingSpace) -> bool:
+    """Same provider, model and endpoint; an unknown dimension (remote, not yet called) is a wildcard."""
+    same = (stored.provider, stored.model, stored.endpoint) == (space.provider, space.model, space.endpoint)
+    return same and (not space.dimensions or stored.dimensions == space.dimensions)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """What the index knows about one vault file (notes, and files it skipped or failed on)."""
+
+    path: str
+    kind: str
+    size: int
+    mtime_ns: int
+    file_hash: str | None
+    status: str  # indexed | skipped | failed
+    reason: str | None = None
+    title: str | None = None
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    n_chunks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedChunk:
+    """A chunk as the indexer hands it to the store: the text it embedded and the terms it indexed."""
+
+    chunk: Chunk
+    embed_hash: str  # hash of the embedded text: the key of its vector
+    terms: str  # stemmed terms, space-separated (see index/lexical.py)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteUpdate:
+    """A note's new state: its file record, its chunks and its links."""
+
+    record: FileRecord
+    chunks: Sequence[IndexedChunk] = ()
+    links: Sequence[Link] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    notes: int  # indexed notes
+    chunks: int
+    vectors: int
+    files: dict[str, int] = field(default_factory=dict)  # status -> number of files
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalHits:
+    """Full-text scores for one query, already normalised to a backend-neutral scale.
+
+    A score is the backend's BM25 divided by the query's idf mass (the sum of the idf of its
+    distinct terms, unseen terms included): 1.0 is roughly a document that contains every
+    query term once, whatever the backend's own BM25 constants. ``chunks`` are the best
+    chunks by key, ``notes`` the best whole notes by path (all their chunks' terms together).
+    """
+
+    chunks: dict[int, float] = field(default_factory=dict)
+    notes: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def confidence(self) -> float:
+        """How much of the query the best chunk explains, in [0, 1] (0 when nothing matched)."""
+        return min(1.0, max(self.chunks.values(), default=0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class NoteText:
+    """A note's stored chunk texts joined in order, with and without the front matter."""
+
+    path: str
+    text: str
+    body: str
+
+
+class Catalog(Protocol):
+    """Files, chunks, links, runs and the index's own state."""
+
+    store_id: str  # random per store, new when a store is wiped: caches key on it with the generation
+
+    @property
+    def generation(self) -> int: ...
+    @property
+    def cleared(self) -> bool:
+        """True after :meth:`clear` until an index run records notes again."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[int]:
+        """Freeze one committed generation for every read in the block (re-entrant per thread)."""
+        ...
+
+    def close(self) -> None: ...
+
+    # meta, space, runs
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def delete_meta(self, key: str) -> None: ...
+    @property
+    def space(self) -> EmbeddingSpace | None: ...
+    def set_space(self, space: EmbeddingSpace) -> None: ...
+    def check_space(self, space: EmbeddingSpace) -> None:
+        """Raise SpaceMismatch (with the rebuild estimate) when ``space`` is not the stored one."""
+        ...
+
+    def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate: ...
+    def start_run(self) -> int: ...
+    def finish_run(self, run_id: int, status: str, stats: dict[str, float]) -> None: ...
+    def last_run(self) -> RunRecord | None: ...
+
+    # writes (one atomic batch each)
+    def apply(
+        self,
+        updates: Sequence[NoteUpdate] = (),
+        vectors: dict[str, npt.NDArray[np.float32]] | None = None,
+        deletes: Sequence[str] = (),
+        touch: Sequence[FileRecord] = (),
+    ) -> None: ...
+    def drop_orphan_vectors(self) -> int: ...
+    def clear(self) -> None: ...
+    def dismiss_pair(self, a: str, b: str) -> None: ...
+
+    # reads
+    def file_records(self) -> dict[str, FileRecord]: ...
+    def known_embed_hashes(self, hashes: Iterable[str]) -> set[str]: ...
+    def chunk_keys(self, path: str) -> set[tuple[str, str]]:
+        """(chunk id, content hash) of every stored chunk of ``path``."""
+        ...
+
+    def chunks(self, keys: Iterable[int]) -> dict[int, Chunk]: ...
+    def chunk_by_id(self, chunk_id: str) -> Chunk | None:
+        """The stored chunk with this id, with its content hash, so a caller can check that a
+        search hit is still the note's current text."""
+        ...
+
+    def chunk_paths(self, keys: Iterable[int]) -> dict[int, str]: ...
+    def chunk_layout(self) -> tuple[ChunkKeys, list[str], npt.NDArray[np.bool_]]:
+        """(keys, note path, is-front-matter) of every chunk, ordered by key like :meth:`VectorIndex.matrix`."""
+        ...
+
+    def note_texts(self) -> Iterator[NoteText]: ...
+    def titles(self, paths: Iterable[str]) -> dict[str, str]: ...
+    def links(self, paths: Iterable[str] | None = None) -> dict[str, list[Link]]:
+        """Outgoing links as written, per note (all notes when ``paths`` is None)."""
+        ...
+
+    def dismissed_pairs(self) -> set[tuple[str, str]]: ...
+    def counts(self) -> StoreCounts: ...
+    def size_bytes(self) -> int: ...
+    def unused_vectors(self) -> int: ...
+    def problems(self) -> list[str]:
+        """Integrity and consistency findings; empty means healthy."""
+        ...
+
+
+class VectorIndex(Protocol):
+    def matrix(self) -> tuple[ChunkKeys, Vectors]:
+        """(chunk keys ascending, unit vectors) of every chunk, for whole-index discovery."""
+        ...
+
+    def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
+        """The ``k`` chunks with the highest inner product with ``query`` (unordered) and their scores."""
+        ...
+
+    def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
+        """Inner product of ``query`` with each chunk in ``keys`` (NaN for an unknown key)."""
+        ...
+
+
+class LexicalIndex(Protocol):
+    def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
+        """Best chunks and notes for distinct stemmed query terms (see :class:`LexicalHits`)."""
+        ...
+
+
+class Store(Catalog, VectorIndex, LexicalIndex, Protocol):
+    """One index: catalog, vectors and full text over the same committed state."""
+
+
+class StoreBackend(Protocol):
+    """Opens a store at a location; the index lifecycle (index/lifecycle.py) moves locations."""
+
+    name: str
+
+    def exists(self, location: Path) -> bool: ...
+    def open(self, location: Path) -> Store:
+        """Open (creating if needed) the store at ``location``."""
+        ...
+
+    def wipe(self, location: Path) -> None:
+        """Delete the store at ``location`` (nothing else there)."""
+        ...

@@ -1,0 +1,93 @@
+"""Typed results of the index verbs (status, doctor), with the JSON form every interface prints."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from vaultlens.embedding.base import EmbeddingSpace
+from vaultlens.index.estimate import RebuildEstimate
+from vaultlens.index.runs import RunRecord
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    path: str
+    status: str  # indexed (with a note, e.g. malformed front matter) | skipped | failed
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceChange:
+    """The settings name another embedding space than the index holds, and what switching costs."""
+
+    configured: str | None  # the configured space, None when its provider cannot be built here
+    estimate: RebuildEstimate | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.configured is None:
+            return {"configured": None, "error": self.message}
+        extra = self.estimate.as_dict() if self.estimate else {}
+        return {"configured": self.configured, **extra, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    vault: str
+    index_dir: str
+    indexed: bool
+    cleared: bool = False
+    files: dict[str, int] = field(default_factory=dict)  # status -> files
+    notes: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    size_bytes: int = 0
+    embedding_space: EmbeddingSpace | None = None
+    space_change: SpaceChange | None = None
+    problems: list[FileProblem] = field(default_factory=list)
+    last_run: RunRecord | None = None
+    rule_problems: list[str] = field(default_factory=list)  # ignore rules that could not be applied
+
+    @property
+    def configured_space_matches(self) -> bool:
+        return self.space_change is None
+
+    def as_dict(self) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "vault": self.vault,
+            "index_dir": self.index_dir,
+            "indexed": self.indexed,
+            "rule_problems": self.rule_problems,
+        }
+        if not self.indexed:
+            return base
+        space = self.embedding_space
+        return {
+            **base,
+            "cleared": self.cleared,
+            "files": self.files,
+            "notes": self.notes,
+            "chunks": self.chunks,
+            "vectors": self.vectors,
+            "size_bytes": self.size_bytes,
+            "embedding_space": None if space is None else {**asdict(space), "label": space.describe()},
+            "configured_space_matches": self.configured_space_matches,
+            "space_change": None if self.space_change is None else self.space_change.as_dict(),
+            "problems": [asdict(p) for p in self.problems],
+            "last_run": None if self.last_run is None else self.last_run.as_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    problems: list[str]  # the index is damaged or inconsistent: rebuild
+    rule_problems: list[str]  # the vault's ignore rules could not be applied as written
+    unused_vectors: int = 0  # kept for reuse after an interrupted run; not a problem
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems and not self.rule_problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "healthy": self.healthy}

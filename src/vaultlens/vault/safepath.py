@@ -1,0 +1,184 @@
+"""Turn a vault-relative path supplied by a user or an agent into a real file inside the vault.
+
+Every caller that opens a note by a path it did not get from :mod:`vaultlens.vault.scan` goes
+through :func:`resolve_note_path`. It refuses, with a :class:`~vaultlens.errors.VaultError` that
+says why:
+
+- an empty path, an absolute path (``/etc/passwd``), a drive letter (``C:x``, ``C:\\x``) or a
+  backslash anywhere (``..\\x``): paths are written with ``/`` only, as the scanner reports them,
+  and Obsidian does not allow ``\\`` or ``:`` in a note name;
+- ``..``, ``.`` and empty segments (``a/../x``, ``./x``, ``a//x``, ``x/``), and hidden segments
+  (``.obsidian/app.json``, ``.git/config``): the scanner never lists them;
+- NUL, other control characters, lone surrogates and bidirectional-override characters (which
+  can make a path display as something else);
+- a symlink, the file itself or any folder on the way, that leads outside the vault (the vault's
+  own root may be a symlink: containment is checked against its real path);
+- a path that names a folder or anything but a regular file.
+
+Unicode normalisation. macOS has written NFD names for years and a vault synced to Linux keeps
+them, while a user or an agent types NFC. Each segment is looked up exactly first; when absent,
+the folder is listed and an entry whose NFC form equals the NFC form of the segment is used.
+The returned path is the spelling found on disk (so it equals the path the scanner lists and
+the store keys), not the one asked for. When no entry matches exactly and two or more entries
+are NFC-equal (``é`` stored both ways on a byte-exact filesystem), the path is refused as
+ambiguous rather than guessed. Normalisation only ever picks among the entries of a folder
+already reached inside the vault, so it cannot lead out of it. On a case-insensitive
+filesystem a lookup in another case succeeds and the returned path keeps the asked spelling.
+
+Scope: this protects against path *strings*. A local process that swaps folders for symlinks
+between this check and the read can still race it; vaultlens does not defend against a hostile
+process with write access to the vault.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from vaultlens.errors import NoteNotFound, VaultError, VaultlensError, translate_error
+
+__all__ = ["NotePath", "check_relative", "resolve_note_path"]
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+# bidirectional embeddings, overrides and isolates: they reorder how a name is displayed
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+
+
+@dataclass(frozen=True, slots=True)
+class NotePath:
+    """A checked note path: ``rel`` as spelled on disk (POSIX separators), ``real`` its real path."""
+
+    rel: str
+    real: Path
+
+
+def _refuse(rel: str, why: str) -> VaultError:
+    return VaultError(
+        f"Refusing note path {rel!r}: {why}.",
+        hint="Give a path relative to the vault root with '/' separators, like 'folder/Note.md'.",
+    )
+
+
+def check_relative(rel: str) -> list[str]:
+    """The segments of a vault-relative path, or :class:`VaultError` saying why it is refused.
+
+    Purely textual (no filesystem access): see the module docstring for the rules.
+    """
+    if not isinstance(rel, str):
+        raise _refuse(repr(rel), "a path must be a string")
+    if not rel:
+        raise _refuse(rel, "the path is empty")
+    for ch in rel:
+        if ch == "\x00":
+            raise _refuse(rel, "it contains a NUL byte")
+        if unicodedata.category(ch) == "Cc":
+            raise _refuse(rel, f"it contains the control character U+{ord(ch):04X}")
+        if "\ud800" <= ch <= "\udfff":
+            raise _refuse(rel, "it contains an unpaired surrogate (not valid Unicode)")
+        if ch in _BIDI:
+            raise _refuse(rel, f"it contains the bidirectional control character U+{ord(ch):04X}")
+    if "\\" in rel:
+        raise _refuse(rel, "backslashes are not allowed (use '/' between folders)")
+    if rel.startswith("/"):
+        raise _refuse(rel, "absolute paths are not allowed")
+    if _DRIVE.match(rel):
+        raise _refuse(rel, "drive letters are not allowed")
+    parts = rel.split("/")
+    for part in parts:
+        if part in ("", "."):
+            raise _refuse(rel, "empty or '.' path segments are not allowed")
+        if part == "..":
+            raise _refuse(rel, "'..' segments are not allowed")
+        if part.startswith("."):
+            raise _refuse(rel, f"hidden files and folders ({part!r}) are not notes")
+    return parts
+
+
+def resolve_note_path(vault: Path, rel: str) -> NotePath:
+    """Check ``rel`` and find the regular file it names inside ``vault``.
+
+    Raises :class:`VaultError` when the path is refused (see the module docstring),
+    :class:`NoteNotFound` (a ``VaultError``) when nothing by that name exists, and the
+    :func:`~vaultlens.errors.translate_error` form of any other :class:`OSError`
+    (``PermissionDenied``, ``FileSystemError``), with the ``OSError`` as ``__cause__``.
+    """
+    parts = check_relative(rel)
+    try:
+        root = vault.resolve(strict=True)
+    except OSError as exc:
+        raise VaultError(f"Vault folder {vault} cannot be opened ({exc.strerror or exc}).") from exc
+    cur = root
+    found: list[str] = []
+    for i, part in enumerate(parts):
+        name = _entry_name(cur, part, rel)
+        found.append(name)
+        cur = cur / name
+        last = i == len(parts) - 1
+        try:
+            info = os.lstat(cur)
+            if stat.S_ISLNK(info.st_mode):
+                _check_link(root, cur, rel, "/".join(found))
+                info = os.stat(cur)
+        except OSError as exc:
+            raise _os_error(rel, exc) from exc
+        if not last and not stat.S_ISDIR(info.st_mode):
+            raise _not_found(rel, f"{'/'.join(found)!r} is not a folder")
+        if last and not stat.S_ISREG(info.st_mode):
+            what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise _refuse(rel, f"it is {what}")
+    real = Path(os.path.realpath(cur))
+    if not real.is_relative_to(root):  # belt and braces: every link on the way was checked
+        raise _refuse(rel, "it leads outside the vault")
+    return NotePath("/".join(found), real)
+
+
+def _entry_name(folder: Path, part: str, rel: str) -> str:
+    """The on-disk name of ``part`` in ``folder``: itself if present, else its one NFC-equal entry."""
+    try:
+        os.lstat(folder / part)
+        return part
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _os_error(rel, exc) from exc
+    want = unicodedata.normalize("NFC", part)
+    if want == part and part.isascii():
+        raise _not_found(rel)
+    try:
+        names = os.listdir(folder)
+    except OSError as exc:
+        raise _os_error(rel, exc) from exc
+    matches = [n for n in names if unicodedata.normalize("NFC", n) == want]
+    if not matches:
+        raise _not_found(rel)
+    if len(matches) > 1:
+        raise _refuse(rel, f"{len(matches)} entries match {part!r} once Unicode-normalised (ambiguous)")
+    return matches[0]
+
+
+def _check_link(root: Path, link: Path, rel: str, shown: str) -> None:
+    try:
+        target = link.resolve(strict=True)
+    except RuntimeError:  # Python < 3.13: symlink loop
+        raise _refuse(rel, f"{shown!r} is a symlink loop") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refuse(rel, f"{shown!r} is a symlink loop") from exc
+        raise _os_error(rel, exc) from exc
+    if not target.is_relative_to(root):
+        raise _refuse(rel, f"{shown!r} is a symlink that leads outside the vault")
+
+
+def _not_found(rel: str, detail: str | None = None) -> NoteNotFound:
+    return NoteNotFound(f"No note {rel!r} in the vault" + (f" ({detail})." if detail else "."))
+
+
+def _os_error(rel: str, exc: OSError) -> VaultlensError:
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        return _not_found(rel)
+    return translate_error(exc, f"read the note {rel!r}")

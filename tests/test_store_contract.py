@@ -1,0 +1,261 @@
+"""The store contract (vaultlens.index.store), one suite for every backend.
+
+Each test drives a backend only through the protocol: the indexer's writes (apply, runs, meta,
+space), the services' reads (chunks, top-k, lexical scores on the neutral scale, layout, note
+texts, links), snapshots, clear and wipe. A new backend (PostgreSQL next) joins the
+``backend`` parameter list and must pass unchanged. Vectors come from the deterministic
+hashing provider in vaultlens.testing, so no model is loaded here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vaultlens.chunking.chunker import Chunk
+from vaultlens.embedding.base import EmbeddingSpace
+from vaultlens.errors import SpaceMismatch
+from vaultlens.fsutil import sha256_hex
+from vaultlens.index.backends import backend_names, get_backend
+from vaultlens.index.lexical import query_terms, terms
+from vaultlens.index.runs import RunStats
+from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store, StoreBackend
+from vaultlens.testing import HashingEmbeddingProvider
+from vaultlens.vault.model import Link
+
+PROVIDER = HashingEmbeddingProvider()
+
+NOTES: dict[str, list[tuple[tuple[str, ...], str]]] = {
+    "bread.md": [
+        (("Bread",), "Feed the sourdough starter with rye flour every morning before baking."),
+        (("Bread", "Oven"), "Bake the loaf at high heat in a covered dutch oven for crust."),
+    ],
+    "trains.md": [(("Trains",), "The night train to Kyoto leaves at nine from the central station.")],
+    "code.md": [(("Code",), "Call retry_serializable_tx when the database reports a serialization failure.")],
+}
+
+
+def _chunks(path: str, sections: list[tuple[tuple[str, ...], str]], frontmatter: bool = False) -> list[Chunk]:
+    out, line = [], 0
+    for ordinal, (heads, text) in enumerate(sections):
+        out.append(
+            Chunk(
+                id=sha256_hex(f"{path}:{ordinal}")[:20],
+                path=path,
+                ordinal=ordinal,
+                heading_path=heads,
+                text=text,
+                content_hash=sha256_hex(text),
+                start=0,
+                end=len(text),
+                start_line=line,
+                end_line=line + 1,
+                frontmatter=frontmatter and ordinal == 0,
+            )
+        )
+        line += 2
+    return out
+
+
+def note_update(
+    path: str, sections: list[tuple[tuple[str, ...], str]], **kw: object
+) -> tuple[NoteUpdate, dict]:
+    """A note's update as the indexer builds it, and the vectors of its chunks."""
+    chunks = _chunks(path, sections, bool(kw.get("frontmatter")))
+    items = [IndexedChunk(c, sha256_hex(c.text), " ".join(terms(c.text))) for c in chunks]
+    record = FileRecord(
+        path, "note", 100, 1, sha256_hex(path), "indexed", None, path[:-3], (), (), len(chunks)
+    )
+    links = kw.get("links", ())
+    vectors = dict(zip((i.embed_hash for i in items), PROVIDER.embed([c.text for c in chunks]), strict=True))
+    return NoteUpdate(record, items, links), vectors  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=backend_names())
+def backend(request: pytest.FixtureRequest) -> StoreBackend:
+    return get_backend(request.param)
+
+
+@pytest.fixture
+def store(backend: StoreBackend, tmp_path: Path) -> Iterator[Store]:
+    s = backend.open(tmp_path / "store")
+    s.set_space(PROVIDER.space)
+    updates, vectors = [], {}
+    for path, sections in NOTES.items():
+        links = (Link("wiki", "trains", 1, None, None, None),) if path == "bread.md" else ()
+        u, v = note_update(path, sections, links=links)
+        updates.append(u)
+        vectors.update(v)
+    s.apply(updates=updates, vectors=vectors)
+    yield s
+    s.close()
+
+
+def key_of(store: Store, chunk_id: str) -> int:
+    keys, _ = store.matrix()
+    return next(k for k, c in store.chunks(keys.tolist()).items() if c.id == chunk_id)
+
+
+def test_apply_records_files_chunks_vectors_and_counts(store: Store) -> None:
+    records = store.file_records()
+    assert set(records) == set(NOTES)
+    assert records["bread.md"].n_chunks == 2
+    counts = store.counts()
+    assert (counts.notes, counts.chunks, counts.vectors) == (3, 4, 4)
+    assert counts.files == {"indexed": 3}
+    keys, vecs = store.matrix()
+    assert keys.tolist() == sorted(keys.tolist()) and vecs.shape == (4, PROVIDER.space.dimensions)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_chunks_round_trip_and_lookup_by_id(store: Store) -> None:
+    keys, _ = store.matrix()
+    chunks = store.chunks(keys.tolist())
+    original = _chunks("bread.md", NOTES["bread.md"])[1]
+    stored = next(c for c in chunks.values() if c.id == original.id)
+    assert stored == original  # every field, offsets and lines included
+    assert store.chunk_by_id(original.id) == original
+    assert store.chunk_by_id("no-such-chunk") is None
+    assert store.chunk_keys("bread.md") == {
+        (c.id, c.content_hash) for c in _chunks("bread.md", NOTES["bread.md"])
+    }
+    assert store.chunk_paths(keys.tolist()) == {k: c.path for k, c in chunks.items()}
+
+
+def test_known_embed_hashes_answers_only_stored_vectors(store: Store) -> None:
+    text = NOTES["trains.md"][0][1]
+    assert store.known_embed_hashes([sha256_hex(text), "missing"]) == {sha256_hex(text)}
+
+
+def test_top_k_and_scores_are_inner_products(store: Store) -> None:
+    query = PROVIDER.embed(["sourdough starter rye flour"])[0]
+    keys, scores = store.top_k(query, 2)
+    assert len(keys) == 2
+    best = int(keys[int(np.argmax(scores))])
+    assert store.chunks([best])[best].path == "bread.md"
+    all_keys, vecs = store.matrix()
+    expected = np.asarray(vecs @ query)
+    got = store.scores(query, all_keys)
+    assert np.allclose(got, expected, atol=1e-5)
+    assert np.isnan(store.scores(query, np.array([10**9], dtype=np.int64))).all()
+    assert store.top_k(query, 0)[0].size == 0
+
+
+def test_lexical_scores_are_on_the_neutral_scale(store: Store) -> None:
+    code_key = key_of(store, _chunks("code.md", NOTES["code.md"])[0].id)
+    hits = store.lexical(query_terms("retry_serializable_tx serialization failure"), 10, 10)
+    assert max(hits.chunks, key=hits.chunks.__getitem__) == code_key
+    assert max(hits.notes, key=hits.notes.__getitem__) == "code.md"
+    # the best chunk holds every query term once: its score is about 1 on the neutral scale
+    # (a raw BM25 would be about the query's idf mass, several times more here)
+    assert 0.5 < hits.chunks[code_key] < 1.5
+    assert 0.5 < hits.confidence <= 1.0
+    partial = store.lexical(query_terms("retry_serializable_tx kyoto mountains glaciers"), 10, 10)
+    assert 0.0 < partial.confidence < hits.confidence
+    assert store.lexical(query_terms("zzzunseenword"), 10, 10).chunks == {}
+    assert store.lexical([], 10, 10).confidence == 0.0
+
+
+def test_layout_note_texts_and_front_matter_flag(store: Store, tmp_path: Path) -> None:
+    u, v = note_update(
+        "fm.md", [(("front matter",), "tags: [x]"), (("Body",), "Plain body text here.")], frontmatter=True
+    )
+    store.apply(updates=[u], vectors=v)
+    keys, paths, frontmatter = store.chunk_layout()
+    assert keys.tolist() == store.matrix()[0].tolist()
+    flagged = {p for p, f in zip(paths, frontmatter.tolist(), strict=True) if f}
+    assert flagged == {"fm.md"}
+    texts = {n.path: n for n in store.note_texts()}
+    assert texts["fm.md"].text == "tags: [x]\nPlain body text here."
+    assert texts["fm.md"].body == "Plain body text here."
+    assert texts["bread.md"].text == texts["bread.md"].body
+
+
+def test_links_are_read_back_per_note(store: Store) -> None:
+    links = store.links()
+    assert links == {"bread.md": [Link("wiki", "trains", 1, None, None, None)]}
+    assert store.links(["trains.md"]) == {}
+
+
+def test_deletes_replace_and_generation(store: Store) -> None:
+    gen = store.generation
+    u, v = note_update("trains.md", [(("Trains",), "The morning train now leaves at ten.")])
+    store.apply(updates=[u], vectors=v, deletes=["code.md"])
+    assert store.generation > gen
+    assert set(store.file_records()) == {"bread.md", "trains.md"}
+    assert store.drop_orphan_vectors() == 2  # the old trains text and the code chunk
+    assert store.unused_vectors() == 0
+    assert store.problems() == []
+
+
+def test_snapshot_freezes_one_generation_while_a_writer_commits(store: Store) -> None:
+    with store.snapshot() as gen:
+        before = len(store.file_records())
+
+        def write() -> None:
+            u, v = note_update("new.md", [(("New",), "A brand new note about glaciers.")])
+            store.apply(updates=[u], vectors=v)
+
+        t = threading.Thread(target=write)
+        t.start()
+        t.join(10)
+        assert not t.is_alive()
+        assert len(store.file_records()) == before
+        assert store.generation == gen
+    assert len(store.file_records()) == before + 1
+
+
+def test_space_is_checked_and_runs_are_recorded(store: Store) -> None:
+    assert store.space == PROVIDER.space
+    other = EmbeddingSpace("other", "m", "", PROVIDER.space.dimensions)
+    with pytest.raises(SpaceMismatch):
+        store.check_space(other)
+    run = store.start_run()
+    store.finish_run(run, "ok", RunStats(files_scanned=3, chunks_embedded=4, seconds=2.0).as_dict())
+    last = store.last_run()
+    assert last is not None and last.status == "ok" and last.stats.chunks_embedded == 4
+    assert store.rebuild_estimate(other).chunks == 4
+
+
+def test_dismissed_pairs_come_back_when_a_note_changes(store: Store) -> None:
+    store.dismiss_pair("trains.md", "bread.md")
+    assert store.dismissed_pairs() == {("bread.md", "trains.md")}
+    u, v = note_update("trains.md", NOTES["trains.md"])
+    changed = NoteUpdate(FileRecord("trains.md", "note", 1, 2, "other-hash", "indexed", n_chunks=1), u.chunks)
+    store.apply(updates=[changed], vectors=v)
+    assert store.dismissed_pairs() == set()
+
+
+def test_clear_empties_and_stays_cleared(store: Store, backend: StoreBackend, tmp_path: Path) -> None:
+    store.clear()
+    assert store.cleared
+    counts = store.counts()
+    assert (counts.notes, counts.chunks, counts.vectors) == (0, 0, 0)
+    assert store.space is None
+    store.close()
+    reopened = backend.open(tmp_path / "store")
+    try:
+        assert reopened.cleared and reopened.file_records() == {}
+    finally:
+        reopened.close()
+
+
+def test_wipe_removes_the_store_and_a_new_one_has_a_new_identity(
+    backend: StoreBackend, tmp_path: Path
+) -> None:
+    location = tmp_path / "w"
+    s = backend.open(location)
+    first_id = s.store_id
+    s.close()
+    assert backend.exists(location)
+    backend.wipe(location)
+    assert not backend.exists(location)
+    s = backend.open(location)
+    try:
+        assert s.store_id != first_id and s.file_records() == {}
+    finally:
+        s.close()
