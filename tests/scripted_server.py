@@ -64,6 +64,7 @@ class ScriptedEmbeddingServer:
         self.dims = dims
         self.script: list[Step] = list(script or [])
         self.requests: list[Received] = []
+        self.connections = 0  # TCP connections accepted, whether or not a request followed
         self._lock = threading.Lock()
         server = self
 
@@ -99,7 +100,13 @@ class ScriptedEmbeddingServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class CountingServer(ThreadingHTTPServer):
+            def verify_request(self, request: Any, client_address: Any) -> bool:
+                with server._lock:
+                    server.connections += 1
+                return True
+
+        self.httpd = CountingServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
 

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from vaultlens.chunking.chunker import Chunk, MarkdownChunker
-from vaultlens.vault.parse import line_of, parse_note
-from vl_support import chunk_invariant_errors
+from vaultlens.vault.parse import parse_note
+from vl_support import chunk_invariant_errors, line_of
 
 WORDS_EN = [
     "cache",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from scripted_server import ScriptedEmbeddingServer
-from vaultlens.config.consent import consent_file, grant, granted, granted_destinations, require_consent
+from vaultlens.config.consent import consent_file, grant, granted, require_consent
 from vaultlens.config.paths import home
 from vaultlens.errors import ConfigError, ConsentRequired
 from vl_support import run_cli, write_vault
@@ -86,7 +86,10 @@ def test_grant_writes_a_private_json_list_atomically() -> None:
     assert json.loads(path.read_text(encoding="utf-8")) == [DEST, "ollama model m at http://10.0.0.2:11434"]
     assert path.stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in path.parent.iterdir()) == ["consent.json"]  # no temporary file left
-    assert granted_destinations() == [DEST, "ollama model m at http://10.0.0.2:11434"]
+    assert json.loads(consent_file().read_text(encoding="utf-8")) == [
+        DEST,
+        "ollama model m at http://10.0.0.2:11434",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -111,3 +114,94 @@ def test_a_corrupt_consent_file_is_refused_and_never_overwritten(content: str, p
     with pytest.raises(ConfigError):
         require_consent(DEST, WHAT)  # not a ConsentRequired: the user must fix the file first
     assert path.read_text(encoding="utf-8") == content  # the user's earlier answers are untouched
+
+
+# ---- evaluation sends nothing before consent ----------------------------------------------------
+
+
+def test_eval_queries_sends_nothing_to_a_remote_provider_without_consent(
+    tmp_path: Path, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    queries = tmp_path / "eval" / "queries.jsonl"
+    queries.parent.mkdir()
+    queries.write_text(
+        json.dumps({"vault": vault.name, "query": "rye starter", "relevant": ["a.md"], "lang": "en"}) + "\n",
+        encoding="utf-8",
+    )
+    with ScriptedEmbeddingServer(dims=8) as server:
+        sets = remote_args(vault, server)[2:]  # the --set pairs only: eval takes no --vault
+        refused = run_cli(["eval", "queries", str(queries), *sets])
+        assert refused.exit_code == ConsentRequired.exit_code, refused.output
+        assert "will send the text of your notes" in refused.stderr and "Traceback" not in refused.output
+        assert server.connections == 0 and server.requests == []  # not one connection
+
+        agreed = run_cli(["eval", "queries", str(queries), "--yes", *sets])
+        assert agreed.exit_code == 0, agreed.output
+        assert server.connections > 0 and server.requests
+
+
+def test_eval_beir_sends_nothing_to_a_remote_provider_without_consent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    beir = tmp_path / "tiny"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text(
+        json.dumps({"_id": "d1", "title": "Bread", "text": "Feed the rye starter."}) + "\n", encoding="utf-8"
+    )
+    (beir / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "rye starter"}) + "\n", encoding="utf-8"
+    )
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    with ScriptedEmbeddingServer(dims=8) as server:
+        sets = remote_args(tmp_path, server)[2:]
+        refused = run_cli(["eval", "beir", str(beir), *sets])
+        assert refused.exit_code == ConsentRequired.exit_code, refused.output
+        assert server.connections == 0 and server.requests == []
+        agreed = run_cli(["eval", "beir", str(beir), "--yes", *sets])
+        assert agreed.exit_code == 0, agreed.output
+        assert server.connections > 0
+
+
+def test_services_refuse_without_a_grant_and_a_server_can_pass_one(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vaultlens.services import app as services
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with ScriptedEmbeddingServer(dims=8) as server:
+        endpoint = server.url.replace("127.0.0.1", "0.0.0.0")
+        overrides = {
+            "embedding.provider": "openai",
+            "embedding.model": "emb-test",
+            "embedding.endpoint": endpoint,
+        }
+        app = services.App.open(vault, overrides)
+        with pytest.raises(ConsentRequired) as info:
+            services.index(app)
+        assert "emb-test" in info.value.destination and info.value.to_dict()["code"] == "consent_required"
+        assert server.connections == 0
+        services.index(app, consent=True)  # what an API or MCP server does after asking its user
+        assert server.requests
+        services.index(app)  # remembered for this destination
+        app.close()
+
+
+def test_a_broken_obsidian_ignore_file_stops_remote_indexing(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ["private/"', encoding="utf-8")
+    with ScriptedEmbeddingServer(dims=8) as server:
+        result = run_cli(["index", "--yes", *remote_args(vault, server)])
+        assert result.exit_code != 0 and "app.json" in result.stderr
+        assert "Traceback" not in result.output
+        assert server.connections == 0
+    status = run_cli(["status", "--vault", str(vault)])
+    assert "app.json" in status.output + status.stderr
+    local = run_cli(["index", "--vault", str(vault)])  # local embedding is not stopped, but reported
+    assert local.exit_code == 0
+    doctor = run_cli(["doctor", "--vault", str(vault)])
+    assert doctor.exit_code != 0 and "app.json" in doctor.stderr

@@ -159,3 +159,29 @@ def test_a_damaged_store_file_is_a_clear_error_not_a_traceback(tmp_path: Path) -
     result = run_cli(["search", "bread", "--vault", str(vault), "--set", "embedding.provider=fake"])
     assert result.exit_code != 0
     assert "Traceback" not in result.output and "error" in result.stderr.lower()
+
+
+def test_readers_share_the_process_with_a_running_watcher(tmp_path: Path) -> None:
+    vault = topic_vault(tmp_path / "v", 10)
+    app = vaultlens.App.open(vault, {"embedding.provider": "fake", "watch.debounce_ms": "100"})
+    vaultlens.index(app)
+    stop = threading.Event()
+    flushes: list[object] = []
+    writer = threading.Thread(target=vaultlens.watch, args=(app, flushes.append, stop))
+    writer.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not flushes and time.monotonic() < deadline:  # the startup reconcile
+            time.sleep(0.05)
+        (vault / "t4" / "fresh.md").write_text("# Fresh\n\nzebra crossing glacier\n", encoding="utf-8")
+        seen = False
+        while not seen and time.monotonic() < deadline:
+            hits = vaultlens.search(app, "zebra crossing glacier", limit=3)  # reads while watch writes
+            seen = bool(hits) and hits[0].path == "t4/fresh.md"
+            time.sleep(0.05)
+        assert seen, "a search in the watcher's process sees the watcher's commit"
+    finally:
+        stop.set()
+        writer.join(20)
+        app.close()
+    assert not writer.is_alive()

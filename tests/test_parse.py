@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vaultlens.vault.parse import NotText, decode_note, line_of, parse_note
+from vaultlens.vault.parse import NotText, decode_note, parse_note
+from vl_support import line_of
 
 NOTE = """---
 title: Cache lifetime

@@ -9,6 +9,7 @@ import io
 import os
 import sqlite3
 import sys
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from vaultlens.index.runs import RunStats
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
 from vaultlens.index.store import FileRecord
 from vaultlens.services.app import App
+from vaultlens.vault.parse import line_starts
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -277,7 +279,6 @@ def chunk_invariant_errors(note: object, chunks: list[object], max_chars: int) -
     """Every way the chunks of one parsed note break the chunker's contract (empty list = none)."""
     from vaultlens.chunking.chunker import Chunk
     from vaultlens.vault.model import ParsedNote
-    from vaultlens.vault.parse import line_of
 
     assert isinstance(note, ParsedNote)
     text = note.text
@@ -336,6 +337,11 @@ def without_root_file_access() -> None:
     for cap in (1, 2):
         if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def line_of(text: str, offset: int) -> int:
+    """0-based line number of a character offset (the reference the chunker's lines are checked against)."""
+    return bisect_right(line_starts(text), offset) - 1
 
 
 def file_records(app: App) -> dict[str, FileRecord]:

@@ -301,6 +301,10 @@ def _from_os(exc: OSError, action: str | None, path: str | None) -> FileSystemEr
     return FileSystemError(_say(action, f"{reason[:1].lower()}{reason[1:]}{where}"), path=shown)
 
 
+#: The third-party exception types :func:`translate_error` knows how to explain.
+TRANSLATED: tuple[type[Exception], ...] = (sqlite3.Error, OSError)
+
+
 def translate_error(
     exc: BaseException, action: str | None = None, path: str | os.PathLike[str] | None = None
 ) -> VaultlensError:
@@ -336,5 +340,5 @@ def translated_errors(
     """
     try:
         yield
-    except (sqlite3.Error, OSError) as exc:
+    except TRANSLATED as exc:
         raise translate_error(exc, action, path) from exc

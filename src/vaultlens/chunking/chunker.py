@@ -16,6 +16,7 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 
+from vaultlens.config.settings import IndexSettings
 from vaultlens.fsutil import sha256_hex
 from vaultlens.vault.model import Block, ParsedNote
 from vaultlens.vault.parse import line_starts
@@ -63,7 +64,12 @@ CHUNKER_VERSION = 3
 
 
 class MarkdownChunker:
-    def __init__(self, target_chars: int = 1200, max_chars: int = 1800, overlap_chars: int = 200) -> None:
+    def __init__(
+        self,
+        target_chars: int = IndexSettings.chunk_target,
+        max_chars: int = IndexSettings.chunk_max,
+        overlap_chars: int = IndexSettings.chunk_overlap,
+    ) -> None:
         self.target = target_chars
         self.max = max_chars
         self.overlap = overlap_chars

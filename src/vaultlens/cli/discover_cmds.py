@@ -54,10 +54,12 @@ def duplicates(
     set_: SetOpt = None,
     json_: JsonOpt = False,
     threshold: Annotated[
-        float | None, typer.Option(min=0.0, max=1.0, help="Cosine threshold (default 0.95).")
+        float | None,
+        typer.Option(min=0.0, max=1.0, help="Cosine threshold (default: discover.duplicate_threshold)."),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", "-n", min=1, help="Most pairs to show (default 100).")
+        int | None,
+        typer.Option("--limit", "-n", min=1, help="Most pairs to show (default: discover.duplicate_limit)."),
     ] = None,
 ) -> None:
     """List potential duplicates. A candidate is an invitation to look, never an action."""

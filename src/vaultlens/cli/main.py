@@ -19,7 +19,7 @@ from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, p
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.config import paths
 from vaultlens.config.settings import as_rows
-from vaultlens.errors import VaultlensError
+from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 from vaultlens.index.runs import RunStats
 from vaultlens.services import app as services
 from vaultlens.services import evaluation
@@ -245,6 +245,10 @@ def main() -> None:
     except VaultlensError as exc:
         render.print_error(exc)
         sys.exit(exc.exit_code)
+    except TRANSLATED as exc:  # a last line: services translate their own, the CLI's file reads too
+        error = translate_error(exc)
+        render.print_error(error)
+        sys.exit(error.exit_code)
 
 
 if __name__ == "__main__":

@@ -48,11 +48,6 @@ def _load() -> list[str]:
     return data
 
 
-def granted_destinations() -> list[str]:
-    """Every destination the user agreed to, oldest first."""
-    return list(_load())
-
-
 def granted(destination: str) -> bool:
     return destination in _load()
 

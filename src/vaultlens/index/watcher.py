@@ -35,7 +35,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from vaultlens.errors import Cancelled, VaultlensError
+from vaultlens.errors import TRANSLATED, Cancelled, VaultlensError, translate_error
 from vaultlens.index.indexer import Indexer, NoProgress
 from vaultlens.index.runs import RunStats
 from vaultlens.vault.scan import IGNORE_FILE
@@ -58,6 +58,8 @@ _UPSERT_EVENTS = {"created", "modified", "closed"}
 # a change here changes what is indexed anywhere in the vault
 RULE_FILES = {IGNORE_FILE, ".obsidian/app.json"}
 MAX_RETRY_S = 60.0
+# a flush that fails with one of these waits and reconciles; anything else is a bug and stops watch
+RECOVERABLE: tuple[type[Exception], ...] = (VaultlensError, *TRANSLATED)
 
 
 @dataclass(frozen=True)
@@ -301,13 +303,15 @@ class Watcher:
                 report = FlushReport("changes", time.time(), stats)
         except Cancelled:
             raise
-        except (VaultlensError, OSError) as exc:
+        except RECOVERABLE as exc:
             # the drained changes are lost with this flush: reconcile everything once it works again
+            # (a full disk or a locked database is a reason to wait, never to stop watching)
+            error = translate_error(exc)
             self._failures += 1
             wait = min(MAX_RETRY_S, 2.0**self._failures)
-            self.on_flush(FlushReport("error", time.time(), reason=str(exc), retry_s=wait))
+            self.on_flush(FlushReport("error", time.time(), reason=str(error), retry_s=wait))
             stop.wait(wait)
-            self.coalescer.request_full(f"retry after: {exc}")
+            self.coalescer.request_full(f"retry after: {error.message}")
             return
         self._failures = 0
         self.on_flush(report)

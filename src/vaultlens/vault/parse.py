@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import re
-from bisect import bisect_right
 from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
@@ -185,8 +184,3 @@ def parse_note(text: str, path: str) -> ParsedNote:
         blocks=tuple(blocks),
         links=tuple(extract_links(body, masked, line_offset=body_line)),
     )
-
-
-def line_of(text: str, offset: int) -> int:
-    """0-based line number of a character offset."""
-    return bisect_right(line_starts(text), offset) - 1
