@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -42,11 +43,25 @@ def vault_hashes(vault: Path) -> dict[str, str]:
     }
 
 
+def home_of(root: Path) -> Any:
+    """The index lifecycle of one vault's index root (where the live store is, the staging folders)."""
+    from vaultlens.index.backends import get_backend
+    from vaultlens.index.lifecycle import IndexHome
+
+    return IndexHome(root, get_backend())
+
+
+def numbered_dirs(root: Path) -> list[Path]:
+    """Every ``r<k>`` folder under the index root: the live one, unfinished rebuilds, leftovers."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and re.fullmatch(r"r\d+", p.name))
+
+
 def live_model(root: Path) -> str:
-    from vaultlens.config.paths import live_index_dir
     from vaultlens.index.sqlite_store import DB_NAME
 
-    con = sqlite3.connect(f"file:{live_index_dir(root) / DB_NAME}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{home_of(root).live_dir() / DB_NAME}?mode=ro", uri=True)
     try:
         row = con.execute("SELECT value FROM meta WHERE key = 'space'").fetchone()
     finally:
@@ -68,14 +83,13 @@ def chunk_keys(directory: Path) -> set[tuple[str, str]]:
 
 def findings(root: Path, vault: Path, url: str, expected: dict[str, str]) -> list[str]:
     """Everything wrong after a kill; empty means the round passed."""
-    from vaultlens.config.paths import live_index_dir, numbered_dirs
     from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
     from vaultlens.services import app as services
     from vaultlens.services.app import App
 
     found: list[str] = []
-    live = live_index_dir(root)
-    for d in [live, *numbered_dirs(root).values()]:
+    live = home_of(root).live_dir()
+    for d in [live, *numbered_dirs(root)]:
         if (d / DB_NAME).exists():
             store = SQLiteStore(d)
             try:
@@ -104,7 +118,7 @@ def main() -> None:
     target = args.kills or (20 if args.quick else 200)
     rng = random.Random(args.seed)
 
-    from vaultlens.config.paths import index_dir, live_index_dir
+    from vaultlens.config.paths import index_dir
 
     with temp_home("crash") as tmp:
         vault = Path(tmp) / "vault"
@@ -168,7 +182,7 @@ def main() -> None:
                 capture_output=True,
             )
             subprocess.run([cli(), "index", "--vault", str(vault)], env=env, check=True, capture_output=True)
-            converged_keys = chunk_keys(live_index_dir(root))
+            converged_keys = chunk_keys(home_of(root).live_dir())
             problems = findings(root, vault, url, vault_hashes(vault))
             os.environ["VAULTLENS_HOME"] = str(Path(tmp) / "clean-home")
             subprocess.run(
@@ -177,7 +191,7 @@ def main() -> None:
                 check=True,
                 capture_output=True,
             )
-            clean_keys = chunk_keys(live_index_dir(index_dir(vault)))
+            clean_keys = chunk_keys(home_of(index_dir(vault)).live_dir())
         finally:
             server.kill()
             server.wait()

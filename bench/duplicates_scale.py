@@ -14,10 +14,10 @@ How the index is made (the embedding model's speed is not what this measures, so
 * every chunk has its own synthetic text (unique words, > 32 letters) so no note is an exact copy and
   every note passes the minimum-text rule.
 The notes are written straight into a real SQLiteStore through ``SQLiteStore.apply`` (FileRecord,
-NoteUpdate, Chunk, vectors dict) in batches of 2,000 notes, the same path the indexer uses.
+NoteUpdate, IndexedChunk, vectors dict) in batches of 2,000 notes, the same path the indexer uses.
 
 Measured, each in its own subprocess (so the generator's memory is not counted; peak RSS = VmHWM):
-* `discover.duplicates(store, 0.95, limit=10**6)` twice: cold (the .npy matrix cache is built from
+* `discover.duplicates(store, 0.95, 10**6, min_chars)` twice: cold (the .npy matrix cache is built from
   SQLite first, as after a fresh index) and warm; wall time, peak RSS, recall of the planted pairs.
   The limit is raised above the default 100 so that every planted pair can be counted.
 * the same call with the pair finder replaced by a naive all-pairs scan (V @ V.T in blocks of
@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from _common import machine, save, table, verdict
+from vaultlens.config.settings import Settings
 
 DIMS = 512
 CENTRES = 2000
@@ -54,6 +55,7 @@ BAR_SECONDS = 60.0
 BAR_RSS_MB = 2048.0
 BAR_RECALL = 0.95
 BAR_SIMILAR_MS = 100.0
+MIN_CHARS = Settings().discover.min_chars  # the default minimum-text rule of `duplicates` and `similar`
 WORDS = [
     "alpha",
     "beta",
@@ -85,7 +87,8 @@ def generate(directory: Path, n_notes: int, seed: int = 7) -> dict[str, Any]:
     """Write an index of ``n_notes`` notes with planted near-duplicate pairs; returns its description."""
     from vaultlens.chunking.chunker import Chunk
     from vaultlens.embedding.base import EmbeddingSpace
-    from vaultlens.index.sqlite_store import FileRecord, NoteUpdate, SQLiteStore
+    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
 
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -146,7 +149,7 @@ def generate(directory: Path, n_notes: int, seed: int = 7) -> dict[str, Any]:
                     o + 1,
                 )
                 offset += len(text) + 1
-                chunks.append((chunk, h, text))
+                chunks.append(IndexedChunk(chunk, h, text))
                 vecs[h] = v[o]
             rec = FileRecord(
                 path(i), "note", offset, 0, f"hash-{i}", "indexed", title=f"Note {i}", n_chunks=len(chunks)
@@ -204,7 +207,7 @@ def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:
         discover._pairs = _naive_pairs  # type: ignore[assignment]
     t0 = time.perf_counter()
     store = SQLiteStore(directory)
-    report = discover.duplicates(store, 0.95, limit=10**6)
+    report = discover.duplicates(store, 0.95, 10**6, MIN_CHARS)
     seconds = time.perf_counter() - t0
     info = json.loads((directory / "planted.json").read_text())
     planted = {frozenset(p) for p in info["planted"]}
@@ -230,7 +233,7 @@ def measure_similar(directory: Path, samples: int = 50) -> dict[str, Any]:
     paths = sorted(p for p, r in store.file_records().items() if r.status == "indexed")
     picks = random.Random(1).sample(paths, samples + 1)
     t0 = time.perf_counter()
-    first = discover.similar(store, picks[0], 10)
+    first = discover.similar(store, picks[0], 10, MIN_CHARS)
     cold = time.perf_counter() - t0
     times = []
     planted = {a: b for a, b in json.loads((directory / "planted.json").read_text())["planted"]}
@@ -238,7 +241,7 @@ def measure_similar(directory: Path, samples: int = 50) -> dict[str, Any]:
     top_ok = n_planted = 0
     for p in picks[1:]:
         t = time.perf_counter()
-        res = discover.similar(store, p, 10)
+        res = discover.similar(store, p, 10, MIN_CHARS)
         times.append((time.perf_counter() - t) * 1000)
         if p in planted:
             n_planted += 1

@@ -50,7 +50,8 @@ def sha(text: str) -> str:
 
 
 class Texts:
-    """Rebuilds the embedded chunk texts with the indexer's own code path (scan, parse, chunk, embed_text)."""
+    """Rebuilds the embedded chunk texts with the indexer's own code path (scan, the note-loading seam's
+    read_note + note_from_bytes, embed_text)."""
 
     def __init__(self, vault: Path, settings: Any) -> None:
         from vaultlens.chunking.chunker import MarkdownChunker
@@ -62,16 +63,15 @@ class Texts:
 
     def note(self, rel: str) -> list[tuple[str, str, str]]:
         """(chunk id, embed hash, embed text) for each chunk of one note."""
+        from vaultlens.chunking.source import note_from_bytes, read_note
         from vaultlens.index.texts import embed_text
-        from vaultlens.vault.parse import decode_note, parse_note
 
-        text = decode_note((self.vault / rel).read_bytes())
-        if not text.strip():
+        source = note_from_bytes(read_note(self.vault, rel), self.chunker)
+        if not source.text.strip():
             return []
-        note = parse_note(text, rel)
         out = []
-        for chunk in self.chunker.chunk(note, rel):
-            etext = embed_text(note.title, chunk)
+        for chunk in source.chunks:
+            etext = embed_text(source.note.title, chunk)
             out.append((chunk.id, sha(etext), etext))
         return out
 
@@ -124,9 +124,17 @@ def run_inproc(vault: Path, home: Path) -> dict[str, Any]:
     }
 
 
-def run_cli(vault: Path, home: Path) -> dict[str, Any]:
+def open_store(vault: Path, home: Path) -> Any:
+    """The vault's live store under ``home`` (the folder the index lifecycle names)."""
     from vaultlens.config.paths import index_dir
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.backends import get_backend
+    from vaultlens.index.lifecycle import IndexHome
+
+    os.environ["VAULTLENS_HOME"] = str(home)
+    return IndexHome(index_dir(vault), get_backend()).open_live()[1]
+
+
+def run_cli(vault: Path, home: Path) -> dict[str, Any]:
 
     env = {**os.environ, "VAULTLENS_HOME": str(home), "COLUMNS": "120"}
     w0, c0 = time.perf_counter(), children_cpu()
@@ -136,26 +144,22 @@ def run_cli(vault: Path, home: Path) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - w0, children_cpu() - c0
     if proc.returncode != 0:
         sys.exit(f"error: `vaultlens index` failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    os.environ["VAULTLENS_HOME"] = str(home)
-    store = SQLiteStore(index_dir(vault))
-    last = store.last_run() or {}
+    store = open_store(vault, home)
+    last = store.last_run()
     store.close()
+    stats = last.stats if last else None
     return {
         "wall_s": wall,
         "cpu_s": cpu,
-        "chunks_embedded": last.get("chunks_embedded"),
-        "chunks_reused": last.get("chunks_reused"),
-        "files_changed": last.get("files_changed"),
-        "run_seconds": last.get("seconds"),
+        "chunks_embedded": stats.chunks_embedded if stats else None,
+        "chunks_reused": stats.chunks_reused if stats else None,
+        "files_changed": stats.files_changed if stats else None,
+        "run_seconds": stats.seconds if stats else None,
     }
 
 
 def store_hashes(vault: Path, home: Path) -> set[str]:
-    from vaultlens.config.paths import index_dir
-    from vaultlens.index.sqlite_store import SQLiteStore
-
-    os.environ["VAULTLENS_HOME"] = str(home)
-    store = SQLiteStore(index_dir(vault))
+    store = open_store(vault, home)
     hashes = {r[0] for r in store.db.execute("SELECT embed_hash FROM chunks")}
     store.close()
     return hashes

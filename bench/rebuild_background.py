@@ -46,8 +46,10 @@ def main() -> None:
     args = ap.parse_args()
     n = args.notes or (500 if args.quick else 5000)
 
-    from vaultlens.config.paths import index_dir, read_pointer
+    from vaultlens.config.paths import index_dir
     from vaultlens.errors import SpaceMismatch
+    from vaultlens.index.backends import get_backend
+    from vaultlens.index.lifecycle import IndexHome
     from vaultlens.services.app import App
 
     with temp_home("rebuild") as tmp:
@@ -82,7 +84,8 @@ def main() -> None:
                     during.append(timed_search(app, i % n))
                 except SpaceMismatch:
                     after_switch += 1
-                    if read_pointer(index_dir(vault)) is None:
+                    home = IndexHome(index_dir(vault), get_backend())
+                    if home.live_dir() == home.root:  # no `current` pointer yet: not switched
                         failures.append("space mismatch before the switch")
                 except Exception as exc:
                     failures.append(repr(exc))

@@ -1,4 +1,5 @@
-"""MarkdownChunker: stable IDs, content hashes that follow edits, atomic code and tables, exact spans."""
+"""MarkdownChunker: stable IDs, content hashes that follow edits, exact spans; code, tables and front
+matter whole up to max_chars and split along their structure above it, with a context for each part."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import random
 
 import pytest
 
+from chunk_contract import chunk_invariant_errors
 from vaultlens.chunking.chunker import Chunk, MarkdownChunker
 from vaultlens.vault.parse import parse_note
-from vl_support import chunk_invariant_errors, line_of
+from vl_support import line_of
 
 WORDS_EN = [
     "cache",
@@ -226,29 +228,214 @@ def _table(rows: int) -> str:
     return head + "\n".join(f"| k{i} | row number {i} with some words | {i * 7} |" for i in range(rows))
 
 
-@pytest.mark.parametrize("block", [_fence(60), _table(70)], ids=["code", "table"])
-def test_code_or_table_larger_than_max_is_one_unsplit_chunk(block: str) -> None:
+@pytest.mark.parametrize("block", [_fence(24), _table(34)], ids=["code", "table"])
+def test_code_or_table_of_at_most_max_stays_one_chunk(block: str) -> None:
     rng = random.Random(5)
-    chunker = MarkdownChunker(target_chars=1200, max_chars=1800, overlap_chars=200)
-    assert len(block) > 1800
+    assert 1200 < len(block) <= 1800
     text = f"# Note\n\n{paragraph(rng, 70)}\n\n## Block\n\n{block}\n\n## After\n\n{paragraph(rng, 70)}\n"
-    chunks = chunks_of(text, chunker=chunker)
+    chunks = chunks_of(text)
     start = text.index(block)
-    end = start + len(block)
-    holding = [c for c in chunks if c.start < end and c.end > start]
-    assert len(holding) == 1
-    only = holding[0]
-    assert only.start <= start and only.end >= end
-    assert only.text == f"## Block\n\n{block}"  # the heading stays with its block
-    assert only.heading_path == ("Note", "Block")
+    holding = [c for c in chunks if c.start < start + len(block) and c.end > start]
+    assert [c.text for c in holding] == [f"## Block\n\n{block}"]  # whole, with its heading
+    assert holding[0].heading_path == ("Note", "Block")
+    assert holding[0].context == ""
     assert_spans_exact(text, chunks)
+    assert chunk_invariant_errors(parse_note(text, "Guide.md"), chunks, 1800) == []
 
 
-def test_a_big_code_block_right_under_the_first_heading_keeps_the_heading() -> None:
-    block = _fence(60)
+def _parts(text: str, block: str, chunks: list[Chunk]) -> list[Chunk]:
+    start = text.index(block)
+    return [c for c in chunks if c.start < start + len(block) and c.end > start]
+
+
+def test_a_200_row_table_splits_between_rows_with_the_header_as_context() -> None:
+    from vaultlens.embedding.local import MAX_CHARS
+    from vaultlens.index.texts import embed_text, lexical_text
+
+    rng = random.Random(8)
+    table = _table(200)
+    header, delimiter, *rows = table.split("\n")
+    text = f"# Note\n\n{paragraph(rng, 40)}\n\n## Inventory\n\n{table}\n\n## After\n\n{paragraph(rng, 40)}\n"
+    note = parse_note(text, "Guide.md")
+    chunks = chunks_of(text)
+    parts = _parts(text, table, chunks)
+    assert len(parts) >= 4
+    assert parts[0].text.startswith(f"## Inventory\n\n{header}\n{delimiter}\n")  # the heading stays
+    assert parts[0].context == ""  # the first part holds the header itself
+    seen: list[str] = []
+    for i, part in enumerate(parts):
+        assert part.heading_path == ("Note", "Inventory")
+        assert len(part.text) <= 1800
+        assert len(part.text) >= 600  # about target size: no scraps
+        lines = part.text.split("\n")
+        if i == 0:
+            lines = lines[lines.index(delimiter) + 1 :]
+        else:
+            assert part.context == f"{header}\n{delimiter}"
+        assert all(line in rows for line in lines)  # whole rows only
+        seen += lines
+        assert {"key", "descript", "valu"} <= set(lexical_text("Guide.md", note, part).split())
+        assert f"{header}\n{delimiter}\n" in embed_text("Guide", part)
+        assert len(embed_text("Guide", part)) <= MAX_CHARS  # all of it reaches the local model
+    assert seen == rows  # every row in exactly one part, in order
+    assert [c.text for c in chunks if c.heading_path == ("Note", "After")] == [
+        text[text.index("## After") :].rstrip("\n")
+    ]
+    assert_spans_exact(text, chunks)
+    assert chunk_invariant_errors(note, chunks, 1800) == []
+    assert chunks_of(text) == chunks
+
+
+def _code_with_blank_lines(lines: int) -> str:
+    body = []
+    for i in range(lines):
+        if i % 9 == 8:
+            body.append("")
+        elif i % 9 == 0:
+            body.append(f"def step_{i}(items, limit):")
+        else:
+            body.append(f"    total_{i} = combine(items[{i}], limit)  # accumulate")
+    return "```python\n" + "\n".join(body) + "\n```"
+
+
+def test_a_300_line_code_block_splits_at_blank_lines_with_the_fence_as_context() -> None:
+    from vaultlens.index.texts import embed_text
+
+    code = _code_with_blank_lines(300)
+    text = f"# Listing\n\nThe whole program:\n\n{code}\n\nDone.\n"
+    chunks = chunks_of(text)
+    parts = _parts(text, code, chunks)
+    assert len(parts) >= 5
+    assert parts[0].text.startswith("# Listing\n\nThe whole program:\n\n```python") is False  # prose apart
+    assert parts[0].text.startswith("```python\n") and parts[0].context == ""
+    assert parts[-1].text.endswith("\n```")
+    for part in parts[1:]:
+        assert part.context == "```python"
+        assert embed_text("Guide", part).startswith("Guide / Listing\n```python\n")
+        assert text[: part.start].endswith("\n\n")  # each cut is at a blank line of the block
+        assert len(part.text) <= 1800
+    # no overlap at structural cuts: every line of the block is in exactly one part
+    block_lines = [line for line in code.split("\n") if line]
+    part_lines = [line for p in parts for line in p.text.split("\n") if line]
+    assert part_lines == block_lines
+    assert_spans_exact(text, chunks)
+    assert chunk_invariant_errors(parse_note(text, "Guide.md"), chunks, 1800) == []
+
+
+def test_a_big_code_block_without_blank_lines_splits_between_lines_and_keeps_its_heading() -> None:
+    block = _fence(60)  # no blank line inside
+    assert len(block) > 1800
     text = f"## Listing\n\n{block}\n"
     chunks = chunks_of(text)
-    assert [c.text for c in chunks] == [f"## Listing\n\n{block}"]
+    assert len(chunks) >= 2
+    assert chunks[0].text.startswith("## Listing\n\n```python\n")
+    assert all(c.heading_path == ("Listing",) for c in chunks)
+    lines = block.split("\n")
+    for c in chunks:
+        own = c.text.split("\n")[2:] if c.ordinal == 0 else c.text.split("\n")
+        assert all(line in lines for line in own)  # whole lines only
+    assert "\n".join(c.text for c in chunks) == f"## Listing\n\n{block}"
+    assert chunk_invariant_errors(parse_note(text, "Guide.md"), chunks, 1800) == []
+
+
+def test_a_code_line_longer_than_max_is_cut_like_prose() -> None:
+    rng = random.Random(13)
+    long_line = "    data = '" + " ".join(rng.choice(WORDS_EN) for _ in range(1200)) + "'"
+    code = f"```text\nshort line\n{long_line}\nlast line\n```"
+    text = f"# Data\n\n{code}\n"
+    note = parse_note(text, "Guide.md")
+    chunks = chunks_of(text)
+    assert len(chunks) >= 5
+    assert all(len(c.text) <= 1800 for c in chunks)
+    assert all(c.context == "```text" for c in chunks[1:])
+    assert chunks[0].text.startswith("# Data\n\n```text\nshort line\n    data = '")  # no scrap part
+    reach = 0  # the pieces cover the line, overlapping a little like prose
+    for c in chunks:
+        assert c.start <= reach
+        reach = max(reach, c.end)
+    assert reach == len(text.rstrip("\n"))
+    assert any(a.end > b.start for a, b in zip(chunks, chunks[1:], strict=False))
+    assert chunk_invariant_errors(note, chunks, 1800) == []
+
+
+def test_a_table_row_longer_than_max_is_never_cut() -> None:
+    rng = random.Random(14)
+    wide = "| wide | " + " ".join(rng.choice(WORDS_EN) for _ in range(400)) + " |"
+    table = _table(30).replace("| k10 |", f"{wide}\n| k10 |")
+    text = f"# Table\n\n{table}\n"
+    note = parse_note(text, "Guide.md")
+    chunks = chunks_of(text)
+    assert len(wide) > 1800
+    holding = [c for c in chunks if wide in c.text]
+    assert [c.text for c in holding] == [wide]  # the one exception to max_chars: a row alone
+    assert holding[0].context.startswith("| key | description | value |")
+    assert chunk_invariant_errors(note, chunks, 1800) == []
+
+
+def _front_matter(keys: int) -> str:
+    lines = ["---"]
+    for i in range(keys):
+        lines.append(f"field_{i}: value {i} with a few words to carry")
+        lines.append(f"list_{i}:")
+        lines += [f"  - entry {i}.{j}" for j in range(4)]
+    return "\n".join([*lines, "---"])
+
+
+def test_big_front_matter_splits_between_top_level_keys() -> None:
+    from vaultlens.index.texts import embed_text
+
+    fm = _front_matter(60)
+    assert len(fm) > 1800
+    text = f"{fm}\n# Body\n\nThe note itself.\n"
+    note = parse_note(text, "Guide.md")
+    assert note.frontmatter["list_59"] == ["entry 59.0", "entry 59.1", "entry 59.2", "entry 59.3"]
+    chunks = chunks_of(text)
+    parts = [c for c in chunks if c.frontmatter]
+    assert len(parts) >= 3
+    assert chunks[: len(parts)] == parts
+    assert [c.heading_path for c in parts] == [("front matter",)] * len(parts)
+    assert parts[0].text.startswith("---\nfield_0:")
+    assert parts[-1].text.endswith("\n---")
+    for part in parts:
+        assert len(part.text) <= 1800
+        assert part.context == ""  # every part starts at a key
+        assert part.text.startswith(("---\nfield_", "field_", "list_"))
+        assert embed_text("Guide", part) == f"Guide\n{part.text}"
+    assert "\n".join(p.text for p in parts) == fm  # cut between lines, no overlap
+    assert [c.text for c in chunks if not c.frontmatter] == ["# Body\n\nThe note itself."]
+    assert len({c.id for c in chunks}) == len(chunks)
+    assert chunk_invariant_errors(note, chunks, 1800) == []
+
+
+def test_a_front_matter_key_longer_than_max_is_cut_between_its_lines() -> None:
+    entries = "\n".join(f"  - reference number {j} to another note" for j in range(120))
+    fm = f"---\ntitle: Sources\nsources:\n{entries}\nstatus: done\n---"
+    text = f"{fm}\nBody.\n"
+    chunks = chunks_of(text)
+    parts = [c for c in chunks if c.frontmatter]
+    assert len(parts) >= 3
+    assert parts[0].context == ""
+    inside = [p for p in parts[1:] if p.text.startswith("  - ")]
+    assert inside and all(p.context == "sources:" for p in inside)
+    assert "\n".join(p.text for p in parts) == fm
+    assert chunk_invariant_errors(parse_note(text, "Guide.md"), chunks, 1800) == []
+
+
+def test_small_front_matter_code_and_tables_keep_their_ids_and_hashes() -> None:
+    # pinned from chunker v3: notes without a block larger than max_chars chunk exactly as before
+    text = (
+        "---\ntags: [a]\naliases: [b]\n---\n# Title\n\nIntro.\n\n"
+        + _table(10)
+        + "\n\n## Code\n\n"
+        + _fence(10)
+        + "\n"
+    )
+    chunks = chunks_of(text, "dir/Note.md")
+    assert [(c.id, c.content_hash[:16], c.context) for c in chunks] == [
+        ("99932cee05d2384e4bf4", "861b9170046dcebb", ""),
+        ("8f8b30f734fc2805defd", "7bb54d0c320e5d77", ""),
+        ("d778d66a0d09a562bf27", "b640578bbeea47a8", ""),
+    ]
 
 
 def test_oversized_paragraph_is_split_into_pieces_within_max() -> None:

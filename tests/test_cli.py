@@ -129,8 +129,9 @@ def test_clear_then_rebuild(own_vault: Path) -> None:
     info = json.loads(run_cli(["status", "--json", "--vault", str(own_vault)]).stdout)
     assert (info["notes"], info["chunks"]) == (0, 0)
     empty = run_cli(["search", "закваска", "--json", "--vault", str(own_vault)])
-    assert (empty.exit_code, json.loads(empty.stdout)) == (0, [])
-    assert "No matching notes" in run_cli(["search", "закваска", "--vault", str(own_vault)]).stdout
+    assert (empty.exit_code, json.loads(empty.stdout)["error"]["code"]) == (4, "index_empty")
+    said = " ".join(run_cli(["search", "закваска", "--vault", str(own_vault)]).stderr.split())
+    assert "The index is empty (it was cleared)" in said
 
     rebuilt = run_cli(["rebuild", "--json", "--vault", str(own_vault)])
     assert rebuilt.exit_code == 0, rebuilt.output

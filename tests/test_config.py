@@ -104,14 +104,14 @@ def test_env_values_are_coerced_to_the_setting_type(vault: Path, monkeypatch) ->
         ("[embedding]\nbatch_size = 2.5\n", "Setting embedding.batch_size must be a int, got 2.5"),
         ("[embedding]\ntimeout_s = true\n", "Setting embedding.timeout_s must be a float, got True"),
         ("[embedding]\nmodel = 5\n", "Setting embedding.model must be a str, got 5"),
-        ("[search]\nlimit = 0\n", "must be positive"),
+        ("[search]\nlimit = 0\n", "Setting search.limit must be at least 1, got 0"),
         (
             "[index]\nchunk_target = 5000\n",
-            "index.chunk_target must be at least 200 and at most index.chunk_max",
+            "Setting index.chunk_max must be at least index.chunk_target (5000), got 1800",
         ),
         ('[embedding]\nprovider = "Open AI"\n', "embedding.provider must be a provider name"),
-        ("[embedding]\ntimeout_s = 0\n", "embedding.timeout_s must be more than zero"),
-        ("[embedding]\nmax_retries = -1\n", "must be zero or more"),
+        ("[embedding]\ntimeout_s = 0\n", "Setting embedding.timeout_s must be more than 0, got 0.0"),
+        ("[embedding]\nmax_retries = -1\n", "Setting embedding.max_retries must be between 0 and 10, got -1"),
         ("[embedding\nbatch_size = 3\n", "is not valid TOML"),
     ],
 )

@@ -10,7 +10,7 @@ import pytest
 from scripted_server import ScriptedEmbeddingServer
 from vaultlens.config.consent import consent_file, grant, granted, require_consent
 from vaultlens.config.paths import home
-from vaultlens.errors import ConfigError, ConsentRequired
+from vaultlens.errors import ConfigError, ConsentRequired, FileSystemError
 from vl_support import run_cli, write_vault
 
 
@@ -205,3 +205,15 @@ def test_a_broken_obsidian_ignore_file_stops_remote_indexing(
     assert local.exit_code == 0
     doctor = run_cli(["doctor", "--vault", str(vault)])
     assert doctor.exit_code != 0 and "app.json" in doctor.stderr
+
+
+def test_granting_into_a_bad_home_names_vaultlens_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "home-is-a-file"
+    target.write_text("x")
+    monkeypatch.setenv("VAULTLENS_HOME", str(target))
+    with pytest.raises(FileSystemError) as info:
+        grant("openai model m at https://api.example/v1")
+    assert info.value.message == f"VAULTLENS_HOME ({target}) is a file, not a folder."
+    assert "Set VAULTLENS_HOME to a writable folder" in (info.value.hint or "")

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import pwd
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from vaultlens.errors import (
     translate_error,
     translated_errors,
 )
+from vl_support import without_root_file_access
 
 
 def _all_error_classes() -> list[type[VaultlensError]]:
@@ -149,6 +153,51 @@ def test_writing_a_read_only_database_is_permission_denied(tmp_path: Path) -> No
     assert type(exc) is PermissionDenied
     assert exc.message == f"Could not write the index: the index at {path} is read-only."
     assert exc.to_dict()["path"] == str(path)
+
+
+_WRITE_CHILD = """
+import json, sqlite3, sys
+from vaultlens.errors import VaultlensError, translated_errors
+con = sqlite3.connect(sys.argv[1])
+try:
+    with translated_errors("write the index", sys.argv[1]):
+        con.execute("INSERT INTO t VALUES ('b')")
+        con.commit()
+except VaultlensError as e:
+    print(json.dumps([type(e).__name__, e.message, e.hint, e.to_dict().get("path")]))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="uses POSIX permissions")
+@pytest.mark.parametrize("locked", ["folder", "file"])
+def test_a_read_only_index_names_what_is_not_writable_and_not_rebuild(tmp_path: Path, locked: str) -> None:
+    """SQLite says only "attempt to write a readonly database"; the user learns which folder or file
+    vaultlens may not write to. A rebuild could not help, so it is not offered. The write runs in
+    a child that feels file permissions (as root: without CAP_DAC_OVERRIDE)."""
+    folder = tmp_path / "index"
+    folder.mkdir()
+    path = _db(folder / "index.sqlite")
+    shut = folder if locked == "folder" else path
+    shut.chmod(0o555 if locked == "folder" else 0o444)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _WRITE_CHILD, str(path)],
+            preexec_fn=without_root_file_access if os.geteuid() == 0 else None,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.SubprocessError as exc:
+        pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE here ({exc})")
+    finally:
+        shut.chmod(0o755 if locked == "folder" else 0o644)
+    assert proc.returncode == 0, proc.stderr
+    kind, message, hint, where = json.loads(proc.stdout)
+    assert kind == "PermissionDenied"
+    assert message == f"Could not write the index: the index {locked} is not writable: {shut}."
+    assert hint.startswith(f"Check the owner and permissions of {shut}: vaultlens must be able to write")
+    assert "rebuild`" not in hint and "Rebuilding would not help" in hint
+    assert where == str(shut)
 
 
 def test_a_file_that_is_not_a_database_is_store_corrupt(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from scripted_server import ScriptedEmbeddingServer
 from vaultlens.chunking.chunker import MarkdownChunker
-from vaultlens.errors import IndexLocked, SpaceMismatch
+from vaultlens.errors import IndexEmpty, IndexLocked, SpaceMismatch
 from vaultlens.index.texts import embed_text
 from vaultlens.services import app as services
 from vaultlens.services.app import App
@@ -226,7 +226,8 @@ def test_clear_stays_cleared_after_reopening(vault: Path, rec: RecordingProvider
     assert (info["notes"], info["chunks"], info["vectors"]) == (0, 0, 0)
     assert info["files"] == {"indexed": 0, "skipped": 0, "failed": 0}
     assert not list(reopened.index_dir.glob("matrix-*"))  # no stale vector cache survives
-    assert services.search(reopened, "закваска") == []
+    with pytest.raises(IndexEmpty, match="cleared"):
+        services.search(reopened, "закваска")
     assert services.doctor(reopened).healthy
     reopened.close()
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+import tracemalloc
 
+import pytest
+import yaml
+
+from vaultlens.vault.model import ParsedNote
 from vaultlens.vault.parse import NotText, decode_note, parse_note
 from vl_support import line_of
 
@@ -184,3 +188,79 @@ def test_heading_text_comes_from_inline_tokens(heading: str, text: str) -> None:
     note = parse_note(f"{heading}\n\nBody.\n", "h.md")
     assert [h.text for h in note.headings] == [text]
     assert note.blocks[0].text == text
+
+
+# ---- front matter that is too much (issue 9 #3) ---------------------------------------------------------
+
+
+def alias_bomb(levels: int) -> str:
+    """``a: &a [x * 9]``, ``b: &b [*a * 9]``... ``tags: *<last>``: 9**levels values in ~35 bytes a level."""
+    names = [f"l{i}" for i in range(levels)]
+    lines = [f"{names[0]}: &{names[0]} [" + ",".join(['"x"'] * 9) + "]"]
+    for prev, cur in zip(names, names[1:], strict=False):
+        lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+    lines.append(f"tags: *{names[-1]}")
+    return "---\n" + "\n".join(lines) + "\n---\n# Body\n\nThe body of a booby-trapped note survives.\n"
+
+
+def body_paragraphs(note: ParsedNote) -> list[str]:
+    return [note.text[b.start : b.end] for b in note.blocks if b.kind == "paragraph"]
+
+
+@pytest.mark.parametrize("levels", [9, 10, 40])
+def test_a_yaml_alias_bomb_is_refused_before_it_expands(levels: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = alias_bomb(levels)
+    assert len(text) < 60 * levels
+
+    def never(*args: object) -> None:  # not one Python value is built from it
+        raise AssertionError("the bomb reached construction")
+
+    monkeypatch.setattr(yaml.constructor.BaseConstructor, "construct_document", never)
+    tracemalloc.start()
+    try:
+        note = parse_note(text, "Bomb.md")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert note.frontmatter_error == "front matter too complex: aliases expand to more than 10,000 values"
+    assert (note.frontmatter, note.tags, note.title) == ({}, (), "Bomb")
+    assert body_paragraphs(note) == ["The body of a booby-trapped note survives.\n"]
+    assert peak < 5_000_000  # bytes: what 9**levels values would need is gigabytes
+
+
+def test_aliases_within_the_limit_are_read() -> None:
+    note = parse_note(alias_bomb(3), "Small.md")  # 9**3 = 729 values: a lot, but allowed
+    assert note.frontmatter_error is None
+    assert len(note.frontmatter["tags"]) == 9
+    assert note.tags == ()  # nested lists are not tags
+    merged = parse_note(
+        "---\nbase: &b {k: v}\nother:\n  <<: *b\n  z: 1\ntags: [a, [b], {c: d}]\n---\nx\n", "m.md"
+    )
+    assert merged.frontmatter["other"] == {"k": "v", "z": 1}
+    assert merged.tags == ("a",)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "error"),
+    [
+        ("a: &a [1, *a]", "front matter too complex: an alias refers to the value that contains it"),
+        ("a: &a {k: *a}", "front matter too complex: an alias refers to the value that contains it"),
+        ("a: " + "[" * 60 + "]" * 60, "front matter too complex: nested more than 50 levels deep"),
+        ("a: " + "[" * 20_000 + "]" * 20_000, "front matter too complex: nested more than 50 levels deep"),
+        # 30 levels, then 30 more through an alias: deep only once expanded
+        (
+            "a: &a " + "[" * 30 + "]" * 30 + "\nb: " + "[" * 30 + "*a" + "]" * 30,
+            "front matter too complex: nested more than 50 levels deep",
+        ),
+        ("title: " + "x" * 70_000, "front matter too large (68 KB of YAML > 64 KB limit)"),
+        (
+            "created: 2024-02-30",
+            "malformed YAML front matter (a value cannot be read: day is out of range for month)",
+        ),
+    ],
+)
+def test_front_matter_beyond_its_bounds_is_reported_and_the_body_kept(yaml_text: str, error: str) -> None:
+    note = parse_note(f"---\n{yaml_text}\n---\nBody survives.\n", "Odd.md")
+    assert note.frontmatter_error == error
+    assert note.frontmatter == {}
+    assert body_paragraphs(note) == ["Body survives.\n"]

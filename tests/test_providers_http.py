@@ -4,6 +4,7 @@ Retry-After, timeouts and garbage answers, and what the indexer does when a prov
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import socket
 import time
@@ -13,14 +14,14 @@ import numpy as np
 import pytest
 
 from scripted_server import ScriptedEmbeddingServer, Step, expected_unit
-from vaultlens.config.settings import EmbeddingSettings
-from vaultlens.embedding.base import remote_destination
+from vaultlens.config.settings import BUNDLED_MODEL, DEFAULT_MODELS, EmbeddingSettings
+from vaultlens.embedding.base import EmbeddingSpace, remote_destination
 from vaultlens.embedding.http import OllamaProvider, OpenAICompatibleProvider
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.embedding.registry import make_provider, provider_names, register_provider, unregister_provider
 from vaultlens.errors import ConfigError, ProviderError, ProviderTimeout, SpaceMismatch
 from vaultlens.index.sqlite_store import SQLiteStore
-from vl_support import db_rows, run_index, settings, write_vault
+from vl_support import db_rows, run_cli, run_index, settings, write_vault
 
 TEXTS = ["first text", "второй текст", "third, with 🚀"]
 
@@ -356,3 +357,90 @@ def test_remote_destination_names_provider_model_and_endpoint(monkeypatch: pytes
     assert remote_destination(remote) == "openai model text-embedding-3-small at https://api.openai.com/v1"
     assert remote_destination(make_provider(EmbeddingSettings(provider="ollama", model="m"))) is None
     assert remote_destination(LocalUSEProvider()) is None
+
+
+# ---- the model each provider uses, and what a message says about it (issue 9, rough edges) -----------
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_local_provider_refuses_a_model_it_does_not_have(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\nText.\n"})
+    result = run_cli(["index", "--vault", str(vault), "--set", "embedding.model=all-MiniLM-L6-v2"])
+    assert result.exit_code == 2, result.output
+    text = _plain(result.stderr)
+    assert (
+        "embedding.model is 'all-MiniLM-L6-v2', but the local provider has one bundled model, "
+        "use-multilingual-v3." in text
+    )
+    assert "--set embedding.provider=ollama or openai" in text
+    assert "Traceback" not in result.output
+
+
+def test_the_local_provider_takes_its_own_model_name_and_size() -> None:
+    for s in (EmbeddingSettings(), EmbeddingSettings(model=BUNDLED_MODEL, dimensions=512)):
+        assert make_provider(s).space.model == BUNDLED_MODEL
+    with pytest.raises(ConfigError, match="embedding.dimensions is 256, but the local provider's bundled"):
+        make_provider(EmbeddingSettings(dimensions=256))
+
+
+def test_a_remote_provider_never_gets_the_local_model_name(tmp_path: Path, monkeypatch) -> None:
+    """Switching to openai without naming a model asks about openai's own default, not the bundled one."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\nText.\n"})
+    endpoint = "https://embeddings.example.invalid/v1"
+    args = [
+        "--vault",
+        str(vault),
+        "--set",
+        "embedding.provider=openai",
+        "--set",
+        f"embedding.endpoint={endpoint}",
+    ]
+    result = run_cli(["index", *args])
+    assert result.exit_code == 7, result.output  # consent required: nothing was sent
+    text = _plain(result.stderr)
+    assert f"openai model text-embedding-3-small at {endpoint}" in text
+    assert BUNDLED_MODEL not in result.output
+
+    shown = run_cli(["config", "show", "--json", *args])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["embedding.model"] == {
+        "value": "text-embedding-3-small",
+        "from": "default",
+    }
+
+
+def test_each_built_in_provider_has_its_default_model_and_a_named_one_wins() -> None:
+    assert set(DEFAULT_MODELS) == {"local", "ollama", "openai"}
+    assert make_provider(EmbeddingSettings(provider="ollama")).space.model == "nomic-embed-text"
+    assert EmbeddingSettings(provider="openai").model_name == "text-embedding-3-small"
+    assert make_provider(EmbeddingSettings(provider="ollama", model="bge-m3")).space.model == "bge-m3"
+
+
+def test_an_http_provider_under_a_name_without_a_default_needs_a_model() -> None:
+    register_provider("my-ollama", OllamaProvider.from_settings)
+    try:
+        with pytest.raises(ConfigError) as info:
+            make_provider(EmbeddingSettings(provider="my-ollama"))
+        assert info.value.message == "embedding.provider is my-ollama but embedding.model is not set."
+        assert "--set embedding.model=NAME" in (info.value.hint or "")
+        assert make_provider(EmbeddingSettings(provider="my-ollama", model="m")).space.model == "m"
+    finally:
+        unregister_provider("my-ollama")
+
+
+def test_a_space_whose_size_is_not_known_yet_says_so(tmp_path: Path) -> None:
+    assert EmbeddingSpace("openai", "m", "https://x/v1", 0).describe() == (
+        "openai:m at https://x/v1 (dimensions not known yet)"
+    )
+    assert EmbeddingSpace("local", BUNDLED_MODEL, "", 512).describe() == f"local:{BUNDLED_MODEL} (512-d)"
+    vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\nText.\n"})
+    assert run_cli(["index", "--vault", str(vault), "--set", "embedding.provider=fake"]).exit_code == 0
+    status = run_cli(["status", "--vault", str(vault), "--set", "embedding.provider=ollama",
+                      "--set", "embedding.endpoint=http://127.0.0.1:9"])  # fmt: skip
+    text = _plain(status.output)
+    assert "ollama:nomic-embed-text at http://127.0.0.1:9 (dimensions not known yet)" in text
+    assert "0-d" not in text

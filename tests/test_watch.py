@@ -5,6 +5,7 @@ at seeded random points while notes are being edited."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import queue
@@ -31,7 +32,7 @@ from watchdog.events import (
     FileOpenedEvent,
 )
 
-from vaultlens.errors import StoreError
+from vaultlens.errors import StoreError, VaultError
 from vaultlens.index import watcher
 from vaultlens.index.indexer import Indexer
 from vaultlens.index.sqlite_store import SQLiteStore
@@ -45,6 +46,7 @@ from vl_support import (
     chunk_keys,
     cli_env,
     db_rows,
+    run_cli,
     run_index,
     snapshot,
     write_vault,
@@ -165,8 +167,12 @@ def note(title: str, body: str) -> str:
 class Running:
     """`watch` in a thread of this process, with a recording provider; reports arrive on a queue."""
 
-    def __init__(self, vault: Path, rec: RecordingProvider, debounce_ms: int = DEBOUNCE_MS) -> None:
-        self.app = App.open(vault, {"watch.debounce_ms": str(debounce_ms)})
+    def __init__(
+        self, vault: Path, rec: RecordingProvider, debounce_ms: int = DEBOUNCE_MS, max_wait_ms: int = 10_000
+    ) -> None:
+        self.app = App.open(
+            vault, {"watch.debounce_ms": str(debounce_ms), "watch.max_wait_ms": str(max_wait_ms)}
+        )
         self.app._provider = rec
         self.rec = rec
         self.reports: queue.Queue[FlushReport | BaseException] = queue.Queue()
@@ -564,3 +570,218 @@ def test_watch_killed_at_random_points_leaves_a_healthy_index_that_converges(
         run_index(vault, store_dir, use_provider)  # what `vaultlens index` does next
         assert chunk_keys(store_dir) == clean_index_keys(vault, tmp_path / f"clean-{round_}", use_provider)
     assert followed >= 2  # some kills did land while the watcher was following edits
+
+
+# ---- a maximum wait: continuous saves still reach the index ----------------------------------------------
+
+
+def test_events_that_keep_coming_are_due_at_the_latest_max_wait_after_the_first(tmp_path: Path) -> None:
+    now = [0.0]
+    co = Coalescer(tmp_path, clock=lambda: now[0])
+    assert co.due(0.5, 1.5) is None  # nothing pending
+    for step in range(15):  # a save every 100 ms: each one alone would push the flush back
+        now[0] = step / 10
+        co.add(FileModifiedEvent(str(tmp_path / "a.md")))
+    assert co.due(0.5) == pytest.approx(1.9)  # without a maximum: 500 ms after the last save
+    assert co.due(0.5, 1.5) == pytest.approx(1.5)  # with one: 1.5 s after the first
+    now[0] = 1.5
+    assert co.wait(0.5, threading.Event(), timeout=0, max_wait_s=1.5) == Batch(upserts=frozenset({"a.md"}))
+    now[0] = 2.0
+    co.add(FileModifiedEvent(str(tmp_path / "a.md")))  # the next batch counts from its own first event
+    assert co.due(0.5, 1.5) == pytest.approx(2.5)
+
+
+def test_a_note_saved_every_100_ms_is_flushed_before_the_saves_stop(
+    vault: Path, rec: RecordingProvider
+) -> None:
+    last_save = [0.0]
+
+    def save_for(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        n = 0
+        while time.monotonic() < end:
+            n += 1
+            (vault / "Garden.md").write_text(note("Garden", f"Autosave number {n}."), encoding="utf-8")
+            last_save[0] = time.time()
+            time.sleep(0.1)
+
+    with Running(vault, rec, debounce_ms=500, max_wait_ms=1500) as w:
+        saver = threading.Thread(target=save_for, args=(4.0,), daemon=True)
+        saver.start()
+        first = w.next(timeout=60)
+        saver.join(timeout=30)
+        assert first.kind == "changes"
+        assert first.at < last_save[0], "no flush before the saves stopped: each save restarted the debounce"
+        # and the saves end with a flush of the last version (polled: flushes take their own time)
+        final = (vault / "Garden.md").read_text(encoding="utf-8").strip()
+        deadline = time.monotonic() + 30
+        texts: list[object] = []
+        while time.monotonic() < deadline:
+            texts = [t[0] for t in db_rows(w.store_dir, "SELECT text FROM chunks WHERE path = 'Garden.md'")]
+            if texts == [final]:
+                break
+            time.sleep(0.05)
+        assert texts == [final], "the last save never reached the index"
+
+
+# ---- the vault folder moved, deleted or replaced while watching -------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["moved", "moved and recreated", "deleted"])
+def test_watch_stops_with_a_clear_error_when_the_vault_folder_goes_away(
+    vault: Path, rec: RecordingProvider, how: str
+) -> None:
+    with Running(vault, rec) as w:
+        if how == "deleted":
+            shutil.rmtree(vault)
+        else:
+            vault.rename(vault.with_name("vault-moved"))
+            (vault.with_name("vault-moved") / "Garden.md").write_text(
+                note("Garden", "Edited after the move.")
+            )
+        if how == "moved and recreated":  # edits there would be silently ignored
+            write_vault(vault, {"Fresh.md": note("Fresh", "A note in the new folder.")})
+        with pytest.raises(VaultError, match="moved or deleted") as caught:
+            w.next(timeout=30)
+        assert caught.value.hint and "Restart `vaultlens watch`" in caught.value.hint
+        paths = indexed(w.store_dir)
+        assert "Garden.md" in paths and "Fresh.md" not in paths  # nothing applied from either folder
+        assert rec.calls == []
+
+
+# ---- symlinked folders are not followed --------------------------------------------------------------------
+
+
+def test_the_observer_does_not_follow_folder_symlinks(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "vault", {"a.md": "# A\n", "real/r.md": "# R\n", "loopd/keep.md": "# K\n"})
+    (root / "lnk").symlink_to("real", target_is_directory=True)
+    (root / "loopd" / "up").symlink_to("..", target_is_directory=True)  # a link to the vault root
+    co = Coalescer(root)
+    with watcher.VaultObserver(root, co):
+        time.sleep(0.2)  # the watches are added when the emitter thread starts
+        for rel in ("a.md", "real/r.md", "loopd/keep.md"):
+            with (root / rel).open("a", encoding="utf-8") as f:
+                f.write("edited\n")
+        seen: set[str] = set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not {"a.md", "real/r.md", "loopd/keep.md"} <= seen:
+            seen |= co.drain().upserts
+            time.sleep(0.05)
+        time.sleep(0.3)  # anything reported twice comes with the first report
+        seen |= co.drain().upserts
+    # each file under its own path only, never again through lnk/ or loopd/up/
+    assert seen == {"a.md", "real/r.md", "loopd/keep.md"}
+
+
+class WatchProcess:
+    """`vaultlens watch --json` as a real process (real model); stdout objects arrive on a queue."""
+
+    def __init__(self, vault: Path, home: Path, log: Path, *args: str) -> None:
+        self.log = log
+        with log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [str(VAULTLENS_BIN), "watch", "--json", "--vault", str(vault), *args],
+                env=cli_env(home),
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+            )
+        self.objects: queue.Queue[dict[str, object]] = queue.Queue()
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            self.objects.put(json.loads(line))  # every line on stdout is one JSON object
+
+    def next(self, timeout: float = 60) -> dict[str, object]:
+        try:
+            return self.objects.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(self.log.read_text(encoding="utf-8", errors="replace")) from None
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def test_watch_json_prints_one_object_per_flush_and_a_moved_vault_as_a_json_error(
+    vault: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    w = WatchProcess(vault, isolated_env, tmp_path / "watch.err", "--set", "watch.debounce_ms=100")
+    try:
+        startup = w.next()
+        assert startup["kind"] == "startup" and isinstance(startup["time"], float)
+        assert isinstance(startup["stats"], dict) and startup["stats"]["files_changed"] == 0
+        (vault / "Garden.md").write_text(note("Garden", "Peppers now."), encoding="utf-8")
+        change = w.next()
+        assert change["kind"] == "changes" and change["reason"] == "" and change["retry_s"] == 0
+        assert isinstance(change["stats"], dict) and change["stats"]["files_changed"] == 1
+        vault.rename(tmp_path / "elsewhere")
+        fatal = w.next()
+        assert fatal["kind"] == "fatal"
+        assert isinstance(fatal["error"], dict) and fatal["error"]["code"] == "vault"
+        assert "moved or deleted" in str(fatal["error"]["message"])
+        assert w.proc.wait(timeout=30) == 2
+    finally:
+        w.stop()
+    assert len(w.lines) == 3  # nothing but the objects on stdout
+    assert "Traceback" not in (tmp_path / "watch.err").read_text(encoding="utf-8", errors="replace")
+
+
+def test_watch_json_reports_an_error_at_start_as_json(vault: Path) -> None:
+    app = App.open(vault)
+    try:
+        services.clear(app)
+    finally:
+        app.close()
+    sigterm = signal.getsignal(signal.SIGTERM)  # the command installs its own handler
+    try:
+        result = run_cli(["watch", "--json", "--vault", str(vault)])
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)
+    assert result.exit_code == 4, result.output
+    (line,) = result.stdout.splitlines()  # one object, on one line
+    error = json.loads(line)
+    assert error["kind"] == "fatal" and error["error"]["code"] == "store"
+    assert "cleared" in error["error"]["message"] and "vaultlens index" in error["error"]["hint"]
+
+
+def indexed_now(vault: Path) -> dict[str, int]:
+    app = App.open(vault)
+    try:
+        return indexed(app.index_dir)
+    finally:
+        app.close()
+
+
+def test_a_symlink_to_the_vault_root_inside_the_vault_adds_no_notes(
+    vault: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    """Issue 9 #4, end to end. The watcher half: the observer does not follow the link (see
+    test_the_observer_does_not_follow_folder_symlinks); the vault half: listing the new folder
+    `loopd` at flush time (VaultRules.scan) must not walk into `loopd/up`."""
+    before = indexed_now(vault)
+    w = WatchProcess(vault, isolated_env, tmp_path / "watch.err", "--set", "watch.debounce_ms=100")
+    try:
+        assert w.next()["kind"] == "startup"
+        (vault / "loopd").mkdir()
+        (vault / "loopd" / "up").symlink_to("..", target_is_directory=True)
+        first = w.next()  # the new folder is listed
+        assert first["kind"] == "changes"
+        (vault / "Garden.md").write_text(note("Garden", "Edited after the link appeared."), encoding="utf-8")
+        second = w.next()
+        assert second["kind"] == "changes" and isinstance(second["stats"], dict)
+        assert second["stats"]["files_changed"] == 1  # the edit, once: not again through loopd/up/
+    finally:
+        assert w.stop() == 0
+    after = indexed_now(vault)
+    assert sorted(after) == sorted(before)
+    assert not [p for p in after if p.startswith("loopd/")]

@@ -15,6 +15,7 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    └── ProviderTimeout       provider_timeout        3   504
      ├── StoreError                 store                   4   500  index unreadable, from a newer version, other sqlite errors
      │    ├── IndexNotFound         index_not_found         4   404  no index for this vault yet
+     │    ├── IndexEmpty            index_empty             4   409  the index holds no notes (cleared or empty vault)
      │    ├── StoreCorrupt          store_corrupt           4   500  the index file is damaged (fix: vaultlens rebuild)
      │    ├── SpaceMismatch         space_mismatch          5   409  index built with another embedding space
      │    ├── IndexLocked           index_locked            6   423  another process is writing this index
@@ -144,6 +145,13 @@ class IndexNotFound(StoreError):
     http_status = 404
 
 
+class IndexEmpty(StoreError):
+    """The index exists but holds no notes (cleared, or nothing indexable was found)."""
+
+    code = "index_empty"
+    http_status = 409
+
+
 class StoreCorrupt(StoreError):
     code = "store_corrupt"
 
@@ -250,6 +258,27 @@ def _cannot_open_cause(path: str | None) -> tuple[str, type[FileSystemError] | N
     return "", None
 
 
+def _read_only_cause(path: str | None) -> tuple[str, str | None]:
+    """Why SQLite found ``path`` read-only: the folder (no journal can be created there) or one of
+    its files; ("", None) when both look writable (a connection opened read-only on purpose)."""
+    if not path:
+        return "", None
+    target = Path(path)
+    try:
+        folder = target if target.is_dir() else target.parent
+        if not _may(folder, os.W_OK | os.X_OK):
+            return f"the index folder is not writable: {folder}", str(folder)
+        if target.is_dir():
+            return "", None
+        for name in (target.name, f"{target.name}-wal", f"{target.name}-shm", f"{target.name}-journal"):
+            part = folder / name
+            if part.exists() and not _may(part, os.W_OK):
+                return f"the index file is not writable: {part}", str(part)
+    except OSError:
+        return f"the index folder is not writable: {target.parent}", str(target.parent)
+    return "", None
+
+
 def _say(action: str | None, what: str) -> str:
     """ "Could not <action>: <what>." or, without an action, "<What>." as a sentence."""
     return f"Could not {action}: {what}." if action else f"{what[:1].upper()}{what[1:]}."
@@ -265,10 +294,12 @@ def _from_sqlite(exc: sqlite3.Error, action: str | None, path: str | None) -> Va
     if code == _SQLITE_FULL or "database or disk is full" in low:
         return DiskFull(_say(action, f"the disk is full ({index} cannot grow)"), hint=_SPACE_HINT, path=path)
     if code in (_SQLITE_READONLY, _SQLITE_PERM) or "readonly database" in low:
+        what, where = _read_only_cause(path)
         return PermissionDenied(
-            _say(action, f"{index} is read-only"),
-            hint="Check that you own the index folder and may write to it (or point VAULTLENS_HOME elsewhere).",
-            path=path,
+            _say(action, what or f"{index} is read-only"),
+            hint=f"Check the owner and permissions of {where or 'the index folder'}: vaultlens must be able "
+            "to write to it (or set VAULTLENS_HOME to a writable folder). Rebuilding would not help.",
+            path=where or path,
         )
     if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "not a database" in low or "malformed" in low:
         return StoreCorrupt(_say(action, f"{index} is damaged ({text})"), hint=_REBUILD_HINT)

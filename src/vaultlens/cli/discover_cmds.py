@@ -102,7 +102,11 @@ def dismiss(
     b: Annotated[str, typer.Argument(help="The other note.")],
     vault: VaultOpt = None,
     set_: SetOpt = None,
+    json_: JsonOpt = False,
 ) -> None:
     """Hide the pair A–B from `duplicates` until either note changes."""
     pa, pb = services.dismiss(open_app(vault, set_), a, b)
-    render.out.print(f"Dismissed {pa} ↔ {pb}; it comes back if either note changes.")
+    if json_:
+        render.print_json({"dismissed": [pa, pb]})
+    else:
+        render.out.print(f"Dismissed {escape(pa)} ↔ {escape(pb)}; it comes back if either note changes.")

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
+from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
@@ -39,14 +40,14 @@ cli.command()(watch)
 cli.add_typer(duplicates_cli, name="duplicates")
 
 
-def _show_stats(stats: RunStats, json_: bool) -> None:
+def _show_stats(stats: RunStats, json_: bool, vault: Path) -> None:
     if json_:
         render.print_json(stats.as_dict())
     else:
-        _print_stats(stats)
+        _print_stats(stats, vault)
 
 
-def _print_stats(stats: RunStats) -> None:
+def _print_stats(stats: RunStats, vault: Path) -> None:
     render.out.print(
         f"Scanned {stats.files_scanned} notes: {stats.files_changed} changed, {stats.files_deleted} removed; "
         f"{stats.chunks_embedded} chunks embedded, {stats.chunks_reused} reused, "
@@ -57,6 +58,11 @@ def _print_stats(stats: RunStats) -> None:
             f"[yellow]{stats.files_skipped} skipped, {stats.files_failed} failed[/yellow]"
             " — see `vaultlens status` for the reasons."
         )
+    if stats.files_scanned == 0:
+        render.err.print(
+            f"[yellow]No Markdown notes found in {escape(str(vault))}.[/yellow] Is this your vault? "
+            "Pass --vault PATH (or set VAULTLENS_VAULT)."
+        )
 
 
 @cli.command()
@@ -65,7 +71,7 @@ def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False, y
     app = open_app(vault, set_)
     with render.RichProgress() as progress:
         stats = with_consent(yes, lambda consent: services.index(app, progress, consent))
-    _show_stats(stats, json_)
+    _show_stats(stats, json_, app.vault)
 
 
 @cli.command()
@@ -91,7 +97,7 @@ def rebuild(
     if not background:
         with render.RichProgress() as progress:
             stats = with_consent(yes, lambda consent: services.rebuild(app, progress, consent))
-        _show_stats(stats, json_)
+        _show_stats(stats, json_, app.vault)
         return
     if not json_:
         render.out.print(f"Building the new index next to {app.index_dir}; searches keep using it meanwhile.")
@@ -109,16 +115,21 @@ def rebuild(
             }
         )
         return
-    _print_stats(result.stats)
+    _print_stats(result.stats, app.vault)
     render.out.print(f"Switched to the new index in {result.index_dir}; the old one was deleted.")
 
 
 @cli.command()
-def clear(vault: VaultOpt = None, set_: SetOpt = None) -> None:
+def clear(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Empty the index. It stays empty until you run `vaultlens index` again."""
     app = open_app(vault, set_)
-    services.clear(app)
-    render.out.print(f"Index for {app.vault} cleared.")
+    cleared = services.clear(app)
+    if json_:
+        render.print_json({"vault": str(app.vault), "cleared": cleared})
+    elif cleared:
+        render.out.print(f"Index for {escape(str(app.vault))} cleared.")
+    else:
+        render.out.print(f"There is no index for {escape(str(app.vault))}: nothing to clear.")
 
 
 @cli.command()
@@ -243,12 +254,18 @@ def main() -> None:
     try:
         cli()
     except VaultlensError as exc:
-        render.print_error(exc)
-        sys.exit(exc.exit_code)
-    except TRANSLATED as exc:  # a last line: services translate their own, the CLI's file reads too
-        error = translate_error(exc)
+        _fail(exc)
+    except TRANSLATED as exc:  # the last line: services translate their own store and OS errors
+        _fail(translate_error(exc))
+
+
+def _fail(error: VaultlensError) -> NoReturn:
+    """Say what went wrong (as JSON on stdout when --json was asked for) and exit with its code."""
+    if "--json" in sys.argv[1:]:
+        render.print_json({"error": error.to_dict()})
+    else:
         render.print_error(error)
-        sys.exit(error.exit_code)
+    sys.exit(error.exit_code)
 
 
 if __name__ == "__main__":

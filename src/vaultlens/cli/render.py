@@ -40,14 +40,20 @@ def print_hits(hits: list[NoteHit]) -> None:
     if not hits:
         out.print("[dim]No matching notes.[/dim]")
         return
+    if all(h.weak for h in hits):
+        out.print(
+            f"[yellow]Nothing in the vault matches this well[/yellow] (best similarity {max(h.similarity for h in hits):.2f});"
+            " these are only the closest notes."
+        )
     for n, hit in enumerate(hits, 1):
         out.print(
-            f"[bold]{n}. {escape(hit.title)}[/bold]  [cyan]{escape(hit.path)}[/cyan]  [dim]{hit.score:.3f}[/dim]"
+            f"[bold]{n}. {escape(hit.title)}[/bold]  [cyan]{escape(hit.path)}[/cyan]  "
+            f"[dim]{hit.score:.3f} · similarity {hit.similarity:.2f}[/dim]"
         )
         for sec in hit.sections:
             where = " › ".join(sec.heading_path) or "(top of note)"
             out.print(
-                f"   [green]L{sec.start_line}-{sec.end_line}[/green] {escape(where)}  [dim]{sec.score:.3f}[/dim]"
+                f"   [green]L{sec.start_line}-{sec.end_line}[/green] {escape(where)}  [dim]{sec.score or 0:.3f}[/dim]"
             )
             out.print(f"      {escape(sec.snippet)}", soft_wrap=False, overflow="ellipsis", no_wrap=True)
 
@@ -133,6 +139,17 @@ def print_status(info: IndexStatus) -> None:
             f"[bold]Last run[/bold] {run.status}: {st.files_scanned} scanned, {st.files_changed} changed, "
             f"{st.chunks_embedded} embedded, {st.chunks_reused} reused, {st.chunks_deleted} deleted, "
             f"{st.seconds:.1f}s"
+        )
+        if run.status == "interrupted":
+            out.print(
+                "  [yellow]It was interrupted[/yellow]; the next `vaultlens index` resumes where it stopped."
+            )
+        if run.error:
+            out.print(f"  [red]Why it failed:[/red] {escape(run.error)}")
+    if info.rechunk_pending:
+        out.print(
+            "[yellow]Chunking settings changed[/yellow]: the next `vaultlens index` re-chunks every note "
+            "(only chunks whose text changed are embedded again)."
         )
     if info.problems:
         out.print("[bold]Notes with a reason[/bold]")

@@ -1,16 +1,27 @@
-"""`vaultlens watch`: one line per flush while the index follows the vault."""
+"""`vaultlens watch`: one line per flush while the index follows the vault.
+
+With ``--json`` stdout carries one JSON object per line: one per flush (``kind`` startup,
+changes, reconcile or error, ``time``, ``stats``, ``reason``, ``retry_s``), then
+``{"kind": "stopped", "time"}`` after Ctrl-C, or ``{"kind": "fatal", "time", "error": {"code",
+"message", "hint"}}`` when watch stops on an error (the exit code is the error's; the same
+``error`` object other commands print with ``--json``). Human messages go to stderr.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
+import sys
 import threading
 import time
+from typing import Any
 
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.options import SetOpt, VaultOpt, YesOpt, open_app, with_consent
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, with_consent
+from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 from vaultlens.index.runs import RunStats
 from vaultlens.index.watcher import FlushReport
 from vaultlens.services.watch import watch as watch_service
@@ -44,28 +55,58 @@ def describe(report: FlushReport) -> str:
     return f"[dim]{clock}[/dim] {text}"
 
 
-def watch(vault: VaultOpt = None, set_: SetOpt = None, yes: YesOpt = False) -> None:
+# what `vaultlens` turns into an error message; with --json, into the last object of the stream
+FATAL: tuple[type[Exception], ...] = (VaultlensError, *TRANSLATED)
+
+
+def _emit(data: dict[str, Any]) -> None:
+    """One JSON object on one line, flushed at once (a reader follows the stream live)."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def watch(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False, yes: YesOpt = False) -> None:
     """Keep the index current while you write: reconcile now, then follow saves, renames and moves."""
+    if not json_:
+        _watch(vault, set_, json_, yes)
+        return
+    try:
+        _watch(vault, set_, json_, yes)
+    except FATAL as exc:
+        error = translate_error(exc)
+        _emit({"kind": "fatal", "time": time.time(), "error": error.to_dict()})
+        sys.exit(error.exit_code)
+
+
+def _watch(vault: VaultOpt, set_: SetOpt, json_: bool, yes: bool) -> None:
     app = open_app(vault, set_)
     stop = threading.Event()
     # SIGTERM stops like Ctrl-C: the current flush is committed or rolled back, the lock released
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # with --json, stdout is for the objects only: people read stderr
+    console = render.err if json_ else render.out
     with contextlib.ExitStack() as startup:
         bar = startup.enter_context(render.RichProgress())
 
         def on_flush(report: FlushReport) -> None:
             startup.close()  # no live display while idle: it would redraw ten times a second
-            render.out.print(describe(report))
+            if json_:
+                _emit(report.as_dict())
+            else:
+                console.print(describe(report))
             if report.kind == "startup":
-                debounce = app.settings.watch.debounce_ms
-                render.out.print(
-                    f"Watching {escape(str(app.vault))} (debounce {debounce} ms). Press Ctrl-C to stop."
+                w = app.settings.watch
+                console.print(
+                    f"Watching {escape(str(app.vault))} (debounce {w.debounce_ms} ms, "
+                    f"max wait {w.max_wait_ms} ms). Press Ctrl-C to stop."
                 )
 
         try:
             with_consent(yes, lambda consent: watch_service(app, on_flush, stop, bar, consent))
         except KeyboardInterrupt:
             startup.close()
-            render.out.print("Stopped watching; the index is up to date with the last flush.")
+            if json_:
+                _emit({"kind": "stopped", "time": time.time()})
+            console.print("Stopped watching; the index is up to date with the last flush.")
         finally:
             app.close()

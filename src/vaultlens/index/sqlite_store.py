@@ -422,7 +422,7 @@ class SQLiteStore(Store):
             cur = db.execute("INSERT INTO runs(started, status) VALUES (?, 'running')", (time.time(),))
             return int(cur.lastrowid or 0)
 
-    def finish_run(self, run_id: int, status: str, stats: dict[str, float]) -> None:
+    def finish_run(self, run_id: int, status: str, stats: dict[str, Any]) -> None:
         with self.transaction() as db:
             db.execute(
                 "UPDATE runs SET finished = ?, status = ?, stats = ? WHERE id = ?",
@@ -435,7 +435,11 @@ class SQLiteStore(Store):
         ).fetchone()
         if row is None:
             return None
-        return RunRecord(row[0], row[1], row[2], RunStats.from_dict(json.loads(row[3] or "{}")))
+        raw = json.loads(row[3] or "{}")
+        error = raw.pop("error", None)
+        return RunRecord(
+            row[0], row[1], row[2], RunStats.from_dict(raw), None if error is None else str(error)
+        )
 
     # ---- reads ------------------------------------------------------------------------------
     def counts(self) -> StoreCounts:

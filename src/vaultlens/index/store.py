@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -143,7 +143,10 @@ class Catalog(Protocol):
 
     def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate: ...
     def start_run(self) -> int: ...
-    def finish_run(self, run_id: int, status: str, stats: dict[str, float]) -> None: ...
+    def finish_run(self, run_id: int, status: str, stats: dict[str, Any]) -> None:
+        """Record how a run ended; ``stats`` holds its counters and, for a failed run, ``error``."""
+        ...
+
     def last_run(self) -> RunRecord | None: ...
 
     # writes (one atomic batch each)

@@ -1,6 +1,11 @@
 """What each chunk contributes to the two indexes: the text the model embeds and the
 stemmed terms full-text search sees. Changing either changes the embed hash of every chunk,
 so the next run re-embeds them (no stale vectors survive a change here).
+
+A part of a split table, code block or front matter carries a ``context`` (the table's header
+rows, the code's opening fence line, the front matter key it continues): both texts put it
+before the chunk's own text, so every part reads as what it is. A chunk without a context gets
+exactly the texts it got before contexts existed, so its vector is reused.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ def embed_text(title: str, chunk: Chunk) -> str:
     """What the model sees: the note title and section give a short chunk its context."""
     heads = [] if chunk.frontmatter else list(chunk.heading_path)
     prefix = " / ".join([title, *heads[-2:]])
+    if chunk.context:
+        return f"{prefix}\n{chunk.context}\n{chunk.text}"
     return f"{prefix}\n{chunk.text}"
 
 
@@ -22,4 +29,6 @@ def lexical_text(path: str, note: ParsedNote, chunk: Chunk) -> str:
     head = " ".join(
         [path.rsplit(".", 1)[0].replace("/", " "), note.title, *note.aliases, *chunk.heading_path]
     )
+    if chunk.context:
+        head = f"{head}\n{chunk.context}"
     return " ".join(terms(f"{head}\n{chunk.text}"))

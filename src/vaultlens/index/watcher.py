@@ -6,19 +6,29 @@ was created and removed again costs nothing. Folder events are kept as folders a
 listed at flush time (a moved folder = every note under the old prefix gone, every note
 under the new one found). When events may have been lost (kernel queue overflow, a dead
 observer thread, a failed flush) the watcher does a full reconcile instead of guessing.
+
+A batch is flushed after ``debounce`` of quiet, or at the latest ``max_wait`` after its first
+event, so a note saved again and again (an editor's autosave) still reaches the index.
+
+Symlinked folders are not followed (each would be watched, and reported, a second time; a link
+to an enclosing folder would be followed without end). The vault folder itself is checked every
+second: once it was moved away, deleted or replaced, events no longer describe the path the
+index belongs to, so the watcher stops with a :class:`VaultError` instead of guessing (see
+:meth:`Watcher.run`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -35,7 +45,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from vaultlens.errors import TRANSLATED, Cancelled, VaultlensError, translate_error
+from vaultlens.errors import TRANSLATED, Cancelled, VaultError, VaultlensError, translate_error
 from vaultlens.index.indexer import Indexer, NoProgress
 from vaultlens.index.runs import RunStats
 from vaultlens.vault.scan import IGNORE_FILE
@@ -58,6 +68,10 @@ _UPSERT_EVENTS = {"created", "modified", "closed"}
 # a change here changes what is indexed anywhere in the vault
 RULE_FILES = {IGNORE_FILE, ".obsidian/app.json"}
 MAX_RETRY_S = 60.0
+# a batch waits at most this long after its first event (the default of watch.max_wait_ms)
+DEFAULT_MAX_WAIT_S = 10.0
+# never follow a symlinked folder: it would be watched twice, or without end for a link to a parent
+FOLLOW_SYMLINKS = False
 # a flush that fails with one of these waits and reconciles; anything else is a bug and stops watch
 RECOVERABLE: tuple[type[Exception], ...] = (VaultlensError, *TRANSLATED)
 
@@ -103,7 +117,19 @@ class Coalescer:
         self._intents: dict[str, Intent] = {}
         self._folders: set[str] = set()
         self._full: str | None = None
-        self._last = 0.0
+        self._first = 0.0  # when the oldest pending change arrived
+        self._last = 0.0  # when the newest one did
+        self.root_deleted = False  # the watched folder itself was deleted
+
+    def _pending(self) -> bool:
+        return bool(self._intents or self._folders or self._full)
+
+    def _touch(self) -> None:
+        """Note the time of a change (call before recording it)."""
+        now = self._clock()
+        if not self._pending():
+            self._first = now
+        self._last = now
 
     def _rel(self, path: bytes | str) -> str | None:
         rel = os.path.relpath(os.fsdecode(path), self.root)
@@ -113,6 +139,10 @@ class Coalescer:
 
     def add(self, event: FileSystemEvent) -> None:
         src = self._rel(event.src_path)
+        if src is None and event.is_directory and event.event_type == "deleted":
+            if os.path.realpath(os.fsdecode(event.src_path)) == self.root:
+                self.root_deleted = True  # inotify's IN_DELETE_SELF: a new folder there is not watched
+            return
         with self._lock:
             if event.event_type == "moved":
                 dest = self._rel(event.dest_path)
@@ -139,14 +169,14 @@ class Coalescer:
         parts = rel.split("/")
         if _hidden(parts[:-1]) or not rel.lower().endswith(".md"):
             return
+        self._touch()
         self._intents[rel] = intent
-        self._last = self._clock()
 
     def _folder(self, rel: str | None) -> None:
         if rel is None or _hidden(rel.split("/")):
             return
+        self._touch()
         self._folders.add(rel)
-        self._last = self._clock()
 
     def request_full(self, reason: str) -> None:
         """Ask for a full reconcile at the next flush (events may have been lost)."""
@@ -154,8 +184,8 @@ class Coalescer:
             self._request_full(reason)
 
     def _request_full(self, reason: str) -> None:
+        self._touch()
         self._full = self._full or reason
-        self._last = self._clock()
 
     def drain(self) -> Batch:
         with self._lock:
@@ -173,18 +203,36 @@ class Coalescer:
         self._full = None
         return batch
 
-    def wait(self, debounce_s: float, stop: threading.Event, timeout: float = 1.0) -> Batch | None:
-        """The pending batch once ``debounce_s`` passed without a new event; None after ``timeout``
-        with nothing ready, or when ``stop`` is set."""
+    def due(self, debounce_s: float, max_wait_s: float | None = None) -> float | None:
+        """When (on the coalescer's clock) the pending batch is ready: ``debounce_s`` after its
+        last event, but never later than ``max_wait_s`` after its first; None if nothing is pending."""
+        with self._lock:
+            return self._due(debounce_s, max_wait_s)
+
+    def _due(self, debounce_s: float, max_wait_s: float | None) -> float | None:
+        if not self._pending():
+            return None
+        due = self._last + debounce_s
+        return due if max_wait_s is None else min(due, self._first + max_wait_s)
+
+    def wait(
+        self,
+        debounce_s: float,
+        stop: threading.Event,
+        timeout: float = 1.0,
+        max_wait_s: float | None = None,
+    ) -> Batch | None:
+        """The pending batch once it is :meth:`due` (events that keep coming delay it by at most
+        ``max_wait_s``); None after ``timeout`` with nothing ready, or when ``stop`` is set."""
         deadline = self._clock() + timeout
         while not stop.is_set():
             with self._lock:
                 now = self._clock()
-                pending = bool(self._intents or self._folders or self._full)
-                if pending and now - self._last >= debounce_s:
+                due = self._due(debounce_s, max_wait_s)
+                if due is not None and now >= due:
                     return self._drain()
-                left = (self._last + debounce_s if pending else deadline) - now
-            if not pending and left <= 0:
+                left = (deadline if due is None else due) - now
+            if due is None and left <= 0:
                 return None
             stop.wait(min(max(left, 0.005), 0.25))
         return None
@@ -222,7 +270,11 @@ class VaultObserver:
         logging.getLogger("watchdog").addHandler(self._log)
         observer = Observer()
         observer.schedule(
-            _Forward(self.coalescer), str(self.root), recursive=True, event_filter=WATCHED_EVENTS
+            _Forward(self.coalescer),
+            str(self.root),
+            recursive=True,
+            event_filter=WATCHED_EVENTS,
+            follow_symlink=FOLLOW_SYMLINKS,
         )
         observer.daemon = True
         observer.start()
@@ -267,32 +319,92 @@ class FlushReport:
     reason: str = ""  # why a full reconcile, or the error
     retry_s: float = 0.0  # error: seconds until the retry
 
+    def as_dict(self) -> dict[str, Any]:
+        """One JSON object per flush: kind, unix time, the run's counters (None for an error),
+        the reason of a reconcile or an error, and the seconds until an error's retry."""
+        return {
+            "kind": self.kind,
+            "time": self.at,
+            "stats": self.stats.as_dict() if self.stats is not None else None,
+            "reason": self.reason,
+            "retry_s": self.retry_s,
+        }
+
+
+def root_identity(root: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the folder at ``root`` now; None when nothing (or no folder) is there."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def vault_moved(root: Path) -> VaultError:
+    return VaultError(
+        f"The vault folder {root} was moved or deleted while watching it; stopped watching "
+        "(the index is up to date with the last flush).",
+        hint="Restart `vaultlens watch` (with --vault pointing at the folder's new place).",
+    )
+
 
 class Watcher:
-    """Reconcile at start, then flush coalesced events after ``debounce_s`` of quiet until ``stop``.
+    """Reconcile at start, then flush coalesced events after ``debounce_s`` of quiet (or at the
+    latest ``max_wait_s`` after the first of them) until ``stop``.
 
     The observer starts before the startup reconcile, so edits made during it are not lost.
     The caller holds the writer lock for the watcher's lifetime.
+
+    The vault folder's identity (device and inode) is checked before every flush and at least
+    every second. When the folder was moved away, deleted or replaced by another one, the
+    watcher raises :class:`VaultError` ("moved or deleted; restart watch") rather than follow
+    the path again: the kernel watches follow the moved folder (its events would be applied to
+    the old path), a folder that appears at the old path may be another vault (a full reconcile
+    would silently swap the whole index, and send its text to the provider), and a moved vault
+    has its index under its new path. Stopping loses nothing: the index is what the last flush
+    left, and the next `watch` or `index` reconciles.
     """
 
-    def __init__(self, indexer: Indexer, debounce_s: float, on_flush: Callable[[FlushReport], None]) -> None:
+    def __init__(
+        self,
+        indexer: Indexer,
+        debounce_s: float,
+        on_flush: Callable[[FlushReport], None],
+        max_wait_s: float = DEFAULT_MAX_WAIT_S,
+    ) -> None:
         self.indexer = indexer
         self.debounce_s = debounce_s
+        self.max_wait_s = max(max_wait_s, debounce_s)
         self.on_flush = on_flush
         self.coalescer = Coalescer(indexer.vault)
         self._failures = 0
+        self._identity: tuple[int, int] | None = None
 
     def run(self, stop: threading.Event) -> None:
+        self._identity = root_identity(self.indexer.vault)
+        if self._identity is None:
+            raise vault_moved(self.indexer.vault)
         with VaultObserver(self.indexer.vault, self.coalescer) as observer:
             self.on_flush(FlushReport("startup", time.time(), self.indexer.run()))
             self.indexer.progress = NoProgress()
             while not stop.is_set():
+                self.check_root()
                 if not observer.healthy():
-                    observer.restart()
+                    try:
+                        observer.restart()
+                    except OSError:
+                        self.check_root()  # the folder went away in between: say so
+                        raise
                     self.coalescer.request_full("the file watcher stopped and was restarted")
-                batch = self.coalescer.wait(self.debounce_s, stop)
+                batch = self.coalescer.wait(self.debounce_s, stop, max_wait_s=self.max_wait_s)
                 if batch:
+                    self.check_root()  # events from a moved folder must not touch the old path
                     self._flush(batch, stop)
+
+    def check_root(self) -> None:
+        """Raise VaultError when the vault folder is no longer the one being watched."""
+        if self.coalescer.root_deleted or root_identity(self.indexer.vault) != self._identity:
+            raise vault_moved(self.indexer.vault)
 
     def _flush(self, batch: Batch, stop: threading.Event) -> None:
         try:

@@ -16,20 +16,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.config import paths
 from vaultlens.config.consent import require_consent
 from vaultlens.config.settings import LoadedSettings, Settings, load_settings
 from vaultlens.embedding.base import EmbeddingProvider, remote_destination
 from vaultlens.embedding.registry import make_provider
-from vaultlens.errors import IndexNotFound, VaultlensError, translated_errors
+from vaultlens.errors import IndexNotFound, ProviderError, VaultError, VaultlensError, translated_errors
 from vaultlens.index.backends import get_backend
 from vaultlens.index.indexer import Indexer, Progress
 from vaultlens.index.lifecycle import IndexHome, LiveStore
 from vaultlens.index.rebuild import RebuildResult, rebuild_background
-from vaultlens.index.runs import RunStats
+from vaultlens.index.runs import RunRecord, RunStats
 from vaultlens.index.store import Store, StoreBackend, space_matches
 from vaultlens.services import discover
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
@@ -124,26 +125,38 @@ def index(app: App, progress: Progress | None = None, consent: bool = False) -> 
             return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
 
 
-def clear(app: App) -> None:
-    """Empty the index; it stays empty until the user indexes again (no unfinished rebuild revives it)."""
+def clear(app: App) -> bool:
+    """Empty the index; it stays empty until the user indexes again (no unfinished rebuild revives it).
+
+    Returns False when there was no index to clear."""
     with translated_errors():
         if not app.has_index():
-            return
+            return False
         with app.home.writer_lock():
             with app.live.lease() as store:
                 store.clear()
             app.home.discard_stale_staging()
+        return True
 
 
 def rebuild(app: App, progress: Progress | None = None, consent: bool = False) -> RunStats:
     """Throw the live index away (including its embedding space) and build it from scratch in place."""
     with translated_errors():
         require_embedding_consent(app, consent)
+        _check_provider(app)
         with app.home.writer_lock():
             app.live.reset()
             app.home.wipe_live()
             with app.live.lease(create=True) as store:
                 return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
+
+
+def _check_provider(app: App) -> None:
+    """Embed one probe text, so a rebuild never deletes a working index for a provider that fails."""
+    try:
+        app.provider().embed(["vaultlens provider check"])
+    except ProviderError as exc:
+        raise type(exc)(f"{exc.message} Nothing was deleted: the index is as it was.", hint=exc.hint) from exc
 
 
 def rebuild_in_background(
@@ -193,6 +206,11 @@ def dismiss(app: App, a: str, b: str) -> tuple[str, str]:
         with app.reading() as store:
             pa = discover.resolve_note(store, str(app.vault), a)
             pb = discover.resolve_note(store, str(app.vault), b)
+        if pa == pb:
+            raise VaultError(
+                f"{a!r} and {b!r} are the same note ({pa}); a note cannot duplicate itself.",
+                hint="Pass the two notes of a pair that `vaultlens duplicates` listed.",
+            )
         with app.live.lease() as store:
             store.dismiss_pair(pa, pb)
         return pa, pb
@@ -227,9 +245,23 @@ def status(app: App) -> IndexStatus:
                     for r in sorted(records.values(), key=lambda r: r.path)
                     if r.reason
                 ],
-                last_run=store.last_run(),
+                last_run=_last_run(app, store),
                 rule_problems=base.rule_problems,
+                rechunk_pending=store.get_meta("chunker") not in (None, _chunker(app).signature),
             )
+
+
+def _chunker(app: App) -> MarkdownChunker:
+    s = app.settings.index
+    return MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
+
+
+def _last_run(app: App, store: Store) -> RunRecord | None:
+    """The last run; one still marked running whose process is gone (kill -9, power loss) is interrupted."""
+    run = store.last_run()
+    if run is not None and run.status == "running" and not app.home.writer_lock().busy():
+        return replace(run, status="interrupted")
+    return run
 
 
 def _space_change(app: App, store: Store) -> SpaceChange | None:

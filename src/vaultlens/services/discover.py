@@ -213,8 +213,12 @@ def _normalized(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).strip()
 
 
-def _exact_groups(store: Store) -> tuple[list[ExactGroup], dict[str, int]]:
-    """Identical notes, then notes with the same body under different front matter; plus letter counts."""
+def _exact_groups(store: Store) -> tuple[list[ExactGroup], dict[str, int], set[frozenset[str]]]:
+    """Identical notes, then notes with the same body under different front matter; plus letter counts
+    and every pair the groups cover.
+
+    A note is listed once: a same-body group names one note of each identical group (its first
+    path), so a note never shows under both kinds."""
     full: dict[str, list[str]] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
     letters: dict[str, int] = {}
@@ -225,12 +229,14 @@ def _exact_groups(store: Store) -> tuple[list[ExactGroup], dict[str, int]]:
         if stripped:
             body[sha256_hex(stripped)].append(note.path)
     groups = [ExactGroup("identical", sorted(ps)) for ps in full.values() if len(ps) > 1]
-    seen = {frozenset(g.paths) for g in groups}
+    first = {p: g.paths[0] for g in groups for p in g.paths}
+    covered = {frozenset((a, b)) for ps in (*full.values(), *body.values()) for a in ps for b in ps if a != b}
     for ps in body.values():
-        if len(ps) > 1 and frozenset(ps) not in seen:
-            groups.append(ExactGroup("same_body", sorted(ps)))
+        representatives = sorted({first.get(p, p) for p in ps})
+        if len(representatives) > 1:
+            groups.append(ExactGroup("same_body", representatives))
     groups.sort(key=lambda g: g.paths)
-    return groups, letters
+    return groups, letters, covered
 
 
 PairBatch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
@@ -311,8 +317,7 @@ def _pairs(vecs: npt.NDArray[np.float32], floor: float) -> Iterator[PairBatch]:
 
 def duplicates(store: Store, threshold: float, limit: int, min_chars: int) -> DuplicateReport:
     report = DuplicateReport(threshold)
-    report.exact, letters = _exact_groups(store)
-    in_exact = {frozenset((a, b)) for g in report.exact for a in g.paths for b in g.paths if a != b}
+    report.exact, letters, in_exact = _exact_groups(store)
     lay = _layout(store)
     short = {i for i, p in enumerate(lay.notes) if letters.get(p, 0) < min_chars}
     report.excluded_short = len(short)

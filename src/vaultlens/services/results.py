@@ -48,6 +48,7 @@ class IndexStatus:
     problems: list[FileProblem] = field(default_factory=list)
     last_run: RunRecord | None = None
     rule_problems: list[str] = field(default_factory=list)  # ignore rules that could not be applied
+    rechunk_pending: bool = False  # the chunking settings changed since the notes were chunked
 
     @property
     def configured_space_matches(self) -> bool:
@@ -76,6 +77,7 @@ class IndexStatus:
             "space_change": None if self.space_change is None else self.space_change.as_dict(),
             "problems": [asdict(p) for p in self.problems],
             "last_run": None if self.last_run is None else self.last_run.as_dict(),
+            "rechunk_pending": self.rechunk_pending,
         }
 
 

@@ -27,25 +27,34 @@ import numpy as np
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
-from vaultlens.errors import EmptyQuery
+from vaultlens.errors import EmptyQuery, IndexEmpty
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import Store
 from vaultlens.services.section import Section
 
 NOTE_CANDIDATES = 1000  # notes scored by note-level BM25; a note past this gets no lexical credit
+# Below this cosine, with no lexical evidence either, a hit is only the least bad of the vault.
+# Measured with the bundled model on examples/vault: nonsense and off-topic queries 0.09-0.22,
+# real ones 0.32-0.46 (docs/benchmarks.md). Models with higher baseline cosines never trip it.
+WEAK_SIMILARITY = 0.25
+WEAK_LEXICAL = 0.5  # a note holding at least half of the query's information is not a weak match
 
 
 class ChunkScore(NamedTuple):
     rank: float  # orders notes (a note ranks by its best chunk)
     section: float  # orders the sections shown inside a note
+    dense: float  # the raw cosine of the chunk with the query
+    lexical: float  # the chunk's note's lexical score on the neutral scale (0 = no term matched)
 
 
 @dataclass(frozen=True, slots=True)
 class NoteHit:
     path: str
     title: str
-    score: float
+    score: float  # the fused rank score, relative to this query's candidates (the best is about 1)
     sections: list[Section] = field(default_factory=list)
+    similarity: float = 0.0  # the raw cosine of the note's best section with the query
+    weak: bool = False  # low similarity and no lexical evidence: nothing here really matches
 
 
 def rank_notes(
@@ -57,6 +66,12 @@ def rank_notes(
         raise EmptyQuery("The query is empty.", hint='Try: vaultlens search "how do I cache static files"')
     qvec = provider.embed([query])[0]
     chunk_scores = score_chunks(store, qvec, query, s)
+    if not chunk_scores:  # only an index without a single chunk has no candidate at all
+        why = "it was cleared" if store.cleared else "no note in the vault had text to index"
+        raise IndexEmpty(
+            f"The index is empty ({why}), so nothing can match.",
+            hint="Run `vaultlens index` to index the vault; `vaultlens status` lists skipped files.",
+        )
     return group_notes(store, chunk_scores, limit, sections)
 
 
@@ -80,7 +95,9 @@ def score_chunks(store: Store, qvec: Vectors, query: str, s: SearchSettings) -> 
     ids, d = ids[known].tolist(), dense[known]
     d_norm = (d - d.min()) / (d.max() - d.min()) if d.size and d.max() > d.min() else np.ones_like(d)
     if not lexical.chunks:
-        return {r: ChunkScore(v, v) for r, v in zip(ids, d_norm.tolist(), strict=True)}
+        return {
+            r: ChunkScore(v, v, raw, 0.0) for r, v, raw in zip(ids, d_norm.tolist(), d.tolist(), strict=True)
+        }
     a = s.max_lexical_weight * lexical.confidence
     note_of = store.chunk_paths(ids)
     best_note = max(lexical.notes.values(), default=0.0)
@@ -90,7 +107,12 @@ def score_chunks(store: Store, qvec: Vectors, query: str, s: SearchSettings) -> 
     c_norm = np.array([lexical.chunks.get(r, 0.0) / top_chunk for r in ids], dtype=np.float64)
     rank = (1.0 - a) * d_norm + a * l_norm
     section = (1.0 - a) * d_norm + a * c_norm
-    return {r: ChunkScore(x, y) for r, x, y in zip(ids, rank.tolist(), section.tolist(), strict=True)}
+    return {
+        r: ChunkScore(x, y, raw, note_lx)
+        for r, x, y, raw, note_lx in zip(
+            ids, rank.tolist(), section.tolist(), d.tolist(), lx.tolist(), strict=True
+        )
+    }
 
 
 def group_notes(
@@ -99,11 +121,15 @@ def group_notes(
     paths = store.chunk_paths(chunk_scores)
     per_note: dict[str, list[tuple[float, int]]] = defaultdict(list)
     best: dict[str, float] = {}
+    cosine: dict[str, float] = {}
+    lexical: dict[str, float] = {}
     for rowid, score in chunk_scores.items():
         if rowid in paths:
             path = paths[rowid]
             per_note[path].append((score.section, rowid))
             best[path] = max(best.get(path, -1.0), score.rank)
+            cosine[path] = max(cosine.get(path, -1.0), score.dense)
+            lexical[path] = max(lexical.get(path, 0.0), score.lexical)
     ranked = sorted(per_note.items(), key=lambda kv: (-best[kv[0]], kv[0]))[:limit]
     for _, scored in ranked:
         scored.sort(key=lambda s: (-s[0], s[1]))
@@ -112,5 +138,8 @@ def group_notes(
     hits = []
     for path, scored in ranked:
         secs = [Section.of(rows[r], score, snippet=True) for score, r in scored[:sections]]
-        hits.append(NoteHit(path, titles.get(path) or path, round(best[path], 4), secs))
+        weak = cosine[path] < WEAK_SIMILARITY and lexical[path] < WEAK_LEXICAL
+        hits.append(
+            NoteHit(path, titles.get(path) or path, round(best[path], 4), secs, round(cosine[path], 4), weak)
+        )
     return hits

@@ -22,7 +22,8 @@ def watch(
     """Reconcile, then follow file events until ``stop_event`` is set (or KeyboardInterrupt).
 
     The writer lock is held throughout, so a second `watch` or an `index` is refused. A cleared
-    index is refused too: watching would silently rebuild what the user chose to empty.
+    index is refused too: watching would silently rebuild what the user chose to empty. When the
+    vault folder is moved away or deleted, it stops with a :class:`VaultError`.
     """
     with translated_errors():
         require_embedding_consent(app, consent)
@@ -46,4 +47,5 @@ def _follow(
     if not provider.remote:
         provider.embed(["warm up"])  # load the local model now, not on the first save (seconds)
     indexer = Indexer(app.vault, store, provider, app.settings, progress)
-    Watcher(indexer, app.settings.watch.debounce_ms / 1000, on_flush).run(stop_event)
+    w = app.settings.watch
+    Watcher(indexer, w.debounce_ms / 1000, on_flush, w.max_wait_ms / 1000).run(stop_event)

@@ -80,8 +80,10 @@ def _as_strings(value: Any) -> list[str]:
         return []
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
-    if isinstance(value, list | tuple):
-        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    if isinstance(value, list | tuple):  # nested lists and mappings are not tags or aliases
+        return [str(v).strip() for v in value if not isinstance(v, list | dict | None) and str(v).strip()]
+    if isinstance(value, dict):
+        return []
     return [str(value)]
 
 
@@ -119,6 +121,143 @@ def _wikilink_display(m: re.Match[str]) -> str:
     return display.strip() or target.strip()
 
 
+# Bounds on what front matter may be (issue 9): YAML aliases can make 300 bytes stand for
+# hundreds of millions of values (an "alias bomb"), and deep nesting exhausts the recursion of
+# whatever walks the values later. Front matter beyond them is reported and the note is indexed
+# as plain text, like malformed YAML.
+MAX_FRONT_MATTER_BYTES = 64 * 1024  # of YAML text, UTF-8
+MAX_ALIAS_VALUES = 10_000  # values that aliases may add to the document once expanded
+MAX_FRONT_MATTER_DEPTH = 50  # nesting levels of lists and mappings, aliases expanded
+
+
+_TOO_DEEP = f"front matter too complex: nested more than {MAX_FRONT_MATTER_DEPTH} levels deep"
+
+
+class FrontMatterTooComplex(yaml.YAMLError):
+    """Front matter beyond the bounds above (raised before any value is built); the message is
+    the whole reason, e.g. ``front matter too complex: aliases expand to more than 10,000 values``."""
+
+
+class _BadValue(yaml.YAMLError):
+    """A value YAML accepts but Python cannot build (``2024-02-30``)."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses documents too deep to compose or too big once expanded.
+
+    Composing stops at :data:`MAX_FRONT_MATTER_DEPTH` levels (the composer recurses); the node
+    graph is then measured with every alias expanded (:func:`_check_expansion`), which costs one
+    visit per distinct node, before a single Python value is constructed.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_FRONT_MATTER_DEPTH:
+                raise FrontMatterTooComplex(_TOO_DEEP)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Raise :class:`FrontMatterTooComplex` when ``root``, aliases expanded, has more than
+    :data:`MAX_ALIAS_VALUES` values beyond its distinct ones, is nested deeper than
+    :data:`MAX_FRONT_MATTER_DEPTH`, or contains itself (a recursive alias).
+
+    Iterative and memoised per node: linear in the distinct nodes whatever they expand to.
+    """
+    size: dict[int, int] = {}  # id(node) -> values once expanded, for finished nodes
+    depth: dict[int, int] = {}
+    active: set[int] = set()  # nodes on the current path: meeting one again is a cycle
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            kids = _children(node)
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            active.discard(key)
+            if depth[key] > MAX_FRONT_MATTER_DEPTH:
+                raise FrontMatterTooComplex(_TOO_DEEP)
+            # every node below this one is finished, so len(size) bounds its distinct nodes
+            if size[key] - len(size) > MAX_ALIAS_VALUES:
+                raise FrontMatterTooComplex(
+                    f"front matter too complex: aliases expand to more than {MAX_ALIAS_VALUES:,} values"
+                )
+            continue
+        if key in size:
+            continue
+        if key in active:
+            raise FrontMatterTooComplex(
+                "front matter too complex: an alias refers to the value that contains it"
+            )
+        active.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in _children(node) if id(k) not in size)
+
+
+def load_front_matter(yaml_text: str) -> Any:
+    """The value of a front matter block, within the bounds above.
+
+    Raises :class:`yaml.YAMLError` for malformed YAML and :class:`FrontMatterTooComplex` (a
+    ``YAMLError``) for YAML that is too large, too deep or expands too much; any other error a
+    value raises while being built (an impossible date, say) comes as a ``YAMLError`` too.
+    """
+    size = len(yaml_text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FRONT_MATTER_BYTES:
+        raise FrontMatterTooComplex(
+            f"front matter too large ({size / 1024:,.0f} KB of YAML > {MAX_FRONT_MATTER_BYTES // 1024} KB limit)"
+        )
+    loader = _BoundedLoader(yaml_text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        try:
+            return loader.construct_document(node)
+        except (ValueError, TypeError, OverflowError) as exc:  # datetime(2024, 2, 30) and the like
+            raise _BadValue(str(exc)) from exc
+    finally:
+        loader.dispose()
+
+
+def _front_matter(content: str, start_line: int) -> tuple[dict[str, Any], str | None]:
+    """Front matter as a mapping, or ``{}`` and the reason it cannot be used."""
+    if not content.strip():
+        return {}, None
+    try:
+        loaded = load_front_matter(content)
+    except FrontMatterTooComplex as exc:
+        return {}, str(exc)
+    except _BadValue as exc:
+        return {}, f"malformed YAML front matter (a value cannot be read: {exc})"
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        # the mark counts lines inside the YAML; the note's line adds the opening fence
+        where = f" at line {start_line + mark.line + 2}" if mark is not None else ""
+        return {}, f"malformed YAML front matter{where}"
+    except RecursionError:  # belt and braces: composing is bounded by MAX_FRONT_MATTER_DEPTH
+        return {}, _TOO_DEEP
+    if not isinstance(loaded, dict):
+        return {}, "front matter is not a mapping of keys to values"
+    return {str(k): v for k, v in loaded.items()}, None
+
+
 def parse_note(text: str, path: str) -> ParsedNote:
     """Parse decoded note text (see :func:`decode_note`); ``path`` gives the fallback title."""
     tokens = _md().parse(text)
@@ -138,17 +277,7 @@ def parse_note(text: str, path: str) -> ParsedNote:
         start_line, end_line = tok.map
         if tok.type == "front_matter":
             body_line = end_line
-            try:
-                loaded = yaml.safe_load(tok.content) if tok.content.strip() else {}
-                if isinstance(loaded, dict):
-                    frontmatter = {str(k): v for k, v in loaded.items()}
-                else:
-                    fm_error = "front matter is not a mapping of keys to values"
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                # the mark counts lines inside the YAML; the note's line adds the opening fence
-                where = f" at line {start_line + mark.line + 2}" if mark is not None else ""
-                fm_error = f"malformed YAML front matter{where}"
+            frontmatter, fm_error = _front_matter(tok.content, start_line)
             continue
         kind = _OPEN_KINDS.get(tok.type) or _LEAF_KINDS.get(tok.type)
         if kind is None:

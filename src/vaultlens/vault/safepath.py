@@ -42,11 +42,14 @@ from pathlib import Path
 
 from vaultlens.errors import NoteNotFound, VaultError, VaultlensError, translate_error
 
-__all__ = ["NotePath", "check_relative", "resolve_note_path"]
+__all__ = ["REFUSED_CHARACTERS", "NotePath", "check_relative", "refused_character", "resolve_note_path"]
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 # bidirectional embeddings, overrides and isolates: they reorder how a name is displayed
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+# every character a path may not contain: controls (Unicode category Cc), lone surrogates (what
+# Python makes of bytes that are not UTF-8 in a file name) and the bidirectional controls above
+REFUSED_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff" + "".join(sorted(_BIDI)) + "]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,15 +76,9 @@ def check_relative(rel: str) -> list[str]:
         raise _refuse(repr(rel), "a path must be a string")
     if not rel:
         raise _refuse(rel, "the path is empty")
-    for ch in rel:
-        if ch == "\x00":
-            raise _refuse(rel, "it contains a NUL byte")
-        if unicodedata.category(ch) == "Cc":
-            raise _refuse(rel, f"it contains the control character U+{ord(ch):04X}")
-        if "\ud800" <= ch <= "\udfff":
-            raise _refuse(rel, "it contains an unpaired surrogate (not valid Unicode)")
-        if ch in _BIDI:
-            raise _refuse(rel, f"it contains the bidirectional control character U+{ord(ch):04X}")
+    problem = refused_character(rel)
+    if problem:
+        raise _refuse(rel, f"it {problem}")
     if "\\" in rel:
         raise _refuse(rel, "backslashes are not allowed (use '/' between folders)")
     if rel.startswith("/"):
@@ -97,6 +94,22 @@ def check_relative(rel: str) -> list[str]:
         if part.startswith("."):
             raise _refuse(rel, f"hidden files and folders ({part!r}) are not notes")
     return parts
+
+
+def refused_character(name: str) -> str | None:
+    """Why ``name`` (a path or one of its segments) has a character no note path may have, as
+    "contains ..." / "is not valid ...", or None. Purely textual; see the module docstring."""
+    found = REFUSED_CHARACTERS.search(name)
+    if found is None:
+        return None
+    ch = found.group()
+    if ch == "\x00":
+        return "contains a NUL byte"
+    if "\ud800" <= ch <= "\udfff":
+        return "contains an unpaired surrogate (not valid Unicode)"
+    if ch in _BIDI:
+        return f"contains the bidirectional control character U+{ord(ch):04X}"
+    return f"contains the control character U+{ord(ch):04X}"
 
 
 def resolve_note_path(vault: Path, rel: str) -> NotePath:

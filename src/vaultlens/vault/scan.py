@@ -18,7 +18,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +26,7 @@ from typing import Any, Literal
 import pathspec
 
 from vaultlens.errors import VaultError
+from vaultlens.vault.safepath import REFUSED_CHARACTERS, refused_character
 
 IGNORE_FILE = ".vaultlensignore"
 FileKind = Literal["note", "canvas", "base", "attachment"]
@@ -165,7 +166,7 @@ def _ignore_spec(root: Path) -> tuple[pathspec.PathSpec[Any] | None, list[str]]:
 @dataclass(frozen=True, slots=True)
 class _Folder:
     path: str
-    key: tuple[int, int]  # (st_dev, st_ino) of the folder, to catch symlink loops
+    key: tuple[int, int]  # (st_dev, st_ino) of the folder, to catch loops through mounts
 
 
 Entry = VaultFile | Skipped | _Folder | None
@@ -174,8 +175,15 @@ Entry = VaultFile | Skipped | _Folder | None
 class VaultRules:
     """The ignore rules and size limit of one vault, applied to a whole walk or to single paths.
 
-    The watcher asks about one path at a time (``classify``); answering with the same code the
-    full scan uses keeps a watched index equal to a freshly scanned one.
+    The watcher asks about one path at a time (``classify``) or one folder (``scan(folder)``);
+    answering with the same code the full scan uses keeps a watched index equal to a freshly
+    scanned one. Every answer depends only on the path and the folders above it, never on what
+    a walk met before, so a path gets the same answer whichever way it is reached.
+
+    Symlinks are never followed. One that leads outside the vault is refused; one that leads to
+    a file or folder inside it names files the walk reaches under their real path anyway
+    (following it would index them twice, loop, or bypass the ignore rules of the real path),
+    so it is skipped with the path it duplicates.
 
     ``rule_problems`` lists what could not be applied from ``.obsidian/app.json`` and
     ``.vaultlensignore`` (read once, here); every valid rule is applied regardless.
@@ -198,27 +206,34 @@ class VaultRules:
         return None
 
     def entry(self, rel: str) -> Entry:
-        """What a walk makes of one entry whose parent folder it entered; None = silently left out."""
+        """What a walk makes of one entry whose parent folder it entered; None = silently left out.
+
+        Never raises for what it finds on disk: any :class:`OSError` becomes a skip with its reason.
+        """
         full = self.root / rel
         name = rel.rsplit("/", 1)[-1]
-        is_link = full.is_symlink()
+        bad_name = refused_character(name)
+        if bad_name:
+            return self._bad_name(rel, full, bad_name)
         try:
-            if is_link:
-                problem = _link_problem(self.root, full)
-                if problem:
-                    return Skipped(rel, problem)
-            info = full.stat()
+            info = os.lstat(full)
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                return Skipped(rel, "symlink loop")
-            if exc.errno == errno.ENOENT:
-                return Skipped(rel, "broken symlink (its target does not exist)") if is_link else None
-            return Skipped(rel, f"cannot read: {exc.strerror}")
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # gone since the folder was listed
+                return None
+            return Skipped(rel, f"cannot read: {_why(exc)}")
+        if stat.S_ISLNK(info.st_mode):
+            return self._symlink(rel, full)
         if stat.S_ISDIR(info.st_mode):
             if name.startswith("."):
                 return Skipped(rel + "/", "hidden folder")
             reason = self.ignored(rel, True)
-            return Skipped(rel + "/", reason) if reason else _Folder(rel, (info.st_dev, info.st_ino))
+            if reason:
+                return Skipped(rel + "/", reason)
+            try:  # a folder that can be listed but not entered (mode 644) fails here, not later
+                os.stat(os.path.join(full, os.curdir))
+            except OSError as exc:
+                return Skipped(rel + "/", f"cannot read folder: {_why(exc)}")
+            return _Folder(rel, (info.st_dev, info.st_ino))
         kind = _KINDS.get(os.path.splitext(name)[1].lower(), "attachment")
         if not stat.S_ISREG(info.st_mode):  # a FIFO, socket or device: reading it could block
             why: str | None = "not a regular file"
@@ -233,25 +248,90 @@ class VaultRules:
             return Skipped(rel, f"too large ({info.st_size / 1e6:.1f} MB > {limit:g} MB limit)")
         return VaultFile(rel, kind, info.st_size, info.st_mtime_ns)
 
+    def _bad_name(self, rel: str, full: Path, problem: str) -> Skipped | None:
+        """A name no note path may have (not UTF-8, a control character): reported under a
+        printable spelling, since the name itself cannot be stored, shown or read back."""
+        try:
+            info = os.lstat(full)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                return None
+            info = None
+        shown = printable_path(rel)
+        if problem.startswith("contains an unpaired surrogate"):
+            problem = "is not valid UTF-8"
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            return Skipped(shown + "/", f"folder name {problem} (rename it)")
+        if _KINDS.get(os.path.splitext(full.name)[1].lower(), "attachment") == "attachment":
+            return None  # attachments are never read: one left out is not reported
+        return Skipped(shown, f"file name {problem} (rename it)")
+
+    def _symlink(self, rel: str, full: Path) -> Skipped | None:
+        """Why symlink ``rel`` is not followed: see the class docstring."""
+        real = Path(os.path.realpath(full))  # never raises; a loop leaves a path that stat refuses
+        if not real.is_relative_to(self.root):
+            return Skipped(rel, "symlink points outside the vault")
+        try:
+            info = os.stat(full)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return Skipped(rel, "symlink loop")
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                return Skipped(rel, "broken symlink (its target does not exist)")
+            return Skipped(rel, f"cannot read: {_why(exc)}")
+        target = real.relative_to(self.root).as_posix()
+        if stat.S_ISDIR(info.st_mode):
+            parent = self.root / rel.rpartition("/")[0]  # real: no folder on the way is a link
+            if parent.is_relative_to(real):
+                return Skipped(rel + "/", "symlink loop (folder already visited)")
+            shown = f"{target}/" if target != "." else "the vault root"
+            return Skipped(rel + "/", f"symlink into the vault: same files as {shown}")
+        kind = _KINDS.get(os.path.splitext(full.name)[1].lower(), "attachment")
+        if kind == "attachment":
+            return None
+        return Skipped(rel, f"symlink into the vault: same file as {target}")
+
+    def _chain(self, rel: str) -> list[_Folder] | None:
+        """The folders a walk from the root enters to reach folder ``rel`` (root first), or None
+        when it enters not all of them (one is skipped, missing, or repeats a folder above it)."""
+        st = self.root.stat()
+        chain = [_Folder("", (st.st_dev, st.st_ino))]
+        parts = rel.split("/") if rel else []
+        for i in range(len(parts)):
+            found = self.entry("/".join(parts[: i + 1]))
+            if not isinstance(found, _Folder) or any(f.key == found.key for f in chain):
+                return None
+            chain.append(found)
+        return chain
+
     def folder_visible(self, rel: str) -> bool:
         """True when a walk from the root enters folder ``rel`` ("" is the root)."""
-        parts = rel.split("/") if rel else []
-        return all(isinstance(self.entry("/".join(parts[: i + 1])), _Folder) for i in range(len(parts)))
+        return self._chain(rel) is not None
 
     def classify(self, rel: str) -> VaultFile | Skipped | None:
         """What a full scan says about one file: listed, skipped with a reason, or None (absent,
         a folder, an attachment left out, or inside a folder the scan does not enter)."""
-        parent = rel.rpartition("/")[0]
-        if not self.folder_visible(parent):
+        chain = self._chain(rel.rpartition("/")[0])
+        if chain is None:
             return None
         found = self.entry(rel)
-        return None if isinstance(found, _Folder) else found
+        if isinstance(found, _Folder):
+            return _loop(found, chain)
+        return found
 
     def scan(self, under: str = "") -> ScanResult:
-        """List every file below folder ``under`` ("" = the whole vault), sorted, plus every skip."""
+        """List every file below folder ``under`` ("" = the whole vault), sorted, plus every skip.
+
+        ``scan(folder)`` finds exactly what ``scan()`` finds below ``folder``.
+        """
         result = ScanResult(rule_problems=list(self.rule_problems))
+        above = self._chain(under.rpartition("/")[0]) if under else []
+        if above is None:
+            return result
         if under:
-            top = self.entry(under) if self.folder_visible(under.rpartition("/")[0]) else None
+            top: Entry = self.entry(under)
+            if isinstance(top, _Folder):
+                top = _loop(top, above) or top
             if isinstance(top, Skipped):
                 result.skipped.append(top)
             if not isinstance(top, _Folder):
@@ -259,30 +339,60 @@ class VaultRules:
         else:
             st = self.root.stat()
             top = _Folder("", (st.st_dev, st.st_ino))
-        seen: set[tuple[int, int]] = set()
 
-        def walk(folder: _Folder) -> None:
-            if folder.key in seen:
-                result.skipped.append(Skipped(folder.path + "/", "symlink loop (folder already visited)"))
-                return
-            seen.add(folder.key)
+        def walk(folder: _Folder, chain: list[_Folder]) -> None:
             try:
                 names = sorted(os.listdir(self.root / folder.path))
             except OSError as exc:
-                result.skipped.append(Skipped(folder.path + "/", f"cannot read folder: {exc.strerror}"))
+                result.skipped.append(Skipped(folder.path + "/", f"cannot read folder: {_why(exc)}"))
                 return
+            inside = [*chain, folder]
             for name in names:
                 found = self.entry(f"{folder.path}/{name}" if folder.path else name)
                 if isinstance(found, _Folder):
-                    walk(found)
+                    loop = _loop(found, inside)
+                    if loop:
+                        result.skipped.append(loop)
+                    else:
+                        walk(found, inside)
                 elif isinstance(found, VaultFile):
                     result.files.append(found)
                 elif found is not None:
                     result.skipped.append(found)
 
-        walk(top)
+        walk(top, above)
         result.files.sort(key=lambda f: f.path)
         return result
+
+
+def _loop(folder: _Folder, above: list[_Folder]) -> Skipped | None:
+    """A folder that is one of the folders above it (a bind mount, a junction): a loop."""
+    for outer in above:
+        if outer.key == folder.key:
+            shown = f"{outer.path}/" if outer.path else "the vault root"
+            return Skipped(folder.path + "/", f"folder loop: the same folder as {shown}")
+    return None
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def printable_path(rel: str) -> str:
+    """``rel`` with every character a note path may not have written as an escape: a byte that
+    is not UTF-8 as ``\\xff``, a control or bidirectional character as ``\\x0a`` / ``\\u202e``.
+
+    The result is valid Unicode, so it can be stored, printed and put in JSON; paths without such
+    characters are returned unchanged.
+    """
+    return REFUSED_CHARACTERS.sub(_escape, rel)
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for an undecodable byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def scan_vault(root: Path, max_file_bytes: int, under: str = "") -> ScanResult:
@@ -290,12 +400,22 @@ def scan_vault(root: Path, max_file_bytes: int, under: str = "") -> ScanResult:
     return VaultRules(root, max_file_bytes).scan(under)
 
 
-def _link_problem(root: Path, path: Path) -> str | None:
-    """Why a symlink cannot be followed (a loop, a target outside the vault), or None."""
-    try:
-        target = path.resolve()
-    except RuntimeError:  # Python < 3.13: symlink loop while resolving
-        return "symlink loop"
-    except OSError as exc:
-        return "symlink loop" if exc.errno == errno.ELOOP else f"cannot read: {exc.strerror}"
-    return None if target.is_relative_to(root) else "symlink points outside the vault"
+def paths_sharing_a_file(vault: Path, rels: Iterable[str]) -> dict[str, list[str]]:
+    """Vault-relative paths among ``rels`` that lead to one real file, for ``doctor``.
+
+    Returns ``{real path: [rel, ...]}`` for every real file reached by two or more of ``rels``
+    (through symlinks; the scanner skips a symlink into the vault, so an index holding both
+    paths was made before it did, or by a path-level sync that did not check). The real path is
+    relative to the vault, or absolute when it lies outside; each list is sorted. Paths that do
+    not exist are left out. Hard links are separate files here, as they are to the scanner.
+    """
+    root = Path(os.path.realpath(vault))
+    by_real: dict[str, list[str]] = {}
+    for rel in rels:
+        full = root / rel.rstrip("/")
+        if not os.path.exists(full):
+            continue
+        real = Path(os.path.realpath(full))
+        key = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
+        by_real.setdefault(key, []).append(rel)
+    return {real: sorted(paths) for real, paths in sorted(by_real.items()) if len(paths) > 1}

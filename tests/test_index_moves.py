@@ -1,0 +1,143 @@
+"""A folder renamed between two `index` runs: every note is moved in one step (its old path is
+deleted in the transaction that writes its new one), so a search during the run finds each note
+under one of its two paths, never under neither; nothing is embedded again, and a run stopped
+between batches leaves every note findable."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import vaultlens
+from vaultlens.errors import Cancelled
+from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.services.app import App
+from vaultlens.testing import HashingEmbeddingProvider
+from vl_support import db_rows, write_vault
+
+N = 12  # notes in the renamed folder; two per batch, so the move spans six commits
+
+
+def note(i: int) -> str:
+    return f"# Project note {i}\n\nThe pelican migration, step {i}: count the birds at lake {i}.\n"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return write_vault(
+        tmp_path / "vault",
+        {
+            **{f"Projects/Note {i:02d}.md": note(i) for i in range(N)},
+            "Garden.md": "# Garden\n\nTomatoes need sun.\n",
+        },
+    )
+
+
+@pytest.fixture
+def app(vault: Path) -> Iterator[App]:
+    app = App.open(vault, {"index.batch_files": "2"}, provider=HashingEmbeddingProvider())
+    vaultlens.index(app)
+    yield app
+    app.close()
+
+
+def where(paths: set[str], i: int) -> set[str]:
+    """Under which of its two paths note ``i`` is found."""
+    return {p for p in (f"Projects/Note {i:02d}.md", f"Archive/Note {i:02d}.md") if p in paths}
+
+
+def indexed_paths(app: App) -> set[str]:
+    return {str(r[0]) for r in db_rows(app.index_dir, "SELECT path FROM files WHERE status = 'indexed'")}
+
+
+def test_a_renamed_folder_stays_searchable_while_index_runs(
+    app: App, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (vault / "Projects").rename(vault / "Archive")
+
+    # After every commit of the run, the writer waits until a search that started after that
+    # commit has finished, so every state a reader can see is searched at least once.
+    cond = threading.Condition()
+    commits = [0]
+    searched = [0]  # the highest commit count a finished search started after
+    done = threading.Event()
+    results: list[set[str]] = []
+    errors: list[BaseException] = []
+
+    def searcher() -> None:
+        while not done.is_set():
+            with cond:
+                started = commits[0]
+            try:
+                hits = vaultlens.search(app, "pelican migration", limit=100)
+            except BaseException as exc:  # reported by the test thread
+                errors.append(exc)
+                return
+            results.append({h.path for h in hits})
+            with cond:
+                searched[0] = max(searched[0], started)
+                cond.notify_all()
+
+    real_apply = SQLiteStore.apply
+
+    def apply_then_let_a_search_see_it(self: SQLiteStore, *args: object, **kw: object) -> None:
+        real_apply(self, *args, **kw)  # type: ignore[arg-type]
+        with cond:
+            commits[0] += 1
+            target = commits[0]
+            assert cond.wait_for(lambda: searched[0] >= target or bool(errors), timeout=60)
+
+    monkeypatch.setattr(SQLiteStore, "apply", apply_then_let_a_search_see_it)
+    thread = threading.Thread(target=searcher, daemon=True)
+    thread.start()
+    try:
+        stats = vaultlens.index(app)
+    finally:
+        done.set()
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert commits[0] >= 6  # the move really was spread over several batches
+    assert (stats.files_changed, stats.files_deleted) == (N, N)
+    assert (stats.chunks_embedded, stats.chunks_reused) == (0, N)  # the vectors are reused
+    assert len(results) >= commits[0]
+    for paths in results:
+        for i in range(N):
+            assert len(where(paths, i)) >= 1, (
+                f"note {i} missing from a search during the run: {sorted(paths)}"
+            )
+    final = indexed_paths(app)
+    assert all(where(final, i) == {f"Archive/Note {i:02d}.md"} for i in range(N))
+
+
+def test_a_run_stopped_between_batches_of_a_move_loses_no_note(
+    app: App, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (vault / "Projects").rename(vault / "Archive")
+    real_apply = SQLiteStore.apply
+    calls = [0]
+
+    def stop_at_the_third_commit(self: SQLiteStore, *args: object, **kw: object) -> None:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt  # Ctrl-C (or a kill) with two batches of the move committed
+        real_apply(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SQLiteStore, "apply", stop_at_the_third_commit)
+    with pytest.raises(Cancelled):
+        vaultlens.index(app)
+    monkeypatch.undo()
+
+    paths = indexed_paths(app)
+    placed = [where(paths, i) for i in range(N)]
+    assert all(placed), "a moved note is in the index under neither path"
+    assert any(p == {f"Archive/Note {i:02d}.md"} for i, p in enumerate(placed))  # some moves landed
+    assert any(p == {f"Projects/Note {i:02d}.md"} for i, p in enumerate(placed))  # others not yet
+    assert vaultlens.doctor(app).healthy
+
+    vaultlens.index(app)  # the next run finishes the move
+    paths = indexed_paths(app)
+    assert all(where(paths, i) == {f"Archive/Note {i:02d}.md"} for i in range(N))
+    assert "Garden.md" in paths
