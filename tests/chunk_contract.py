@@ -92,7 +92,7 @@ def chunk_invariant_errors(note: ParsedNote, chunks: Sequence[Chunk], max_chars:
             for cut in (c.start, c.end):
                 if not s < cut < e:
                     continue
-                if b.kind == "table" and cut <= header_end:
+                if b.kind == "table" and cut < header_end:
                     errors.append(f"{where}: cuts the table at {s}-{e} inside its header")
                 elif not at_line_boundary(cut) and (b.kind == "table" or line_len(cut) <= max_chars):
                     errors.append(f"{where}: cuts the {b.kind} at {s}-{e} inside a line at {cut}")

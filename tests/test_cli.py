@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vaultlens.config.paths import index_dir
-from vl_support import BILINGUAL, VAULTLENS_BIN, bilingual_vault, cli_env, run_cli
+from vl_support import BILINGUAL, VAULTLENS_BIN, bilingual_vault, cli_env, run_cli, write_vault
 
 
 @pytest.fixture(scope="module")
@@ -203,9 +203,9 @@ def test_user_mistakes_get_a_message_and_exit_code_not_a_traceback(
 
 
 def test_status_before_any_index_says_so(tmp_path: Path, isolated_env: Path) -> None:
-    (tmp_path / "A.md").write_text("# A\n")
-    result = run_cli(["status", "--vault", str(tmp_path)])
+    vault = write_vault(tmp_path / "vault", {"A.md": "# A\n"})  # the home is beside it, not inside
+    result = run_cli(["status", "--vault", str(vault)])
     assert result.exit_code == 0
     assert "Not indexed yet" in result.stdout
-    assert json.loads(run_cli(["status", "--json", "--vault", str(tmp_path)]).stdout)["indexed"] is False
+    assert json.loads(run_cli(["status", "--json", "--vault", str(vault)]).stdout)["indexed"] is False
     assert not (isolated_env / "indexes").exists()  # looking creates nothing

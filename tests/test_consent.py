@@ -213,6 +213,8 @@ def test_granting_into_a_bad_home_names_vaultlens_home(
     target = tmp_path / "home-is-a-file"
     target.write_text("x")
     monkeypatch.setenv("VAULTLENS_HOME", str(target))
+    with pytest.raises(FileSystemError, match=r"^VAULTLENS_HOME \(.*\) is a file, not a folder\."):
+        granted("openai model m at https://api.example/v1")
     with pytest.raises(FileSystemError) as info:
         grant("openai model m at https://api.example/v1")
     assert info.value.message == f"VAULTLENS_HOME ({target}) is a file, not a folder."

@@ -260,3 +260,20 @@ def test_the_lock_message_names_the_holders_command(vault: Path, tmp_path: Path)
         held.release()
     assert f"PID {os.getpid()}" in info.value.message
     assert " ".join(sys.argv[1:])[:200] in info.value.message  # the holder's command line
+
+
+def test_doctor_notices_a_note_indexed_under_two_paths(tmp_path: Path) -> None:
+    """An index built before symlinks into the vault were skipped may hold one file twice."""
+    from vaultlens.index.store import FileRecord, NoteUpdate
+
+    vault = write_vault(tmp_path / "v", {"real/Note.md": CATS})
+    (vault / "link").symlink_to(vault / "real", target_is_directory=True)
+    assert cli("index", vault=vault)[0] == 0
+    assert cli("doctor", vault=vault)[0] == 0
+    store = SQLiteStore(index_dir(vault))
+    store.apply(updates=[NoteUpdate(FileRecord("link/Note.md", "note", 1, 1, "h", "indexed"))])
+    store.close()
+    code, _, err = cli("doctor", vault=vault)
+    assert code == 1 and "real/Note.md is indexed under 2 paths: link/Note.md, real/Note.md" in " ".join(
+        err.split()
+    )

@@ -275,61 +275,6 @@ def bilingual_vault(root: Path) -> Path:
 # ---- chunk invariants, checked on hand-written and on real notes ---------------------------------------
 
 
-def chunk_invariant_errors(note: object, chunks: list[object], max_chars: int) -> list[str]:
-    """Every way the chunks of one parsed note break the chunker's contract (empty list = none)."""
-    from vaultlens.chunking.chunker import Chunk
-    from vaultlens.vault.model import ParsedNote
-
-    assert isinstance(note, ParsedNote)
-    text = note.text
-    errors: list[str] = []
-    cs = [c for c in chunks if isinstance(c, Chunk)]
-    if [c.ordinal for c in cs] != list(range(len(cs))):
-        errors.append("ordinals are not 0..n-1")
-    if len({c.id for c in cs}) != len(cs):
-        errors.append("duplicate chunk ids")
-    atomic = []
-    for b in note.blocks:
-        if b.kind in ("code", "table"):
-            body = text[b.start : b.end].rstrip("\n")
-            if body.strip():
-                atomic.append((b.start, b.start + len(body)))
-    for c in cs:
-        where = f"chunk {c.ordinal} {c.heading_path}"
-        if text[c.start : c.end] != c.text:
-            errors.append(f"{where}: text[start:end] != chunk.text")
-        if c.start_line != line_of(text, c.start) or c.end_line != line_of(text, c.end - 1) + 1:
-            errors.append(f"{where}: lines do not match offsets")
-        if c.content_hash != hashlib.sha256(c.text.encode("utf-8")).hexdigest():
-            errors.append(f"{where}: content_hash is not SHA-256 of the text")
-        holds_atomic = False
-        for a_start, a_end in atomic:
-            if c.start < a_end and c.end > a_start:
-                if not (c.start <= a_start and c.end >= a_end):
-                    errors.append(f"{where}: cuts a code block or table at {a_start}-{a_end}")
-                holds_atomic = True
-        # a heading stays with the text under it, so it may add its own length to max_chars
-        heads = sum(
-            b.end - b.start for b in note.blocks if b.kind == "heading" and c.start <= b.start < c.end
-        )
-        if not holds_atomic and not c.frontmatter and len(c.text) > max_chars + heads:
-            errors.append(f"{where}: {len(c.text)} chars > max {max_chars} without an atomic block")
-    covered = [False] * len(text)
-    for c in cs:
-        covered[c.start : c.end] = [True] * (c.end - c.start)
-    in_blocks = [False] * len(text)
-    for b in note.blocks:
-        in_blocks[b.start : b.end] = [True] * (b.end - b.start)
-    lost = [
-        i
-        for i in range(note.body_start, len(text))
-        if in_blocks[i] and not covered[i] and not text[i].isspace()
-    ]
-    if lost:
-        errors.append(f"{len(lost)} characters of blocks are in no chunk, first at offset {lost[0]}")
-    return errors
-
-
 def without_root_file_access() -> None:
     """``preexec_fn`` for a child that must feel file permissions even when the tests run as root:
     drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set before exec."""

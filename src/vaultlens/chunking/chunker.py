@@ -194,8 +194,8 @@ class MarkdownChunker:
         end = len(text[:block_end].rstrip("\n"))
         if end <= self.max:
             return [_Span(0, block_end, FRONT_MATTER_PATH, True, False, frontmatter=True)]
-        # between lines (never right after the opening ---), preferably before a top-level key
-        allowed = [starts[i] for i in range(2, end_line) if starts[i] < end]
+        # between lines, preferably before a top-level key
+        allowed = [starts[i] for i in range(1, end_line) if starts[i] < end]
         keys = [starts[i] for i in range(1, end_line) if _YAML_KEY.match(text, starts[i])]
 
         def context(pos: int) -> str:  # "key:" of the key a part starts inside
@@ -226,8 +226,9 @@ class MarkdownChunker:
         """The parts of a table or code block larger than max_chars (see the module's rules)."""
         line0 = text[block.start : _offset(starts, block.start_line + 1, end)].rstrip("\n")
         fenced = block.kind == "code" and _FENCE.match(line0) is not None
-        # a table's header and delimiter rows, a fence's opening line, stay in the first part
-        first = block.start_line + (2 if block.kind == "table" or fenced else 1)
+        # a table's header and delimiter rows stay together (a fence's opening line or the front
+        # matter's --- is cut off alone only when the line after it cannot join it within max)
+        first = block.start_line + (2 if block.kind == "table" else 1)
         allowed = [starts[i] for i in range(first, block.end_line) if starts[i] < end]
         preferred: set[int] = set()
         if block.kind == "table":
@@ -254,13 +255,13 @@ class MarkdownChunker:
         tail = self.target // 4  # a cut never leaves a scrap this small for the last part, if it can
         while end - pos > self.max:
             i = bisect_right(allowed, pos)
-            j = bisect_right(allowed, pos + self.max)
+            j = bisect_right(allowed, pos + self.max + 1)  # the newline before a cut is not kept
             cands = [b for b in allowed[i:j] if end - b >= tail] or allowed[i:j]
             cut = _pick(cands, preferred, pos + self.target // 2, pos + self.target) if cands else None
             if cut is not None and hard and cut < pos + self.target // 2:
                 # all that fits is a scrap before a line longer than max: cut that line right away
-                k = bisect_right(allowed, cut)
-                if (allowed[k] if k < len(allowed) else end) - cut > self.max:
+                line_end = text.find("\n", cut, end)
+                if (end if line_end == -1 else line_end) - cut > self.max:
                     cut = None
             if cut is not None:
                 out.append((pos, cut))

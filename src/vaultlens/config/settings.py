@@ -4,6 +4,11 @@ Layers, lowest first: built-in defaults, the user config file (``config.toml`` i
 config dir, or ``$VAULTLENS_HOME/config.toml``), the vault's own ``.vaultlens.toml``,
 ``VAULTLENS_<GROUP>__<NAME>`` environment variables, then ``--set group.name=value`` flags.
 Every value remembers its layer so ``vaultlens config show`` can say why it is what it is.
+
+Every field declares the values it allows beside its default (``setting(64, ge=1)``, a bound may
+name another setting of its group); :func:`load_settings` refuses any other value with a
+:class:`ConfigError` that names the setting, the allowed range and the layer it came from, so
+every command stops before it does anything. :func:`allowed` says the range in symbols.
 """
 
 from __future__ import annotations

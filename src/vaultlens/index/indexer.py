@@ -31,7 +31,7 @@ from vaultlens.fsutil import sha256_hex
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
-from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, scan_vault
+from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path, scan_vault
 
 # A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
 # first: the most a crash can lose.
@@ -172,8 +172,11 @@ class Indexer:
         records = self.store.file_records()
         notes: dict[str, VaultFile] = {}
         skipped: dict[str, Skipped] = {}
-        scope = {*upserts, *deletes}
-        for rel in scope:
+        # paths as the watcher saw them are classified; records are keyed by their printable form
+        # (a name that is not UTF-8 is stored escaped), so that form decides what is gone
+        raw = {*upserts, *deletes}
+        scope = {printable_path(p) for p in raw}
+        for rel in raw:
             self._sort(rules.classify(rel), notes, skipped)
         for folder in set(folders):
             found = rules.scan(folder)
@@ -181,7 +184,7 @@ class Indexer:
                 self._sort(f, notes, skipped)
             for skip in found.skipped:
                 self._sort(skip, notes, skipped)
-            prefix = folder + "/"
+            prefix = printable_path(folder) + "/"
             scope.update(p for p in records if p.startswith(prefix))
         gone = [p for p in sorted(scope) if p in records and p not in notes and p not in skipped]
         stats = RunStats()

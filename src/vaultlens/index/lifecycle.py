@@ -44,7 +44,7 @@ class IndexHome:
     def _pointer(self) -> str | None:
         try:
             name = (self.root / POINTER).read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
+        except (OSError, UnicodeDecodeError):  # none yet, or a home that cannot be read (said elsewhere)
             return None
         return name if re.fullmatch(r"r\d+", name) else None
 

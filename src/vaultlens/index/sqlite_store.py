@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
-from vaultlens.errors import SpaceMismatch, StoreError
+from vaultlens.errors import SpaceMismatch, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord, RunStats
@@ -114,11 +114,8 @@ class SQLiteStore(Store):
                     self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', '1')")
                     self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"The index at {self.path} cannot be opened: {exc}.",
-                hint="Run `vaultlens rebuild` to rebuild it from the vault (the vault itself is untouched).",
-            ) from None
+        except sqlite3.Error as exc:  # damaged (rebuild), read-only, locked: each said as what it is
+            raise translate_error(exc, "open the index", self.path) from exc
         self._matrix: tuple[int, npt.NDArray[np.int64], Vectors] | None = None
         self._df_cache: dict[tuple[int, str], int] = {}  # (generation, term) -> chunks holding it
         self._chunk_count: tuple[int, int] | None = None  # (generation, chunks)

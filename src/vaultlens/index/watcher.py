@@ -360,8 +360,8 @@ class Watcher:
     watcher raises :class:`VaultError` ("moved or deleted; restart watch") rather than follow
     the path again: the kernel watches follow the moved folder (its events would be applied to
     the old path), a folder that appears at the old path may be another vault (a full reconcile
-    would silently swap the whole index, and send its text to the provider), and a moved vault
-    has its index under its new path. Stopping loses nothing: the index is what the last flush
+    would silently swap the whole index, and send its text to the provider), and an index
+    belongs to a vault's path, not to the folder that was there. Stopping loses nothing: the index is what the last flush
     left, and the next `watch` or `index` reconciles.
     """
 

@@ -35,7 +35,7 @@ from vaultlens.index.store import Store, StoreBackend, space_matches
 from vaultlens.services import discover
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
 from vaultlens.services.search import NoteHit, rank_notes
-from vaultlens.vault.scan import VaultRules, check_vault
+from vaultlens.vault.scan import VaultRules, check_vault, paths_sharing_a_file
 
 
 @dataclass
@@ -61,6 +61,8 @@ class App:
     ) -> App:
         """An App for ``vault``: settings from every layer, and optionally an injected provider or backend."""
         root = check_vault(vault)
+        paths.check_index_outside_vault(root)  # before anything is created under the home
+        paths.ensure_home(writable=False)
         return cls(root, load_settings(root, overrides), backend or get_backend(), provider)
 
     @property
@@ -84,6 +86,13 @@ class App:
             )
         with self.live.reading() as store:
             yield store
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """The index's one writer: a writable home, then the writer lock (refused while another holds it)."""
+        paths.ensure_home()
+        with self.home.writer_lock():
+            yield
 
     def provider(self) -> EmbeddingProvider:
         with self._provider_lock:
@@ -113,15 +122,18 @@ def require_embedding_consent(app: App, consent: bool) -> None:
             hint="Fix .obsidian/app.json (Settings → Files and links → Excluded files), so notes you "
             "excluded are not sent.",
         )
-    what = f"the text of your notes, in chunks of up to {app.settings.index.chunk_max} characters"
+    what = (
+        f"the text of your notes, in chunks of up to {app.settings.index.chunk_max} characters"
+        " (a single longer table row stays whole)"
+    )
     require_consent(destination, what, granted_now=consent)
 
 
 def index(app: App, progress: Progress | None = None, consent: bool = False) -> RunStats:
     """Bring the index up to date with the vault (the one writer; resumable)."""
-    with translated_errors():
+    with translated_errors(path=app.index_dir):
         require_embedding_consent(app, consent)
-        with app.home.writer_lock(), app.live.lease(create=True) as store:
+        with app.writing(), app.live.lease(create=True) as store:
             return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
 
 
@@ -129,10 +141,10 @@ def clear(app: App) -> bool:
     """Empty the index; it stays empty until the user indexes again (no unfinished rebuild revives it).
 
     Returns False when there was no index to clear."""
-    with translated_errors():
+    with translated_errors(path=app.index_dir):
         if not app.has_index():
             return False
-        with app.home.writer_lock():
+        with app.writing():
             with app.live.lease() as store:
                 store.clear()
             app.home.discard_stale_staging()
@@ -141,10 +153,10 @@ def clear(app: App) -> bool:
 
 def rebuild(app: App, progress: Progress | None = None, consent: bool = False) -> RunStats:
     """Throw the live index away (including its embedding space) and build it from scratch in place."""
-    with translated_errors():
+    with translated_errors(path=app.index_dir):
         require_embedding_consent(app, consent)
         _check_provider(app)
-        with app.home.writer_lock():
+        with app.writing():
             app.live.reset()
             app.home.wipe_live()
             with app.live.lease(create=True) as store:
@@ -163,7 +175,7 @@ def rebuild_in_background(
     app: App, progress: Progress | None = None, switch_wait: float = 30.0, consent: bool = False
 ) -> RebuildResult:
     """Build the configured space next to the live index, which keeps answering; switch when done."""
-    with translated_errors():
+    with translated_errors(path=app.index_dir):
         require_embedding_consent(app, consent)
         result = rebuild_background(app.home, app.vault, app.provider(), app.settings, progress, switch_wait)
         app.live.reset()
@@ -173,14 +185,14 @@ def rebuild_in_background(
 def search(app: App, query: str, limit: int | None = None, sections: int | None = None) -> list[NoteHit]:
     """Notes matching ``query`` by meaning and by words, inside one snapshot."""
     s = app.settings.search
-    with translated_errors(), app.reading() as store:
+    with translated_errors(path=app.index_dir), app.reading() as store:
         store.check_space(app.provider().space)
         return rank_notes(store, app.provider(), query, s, limit or s.limit, sections or s.sections)
 
 
 def similar(app: App, note: str, limit: int | None = None) -> discover.SimilarResult:
     """Notes related to ``note`` from stored vectors only (no embedding call)."""
-    with translated_errors(), app.reading() as store:
+    with translated_errors(path=app.index_dir), app.reading() as store:
         path = discover.resolve_note(store, str(app.vault), note)
         d = app.settings.discover
         return discover.similar(store, path, limit or app.settings.search.limit, d.min_chars)
@@ -191,7 +203,7 @@ def duplicates(
 ) -> discover.DuplicateReport:
     """Exact copies, near-duplicate pairs above ``threshold`` and same-named notes."""
     d = app.settings.discover
-    with translated_errors(), app.reading() as store:
+    with translated_errors(path=app.index_dir), app.reading() as store:
         return discover.duplicates(
             store,
             d.duplicate_threshold if threshold is None else threshold,
@@ -202,7 +214,7 @@ def duplicates(
 
 def dismiss(app: App, a: str, b: str) -> tuple[str, str]:
     """Hide a candidate duplicate pair until either note changes."""
-    with translated_errors():
+    with translated_errors(path=app.index_dir):
         with app.reading() as store:
             pa = discover.resolve_note(store, str(app.vault), a)
             pb = discover.resolve_note(store, str(app.vault), b)
@@ -218,7 +230,7 @@ def dismiss(app: App, a: str, b: str) -> tuple[str, str]:
 
 def status(app: App) -> IndexStatus:
     """Coverage: indexed, skipped and failed files with reasons, totals, model, last run."""
-    with translated_errors():
+    with translated_errors(path=app.index_dir):
         base = IndexStatus(
             str(app.vault), str(app.index_dir), indexed=False, rule_problems=_rule_problems(app)
         )
@@ -259,8 +271,13 @@ def _chunker(app: App) -> MarkdownChunker:
 def _last_run(app: App, store: Store) -> RunRecord | None:
     """The last run; one still marked running whose process is gone (kill -9, power loss) is interrupted."""
     run = store.last_run()
-    if run is not None and run.status == "running" and not app.home.writer_lock().busy():
-        return replace(run, status="interrupted")
+    if run is not None and run.status == "running":
+        try:
+            busy = app.home.writer_lock().busy()
+        except VaultlensError:  # a read-only index: it cannot be probed, so it is not called interrupted
+            return run
+        if not busy:
+            return replace(run, status="interrupted")
     return run
 
 
@@ -279,5 +296,12 @@ def _space_change(app: App, store: Store) -> SpaceChange | None:
 
 def doctor(app: App) -> DoctorReport:
     """Integrity and consistency of the index, and vault rules that do not work as the user meant."""
-    with translated_errors(), app.reading() as store:
-        return DoctorReport(store.problems(), _rule_problems(app), store.unused_vectors())
+    with translated_errors(path=app.index_dir):
+        with app.reading() as store:
+            records = store.file_records()
+            problems = store.problems()
+            unused = store.unused_vectors()
+        indexed = [p for p, r in records.items() if r.status == "indexed"]
+        for real, rels in paths_sharing_a_file(app.vault, indexed).items():
+            problems.append(f"{real} is indexed under {len(rels)} paths: {', '.join(rels)}")
+        return DoctorReport(problems, _rule_problems(app), unused)

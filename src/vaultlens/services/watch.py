@@ -25,9 +25,9 @@ def watch(
     index is refused too: watching would silently rebuild what the user chose to empty. When the
     vault folder is moved away or deleted, it stops with a :class:`VaultError`.
     """
-    with translated_errors():
+    with translated_errors(path=app.index_dir):
         require_embedding_consent(app, consent)
-        with app.home.writer_lock(), app.live.lease(create=True) as store:
+        with app.writing(), app.live.lease(create=True) as store:
             _follow(app, store, on_flush, stop_event, progress)
 
 

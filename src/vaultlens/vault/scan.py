@@ -2,7 +2,11 @@
 
 Skipped: dot-folders (``.obsidian/``, ``.trash/``, ``.git/``...), the user's
 ``userIgnoreFilters`` from ``.obsidian/app.json``, patterns in ``.vaultlensignore``
-(gitignore syntax), files over the size limit, symlink loops and links that leave the vault.
+(gitignore syntax), files over the size limit, every symlink (one that leaves the vault, a loop,
+or one into the vault, whose files are listed under their real path), names no note path may
+have (not UTF-8, control characters; reported under a :func:`printable_path` spelling), and
+anything the OS will not let the walk open (a folder that can be listed but not entered, a path
+too long): any ``OSError`` met while walking is a skip with its reason, never a failed scan.
 
 A rule file that cannot be read in full (malformed JSON, a filter that is not a valid regex, a
 bad gitignore line) never stops a scan: every valid rule is kept, and each problem is listed in
