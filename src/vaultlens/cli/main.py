@@ -19,7 +19,7 @@ from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.config import paths
-from vaultlens.config.settings import as_rows
+from vaultlens.config.settings import allowed, as_rows
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 from vaultlens.index.runs import RunStats
 from vaultlens.services import app as services
@@ -196,10 +196,11 @@ def config_show(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = Fa
     app = open_app(vault, set_)
     rows = as_rows(app.loaded)
     if json_:
-        render.print_json({k: {"value": v, "from": o} for k, v, o in rows})
+        render.print_json({k: {"value": v, "from": o, "allowed": allowed(k)} for k, v, o in rows})
         return
     for key, value, origin in rows:
-        render.out.print(f"{key:<26} = {value!r:<28} [dim]# {origin}[/dim]")
+        rng = f", allowed {allowed(key)}" if allowed(key) else ""
+        render.out.print(f"{key:<26} = {value!r:<28} [dim]# {escape(origin)}{escape(rng)}[/dim]")
 
 
 eval_cli = typer.Typer(help="Measure retrieval quality on labelled data.", no_args_is_help=True)
