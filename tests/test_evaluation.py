@@ -53,7 +53,7 @@ def test_eval_beir_through_the_cli(tmp_path: Path, use_provider: object) -> None
     assert score["metrics"]["recall@100"] == pytest.approx(1.0)
 
 
-def test_eval_queries_groups_by_language_and_cross_lingual(tmp_path: Path, use_provider: object) -> None:
+def test_eval_queries_groups_by_direction_language_and_half(tmp_path: Path, use_provider: object) -> None:
     root = tmp_path / "data"
     write_vault(
         root / "vaults" / "mini",
@@ -75,10 +75,22 @@ def test_eval_queries_groups_by_language_and_cross_lingual(tmp_path: Path, use_p
     result = run_cli(["eval", "queries", str(qfile), "--json"])
     assert result.exit_code == 0, result.output
     groups = {g["group"]: g for g in json.loads(result.stdout)}
-    assert set(groups) == {"all", "lang en", "lang ru", "mini en→ru", "mini ru"}
-    assert groups["all"]["n"] == 2
+    assert set(groups) == {
+        "all", "lang en", "lang ru", "mini en→ru", "mini ru→ru", "en→ru", "ru→ru", "cross-lingual",
+        "half 1", "half 2",
+    }  # fmt: skip
+    assert groups["all"]["n"] == 2 and groups["half 1"]["n"] == groups["half 2"]["n"] == 1
     assert groups["mini en→ru"]["metrics"]["hit@5"] == 1.0
-    assert groups["mini ru"]["metrics"]["mrr"] == 1.0
+    assert groups["mini ru→ru"]["metrics"]["mrr"] == 1.0
+
+
+def test_a_query_direction_is_named_query_language_to_note_language() -> None:
+    from vaultlens.services.evaluation import note_language
+
+    assert note_language({"lang": "ru", "cross_lingual": True}) == "en"  # a Russian query, English notes
+    assert note_language({"lang": "en", "cross_lingual": True}) == "ru"
+    assert note_language({"lang": "en", "cross_lingual": False}) == "en"
+    assert note_language({"lang": "ru", "note_lang": "ru"}) == "ru"
 
 
 def test_eval_on_a_folder_that_is_not_beir_is_a_clear_error(tmp_path: Path) -> None:

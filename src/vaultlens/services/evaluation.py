@@ -109,20 +109,34 @@ def eval_beir(
     return [_mean(rows, beir_dir.name)]
 
 
+_OTHER_LANGUAGE = {"en": "ru", "ru": "en"}
+
+
+def note_language(query: dict[str, object]) -> str:
+    """The language of the notes a labelled query looks for: ``note_lang`` when given, else the
+    query's own language, or the other one of a Russian/English pair for a cross-lingual query."""
+    lang = str(query["lang"])
+    if "note_lang" in query:
+        return str(query["note_lang"])
+    return _OTHER_LANGUAGE.get(lang, lang) if query.get("cross_lingual") else lang
+
+
 def eval_queries(
     queries_file: Path,
     overrides: dict[str, str] | None = None,
     progress: Progress | None = None,
     consent: bool = False,
 ) -> list[GroupScore]:
-    """hit@1, hit@5 and MRR per vault, language and cross-lingual flag; vault paths are relative to the file's parent's parent."""
+    """hit@1, hit@5 and MRR per vault and direction (query language → note language), per query
+    language, per half of the file (odd and even lines) and overall; vault paths are relative to
+    the file's parent's parent."""
     base = queries_file.resolve().parent.parent
     items = [
         json.loads(line) for line in queries_file.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
     apps: dict[str, App] = {}
     groups: dict[str, list[dict[str, float]]] = defaultdict(list)
-    for q in items:
+    for position, q in enumerate(items):
         if q["vault"] not in apps:
             apps[q["vault"]] = App.open(base / q["vault"], overrides)
             services.index(apps[q["vault"]], progress, consent)
@@ -134,7 +148,11 @@ def eval_queries(
             "mrr": rr_at(ranked, q["relevant"]),
         }
         vault = Path(q["vault"]).name
-        kind = "en→ru" if q.get("cross_lingual") else q["lang"]
-        for g in (f"{vault} {kind}", f"lang {q['lang']}", "all"):
+        direction = f"{q['lang']}→{note_language(q)}"
+        half = f"half {1 + position % 2}"  # tune on one half, read the other: a gain must show on both
+        names = [f"{vault} {direction}", direction, f"lang {q['lang']}", half, "all"]
+        if q.get("cross_lingual"):
+            names.append("cross-lingual")
+        for g in names:
             groups[g].append(row)
     return [_mean(rows, g) for g, rows in sorted(groups.items())]
