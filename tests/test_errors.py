@@ -10,7 +10,6 @@ import json
 import os
 import pwd
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +34,7 @@ from vaultlens.errors import (
     translate_error,
     translated_errors,
 )
-from vl_support import without_root_file_access
+from vl_support import run_without_file_access
 
 
 def _all_error_classes() -> list[type[VaultlensError]]:
@@ -180,15 +179,7 @@ def test_a_read_only_index_names_what_is_not_writable_and_not_rebuild(tmp_path: 
     shut = folder if locked == "folder" else path
     shut.chmod(0o555 if locked == "folder" else 0o444)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", _WRITE_CHILD, str(path)],
-            preexec_fn=without_root_file_access if os.geteuid() == 0 else None,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except subprocess.SubprocessError as exc:
-        pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE here ({exc})")
+        proc = run_without_file_access([sys.executable, "-c", _WRITE_CHILD, str(path)])
     finally:
         shut.chmod(0o755 if locked == "folder" else 0o644)
     assert proc.returncode == 0, proc.stderr

@@ -19,7 +19,14 @@ import pytest
 from vaultlens.config import paths
 from vaultlens.errors import ConfigError, FileSystemError, PermissionDenied
 from vaultlens.services.app import App
-from vl_support import cli_env, run_cli, snapshot, without_root_file_access, write_vault
+from vl_support import (
+    cli_env,
+    run_cli,
+    run_without_file_access,
+    snapshot,
+    without_root_file_access,
+    write_vault,
+)
 
 FAKE = ["--set", "embedding.provider=fake"]
 # the real CLI in a child process, with the deterministic test provider registered
@@ -114,16 +121,7 @@ def test_a_read_only_home_is_refused_for_writers_only(isolated_env: Path) -> Non
         "    print(json.dumps([type(e).__name__, e.message, e.hint]))"
     )
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code],
-            env=cli_env(isolated_env),
-            preexec_fn=without_root_file_access if os.geteuid() == 0 else None,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except subprocess.SubprocessError as exc:
-        pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE here ({exc})")
+        proc = run_without_file_access([sys.executable, "-c", code], env=cli_env(isolated_env))
     finally:
         isolated_env.chmod(0o755)
     assert proc.returncode == 0, proc.stderr

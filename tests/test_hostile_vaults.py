@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +17,13 @@ import pytest
 from vaultlens.index.indexer import Indexer
 from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.testing import HashingEmbeddingProvider
-from vl_support import cli_env, run_cli, settings, without_root_file_access, write_vault
+from vl_support import (
+    cli_env,
+    run_cli,
+    run_without_file_access,
+    settings,
+    write_vault,
+)
 
 FAKE = ["--set", "embedding.provider=fake"]
 GOOD = {
@@ -103,17 +108,11 @@ def test_a_folder_that_can_be_listed_but_not_entered_is_skipped(tmp_path: Path, 
     try:
         if os.geteuid() == 0:  # permission bits do not stop root: run the CLI without the override
             runner = "import sys, vaultlens.testing\nfrom vaultlens.cli.main import main\nsys.argv[0] = 'vaultlens'\nmain()"
-            try:
-                proc = subprocess.run(
-                    [sys.executable, "-c", runner, "index", "--vault", str(vault), "--json", *FAKE],
-                    env=cli_env(isolated_env),
-                    preexec_fn=without_root_file_access,
-                    capture_output=True,
-                    text=True,
-                    timeout=300,
-                )
-            except subprocess.SubprocessError as exc:
-                pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE here ({exc})")
+            proc = run_without_file_access(
+                [sys.executable, "-c", runner, "index", "--vault", str(vault), "--json", *FAKE],
+                env=cli_env(isolated_env),
+                timeout=300,
+            )
             code, out, err = proc.returncode, proc.stdout, proc.stderr
         else:
             code, out, err = cli(vault, "index", "--json")

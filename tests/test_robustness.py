@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
-
-import pytest
 
 from vaultlens.services import app as services
 from vaultlens.services.app import App
@@ -20,7 +17,7 @@ from vl_support import (
     cli_env,
     file_records,
     run_cli,
-    without_root_file_access,
+    run_without_file_access,
     write_vault,
 )
 
@@ -111,19 +108,11 @@ def test_an_unreadable_file_is_reported_as_failed(tmp_path: Path, isolated_env: 
     (vault / "Locked.md").chmod(0)
     if os.geteuid() == 0:
         # chmod 000 does not stop root; run the real CLI as root without the file-access override
-        try:
-            proc = subprocess.run(
-                [str(VAULTLENS_BIN), "index", "--vault", str(vault), "--json"],
-                env=cli_env(isolated_env),
-                preexec_fn=without_root_file_access,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-        except subprocess.SubprocessError as exc:
-            pytest.skip(
-                f"running as root and cannot drop CAP_DAC_OVERRIDE here ({exc}); chmod 000 blocks nothing"
-            )
+        proc = run_without_file_access(
+            [str(VAULTLENS_BIN), "index", "--vault", str(vault), "--json"],
+            env=cli_env(isolated_env),
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr
         stats = json.loads(proc.stdout)
     else:

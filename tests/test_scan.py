@@ -6,7 +6,6 @@ import contextlib
 import io
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from vaultlens.vault.scan import (
     printable_path,
     scan_vault,
 )
-from vl_support import without_root_file_access, write_vault
+from vl_support import run_without_file_access, write_vault
 
 MB = 1_000_000
 
@@ -302,16 +301,7 @@ def test_unlistable_folder_is_reported(tmp_path: Path) -> None:
                 "r = scan_vault(Path(sys.argv[1]), 10**7)\n"
                 "print(json.dumps([[f.path for f in r.files], {s.path: s.reason for s in r.skipped}]))"
             )
-            try:
-                proc = subprocess.run(
-                    [sys.executable, "-c", code, str(tmp_path)],
-                    preexec_fn=without_root_file_access,
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                )
-            except subprocess.SubprocessError as exc:
-                pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE here ({exc})")
+            proc = run_without_file_access([sys.executable, "-c", code, str(tmp_path)])
             assert proc.returncode == 0, proc.stderr
             files, skipped = json.loads(proc.stdout)
         else:
@@ -349,16 +339,7 @@ def _scan_without_root_access(code: str, vault: Path) -> object:
         with contextlib.redirect_stdout(out):
             exec(code, {"__name__": "__scan__", "argv": ["", str(vault)]})
         return json.loads(out.getvalue())
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", "import sys; argv = sys.argv\n" + code, str(vault)],
-            preexec_fn=without_root_file_access,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except subprocess.SubprocessError as exc:
-        pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE here ({exc})")
+    proc = run_without_file_access([sys.executable, "-c", "import sys; argv = sys.argv\n" + code, str(vault)])
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

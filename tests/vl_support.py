@@ -8,11 +8,14 @@ import hashlib
 import io
 import os
 import sqlite3
+import subprocess
 import sys
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from vaultlens.config.settings import Settings, load_settings
 from vaultlens.embedding.base import EmbeddingProvider, EmbeddingSpace, Vectors
@@ -272,9 +275,6 @@ def bilingual_vault(root: Path) -> Path:
     return write_vault(root, BILINGUAL)
 
 
-# ---- chunk invariants, checked on hand-written and on real notes ---------------------------------------
-
-
 def without_root_file_access() -> None:
     """``preexec_fn`` for a child that must feel file permissions even when the tests run as root:
     drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set before exec."""
@@ -282,6 +282,24 @@ def without_root_file_access() -> None:
     for cap in (1, 2):
         if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def run_without_file_access(
+    args: Sequence[str], env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``args`` in a child that file permissions apply to even when the tests run as root;
+    the test is skipped, with the reason, where the capabilities cannot be dropped."""
+    try:
+        return subprocess.run(
+            list(args),
+            env=env,
+            preexec_fn=without_root_file_access if os.geteuid() == 0 else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.SubprocessError as exc:
+        pytest.skip(f"running as root and cannot drop CAP_DAC_OVERRIDE here ({exc})")
 
 
 def line_of(text: str, offset: int) -> int:
