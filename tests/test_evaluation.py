@@ -85,12 +85,17 @@ def test_eval_queries_groups_by_direction_language_and_half(tmp_path: Path, use_
 
 
 def test_a_query_direction_is_named_query_language_to_note_language() -> None:
-    from vaultlens.services.evaluation import note_language
+    from vaultlens.services.evaluation import note_language, vault_label
 
     assert note_language({"lang": "ru", "cross_lingual": True}) == "en"  # a Russian query, English notes
     assert note_language({"lang": "en", "cross_lingual": True}) == "ru"
     assert note_language({"lang": "en", "cross_lingual": False}) == "en"
     assert note_language({"lang": "ru", "note_lang": "ru"}) == "ru"
+    assert note_language({"lang": "ru", "cross_lingual": True, "vault": "vaults/docs/en"}) == "en"
+    assert note_language({"lang": "en", "cross_lingual": True, "vault": "vaults/docs/ru"}) == "ru"
+    assert (
+        vault_label("vaults/fastapi-docs/ru") == "fastapi-docs" and vault_label("vaults/ru-wiki") == "ru-wiki"
+    )
 
 
 def test_eval_on_a_folder_that_is_not_beir_is_a_clear_error(tmp_path: Path) -> None:

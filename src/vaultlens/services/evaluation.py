@@ -113,12 +113,22 @@ _OTHER_LANGUAGE = {"en": "ru", "ru": "en"}
 
 
 def note_language(query: dict[str, object]) -> str:
-    """The language of the notes a labelled query looks for: ``note_lang`` when given, else the
-    query's own language, or the other one of a Russian/English pair for a cross-lingual query."""
+    """The language of the notes a labelled query looks for: ``note_lang`` when given, else a
+    language folder the vault path ends in (``vaults/docs/ru``), else the query's own language, or
+    the other one of a Russian/English pair for a cross-lingual query."""
     lang = str(query["lang"])
     if "note_lang" in query:
         return str(query["note_lang"])
+    folder = Path(str(query.get("vault", ""))).name
+    if folder in _OTHER_LANGUAGE:
+        return folder
     return _OTHER_LANGUAGE.get(lang, lang) if query.get("cross_lingual") else lang
+
+
+def vault_label(vault: str) -> str:
+    """A vault's name in group labels, without a trailing language folder (the direction says it)."""
+    path = Path(vault)
+    return path.parent.name if path.name in _OTHER_LANGUAGE and path.parent.name else path.name
 
 
 def eval_queries(
@@ -147,7 +157,7 @@ def eval_queries(
             "hit@5": float(bool(set(ranked[:5]) & set(q["relevant"]))),
             "mrr": rr_at(ranked, q["relevant"]),
         }
-        vault = Path(q["vault"]).name
+        vault = vault_label(q["vault"])
         direction = f"{q['lang']}→{note_language(q)}"
         half = f"half {1 + position % 2}"  # tune on one half, read the other: a gain must show on both
         names = [f"{vault} {direction}", direction, f"lang {q['lang']}", half, "all"]
