@@ -27,6 +27,7 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    ├── WriteConflict         write_conflict          9   409  the note changed since the diff was shown
      │    ├── NoteOpenInObsidian    note_open               9   423  the note is open in Obsidian (override needed)
      │    ├── UndoRefused           undo_refused            9   409  the note changed after the write; undo keeps it
+     │    ├── PlanRefused           plan_refused            9   409  no safe place or link for the planned edit
      │    └── OperationNotFound     operation_not_found     9   404  no journal entry with that id
      └── Cancelled                  cancelled             130   499  the user interrupted a long job (state is kept)
 
@@ -230,6 +231,10 @@ class NoteOpenInObsidian(WriteRefused):
 
 class UndoRefused(WriteRefused):
     code = "undo_refused"
+
+
+class PlanRefused(WriteRefused):
+    code = "plan_refused"
 
 
 class OperationNotFound(WriteRefused):
