@@ -236,6 +236,13 @@ CHILD = textwrap.dedent(
             stop_here()
             real_swap(target, op)
         writer._swap = swap
+    elif moment == "before-rename":  # the temporary file is written and fsynced, the note not replaced
+        real_replace = os.replace
+        def replace(src, dst):
+            if Path(dst).resolve().is_relative_to(vault.resolve()):  # not the journal's own writes
+                stop_here()
+            real_replace(src, dst)
+        os.replace = replace
     else:
         real_set = journal.Journal.set_state
         def set_state(self, entry, state, *a, **k):
@@ -252,7 +259,11 @@ CHILD = textwrap.dedent(
 
 @pytest.mark.parametrize(
     ("moment", "found", "content"),
-    [("before-write", "not_applied", b"one\n"), ("before-mark", "applied", b"one\ntwo\n")],
+    [
+        ("before-write", "not_applied", b"one\n"),
+        ("before-rename", "not_applied", b"one\n"),
+        ("before-mark", "applied", b"one\ntwo\n"),
+    ],
 )
 def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
     tmp_path: Path, isolated_env: Path, moment: str, found: str, content: bytes
@@ -284,9 +295,14 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
     assert writes.show(app, planned.entry.op_id).entry.state == "writing"
     before_recovery = snapshot(vault)
     assert (vault / "a.md").read_bytes() == content
+    litter = [k for k in before_recovery if k.endswith(".tmp")]
+    assert len(litter) == (1 if moment == "before-rename" else 0)
     recovered = writes.recover(app)
     assert [(r.op_id, r.state) for r in recovered] == [(planned.entry.op_id, found)]
-    assert snapshot(vault) == before_recovery, "recovery writes no note"
+    after_recovery = snapshot(vault)
+    assert after_recovery == {k: v for k, v in before_recovery.items() if k not in litter}, (
+        "recovery writes no note; it only removes the killed writer's temporary file"
+    )
     assert writes.show(app, planned.entry.op_id).entry.state == found
     assert writes.recover(app) == [], "settled once"
 

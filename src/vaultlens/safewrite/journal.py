@@ -41,7 +41,7 @@ _OP_ID = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{6}$")
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 @dataclass(slots=True)
@@ -152,9 +152,12 @@ class Journal:
         return Operation(entry.op_id, entry.path, sides[0], sides[1], entry.summary)
 
     def entries(self) -> Iterator[Entry]:
-        """Every entry, oldest first (ids sort by time)."""
+        """Every entry, oldest first (by when it was planned; ids alone tie within a second)."""
         if not self.root.is_dir():
             return
-        for folder in sorted(self.root.iterdir()):
-            if folder.is_dir() and _OP_ID.match(folder.name) and (folder / "entry.json").exists():
-                yield self.entry(folder.name)
+        found = [
+            self.entry(folder.name)
+            for folder in self.root.iterdir()
+            if folder.is_dir() and _OP_ID.match(folder.name) and (folder / "entry.json").exists()
+        ]
+        yield from sorted(found, key=lambda e: (e.created, e.op_id))

@@ -13,12 +13,14 @@ then, holding the journal lock:
 4. reads the note back and marks the entry ``applied`` only if it equals ``after``.
 
 A kill at any point leaves the old bytes or the new ones, and a ``writing`` entry that
-:func:`recover` settles by comparing the file with both sides; nothing is ever re-applied.
+:func:`recover` settles by comparing the file with both sides; nothing is ever re-applied, and
+the only thing recovery removes is a temporary file the killed writer left beside the note.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import stat
 import unicodedata
@@ -137,6 +139,30 @@ def _conflict(op: Operation, found: bytes | None) -> WriteConflict:
     )
 
 
+def _temporary(target: Path, pid: int) -> Path:
+    """The hidden file a write fills before it is renamed over ``target`` (Obsidian ignores dot-files)."""
+    return target.with_name(f".{target.name}.vaultlens-{pid}.tmp")
+
+
+def _remove_litter(target: Path) -> None:
+    """Remove the temporary files a killed writer left beside ``target`` (never a note, never a live writer's)."""
+    for tmp in target.parent.glob(f".{glob.escape(target.name)}.vaultlens-*.tmp"):
+        pid = tmp.name.rsplit("-", 1)[-1].removesuffix(".tmp")
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
 def _swap(target: Path, op: Operation) -> None:
     """Replace ``op.before`` with ``op.after`` at ``target``, or raise (the note then unchanged)."""
     if op.after is None:  # the undo of a creation
@@ -146,7 +172,7 @@ def _swap(target: Path, op: Operation) -> None:
         fsync_dir(target.parent)
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.vaultlens-{os.getpid()}.tmp")
+    tmp = _temporary(target, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -274,10 +300,11 @@ def _recover_locked(vault: Path, journal: Journal) -> list[Recovered]:
         op = journal.operation(entry)
         state: State
         try:
-            _, now = _state_of(vault, op.path)
+            target, now = _state_of(vault, op.path)
         except VaultlensError as exc:
             state, detail = "diverged", f"the note cannot be read: {exc.message}"
         else:
+            _remove_litter(target)
             if now == op.after:
                 state, detail = "applied", "the write had completed before vaultlens stopped"
                 _settle_undo(journal, entry)
