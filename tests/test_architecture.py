@@ -9,7 +9,18 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "vaultlens"
-ORDER = ["errors", "fsutil", "config", "vault", "chunking", "embedding", "index", "services", "cli"]
+ORDER = [
+    "errors",
+    "fsutil",
+    "config",
+    "vault",
+    "chunking",
+    "embedding",
+    "index",
+    "safewrite",
+    "services",
+    "cli",
+]
 
 
 def _layer(module: str) -> str | None:
@@ -94,3 +105,76 @@ def test_services_and_indexer_take_the_store_protocol() -> None:
         text = (SRC / rel).read_text(encoding="utf-8")
         assert "SQLiteStore" not in text, rel
         assert "from vaultlens.index.store import" in text or "vaultlens.index.lifecycle" in text, rel
+
+
+# Calls that create, replace, move or delete files. Only safewrite may aim them at a vault; the
+# modules listed below use them for vaultlens's own data under VAULTLENS_HOME (indexes, caches,
+# consent, locks, the journal) or for the BEIR corpus that `eval beir` writes there.
+_FILE_WRITES = {
+    "write_bytes", "write_text", "symlink_to", "unlink", "rmdir", "rmtree", "mkdir", "makedirs", "touch",
+    "chmod", "copy2", "copyfile", "copytree", "atomic_write", "atomic_file", "fdopen",
+}  # fmt: skip
+_MODULE_WRITES = {"replace", "rename", "link", "remove", "move", "copy", "open"}  # as os.X / shutil.X
+_WRITES_UNDER_HOME = {
+    "fsutil.py", "config/consent.py", "config/paths.py", "index/lifecycle.py", "index/lock.py",
+    "index/sqlite_store.py", "services/evaluation.py",
+}  # fmt: skip
+
+
+def _write_mode(node: ast.Call, position: int) -> bool:
+    modes = [a.value for a in node.args[position : position + 1] if isinstance(a, ast.Constant)]
+    modes += [
+        k.value.value
+        for k in node.keywords
+        if k.arg in ("mode", "flags") and isinstance(k.value, ast.Constant)
+    ]
+    return any(isinstance(m, str) and bool(set(m) & set("wax+")) for m in modes)
+
+
+def _writes(path: Path) -> list[str]:
+    """File-writing calls in ``path``: the names above, ``os.replace``-like calls, writing ``open``s."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name):
+            hit = func.id in _FILE_WRITES or (func.id == "open" and _write_mode(node, 1))
+        elif isinstance(func, ast.Attribute):
+            on_module = isinstance(func.value, ast.Name) and func.value.id in ("os", "shutil")
+            hit = (
+                func.attr in _FILE_WRITES
+                or (on_module and func.attr in _MODULE_WRITES and func.attr != "open")
+                or (on_module and func.attr == "open")  # os.open: flags decide; treat as a write
+                or (func.attr == "open" and not on_module and _write_mode(node, 0))
+            )
+        else:
+            hit = False
+        if hit:
+            found.append(f"{ast.unparse(func)}() line {node.lineno}")
+    return found
+
+
+def test_only_safewrite_writes_into_the_vault() -> None:
+    """Every file write outside safewrite is in a module that writes only under VAULTLENS_HOME."""
+    leaks = {
+        rel: calls
+        for p in _sources()
+        if not (rel := p.relative_to(SRC).as_posix()).startswith("safewrite/")
+        and rel not in _WRITES_UNDER_HOME
+        and (calls := _writes(p))
+    }
+    assert leaks == {}, f"file writes outside safewrite: {leaks}"
+
+
+def test_the_write_check_sees_writes(tmp_path: Path) -> None:
+    """The check above finds each kind of write it forbids and ignores reads (it cannot pass vacuously)."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import os, shutil\nfrom pathlib import Path\n"
+        "Path('x').write_text('y')\nos.replace('a', 'b')\nopen('f', 'w')\nPath('x').open('ab')\n"
+        "shutil.move('a', 'b')\nos.open('f', os.O_WRONLY)\n"
+        "open('r')\nPath('x').open()\n'abc'.replace('a', 'b')\nPath('x').read_bytes()\n",
+        encoding="utf-8",
+    )
+    assert len(_writes(sample)) == 6

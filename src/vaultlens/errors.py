@@ -23,6 +23,12 @@ what to do. Interfaces render them in one place each, never as a traceback.
      ├── FileSystemError            filesystem              8   500  the OS refused a read or write (strerror + path)
      │    ├── DiskFull              disk_full               8   507  no space left (or quota exceeded)
      │    └── PermissionDenied      permission_denied       8   500  not allowed to read/write a path, read-only file
+     ├── WriteRefused               write_refused           9   409  safewrite would not write a note (see subclasses)
+     │    ├── WriteConflict         write_conflict          9   409  the note changed since the diff was shown
+     │    ├── NoteOpenInObsidian    note_open               9   423  the note is open in Obsidian (override needed)
+     │    ├── UndoRefused           undo_refused            9   409  the note changed after the write; undo keeps it
+     │    ├── PlanRefused           plan_refused            9   409  no safe place or link for the planned edit
+     │    └── OperationNotFound     operation_not_found     9   404  no journal entry with that id
      └── Cancelled                  cancelled             130   499  the user interrupted a long job (state is kept)
 
 Third-party exceptions are translated where they occur. For sqlite3 and the OS that is
@@ -194,6 +200,46 @@ class DiskFull(FileSystemError):
 
 class PermissionDenied(FileSystemError):
     code = "permission_denied"
+
+
+class WriteRefused(VaultlensError):
+    """safewrite did not write a note; the note is as it was (the message says why)."""
+
+    code = "write_refused"
+    exit_code = 9
+    http_status = 409
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, path: str | None = None, op_id: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.op_id = op_id
+
+    def details(self) -> dict[str, Any]:
+        return {k: v for k, v in (("path", self.path), ("op_id", self.op_id)) if v}
+
+
+class WriteConflict(WriteRefused):
+    code = "write_conflict"
+
+
+class NoteOpenInObsidian(WriteRefused):
+    code = "note_open"
+    http_status = 423
+
+
+class UndoRefused(WriteRefused):
+    code = "undo_refused"
+
+
+class PlanRefused(WriteRefused):
+    code = "plan_refused"
+
+
+class OperationNotFound(WriteRefused):
+    code = "operation_not_found"
+    http_status = 404
 
 
 class Cancelled(VaultlensError):

@@ -18,6 +18,7 @@ from vaultlens.cli import render
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
 from vaultlens.cli.watch_cmds import watch
+from vaultlens.cli.write_cmds import apply, history, undo
 from vaultlens.config import paths
 from vaultlens.config.settings import allowed, as_rows
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
@@ -249,6 +250,10 @@ def eval_queries(
             yes, lambda consent: evaluation.eval_queries(file, overrides, progress, consent=consent)
         )
     _print_scores(scores, json_)
+
+
+for _write_command in (apply, undo, history):  # after the index and search commands in --help
+    cli.command()(_write_command)
 
 
 def main() -> None:

@@ -29,13 +29,23 @@ def user_config_file() -> Path:
     return Path(platformdirs.user_config_dir("vaultlens")) / "config.toml"
 
 
-def index_dir(vault: Path) -> Path:
-    """The vault's index root: one per resolved vault path, a readable slug plus a hash that keeps
-    them apart. What lives inside it is index/lifecycle.py's business."""
+def _vault_key(vault: Path) -> str:
+    """One folder name per resolved vault path: a readable slug plus a hash that keeps them apart."""
     resolved = str(vault.resolve())
     digest = sha256_hex(resolved)[:12]
     slug = re.sub(r"[^\w.-]+", "-", vault.resolve().name).strip("-")[:40] or "vault"
-    return home() / "indexes" / f"{slug}-{digest}"
+    return f"{slug}-{digest}"
+
+
+def index_dir(vault: Path) -> Path:
+    """The vault's index root. What lives inside it is index/lifecycle.py's business."""
+    return home() / "indexes" / _vault_key(vault)
+
+
+def journal_dir(vault: Path) -> Path:
+    """The vault's write journal (safewrite): beside the indexes, never inside them, so clearing or
+    rebuilding an index can never lose the record (and backups) of a change to a note."""
+    return home() / "journals" / _vault_key(vault)
 
 
 HOME_HINT = "Set VAULTLENS_HOME to a writable folder outside the vault (vaultlens keeps its indexes there)."

@@ -46,8 +46,9 @@ def _me() -> bytes:
 
 
 class WriterLock:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, what: str = "this index") -> None:
         self.path = directory / LOCK_NAME
+        self.what = what
         with translated_errors("create the index folder", directory):
             directory.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = None
@@ -74,7 +75,7 @@ class WriterLock:
             holder = _holder(fd)
             os.close(fd)
             raise IndexLocked(
-                f"Another vaultlens process ({holder}) is writing this index.",
+                f"Another vaultlens process ({holder}) is writing {self.what}.",
                 hint="Wait for it to finish or stop it; searches keep working meanwhile.",
             ) from None
         except LockException as exc:

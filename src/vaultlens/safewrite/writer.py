@@ -1,0 +1,317 @@
+"""Compare-and-swap of one note's bytes: the only code in vaultlens that writes into a vault.
+
+:func:`apply` takes a planned journal entry and the SHA-256 of the diff the user confirmed, and
+then, holding the journal lock:
+
+1. refuses a note open in Obsidian (unless ``allow_open``);
+2. reads the note and refuses (``conflict``) unless its bytes equal ``before`` exactly, with no
+   normalisation of whitespace, BOM or line endings (``before is None``: the path must not exist);
+3. marks the entry ``writing`` (durable), then writes a temporary file in the note's folder, fsyncs
+   it, gives it the note's permission bits, compares the note with ``before`` once more and renames
+   the temporary file over it (a new note is hard-linked into place, which fails if the name
+   appeared meanwhile), and fsyncs the folder;
+4. reads the note back and marks the entry ``applied`` only if it equals ``after``.
+
+A kill at any point leaves the old bytes or the new ones, and a ``writing`` entry that
+:func:`recover` settles by comparing the file with both sides; nothing is ever re-applied, and
+the only thing recovery removes is a temporary file the killed writer left beside the note.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import stat
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from vaultlens.errors import (
+    NoteNotFound,
+    NoteOpenInObsidian,
+    UndoRefused,
+    VaultError,
+    VaultlensError,
+    WriteConflict,
+    WriteRefused,
+    translate_error,
+)
+from vaultlens.fsutil import fsync_dir, sha256_hex
+from vaultlens.safewrite.journal import Entry, Journal, State
+from vaultlens.safewrite.obsidian import open_notes
+from vaultlens.safewrite.operation import Operation, new_op_id
+from vaultlens.vault.safepath import check_relative, resolve_note_path
+
+__all__ = ["Recovered", "apply", "current_bytes", "plan", "plan_undo", "recover"]
+
+_OVERRIDE_HINT = "Close the note in Obsidian and try again, or override with --allow-open."
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """What recovery found for an interrupted write: ``state`` is applied, not_applied or diverged."""
+
+    op_id: str
+    path: str
+    state: State
+    detail: str
+
+
+# ---- where a note is, and what it holds -------------------------------------------------------
+
+
+def _target(vault: Path, rel: str) -> Path:
+    """The real path of ``rel`` inside the vault, whether or not the note exists yet.
+
+    An existing note goes through :func:`resolve_note_path` (every refusal of the note-loading
+    seam applies). For a new one each existing folder on the way must be a folder inside the
+    vault (a symlink out of it is refused); missing folders are created only when writing.
+    """
+    try:
+        return resolve_note_path(vault, rel).real
+    except NoteNotFound:
+        pass
+    parts = check_relative(rel)
+    root = vault.resolve(strict=True)
+    cur = root
+    for part in parts[:-1]:
+        cur = cur / part
+        if not os.path.lexists(cur):
+            return root.joinpath(*parts)
+        real = Path(os.path.realpath(cur))
+        if not real.is_relative_to(root) or not real.is_dir():
+            raise VaultError(f"Refusing note path {rel!r}: {part!r} is not a folder inside the vault.")
+        cur = real
+    target = cur / parts[-1]
+    if os.path.lexists(target):  # a broken symlink, a folder, a socket: never a note to create
+        raise VaultError(f"Refusing note path {rel!r}: something that is not a note is already there.")
+    return target
+
+
+def current_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _state_of(vault: Path, rel: str) -> tuple[Path, bytes | None]:
+    target = _target(vault, rel)
+    try:
+        return target, current_bytes(target)
+    except OSError as exc:
+        raise translate_error(exc, f"read the note {rel!r}", target) from exc
+
+
+def _check_not_open(vault: Path, rel: str, allow_open: bool) -> None:
+    if allow_open:
+        return
+    opened, problem = open_notes(vault)
+    if problem:
+        raise NoteOpenInObsidian(
+            f"Cannot tell whether {rel} is open in Obsidian: {problem}.", hint=_OVERRIDE_HINT, path=rel
+        )
+    if unicodedata.normalize("NFC", rel) in {unicodedata.normalize("NFC", p) for p in opened}:
+        raise NoteOpenInObsidian(
+            f"{rel} is open in Obsidian; writing under it could lose what you type there.",
+            hint=_OVERRIDE_HINT,
+            path=rel,
+        )
+
+
+# ---- the swap -------------------------------------------------------------------------------------
+
+
+def _conflict(op: Operation, found: bytes | None) -> WriteConflict:
+    if op.before is None:
+        why = "it was to be created, but a file by that name exists now"
+    elif found is None:
+        why = "it was deleted or moved since the diff was shown"
+    else:
+        why = f"it changed since the diff was shown (SHA-256 now {sha256_hex(found)[:12]}…)"
+    return WriteConflict(
+        f"Not written: {op.path} — {why}. The note was left exactly as it is.",
+        hint="Plan the change again from the note's current text.",
+        path=op.path,
+        op_id=op.op_id,
+    )
+
+
+def _temporary(target: Path, pid: int) -> Path:
+    """The hidden file a write fills before it is renamed over ``target`` (Obsidian ignores dot-files)."""
+    return target.with_name(f".{target.name}.vaultlens-{pid}.tmp")
+
+
+def _remove_litter(target: Path) -> None:
+    """Remove the temporary files a killed writer left beside ``target`` (never a note, never a live writer's)."""
+    for tmp in target.parent.glob(f".{glob.escape(target.name)}.vaultlens-*.tmp"):
+        pid = tmp.name.rsplit("-", 1)[-1].removesuffix(".tmp")
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _swap(target: Path, op: Operation) -> None:
+    """Replace ``op.before`` with ``op.after`` at ``target``, or raise (the note then unchanged)."""
+    if op.after is None:  # the undo of a creation
+        if current_bytes(target) != op.before:
+            raise _conflict(op, current_bytes(target))
+        os.unlink(target)
+        fsync_dir(target.parent)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary(target, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(op.after)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if op.before is None:
+            try:
+                os.link(tmp, target)  # atomic, and never replaces a file that appeared meanwhile
+            except FileExistsError:
+                raise _conflict(op, current_bytes(target)) from None
+            os.unlink(tmp)
+        else:
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+            found = current_bytes(target)
+            if found != op.before:  # the last look, as close to the rename as it gets
+                raise _conflict(op, found)
+            os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(target.parent)
+
+
+# ---- planning, applying, undoing, recovering -------------------------------------------------
+
+
+def plan(vault: Path, journal: Journal, path: str, after: bytes | None, summary: str) -> Entry:
+    """Record the operation that turns the note's current bytes into ``after`` (nothing is written)."""
+    _, before = _state_of(vault, path)
+    if before == after:
+        raise WriteRefused(f"Nothing to change in {path}: the planned text equals the note.", path=path)
+    op = Operation(new_op_id(), path, before, after, summary)
+    return journal.record(op)
+
+
+def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
+    """Record the operation that puts an applied operation's ``before`` back, if nothing changed since."""
+    with journal.locked():
+        _recover_locked(vault, journal)
+        entry = journal.entry(op_id)
+        if entry.state != "applied":
+            raise UndoRefused(
+                f"Operation {op_id} cannot be undone: it is {entry.state.replace('_', ' ')}, not applied.",
+                op_id=op_id,
+            )
+        op = journal.operation(entry)
+        _, found = _state_of(vault, op.path)
+        if found != op.after:
+            raise UndoRefused(
+                f"Not undone: {op.path} has changed since operation {op_id} wrote it, and undo would "
+                "throw those later edits away. The note was left exactly as it is.",
+                hint="Edit the note by hand, or see the journal's copy of the original (`vaultlens history`).",
+                path=op.path,
+                op_id=op_id,
+            )
+        return journal.record(op.reversed(new_op_id()), undo_of=op_id)
+
+
+def apply(
+    vault: Path, journal: Journal, op_id: str, *, confirmed_diff_sha: str, allow_open: bool = False
+) -> Entry:
+    """Write a planned operation whose diff the user confirmed (see the module docstring)."""
+    with journal.locked():
+        _recover_locked(vault, journal)
+        entry = journal.entry(op_id)
+        if entry.state != "planned":
+            raise WriteRefused(
+                f"Operation {op_id} is {entry.state.replace('_', ' ')}; only a planned operation is applied.",
+                op_id=op_id,
+            )
+        if confirmed_diff_sha != entry.diff_sha:
+            raise WriteRefused(
+                f"Not written: the diff that was confirmed is not operation {op_id}'s diff.",
+                hint="Show the operation's diff again and confirm that one.",
+                op_id=op_id,
+            )
+        op = journal.operation(entry)
+        _check_not_open(vault, op.path, allow_open)
+        target, found = _state_of(vault, op.path)
+        if found != op.before:
+            journal.set_state(entry, "conflict", "the note differed from `before`")
+            raise _conflict(op, found)
+        journal.set_state(entry, "writing")
+        try:
+            _swap(target, op)
+        except WriteConflict:
+            journal.set_state(entry, "conflict", "the note changed during the write")
+            raise
+        except VaultlensError:
+            raise
+        except OSError as exc:  # the temporary file is gone; the note was never replaced
+            journal.set_state(entry, "not_applied", str(exc))
+            raise translate_error(exc, f"write {op.path}", target) from exc
+        if current_bytes(target) != op.after:
+            journal.set_state(entry, "diverged", "read back after the write, the note differs from `after`")
+            raise WriteRefused(f"{op.path} did not read back as written; it is left as found.", path=op.path)
+        _settle_undo(journal, entry)
+        return journal.set_state(entry, "applied")
+
+
+def _settle_undo(journal: Journal, entry: Entry) -> None:
+    """An applied undo marks the operation it reverses as undone."""
+    if entry.undo_of:
+        original = journal.entry(entry.undo_of)
+        if original.state == "applied":
+            journal.set_state(original, "undone", f"by {entry.op_id}", undone_by=entry.op_id)
+
+
+def recover(vault: Path, journal: Journal) -> list[Recovered]:
+    """Settle interrupted writes by looking at the notes (no note is written, nothing re-applied)."""
+    with journal.locked():
+        return _recover_locked(vault, journal)
+
+
+def _recover_locked(vault: Path, journal: Journal) -> list[Recovered]:
+    found: list[Recovered] = []
+    for entry in journal.entries():
+        if entry.state == "applied":
+            _settle_undo(journal, entry)  # killed between the undo's write and this mark
+            continue
+        if entry.state != "writing":
+            continue
+        op = journal.operation(entry)
+        state: State
+        try:
+            target, now = _state_of(vault, op.path)
+        except VaultlensError as exc:
+            state, detail = "diverged", f"the note cannot be read: {exc.message}"
+        else:
+            _remove_litter(target)
+            if now == op.after:
+                state, detail = "applied", "the write had completed before vaultlens stopped"
+                _settle_undo(journal, entry)
+            elif now == op.before:
+                state, detail = "not_applied", "vaultlens stopped before the write; the note is unchanged"
+            else:
+                state, detail = "diverged", "the note equals neither side; it was left as it is"
+        journal.set_state(entry, state, detail)
+        found.append(Recovered(entry.op_id, entry.path, state, detail))
+    return found

@@ -1,0 +1,1 @@
+"""Relationship review of a candidate pair: fragment catalog, refs.v2 contract and validator, planner."""

@@ -1,0 +1,93 @@
+"""The fragment catalog of a candidate pair, built by code before any model call.
+
+Each top-level block of both notes (paragraph, list, quote, heading, code, table) becomes a
+fragment: its side (``A`` or ``B``), its exact text and lines, and an id ``<nonce>:<side>:<n>``
+whose nonce is random per request, so a model cannot reuse ids from another review or guess
+them. The model cites fragments by id only; every quote a user sees is the catalog's text,
+never the model's. The catalog also keeps each note's SHA-256, so a note edited since the
+catalog was built is caught (``source_changed``) before anything is planned from it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from vaultlens.chunking.chunker import MarkdownChunker
+from vaultlens.chunking.source import NoteSource, load_note
+from vaultlens.errors import VaultError
+from vaultlens.vault.model import BlockKind
+
+__all__ = ["Catalog", "Fragment", "Side", "build_catalog"]
+
+Side = Literal["A", "B"]
+MAX_FRAGMENTS_PER_SIDE = 60  # the full texts are sent too: a long note is never cut silently
+
+
+@dataclass(frozen=True, slots=True)
+class Fragment:
+    """One block of one side. Lines are 1-based and inclusive, as an editor shows them."""
+
+    id: str
+    side: Side
+    kind: BlockKind
+    start_line: int
+    end_line: int
+    text: str
+    start: int  # code-point offsets into the side's decoded text (block end includes its newline)
+    end: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "side": self.side, "kind": self.kind,
+            "start_line": self.start_line, "end_line": self.end_line, "text": self.text,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Catalog:
+    nonce: str
+    paths: dict[Side, str]
+    sources: dict[Side, NoteSource]
+    fragments: tuple[Fragment, ...]
+
+    def get(self, fragment_id: str) -> Fragment | None:
+        return next((f for f in self.fragments if f.id == fragment_id), None)
+
+    def side(self, side: Side) -> list[Fragment]:
+        return [f for f in self.fragments if f.side == side]
+
+    def hashes(self) -> dict[Side, str]:
+        return {s: src.file_hash for s, src in self.sources.items()}
+
+
+def _fragments(nonce: str, side: Side, source: NoteSource) -> list[Fragment]:
+    out: list[Fragment] = []
+    for block in source.note.blocks:
+        text = source.text[block.start : block.end].rstrip("\n")
+        if not text.strip() or block.kind == "hr":
+            continue
+        n = len(out)
+        out.append(
+            Fragment(f"{nonce}:{side}:{n}", side, block.kind, block.start_line + 1, block.end_line, text,
+                     block.start, block.end)
+        )  # fmt: skip
+        if len(out) == MAX_FRAGMENTS_PER_SIDE:
+            break
+    return out
+
+
+def build_catalog(vault: Path, path_a: str, path_b: str, chunker: MarkdownChunker) -> Catalog:
+    """Load both notes through the note-loading seam and number their blocks under a fresh nonce."""
+    a, b = load_note(vault, path_a, chunker), load_note(vault, path_b, chunker)
+    if a.path == b.path:
+        raise VaultError(f"A review needs two different notes; both sides are {a.path}.")
+    nonce = secrets.token_hex(4)
+    return Catalog(
+        nonce,
+        {"A": a.path, "B": b.path},
+        {"A": a, "B": b},
+        (*_fragments(nonce, "A", a), *_fragments(nonce, "B", b)),
+    )

@@ -1,0 +1,140 @@
+"""From an accepted recommendation to one exact operation, with parameters the user can change.
+
+- ``add_link``: a line ``See also: [[target]]`` inserted as its own paragraph after a chosen
+  block of the linking note. The link text is the shortest one that Obsidian resolves to the
+  intended file from that note (path-qualified when names collide), checked with the vault's own
+  resolver before anything is planned.
+- ``consider_merge``: one chosen block of one note copied after a chosen block of the other;
+  the note it comes from stays unchanged.
+- ``keep_separate`` and ``manual_review``: no operation.
+
+Insertions go between top-level blocks only, never inside code, a table, HTML or front
+matter: a place after such a block is refused rather than guessed. The note's bytes outside
+the insertion are kept exactly (BOM, CRLF, a missing final newline); the inserted lines use
+the note's own line ending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from vaultlens.chunking.source import NoteSource
+from vaultlens.errors import PlanRefused
+from vaultlens.fsutil import sha256_hex
+from vaultlens.services.review.catalog import Catalog, Fragment, Side
+from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.scan import scan_vault
+
+__all__ = ["INSERTABLE_AFTER", "PlannedEdit", "insertion", "plan_add_link", "plan_merge"]
+
+INSERTABLE_AFTER = frozenset({"paragraph", "list", "quote", "heading"})
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEdit:
+    """An insertion into one note: the exact bytes before and after, and where (a byte offset)."""
+
+    path: str
+    before: bytes
+    after: bytes
+    offset: int
+    inserted: bytes
+    summary: str
+
+
+def _current(catalog: Catalog, side: Side, vault: Path) -> NoteSource:
+    source = catalog.sources[side]
+    try:
+        now = (vault / source.path).read_bytes()
+    except OSError as exc:
+        raise PlanRefused(
+            f"{source.path} cannot be read any more ({exc.strerror or exc}).", path=source.path
+        ) from exc
+    if sha256_hex(now) != source.file_hash:
+        raise PlanRefused(
+            f"{source.path} changed after the review was prepared; nothing was planned.",
+            hint="Review the pair again.",
+            path=source.path,
+        )
+    return source
+
+
+def _anchor(catalog: Catalog, side: Side, after: str | None) -> Fragment | None:
+    """The block to insert after: the chosen fragment of ``side``, or the last one (None: empty note)."""
+    own = catalog.side(side)
+    if after is None:
+        return own[-1] if own else None
+    found = catalog.get(after)
+    if found is None or found.side != side:
+        raise PlanRefused(f"{after!r} is not a block of {catalog.paths[side]}.")
+    return found
+
+
+def insertion(source: NoteSource, anchor: Fragment | None, lines: list[str]) -> tuple[int, bytes]:
+    """Where to insert ``lines`` as a paragraph of their own after ``anchor``, and their exact bytes."""
+    if anchor is not None and anchor.kind not in INSERTABLE_AFTER:
+        raise PlanRefused(
+            f"Refusing to insert after a {anchor.kind} block (lines {anchor.start_line}-{anchor.end_line}); "
+            "choose a paragraph, list, quote or heading.",
+            path=source.path,
+        )
+    eol = b"\r\n" if b"\r\n" in source.raw else b"\n"
+    body = eol.join(line.encode("utf-8") for line in lines)
+    text = source.text
+    if anchor is None:  # an empty note: the paragraph is its text
+        return source.byte_offset(len(text)), body + eol
+    # after the anchor's last non-blank line (a block's line map may take in blank lines after it)
+    content_end = anchor.start + len(text[anchor.start : anchor.end].rstrip())
+    newline = text.find("\n", content_end)
+    if newline == -1:  # the end of a file without a final newline stays without one
+        return source.byte_offset(len(text)), eol + eol + body
+    at = newline + 1
+    follows = text[at : at + 1]
+    return source.byte_offset(at), eol + body + eol + (eol if follows not in ("", "\n") else b"")
+
+
+def _edit(source: NoteSource, anchor: Fragment | None, lines: list[str], summary: str) -> PlannedEdit:
+    offset, inserted = insertion(source, anchor, lines)
+    after = source.raw[:offset] + inserted + source.raw[offset:]
+    return PlannedEdit(source.path, source.raw, after, offset, inserted, summary)
+
+
+def plan_add_link(
+    vault: Path,
+    catalog: Catalog,
+    source_side: Side,
+    after: str | None = None,
+    label: str = "See also",
+    max_file_bytes: int = 50_000_000,
+) -> PlannedEdit:
+    """Link from ``source_side``'s note to the other one, after block ``after`` (default: the last)."""
+    target_side: Side = "B" if source_side == "A" else "A"
+    source = _current(catalog, source_side, vault)
+    target = catalog.paths[target_side]
+    resolver = LinkResolver(f.path for f in scan_vault(vault, max_file_bytes).files)
+    try:
+        linktext = resolver.shortest_linktext(target)
+    except KeyError:
+        raise PlanRefused(f"{target} is not a file of the vault any more.", path=target) from None
+    found = resolver.resolve(linktext, source.path)
+    if found.status != "resolved" or found.path != target:
+        raise PlanRefused(f"No link text from {source.path} resolves to {target} alone.", path=source.path)
+    line = f"{label}: [[{linktext}]]" if label else f"[[{linktext}]]"
+    return _edit(source, _anchor(catalog, source_side, after), [line], f"link {source.path} → {target}")
+
+
+def plan_merge(vault: Path, catalog: Catalog, fragment: str, after: str | None = None) -> PlannedEdit:
+    """Copy block ``fragment`` into the other note after block ``after`` (default: its last block)."""
+    chosen = catalog.get(fragment)
+    if chosen is None:
+        raise PlanRefused(f"{fragment!r} is not a block of this review.")
+    into: Side = "B" if chosen.side == "A" else "A"
+    _current(catalog, chosen.side, vault)
+    destination = _current(catalog, into, vault)
+    return _edit(
+        destination,
+        _anchor(catalog, into, after),
+        chosen.text.split("\n"),
+        f"copy lines {chosen.start_line}-{chosen.end_line} of {catalog.paths[chosen.side]} into {destination.path}",
+    )

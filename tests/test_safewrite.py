@@ -1,0 +1,354 @@
+"""safewrite: plan, exact diff, journal first, compare-and-swap, read back, undo, recovery.
+
+Real files on disk, real journals under the test's VAULTLENS_HOME, real kill -9 of a child
+process at the two moments a crash can split a write from its record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import vaultlens
+from vaultlens.errors import (
+    NoteOpenInObsidian,
+    UndoRefused,
+    VaultError,
+    WriteConflict,
+    WriteRefused,
+)
+from vaultlens.fsutil import sha256_hex
+from vaultlens.services import writes
+from vaultlens.testing import HashingEmbeddingProvider
+from vl_support import cli_env, run_cli, snapshot, write_vault
+
+
+def app_for(vault: Path) -> vaultlens.App:
+    return vaultlens.App.open(vault, provider=HashingEmbeddingProvider())
+
+
+def twenty(root: Path) -> Path:
+    return write_vault(root, {f"f{i % 3}/n{i:02d}.md": f"# Note {i}\n\nText {i}.\n" for i in range(20)})
+
+
+def apply_confirmed(app: vaultlens.App, planned: writes.Planned, allow_open: bool = False) -> writes.Entry:
+    return writes.apply(app, planned.entry.op_id, sha256_hex(planned.diff), allow_open=allow_open)
+
+
+def test_apply_changes_only_the_target_and_undo_restores_every_byte(tmp_path: Path) -> None:
+    vault = twenty(tmp_path / "v")
+    app = app_for(vault)
+    original = snapshot(vault)
+    target = vault / "f1/n04.md"
+    planned = writes.plan_write(app, "f1/n04.md", target.read_bytes() + b"\nSee [[n05]].\n", "add a link")
+    assert snapshot(vault) == original, "planning wrote nothing"
+    assert "+See [[n05]]." in planned.diff
+    done = apply_confirmed(app, planned)
+    assert done.state == "applied"
+    after = snapshot(vault)
+    assert {k for k in original if original[k] != after[k]} == {"f1/n04.md"}
+    assert set(after) == set(original), "no temporary file is left behind"
+    undo = writes.plan_undo(app, done.op_id)
+    assert apply_confirmed(app, undo).state == "applied"
+    assert snapshot(vault) == original
+    states = {e.op_id: e.state for e in writes.history(app)}
+    assert states == {done.op_id: "undone", undo.entry.op_id: "applied"}
+
+
+def test_a_note_changed_between_preview_and_apply_is_not_written(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    (vault / "a.md").write_bytes(b"one\nmine\n")  # the user's edit after the diff was shown
+    with pytest.raises(WriteConflict, match="changed since the diff was shown") as caught:
+        apply_confirmed(app, planned)
+    assert caught.value.exit_code == 9 and caught.value.to_dict()["op_id"] == planned.entry.op_id
+    assert (vault / "a.md").read_bytes() == b"one\nmine\n"
+    assert writes.show(app, planned.entry.op_id).entry.state == "conflict"
+
+
+def test_whitespace_alone_is_a_change_compare_and_swap_does_not_normalise(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": b"one\r\ntwo\r\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "a.md", b"one\r\ntwo\r\nthree\r\n", "append")
+    (vault / "a.md").write_bytes(b"one\ntwo\n")  # same text once normalised, other bytes
+    with pytest.raises(WriteConflict):
+        apply_confirmed(app, planned)
+    assert (vault / "a.md").read_bytes() == b"one\ntwo\n"
+
+
+@pytest.mark.parametrize(
+    "original",
+    [b"\xef\xbb\xbf# BOM note\r\n\r\nBody line\r\n", b"# CR note\r\nno final newline", b"# plain\n\ntext\n"],
+    ids=["bom-crlf", "crlf-no-final-newline", "lf"],
+)
+def test_crlf_and_bom_round_trip_byte_for_byte(tmp_path: Path, original: bytes) -> None:
+    vault = write_vault(tmp_path / "v", {"n.md": original})
+    app = app_for(vault)
+    eol = b"\r\n" if b"\r\n" in original else b"\n"
+    changed = original.replace(b"# ", b"# Edited ", 1)
+    planned = writes.plan_write(app, "n.md", changed, "rename heading")
+    if original.startswith(b"\xef\xbb\xbf"):
+        assert "<BOM>" in planned.diff
+    if eol == b"\r\n":
+        assert "<CR>" in planned.diff
+    done = apply_confirmed(app, planned)
+    assert (vault / "n.md").read_bytes() == changed
+    apply_confirmed(app, writes.plan_undo(app, done.op_id))
+    assert (vault / "n.md").read_bytes() == original
+
+
+def test_undo_after_a_later_edit_is_refused_and_keeps_the_edit(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    done = apply_confirmed(app, writes.plan_write(app, "a.md", b"one\ntwo\n", "append"))
+    (vault / "a.md").write_bytes(b"one\ntwo\nthree (mine)\n")
+    with pytest.raises(UndoRefused, match="has changed since") as caught:
+        writes.plan_undo(app, done.op_id)
+    assert "later edits" in caught.value.message
+    assert (vault / "a.md").read_bytes() == b"one\ntwo\nthree (mine)\n"
+    assert writes.show(app, done.op_id).entry.state == "applied"
+
+
+def test_a_new_note_is_created_once_and_its_undo_removes_it(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "Maps/New MOC.md", b"# MOC\n", "new note")
+    assert planned.diff.startswith("--- /dev/null\n+++ b/Maps/New MOC.md\n")
+    done = apply_confirmed(app, planned)
+    assert (vault / "Maps/New MOC.md").read_bytes() == b"# MOC\n"
+    apply_confirmed(app, writes.plan_undo(app, done.op_id))
+    assert not (vault / "Maps/New MOC.md").exists()
+
+
+def test_a_new_note_whose_path_appeared_meanwhile_is_refused(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "b.md", b"# mine\n", "new note")
+    (vault / "b.md").write_bytes(b"the user's own b\n")
+    with pytest.raises(WriteConflict, match="a file by that name exists now"):
+        apply_confirmed(app, planned)
+    assert (vault / "b.md").read_bytes() == b"the user's own b\n"
+
+
+def test_permissions_are_kept(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    os.chmod(vault / "a.md", 0o640)
+    app = app_for(vault)
+    apply_confirmed(app, writes.plan_write(app, "a.md", b"two\n", "edit"))
+    assert (vault / "a.md").stat().st_mode & 0o7777 == 0o640
+
+
+def test_only_the_confirmed_diff_is_written(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "a.md", b"two\n", "edit")
+    with pytest.raises(WriteRefused, match="not operation"):
+        writes.apply(app, planned.entry.op_id, sha256_hex("some other diff"))
+    assert (vault / "a.md").read_bytes() == b"one\n"
+    apply_confirmed(app, planned)
+    with pytest.raises(WriteRefused, match="is applied"):
+        apply_confirmed(app, planned)  # never twice
+
+
+def obsidian_open(vault: Path, *files: str) -> None:
+    leaves = [
+        {"id": str(i), "type": "leaf", "state": {"type": "markdown", "state": {"file": f, "mode": "source"}}}
+        for i, f in enumerate(files)
+    ]
+    workspace = {
+        "main": {"id": "m", "type": "split", "children": [{"id": "t", "type": "tabs", "children": leaves}]},
+        "lastOpenFiles": ["closed.md"],
+    }
+    (vault / ".obsidian").mkdir(exist_ok=True)
+    (vault / ".obsidian/workspace.json").write_text(json.dumps(workspace))
+
+
+def test_a_note_open_in_obsidian_is_refused_unless_overridden(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n", "closed.md": "x\n"})
+    obsidian_open(vault, "a.md")
+    app = app_for(vault)
+    planned = writes.plan_write(app, "a.md", b"two\n", "edit")
+    with pytest.raises(NoteOpenInObsidian, match="open in Obsidian"):
+        apply_confirmed(app, planned)
+    assert (vault / "a.md").read_bytes() == b"one\n"
+    apply_confirmed(app, writes.plan_write(app, "closed.md", b"y\n", "edit"))  # recently closed: fine
+    apply_confirmed(app, planned, allow_open=True)
+    assert (vault / "a.md").read_bytes() == b"two\n"
+
+
+def test_an_unreadable_workspace_is_not_taken_as_nothing_open(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n", ".obsidian/workspace.json": "{ half written"})
+    app = app_for(vault)
+    with pytest.raises(NoteOpenInObsidian, match="Cannot tell"):
+        apply_confirmed(app, writes.plan_write(app, "a.md", b"two\n", "edit"))
+    assert (vault / "a.md").read_bytes() == b"one\n"
+
+
+@pytest.mark.parametrize(
+    "path", ["../outside.md", "/etc/passwd", "a/../../x.md", ".obsidian/app.json", "a\\b.md", "x\x00.md"]
+)
+def test_paths_outside_the_vault_are_refused(tmp_path: Path, path: str) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    with pytest.raises(VaultError, match="Refusing note path"):
+        writes.plan_write(app_for(vault), path, b"x\n", "escape")
+    assert not (tmp_path / "outside.md").exists()
+
+
+def test_a_symlinked_folder_out_of_the_vault_is_refused_for_new_notes(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    (tmp_path / "elsewhere").mkdir()
+    (vault / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(VaultError, match="leads outside the vault|not a folder inside the vault"):
+        writes.plan_write(app_for(vault), "link/new.md", b"x\n", "escape")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+# ---- kill -9 between the journal and the write, and between the write and its mark -----------------
+
+CHILD = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    import vaultlens
+    from vaultlens.safewrite import writer, journal
+    from vaultlens.services import writes
+    from vaultlens.testing import HashingEmbeddingProvider
+
+    vault, op_id, diff_sha, moment = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    ready = Path(sys.argv[5])
+
+    def stop_here():
+        ready.write_text("ready")
+        time.sleep(60)
+
+    if moment == "before-write":
+        real_swap = writer._swap
+        def swap(target, op):
+            stop_here()
+            real_swap(target, op)
+        writer._swap = swap
+    elif moment == "before-rename":  # the temporary file is written and fsynced, the note not replaced
+        real_replace = os.replace
+        def replace(src, dst):
+            if Path(dst).resolve().is_relative_to(vault.resolve()):  # not the journal's own writes
+                stop_here()
+            real_replace(src, dst)
+        os.replace = replace
+    else:
+        real_set = journal.Journal.set_state
+        def set_state(self, entry, state, *a, **k):
+            if state == "applied":
+                stop_here()
+            return real_set(self, entry, state, *a, **k)
+        journal.Journal.set_state = set_state
+
+    app = vaultlens.App.open(vault, provider=HashingEmbeddingProvider())
+    writes.apply(app, op_id, diff_sha)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("moment", "found", "content"),
+    [
+        ("before-write", "not_applied", b"one\n"),
+        ("before-rename", "not_applied", b"one\n"),
+        ("before-mark", "applied", b"one\ntwo\n"),
+    ],
+)
+def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
+    tmp_path: Path, isolated_env: Path, moment: str, found: str, content: bytes
+) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n", "b.md": "other\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    ready = tmp_path / "ready"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(vault),
+            planned.entry.op_id,
+            sha256_hex(planned.diff),
+            moment,
+            str(ready),
+        ],
+        env=cli_env(isolated_env),
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert child.poll() is None, "the child ended before reaching the kill point"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert writes.show(app, planned.entry.op_id).entry.state == "writing"
+    before_recovery = snapshot(vault)
+    assert (vault / "a.md").read_bytes() == content
+    litter = [k for k in before_recovery if k.endswith(".tmp")]
+    assert len(litter) == (1 if moment == "before-rename" else 0)
+    recovered = writes.recover(app)
+    assert [(r.op_id, r.state) for r in recovered] == [(planned.entry.op_id, found)]
+    after_recovery = snapshot(vault)
+    assert after_recovery == {k: v for k, v in before_recovery.items() if k not in litter}, (
+        "recovery writes no note; it only removes the killed writer's temporary file"
+    )
+    assert writes.show(app, planned.entry.op_id).entry.state == found
+    assert writes.recover(app) == [], "settled once"
+
+
+def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    j = writes.journal(app)
+    j.set_state(j.entry(planned.entry.op_id), "writing")  # what a crash right after the mark leaves
+    (vault / "a.md").write_bytes(b"something else\n")
+    [finding] = writes.recover(app)
+    assert finding.state == "diverged"
+    assert (vault / "a.md").read_bytes() == b"something else\n"
+
+
+# ---- the CLI ------------------------------------------------------------------------------------------
+
+
+def test_cli_apply_shows_the_diff_and_refuses_without_confirmation(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    planned = writes.plan_write(app_for(vault), "a.md", b"one\ntwo\n", "append a line")
+    result = run_cli(["apply", planned.entry.op_id, "--vault", str(vault)])
+    assert result.exit_code == 9, result.output
+    assert planned.diff in result.stdout
+    assert "confirm the diff" in result.stderr
+    assert (vault / "a.md").read_bytes() == b"one\n"
+    result = run_cli(["apply", planned.entry.op_id, "--vault", str(vault), "--yes", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["state"] == "applied" and data["diff"] == planned.diff
+    assert (vault / "a.md").read_bytes() == b"one\ntwo\n"
+
+
+def test_cli_undo_and_history(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    done = apply_confirmed(app, writes.plan_write(app, "a.md", b"one\ntwo\n", "append"))
+    result = run_cli(["undo", done.op_id, "--vault", str(vault), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "-two" in result.stdout
+    assert (vault / "a.md").read_bytes() == b"one\n"
+    items = json.loads(run_cli(["history", "--vault", str(vault), "--json"]).stdout)
+    assert [(i["state"], i["undo_of"]) for i in items] == [("undone", None), ("applied", done.op_id)]
+    again = run_cli(["undo", done.op_id, "--vault", str(vault), "--yes", "--json"])
+    assert again.exit_code == 9
+    assert json.loads(again.stdout)["error"]["code"] == "undo_refused"
+    bad = run_cli(["undo", "../../etc", "--vault", str(vault), "--yes"])
+    assert bad.exit_code == 9 and "not an operation id" in bad.output
