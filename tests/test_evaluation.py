@@ -88,6 +88,10 @@ def test_eval_queries_groups_by_direction_language_and_half(tmp_path: Path, use_
     assert "hit@5 h2" not in groups["mini ru→ru"]["metrics"]  # its one query is on line 1
     assert "hit@5 h1" not in groups["half 2"]["metrics"] and "position" not in groups["all"]["metrics"]
 
+    text = run_cli(["eval", "queries", str(qfile)])  # the text table: one line a group, never wrapped
+    (line,) = [x for x in text.stdout.splitlines() if x.startswith("all ")]
+    assert "hit@5 1.000" in line and "hit@5 h1 1.000" in line and "hit@5 h2 1.000" in line
+
 
 def test_a_query_direction_is_named_query_language_to_note_language() -> None:
     from vaultlens.services.evaluation import note_language, vault_label
