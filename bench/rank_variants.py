@@ -236,7 +236,10 @@ class Vault:
 
     def stripped_vecs(self) -> np.ndarray:
         if "strip" not in self.cache:
-            self.cache["strip"] = use_embed([ANCHOR.sub("", t) for t in chunk_embed_texts(self)])
+            texts = chunk_embed_texts(self)
+            stripped = [ANCHOR.sub("", t) for t in texts]
+            # a vault without anchors keeps its index vectors (SciFact would re-embed 6k chunks)
+            self.cache["strip"] = use_embed(stripped) if stripped != texts else self.vecs
         return self.cache["strip"]
 
     # ---- title/heading lexical field (BM25 over title + aliases + headings per note)
