@@ -51,6 +51,7 @@ def test_eval_beir_through_the_cli(tmp_path: Path, use_provider: object) -> None
     assert score["group"] == "tiny" and score["n"] == 2
     assert score["metrics"]["ndcg@10"] == pytest.approx(1.0)  # both answers ranked first
     assert score["metrics"]["recall@100"] == pytest.approx(1.0)
+    assert score["metrics"]["ndcg@10 h1"] == score["metrics"]["ndcg@10 h2"] == pytest.approx(1.0)
 
 
 def test_eval_queries_groups_by_direction_language_and_half(tmp_path: Path, use_provider: object) -> None:
@@ -82,6 +83,14 @@ def test_eval_queries_groups_by_direction_language_and_half(tmp_path: Path, use_
     assert groups["all"]["n"] == 2 and groups["half 1"]["n"] == groups["half 2"]["n"] == 1
     assert groups["mini en→ru"]["metrics"]["hit@5"] == 1.0
     assert groups["mini ru→ru"]["metrics"]["mrr"] == 1.0
+    # each group also reads hit@5 on either half of the file (line 1, 3, ... and line 2, 4, ...)
+    assert groups["all"]["metrics"]["hit@5 h1"] == groups["all"]["metrics"]["hit@5 h2"] == 1.0
+    assert "hit@5 h2" not in groups["mini ru→ru"]["metrics"]  # its one query is on line 1
+    assert "hit@5 h1" not in groups["half 2"]["metrics"] and "position" not in groups["all"]["metrics"]
+
+    text = run_cli(["eval", "queries", str(qfile)])  # the text table: one line a group, never wrapped
+    (line,) = [x for x in text.stdout.splitlines() if x.startswith("all ")]
+    assert "hit@5 1.000" in line and "hit@5 h1 1.000" in line and "hit@5 h2 1.000" in line
 
 
 def test_a_query_direction_is_named_query_language_to_note_language() -> None:

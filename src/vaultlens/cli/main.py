@@ -214,7 +214,7 @@ def _print_scores(scores: list[GroupScore], json_: bool) -> None:
         return
     for s in scores:
         cells = "  ".join(f"{k} {v:.3f}" for k, v in s.metrics.items())
-        render.out.print(f"{s.group:<22} n={s.n:<4} {cells}")
+        render.out.print(f"{s.group:<22} n={s.n:<4} {cells}", soft_wrap=True)  # one line a group
 
 
 @eval_cli.command("beir")

@@ -50,9 +50,21 @@ class GroupScore:
     metrics: dict[str, float]
 
 
-def _mean(rows: list[dict[str, float]], group: str) -> GroupScore:
+_POSITION = "position"  # a row's 0-based place in its input file (not a metric)
+
+
+def _mean(rows: list[dict[str, float]], group: str, halves: str = "") -> GroupScore:
+    """Each metric's mean; with ``halves``, that metric also for each half of the rows by their
+    position in the input (``h1``: 1st, 3rd, ... line; ``h2``: 2nd, 4th, ...), so a change tuned
+    on one half can be read on the other, group by group, before it ships."""
     keys = rows[0].keys() if rows else []
-    return GroupScore(group, len(rows), {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys})
+    metrics = {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys if k != _POSITION}
+    if halves and rows:
+        for h in (0, 1):
+            part = [r[halves] for r in rows if int(r[_POSITION]) % 2 == h]
+            if part:  # the "half 1" group has no h2
+                metrics[f"{halves} h{h + 1}"] = round(sum(part) / len(part), 4)
+    return GroupScore(group, len(rows), metrics)
 
 
 def beir_vault(beir_dir: Path, target: Path) -> Path:
@@ -95,7 +107,7 @@ def eval_beir(
         for row in csv.DictReader(fh, delimiter="\t"):
             qrels[row["query-id"]][row["corpus-id"]] = float(row["score"])
     rows = []
-    for qid, gains in qrels.items():
+    for position, (qid, gains) in enumerate(qrels.items()):
         hits = services.search(app, queries[qid], limit=100, sections=1)
         ranked = [h.path.removesuffix(".md") for h in hits]
         relevant = [d for d, g in gains.items() if g > 0]
@@ -104,9 +116,10 @@ def eval_beir(
                 "ndcg@10": ndcg_at(ranked, gains, 10),
                 "recall@100": recall_at(ranked, relevant, 100),
                 "mrr@10": rr_at(ranked, relevant, 10),
+                _POSITION: position,
             }
         )
-    return [_mean(rows, beir_dir.name)]
+    return [_mean(rows, beir_dir.name, halves="ndcg@10")]
 
 
 _OTHER_LANGUAGE = {"en": "ru", "ru": "en"}
@@ -138,8 +151,8 @@ def eval_queries(
     consent: bool = False,
 ) -> list[GroupScore]:
     """hit@1, hit@5 and MRR per vault and direction (query language → note language), per query
-    language, per half of the file (odd and even lines) and overall; vault paths are relative to
-    the file's parent's parent."""
+    language, per half of the file (odd and even lines) and overall, each group with its hit@5 on
+    either half; vault paths are relative to the file's parent's parent."""
     base = queries_file.resolve().parent.parent
     items = [
         json.loads(line) for line in queries_file.read_text(encoding="utf-8").splitlines() if line.strip()
@@ -156,6 +169,7 @@ def eval_queries(
             "hit@1": float(bool(set(ranked[:1]) & set(q["relevant"]))),
             "hit@5": float(bool(set(ranked[:5]) & set(q["relevant"]))),
             "mrr": rr_at(ranked, q["relevant"]),
+            _POSITION: position,
         }
         vault = vault_label(q["vault"])
         direction = f"{q['lang']}→{note_language(q)}"
@@ -165,4 +179,4 @@ def eval_queries(
             names.append("cross-lingual")
         for g in names:
             groups[g].append(row)
-    return [_mean(rows, g) for g, rows in sorted(groups.items())]
+    return [_mean(rows, g, halves="hit@5") for g, rows in sorted(groups.items())]
