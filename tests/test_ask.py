@@ -70,9 +70,13 @@ def prompt_of(body: dict[str, object]) -> tuple[str, str]:
     return messages[0]["content"], messages[1]["content"]
 
 
-def test_answer_streams_then_citations_are_mapped_by_code(vault: Path) -> None:
+@pytest.mark.parametrize("protocol", ["openai-compatible", "ollama"])
+def test_answer_streams_then_citations_are_mapped_by_code(vault: Path, protocol: str) -> None:
     with ScriptedChatServer("Feed it rye flour daily [S1]. It sleeps in the fridge [S9][S2, S12].") as server:
-        app = open_indexed(vault, llm_settings(server))
+        settings = llm_settings(server)
+        if protocol == "ollama":
+            settings.update({"llm.provider": "ollama", "llm.endpoint": server.url})
+        app = open_indexed(vault, settings)
         pieces: list[str] = []
         got = services.ask(app, QUESTION, on_text=pieces.append)
     assert len(pieces) > 3 and "".join(pieces) == got.answer
@@ -81,6 +85,7 @@ def test_answer_streams_then_citations_are_mapped_by_code(vault: Path) -> None:
     assert got.sources[0].path == "Bread/Starter.md"
     assert got.invalid_citations == ("S9", "S12") and got.cited == ("S1", "S2")
     assert got.usage is not None and got.usage.total_tokens == 57
+    assert server.requests[-1].path == ("/api/chat" if protocol == "ollama" else "/v1/chat/completions")
 
 
 def test_json_output_has_the_documented_shape_and_never_turns_an_invented_id_into_a_path(vault: Path) -> None:

@@ -25,7 +25,13 @@ from vaultlens.errors import (
     ProviderUnreachable,
 )
 from vaultlens.llm.base import Message, llm_destination
-from vaultlens.llm.http_chat import ChatHTTPProvider, GroqChat, OllamaChat, OpenAICompatibleChat
+from vaultlens.llm.http_chat import (
+    ChatHTTPProvider,
+    GroqChat,
+    OllamaChat,
+    OpenAICompatibleChat,
+    OpenRouterChat,
+)
 from vaultlens.llm.registry import llm_names, make_llm
 from vaultlens.llm.structured import schema_problems, structured
 
@@ -53,6 +59,16 @@ def test_the_answer_streams_piece_by_piece_and_usage_is_read(kind: str) -> None:
     assert done.usage is not None and (done.usage.prompt_tokens, done.usage.completion_tokens) == (50, 7)
     body = server.chats()[0]
     assert body["stream"] is True and body["messages"][1] == {"role": "user", "content": "Say hello"}
+
+
+def test_openrouter_asks_for_usage_and_the_cost_is_reported() -> None:
+    usage = {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940, "cost": 0.00021}
+    with ScriptedChatServer("ok", [ChatStep(usage=usage)]) as server:
+        chat = OpenRouterChat("openai/gpt-4o-mini", server.url + "/api/v1", KEY)
+        done = chat.chat(HELLO)
+        body = server.chats()[0]
+    assert body["usage"] == {"include": True} and body["stream_options"] == {"include_usage": True}
+    assert done.usage is not None and done.usage.as_dict() == usage
 
 
 def test_429_with_retry_after_then_success() -> None:
