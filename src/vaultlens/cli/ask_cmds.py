@@ -62,6 +62,7 @@ class StreamView:
             self.live.update(Markdown(text))
             self.live.stop()
             self.live = None
+            render.out.print()
         elif self.enabled:
             render.out.print(Markdown(text))
         self.parts = []

@@ -60,6 +60,7 @@ Cite only ids listed in the sources. Never invent a source, a file name, a path 
 4. Answer concisely, in Markdown, in the language of the question."""
 
 _CITATION = re.compile(r"\[\s*(S\d+(?:\s*[,;]\s*S\d+)*)\s*\]")
+_HEADING_LINE = re.compile(r"^#{1,6}\s")  # the heading path already names the passage
 _SOURCE_TAG = re.compile(r"<(/?)(sources?)\b", re.IGNORECASE)
 
 
@@ -74,6 +75,7 @@ class Source:
     end_line: int
     chunk_id: str
     text: str
+    frontmatter: bool = False  # the note's YAML block: sent as data, not quoted as a passage
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -144,7 +146,7 @@ def gather(app: App, question: str) -> AskContext:
     stale: list[str] = []
     chosen = select(current_chunks(app, hits, stored, chunker, stale))
     sources = tuple(
-        Source(f"S{n}", c.path, c.heading_path, c.start_line + 1, c.end_line, c.id, c.text)
+        Source(f"S{n}", c.path, c.heading_path, c.start_line + 1, c.end_line, c.id, c.text, c.frontmatter)
         for n, c in enumerate(chosen, 1)
     )
     messages = build_messages(question, sources) if sources else ()
@@ -247,8 +249,9 @@ def extractive(context: AskContext) -> AskAnswer:
     if context.not_found:
         return AskAnswer(context.question, NOT_IN_VAULT, (), extractive=True)
     parts = []
-    for src in context.sources[:EXTRACT_SOURCES]:
-        flat = " ".join(src.text.split())
+    for src in [s for s in context.sources if not s.frontmatter][:EXTRACT_SOURCES]:
+        body = "\n".join(line for line in src.text.splitlines() if not _HEADING_LINE.match(line))
+        flat = " ".join(body.split())
         if len(flat) > EXTRACT_CHARS:
             flat = flat[: EXTRACT_CHARS - 1].rstrip() + "…"
         where = " › ".join(src.heading_path) or src.path
