@@ -99,6 +99,11 @@ class App:
         with self.home.writer_lock():
             yield
 
+    def chunker(self) -> MarkdownChunker:
+        """The chunker the index uses (the same settings give the same chunk ids and hashes)."""
+        s = self.settings.index
+        return MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
+
     def provider(self) -> EmbeddingProvider:
         with self._provider_lock:
             if self._provider is None:
@@ -264,13 +269,8 @@ def status(app: App) -> IndexStatus:
                 ],
                 last_run=_last_run(app, store),
                 rule_problems=base.rule_problems,
-                rechunk_pending=store.get_meta("chunker") not in (None, _chunker(app).signature),
+                rechunk_pending=store.get_meta("chunker") not in (None, app.chunker().signature),
             )
-
-
-def _chunker(app: App) -> MarkdownChunker:
-    s = app.settings.index
-    return MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
 
 
 def _last_run(app: App, store: Store) -> RunRecord | None:
@@ -315,9 +315,10 @@ def doctor(app: App) -> DoctorReport:
 # ---- ask and chat (issue 11): thin verbs; the pipeline is services/ask.py ------------------------
 
 
-def require_llm_consent(app: App, llm: LLMProvider, consent: bool) -> None:
+def require_llm_consent(app: App, llm: LLMProvider, consent: bool, what: str | None = None) -> None:
     """Refuse (ConsentRequired) before note text goes to a remote LLM nobody agreed to (same
-    mechanism and file as the embedding grants; the destination names the LLM)."""
+    mechanism and file as the embedding grants; the destination names the LLM). ``what`` says what
+    this call sends (default: what Ask sends)."""
     destination = llm_destination(llm)
     if destination is None:
         return
@@ -329,7 +330,7 @@ def require_llm_consent(app: App, llm: LLMProvider, consent: bool) -> None:
             hint="Fix .obsidian/app.json (Settings → Files and links → Excluded files), so notes you "
             "excluded are not sent.",
         )
-    what = (
+    what = what or (
         f"your questions and, per answer, up to {asking.CONTEXT_CHARS:,} characters of matching note text "
         f"(at most {asking.SOURCE_NOTES} notes; in chat also earlier questions and answers)"
     )
