@@ -8,6 +8,7 @@ what the provider must return without hard-coding numbers.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import struct
@@ -60,9 +61,9 @@ class Received:
 
 
 class ScriptedEmbeddingServer:
-    def __init__(self, dims: int = 8, script: list[Step] | None = None) -> None:
+    def __init__(self, dims: int = 8, script: list[Any] | None = None) -> None:
         self.dims = dims
-        self.script: list[Step] = list(script or [])
+        self.script: list[Any] = list(script or [])
         self.requests: list[Received] = []
         self.connections = 0  # TCP connections accepted, whether or not a request followed
         self._lock = threading.Lock()
@@ -85,20 +86,11 @@ class ScriptedEmbeddingServer:
                             self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.monotonic()
                         )
                     )
-                    step = server.script.pop(0) if server.script else Step()
+                    step = server.script.pop(0) if server.script else server.default_step()
                 if step.delay:
                     time.sleep(step.delay)
-                payload = step.raw if step.raw is not None else server._answer(self.path, body, step)
-                try:
-                    self.send_response(step.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for k, v in step.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
-                    pass
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                    server._respond(self, body, step)
 
         class CountingServer(ThreadingHTTPServer):
             def verify_request(self, request: Any, client_address: Any) -> bool:
@@ -109,6 +101,20 @@ class ScriptedEmbeddingServer:
         self.httpd = CountingServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+
+    def default_step(self) -> Any:
+        return Step()
+
+    def _respond(self, handler: BaseHTTPRequestHandler, body: Any, step: Any) -> None:
+        """Send one whole JSON answer (a subclass may stream instead)."""
+        payload = step.raw if step.raw is not None else self._answer(handler.path, body, step)
+        handler.send_response(step.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        for k, v in step.headers.items():
+            handler.send_header(k, v)
+        handler.end_headers()
+        handler.wfile.write(payload)
 
     @property
     def url(self) -> str:

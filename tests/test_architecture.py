@@ -16,6 +16,7 @@ ORDER = [
     "vault",
     "chunking",
     "embedding",
+    "llm",
     "index",
     "safewrite",
     "services",

@@ -20,17 +20,20 @@ from vaultlens.index.rebuild import RebuildResult
 from vaultlens.index.runs import RunRecord, RunStats
 from vaultlens.services.app import (
     App,
+    ask,
     clear,
     dismiss,
     doctor,
     duplicates,
     index,
+    providers,
     rebuild,
     rebuild_in_background,
     search,
     similar,
     status,
 )
+from vaultlens.services.ask import AskAnswer, Source
 from vaultlens.services.discover import DuplicatePair, DuplicateReport, ExactGroup, SimilarNote, SimilarResult
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
 from vaultlens.services.search import NoteHit
@@ -39,6 +42,7 @@ from vaultlens.services.watch import watch
 
 __all__ = [
     "App",
+    "AskAnswer",
     "ConsentRequired",
     "DoctorReport",
     "DuplicatePair",
@@ -53,13 +57,16 @@ __all__ = [
     "Section",
     "SimilarNote",
     "SimilarResult",
+    "Source",
     "SpaceChange",
     "VaultlensError",
+    "ask",
     "clear",
     "dismiss",
     "doctor",
     "duplicates",
     "index",
+    "providers",
     "rebuild",
     "rebuild_in_background",
     "search",

@@ -12,7 +12,12 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    └── NoteNotFound          note_not_found          2   404  no indexed note by that name
      ├── EmptyQuery                 empty_query             2   400  a search with nothing to search for
      ├── ProviderError              provider                3   502  embedding provider failed (HTTP error, garbage)
-     │    └── ProviderTimeout       provider_timeout        3   504
+     │    ├── ProviderTimeout       provider_timeout        3   504
+     │    ├── ProviderUnreachable   provider_unreachable    3   502  no server answers at the endpoint
+     │    ├── ProviderAuthError     provider_auth           3   502  the server refused the API key (401/403)
+     │    ├── ModelNotFound         model_not_found         3   502  the server has no model by that name
+     │    ├── MalformedStream       malformed_stream        3   502  a streamed answer broke the protocol or stopped early
+     │    └── InvalidModelOutput    invalid_model_output    3   502  structured output that does not validate, twice
      ├── StoreError                 store                   4   500  index unreadable, from a newer version, other sqlite errors
      │    ├── IndexNotFound         index_not_found         4   404  no index for this vault yet
      │    ├── IndexEmpty            index_empty             4   409  the index holds no notes (cleared or empty vault)
@@ -138,6 +143,28 @@ class ProviderError(VaultlensError):
 class ProviderTimeout(ProviderError):
     code = "provider_timeout"
     http_status = 504
+
+
+class ProviderUnreachable(ProviderError):
+    code = "provider_unreachable"
+
+
+class ProviderAuthError(ProviderError):
+    """The server refused the credentials; the message names the variable to fix, never the key."""
+
+    code = "provider_auth"
+
+
+class ModelNotFound(ProviderError):
+    code = "model_not_found"
+
+
+class MalformedStream(ProviderError):
+    code = "malformed_stream"
+
+
+class InvalidModelOutput(ProviderError):
+    code = "invalid_model_output"
 
 
 class StoreError(VaultlensError):

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from vaultlens.errors import VaultError
+
 
 def sha256_hex(data: bytes | str) -> str:
     """Hex SHA-256 of bytes, or of a string's UTF-8 encoding."""
@@ -69,3 +71,22 @@ def atomic_write(target: Path, data: bytes | str, mode: int | None = None, durab
     """Replace ``target`` with ``data`` (a string is written as UTF-8); see :func:`atomic_file`."""
     with atomic_file(target, mode, durable) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def outside_vault(target: Path, vault: Path) -> Path:
+    """``target`` resolved, or :class:`VaultError` when it lies inside the vault: a file there is a
+    change to the vault and goes through safewrite."""
+    resolved = target.expanduser().resolve()
+    if resolved.is_relative_to(vault.resolve()):
+        raise VaultError(
+            f"Refusing to write {target} inside the vault.",
+            hint="Choose a path outside the vault; vaultlens changes the vault only through a confirmed diff.",
+        )
+    return resolved
+
+
+def write_outside_vault(target: Path, data: bytes | str, vault: Path) -> Path:
+    """Write a file the user asked for (a report, a map) atomically, never inside the vault."""
+    resolved = outside_vault(target, vault)
+    atomic_write(resolved, data)
+    return resolved

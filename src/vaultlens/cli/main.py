@@ -15,8 +15,10 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
+from vaultlens.cli.ask_cmds import ask, chat, providers
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
+from vaultlens.cli.review_cmds import review
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.cli.write_cmds import apply, history, undo
 from vaultlens.config import paths
@@ -39,6 +41,10 @@ cli.add_typer(config_cli, name="config")
 cli.command()(similar)
 cli.command()(watch)
 cli.add_typer(duplicates_cli, name="duplicates")
+# ask your vault (issue 11)
+cli.command()(ask)
+cli.command()(chat)
+cli.command()(providers)
 
 
 def _show_stats(stats: RunStats, json_: bool, vault: Path) -> None:
@@ -252,7 +258,7 @@ def eval_queries(
     _print_scores(scores, json_)
 
 
-for _write_command in (apply, undo, history):  # after the index and search commands in --help
+for _write_command in (review, apply, undo, history):  # after the index and search commands in --help
     cli.command()(_write_command)
 
 

@@ -66,14 +66,15 @@ def grant(destination: str) -> None:
         atomic_write(path, json.dumps([*items, destination], indent=2) + "\n", mode=0o600)
 
 
-def require_consent(destination: str, what: str, granted_now: bool = False) -> None:
+def require_consent(destination: str, what: str, granted_now: bool = False, hint: str | None = None) -> None:
     """Return when note text may go to ``destination``; raise ``ConsentRequired`` otherwise.
 
     ``what`` says what would be sent (shown to the user). ``granted_now=True`` means the
     caller has just asked the user and got a yes: it is remembered and the call returns.
+    ``hint`` replaces the default advice of the error (an LLM names other ways out).
     """
     if granted_now:
         grant(destination)
         return
     if not granted(destination):
-        raise ConsentRequired(destination, what)
+        raise ConsentRequired(destination, what, hint=hint)

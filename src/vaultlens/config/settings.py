@@ -170,6 +170,53 @@ class EmbeddingSettings:
         return self.model or DEFAULT_MODELS.get(self.provider, "")
 
 
+# ---- llm: the chat model behind ask and chat (issue 11) --------------------------------------------
+#: ``llm.model`` when the user names none, per built-in LLM provider (the consent question names it).
+DEFAULT_LLM_MODELS: dict[str, str] = {
+    "ollama": "llama3.2",  # Ollama's common small instruct model; `ollama pull llama3.2`
+    "openai": "gpt-4o-mini",
+    "openrouter": "openai/gpt-4o-mini",
+    "groq": "llama-3.3-70b-versatile",
+}
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The chat model, chosen apart from the embedding provider (local embeddings + remote LLM is fine).
+
+    ``provider`` names an entry of :mod:`vaultlens.llm.registry` (built in: ollama, openai,
+    openrouter, groq, openai-compatible). ``api_key_env`` empty means the provider's own variable
+    (OPENAI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY); the key itself is never a setting.
+    """
+
+    provider: str = setting(
+        "ollama",
+        check=lambda v: bool(PROVIDER_NAME.fullmatch(v)),
+        shape="a provider name such as ollama, openai, openrouter, groq or openai-compatible",
+    )
+    model: str = setting(
+        "", check=lambda v: not CONTROL.search(v), shape="a model name without control characters"
+    )  # "" = the provider's default model
+    endpoint: str = setting(
+        "", check=_is_endpoint, shape="empty (the provider's default) or an http:// or https:// URL"
+    )
+    api_key_env: str = setting(
+        "",
+        check=lambda v: v == "" or bool(ENV_NAME.fullmatch(v)),
+        shape="empty (the provider's own variable) or the name of an environment variable",
+    )
+    connect_timeout_s: float = setting(10.0, gt=0)  # to open the connection
+    read_timeout_s: float = setting(120.0, gt=0)  # the longest silence before or inside a stream
+    max_retries: int = setting(3, ge=0, le=10)  # on 429, 5xx, timeouts before the first token
+    max_tokens: int = setting(1024, ge=16)  # the longest answer asked for
+    temperature: float = setting(0.0, ge=0, le=2)
+    history_turns: int = setting(4, ge=0, le=50)  # chat: earlier questions and answers kept
+
+    @property
+    def model_name(self) -> str:
+        return self.model or DEFAULT_LLM_MODELS.get(self.provider, "")
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     chunk_target: int = setting(1200, ge=200)
@@ -209,6 +256,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     discover: DiscoverSettings = field(default_factory=DiscoverSettings)
     watch: WatchSettings = field(default_factory=WatchSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
 
 
 GROUPS: dict[str, type[Any]] = {
@@ -217,6 +265,7 @@ GROUPS: dict[str, type[Any]] = {
     "search": SearchSettings,
     "discover": DiscoverSettings,
     "watch": WatchSettings,
+    "llm": LLMSettings,
 }
 
 
@@ -384,6 +433,6 @@ def as_rows(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:
         obj = getattr(loaded.settings, group)
         for f in fields(obj):
             key = f"{group}.{f.name}"
-            value = obj.model_name if key == "embedding.model" else getattr(obj, f.name)
+            value = obj.model_name if key in ("embedding.model", "llm.model") else getattr(obj, f.name)
             rows.append((key, value, loaded.origins[key]))
     return rows

@@ -19,7 +19,16 @@ from vaultlens.config.settings import EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
 from vaultlens.errors import ConfigError, ProviderError, ProviderTimeout
 
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S = 30.0
+
+
+def retry_pause(retry_after: str, attempt: int, backoff_s: float) -> float:
+    """Seconds to wait before retry ``attempt + 1``: the server's ``Retry-After`` seconds when it
+    gave some (capped), else exponential backoff. The LLM providers share this rule."""
+    if retry_after.replace(".", "", 1).isdigit():
+        return min(float(retry_after), MAX_RETRY_AFTER_S)
+    return float(backoff_s * 2**attempt)
 
 
 def is_loopback(endpoint: str) -> bool:
@@ -101,12 +110,10 @@ class _HTTPProvider:
                         return resp.json()
                     except ValueError:
                         raise ProviderError(f"{where} answered with something that is not JSON.") from None
-                if resp.status_code not in _RETRY_STATUS or last:
+                if resp.status_code not in RETRY_STATUS or last:
                     raise ProviderError(f"{where} answered HTTP {resp.status_code}: {resp.text[:300]}")
-                retry_after = resp.headers.get("retry-after", "")
-                if retry_after.replace(".", "", 1).isdigit():
-                    time.sleep(min(float(retry_after), 30.0))
-                    continue
+                time.sleep(retry_pause(resp.headers.get("retry-after", ""), attempt, self.backoff_s))
+                continue
             time.sleep(self.backoff_s * (2**attempt))
         raise AssertionError("unreachable")
 

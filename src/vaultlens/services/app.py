@@ -32,7 +32,12 @@ from vaultlens.index.lifecycle import IndexHome, LiveStore
 from vaultlens.index.rebuild import RebuildResult, rebuild_background
 from vaultlens.index.runs import RunRecord, RunStats
 from vaultlens.index.store import Store, StoreBackend, space_matches
+from vaultlens.llm.base import LLMProvider, OnText, llm_destination
+from vaultlens.llm.registry import make_llm
+from vaultlens.services import ask as asking
 from vaultlens.services import discover
+from vaultlens.services.ask import AskAnswer
+from vaultlens.services.providers import ProviderInfo, describe_providers
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
 from vaultlens.services.search import NoteHit, rank_notes
 from vaultlens.vault.scan import VaultRules, check_vault, paths_sharing_a_file
@@ -93,6 +98,11 @@ class App:
         paths.ensure_home()
         with self.home.writer_lock():
             yield
+
+    def chunker(self) -> MarkdownChunker:
+        """The chunker the index uses (the same settings give the same chunk ids and hashes)."""
+        s = self.settings.index
+        return MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
 
     def provider(self) -> EmbeddingProvider:
         with self._provider_lock:
@@ -259,13 +269,8 @@ def status(app: App) -> IndexStatus:
                 ],
                 last_run=_last_run(app, store),
                 rule_problems=base.rule_problems,
-                rechunk_pending=store.get_meta("chunker") not in (None, _chunker(app).signature),
+                rechunk_pending=store.get_meta("chunker") not in (None, app.chunker().signature),
             )
-
-
-def _chunker(app: App) -> MarkdownChunker:
-    s = app.settings.index
-    return MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
 
 
 def _last_run(app: App, store: Store) -> RunRecord | None:
@@ -305,3 +310,67 @@ def doctor(app: App) -> DoctorReport:
         for real, rels in paths_sharing_a_file(app.vault, indexed).items():
             problems.append(f"{real} is indexed under {len(rels)} paths: {', '.join(rels)}")
         return DoctorReport(problems, _rule_problems(app), unused)
+
+
+# ---- ask and chat (issue 11): thin verbs; the pipeline is services/ask.py ------------------------
+
+
+def require_llm_consent(app: App, llm: LLMProvider, consent: bool, what: str | None = None) -> None:
+    """Refuse (ConsentRequired) before note text goes to a remote LLM nobody agreed to (same
+    mechanism and file as the embedding grants; the destination names the LLM). ``what`` says what
+    this call sends (default: what Ask sends)."""
+    destination = llm_destination(llm)
+    if destination is None:
+        return
+    problems = _rule_problems(app)
+    if problems:
+        raise VaultlensError(
+            "Not sending note text to a remote LLM while the vault's ignore rules are broken: "
+            + "; ".join(problems),
+            hint="Fix .obsidian/app.json (Settings → Files and links → Excluded files), so notes you "
+            "excluded are not sent.",
+        )
+    what = what or (
+        f"your questions and, per answer, up to {asking.CONTEXT_CHARS:,} characters of matching note text "
+        f"(at most {asking.SOURCE_NOTES} notes; in chat also earlier questions and answers)"
+    )
+    require_consent(
+        destination,
+        what,
+        granted_now=consent,
+        hint="Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), "
+        "use a local model (--set llm.provider=ollama), or answer without a model: --extractive.",
+    )
+
+
+def llm(app: App) -> LLMProvider:
+    """The configured chat model (a new HTTP client: close it when done)."""
+    return make_llm(app.settings.llm)
+
+
+def ask(
+    app: App,
+    question: str,
+    on_text: OnText | None = None,
+    consent: bool = False,
+    extractive: bool = False,
+    provider: LLMProvider | None = None,
+) -> AskAnswer:
+    """Answer ``question`` from the vault only, citing sources (``extractive``: passages, no model)."""
+    with translated_errors(path=app.index_dir):
+        if extractive:
+            return asking.extractive(asking.gather(app, question))
+        model = provider or llm(app)
+        try:
+            require_llm_consent(app, model, consent)
+            context = asking.gather(app, question)  # the index is released before the model is called
+            return asking.answer(context, model, on_text)
+        finally:
+            if provider is None:
+                model.close()
+
+
+def providers(app: App) -> list[ProviderInfo]:
+    """What is configured for embeddings and for the LLM, and which data each one receives."""
+    with translated_errors(path=app.index_dir):
+        return describe_providers(app)

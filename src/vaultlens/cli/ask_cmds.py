@@ -1,0 +1,185 @@
+"""``vaultlens ask``, ``vaultlens chat`` and ``vaultlens providers``: parse, call the service, render.
+
+The answer streams to the terminal as plain text and is redrawn as Markdown when the stream
+ends; the Sources under it come from the service's source map, never from the model's text.
+Ctrl-C while the model streams stops the request (the connection is closed) and exits 130;
+nothing of the question or the answer is written anywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.text import Text
+
+from vaultlens.cli import render
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app, with_consent
+from vaultlens.errors import Cancelled
+from vaultlens.services import app as services
+from vaultlens.services.ask import AskAnswer
+from vaultlens.services.chat import ChatSession
+
+LLMYesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes", "-y", help="Agree to send the question and matching note text to the configured LLM."
+    ),
+]
+ExtractiveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--extractive", help="Answer with the best passages and their sources; no LLM, works offline."
+    ),
+]
+
+
+class StreamView:
+    """Shows text as it streams (when printing for a person), then the final Markdown."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.parts: list[str] = []
+        self.live: Live | None = None
+
+    def write(self, piece: str) -> None:
+        self.parts.append(piece)
+        if not self.enabled:
+            return
+        if self.live is None:
+            self.live = Live(console=render.out, refresh_per_second=12, vertical_overflow="visible")
+            self.live.start()
+        self.live.update(Text("".join(self.parts)))
+
+    def finish(self, text: str) -> None:
+        if self.live is not None:
+            self.live.update(Markdown(text))
+            self.live.stop()
+            self.live = None
+            render.out.print()
+        elif self.enabled:
+            render.out.print(Markdown(text))
+        self.parts = []
+
+    def abandon(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def print_sources(got: AskAnswer) -> None:
+    if got.invalid_citations:
+        ids = ", ".join(got.invalid_citations)
+        render.out.print(
+            f"[yellow]The answer cites {escape(ids)}, which {'is' if len(got.invalid_citations) == 1 else 'are'}"
+            " not among the sources below: disregard those references.[/yellow]"
+        )
+    if not got.sources:
+        render.out.print("[dim]No note matches this question well enough to answer it from your vault.[/dim]")
+        return
+    render.out.print("\n[bold]Sources[/bold]")
+    for src in got.sources:
+        mark = "[green]●[/green]" if src.id in got.cited else "[dim]○[/dim]"
+        where = " › ".join(src.heading_path)
+        render.out.print(
+            f" {mark} [bold]{src.id}[/bold] [cyan]{escape(src.path)}[/cyan]:{src.start_line}-{src.end_line}"
+            + (f"  [dim]{escape(where)}[/dim]" if where else "")
+        )
+    if got.usage is not None and got.usage.as_dict():
+        u = got.usage
+        bits = [f"{u.prompt_tokens} tokens in" if u.prompt_tokens is not None else ""]
+        bits.append(f"{u.completion_tokens} out" if u.completion_tokens is not None else "")
+        bits.append(f"cost {u.cost:g}" if u.cost is not None else "")
+        render.out.print(f"[dim]{escape(' · '.join(b for b in bits if b))}[/dim]")
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question; answered only from your notes.")],
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    yes: LLMYesOpt = False,
+    extractive: ExtractiveOpt = False,
+) -> None:
+    """Answer a question from your vault only, citing the notes it comes from ([S1], [S2], ...)."""
+    app = open_app(vault, set_)
+    view = StreamView(enabled=not json_)
+    try:
+        got = with_consent(yes, lambda consent: services.ask(app, question, view.write, consent, extractive))
+    except KeyboardInterrupt:
+        view.abandon()
+        raise Cancelled("Stopped while the answer was streaming; nothing was saved.") from None
+    if json_:
+        render.print_json(got.as_dict())
+        return
+    view.finish(got.answer)
+    print_sources(got)
+
+
+def chat(
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    yes: LLMYesOpt = False,
+    extractive: ExtractiveOpt = False,
+) -> None:
+    """Ask follow-up questions (one per line; an empty line or Ctrl-D ends). Each follow-up is
+    rewritten into a standalone question before the vault is searched; history is bounded."""
+    app = open_app(vault, set_)
+    session = ChatSession(app, None if extractive else services.llm(app))
+    interactive = sys.stdin.isatty()
+    try:
+        while True:
+            if interactive:
+                render.err.print("[bold]you>[/bold] ", end="")
+            line = sys.stdin.readline()
+            if not line.strip():
+                return
+            view = StreamView(enabled=not json_)
+            question = line.strip()
+            alone, got = with_consent(yes, functools.partial(session.ask, question, view.write))
+            if json_:
+                sys.stdout.write(
+                    json.dumps({"standalone_question": alone, **got.as_dict()}, ensure_ascii=False) + "\n"
+                )
+                sys.stdout.flush()
+                continue
+            if alone != question:
+                render.err.print(f"[dim]searching for: {escape(alone)}[/dim]")
+            view.finish(got.answer)
+            print_sources(got)
+    except KeyboardInterrupt:
+        raise Cancelled("Chat stopped; nothing of it was saved.") from None
+    finally:
+        session.close()
+
+
+def providers(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
+    """Which embedding and LLM providers are configured, where they run and which data each receives."""
+    app = open_app(vault, set_)
+    rows = services.providers(app)
+    if json_:
+        render.print_json([r.as_dict() for r in rows])
+        return
+    for r in rows:
+        place = (
+            f"{r.endpoint} (remote)"
+            if r.remote
+            else (f"{r.endpoint} (this machine)" if r.endpoint else "in-process")
+        )
+        render.out.print(
+            f"[bold]{r.role:<9}[/bold] {escape(r.provider)} · {escape(r.model)} · {escape(place)}"
+        )
+        if r.error:
+            render.out.print(f"          [red]cannot be used:[/red] {escape(r.error)}")
+            continue
+        render.out.print(f"          receives: {escape(r.receives)}")
+        render.out.print(f"          consent: {escape(r.consent)}")
+        if r.api_key:
+            render.out.print(f"          API key: {escape(r.api_key)}")

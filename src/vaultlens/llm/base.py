@@ -1,0 +1,77 @@
+"""The chat-model interface: messages in, a streamed answer out, with usage when the API says it.
+
+A provider only speaks its wire protocol; retries, timeouts and error translation live in
+:mod:`vaultlens.llm.http_chat`, structured output (JSON schema, or a validated fallback) in
+:mod:`vaultlens.llm.structured`. Streaming is a callback rather than an iterator so that a
+provider closes its connection in one place whatever happens (end, error or Ctrl-C).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant"]
+OnText = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts and cost exactly as the API reported them (None where it said nothing)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    cost: float | None = None  # in the API's currency (OpenRouter: USD credits)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    usage: Usage | None
+    model: str  # the model the server says answered (may differ from the one asked for)
+    finish_reason: str | None = None
+
+
+class LLMProvider(Protocol):
+    name: str  # the registry name (ollama, openai, ...)
+    model: str
+    endpoint: str
+    remote: bool  # True when messages leave this machine
+    supports_json_schema: bool  # the API constrains output to a JSON schema
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: OnText | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """Stream an answer to ``messages``; ``on_text`` gets each piece as it arrives."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def llm_destination(provider: LLMProvider) -> str | None:
+    """Where ``provider`` sends messages, in words a user can judge; None when they stay here.
+
+    Consent is granted for this string, so it names the provider, the model and the endpoint;
+    the ``LLM`` prefix keeps it apart from an embedding grant for the same endpoint.
+    """
+    if not provider.remote:
+        return None
+    return f"LLM {provider.name} model {provider.model} at {provider.endpoint}"

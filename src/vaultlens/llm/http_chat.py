@@ -1,0 +1,418 @@
+"""HTTP chat providers: any OpenAI-compatible ``/chat/completions`` (SSE) and Ollama ``/api/chat`` (NDJSON).
+
+Both share one request loop: a connect timeout and a read timeout (the longest silence, also
+between two pieces of a stream), retries with backoff on 429, 5xx, timeouts and dropped
+connections *until the first piece of text has been passed on* (after that a retry would
+repeat text the user already saw), ``Retry-After`` honoured by the same rule as the embedding
+providers (:func:`~vaultlens.embedding.http.retry_pause`). httpx errors and HTTP statuses become
+specific :class:`~vaultlens.errors.ProviderError` subclasses; any server text quoted in them goes
+through :func:`~vaultlens.config.keys.redact` first. Ctrl-C raises ``KeyboardInterrupt`` out of
+the ``with`` block, which closes the connection: nothing is left open.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import ssl
+import time
+from collections.abc import Sequence
+from typing import Any, Self
+
+import certifi
+import httpx
+
+from vaultlens.config.keys import KeySource, find_key, redact
+from vaultlens.config.settings import LLMSettings
+from vaultlens.embedding.http import RETRY_STATUS, is_loopback, retry_pause
+from vaultlens.errors import (
+    ConfigError,
+    MalformedStream,
+    ModelNotFound,
+    ProviderAuthError,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnreachable,
+)
+from vaultlens.llm.base import Completion, Message, OnText, Usage
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context per process: loading the CA bundle took 80 ms per client under load, a
+    third of the time-to-first-token budget, so chat and follow-ups share it."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+class _Stream:
+    """What one streamed answer collected so far."""
+
+    def __init__(self, on_text: OnText | None) -> None:
+        self.on_text = on_text
+        self.parts: list[str] = []
+        self.usage: Usage | None = None
+        self.model = ""
+        self.finish: str | None = None
+        self.done = False
+
+    @property
+    def started(self) -> bool:
+        return bool(self.parts)
+
+    def text(self, piece: Any) -> None:
+        if isinstance(piece, str) and piece:
+            self.parts.append(piece)
+            if self.on_text is not None:
+                self.on_text(piece)
+
+
+class ChatHTTPProvider:
+    """The shared loop; subclasses say the URL, the payload and how to read one stream line."""
+
+    name = "http"
+    default_endpoint = ""
+    default_key_env = ""
+    needs_key = False  # a remote endpoint without a key is refused before any request
+    supports_json_schema = True
+
+    def __init__(
+        self,
+        model: str,
+        endpoint: str = "",
+        api_key: str | None = None,
+        *,
+        key_source: KeySource | None = None,
+        connect_timeout_s: float = LLMSettings.connect_timeout_s,
+        read_timeout_s: float = LLMSettings.read_timeout_s,
+        max_retries: int = LLMSettings.max_retries,
+        max_tokens: int = LLMSettings.max_tokens,
+        temperature: float = LLMSettings.temperature,
+        backoff_s: float = 0.5,
+    ) -> None:
+        self.model = model
+        self.endpoint = (endpoint or self.default_endpoint).rstrip("/")
+        self.remote = not is_loopback(self.endpoint)
+        self.key_source = key_source or KeySource(self.default_key_env, None)
+        self.max_retries = max_retries
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.backoff_s = backoff_s
+        self._key = api_key
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
+        self._client = httpx.Client(timeout=timeout, headers=headers, verify=_tls())
+
+    @classmethod
+    def from_settings(cls, s: LLMSettings) -> Self:
+        model = s.model_name
+        if not model:
+            raise ConfigError(
+                f"llm.provider is {s.provider} but llm.model is not set.",
+                hint="Name the model that should answer: --set llm.model=NAME.",
+            )
+        endpoint = (s.endpoint or cls.default_endpoint).rstrip("/")
+        if not endpoint:
+            raise ConfigError(
+                f"llm.provider is {s.provider} but llm.endpoint is not set.",
+                hint="Point it at the server's OpenAI-compatible base URL, e.g. "
+                "--set llm.endpoint=http://127.0.0.1:8080/v1",
+            )
+        env_var = s.api_key_env or cls.default_key_env
+        key, source = find_key(s.provider, env_var)
+        if cls.needs_key and key is None and not is_loopback(endpoint):
+            raise ConfigError(
+                f"llm.provider is {s.provider} at {endpoint} but no API key is set.",
+                hint=f"Set the environment variable {env_var or '(llm.api_key_env)'} or put the key in "
+                "$VAULTLENS_HOME/keys.json (mode 600) under the provider's name.",
+            )
+        return cls(
+            model,
+            endpoint,
+            key,
+            key_source=source,
+            connect_timeout_s=s.connect_timeout_s,
+            read_timeout_s=s.read_timeout_s,
+            max_retries=s.max_retries,
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
+        )
+
+    # ---- the protocol's parts ------------------------------------------------------------------
+
+    def _request(self, messages: Sequence[Message], json_schema: dict[str, Any] | None) -> tuple[str, Any]:
+        raise NotImplementedError
+
+    def _read_line(self, line: str, stream: _Stream) -> None:
+        raise NotImplementedError
+
+    def _read_whole(self, body: Any, stream: _Stream) -> None:
+        """A server that answered with one JSON document although a stream was asked for."""
+        raise NotImplementedError
+
+    # ---- the shared loop -----------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        return f"{self.name} at {self.endpoint}"
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: OnText | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        url, payload = self._request(messages, json_schema)
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            stream = _Stream(on_text)
+            try:
+                with self._client.stream("POST", url, json=payload) as resp:
+                    if resp.status_code >= 400:
+                        resp.read()
+                        if resp.status_code not in RETRY_STATUS or last:
+                            raise self._status_error(resp)
+                        time.sleep(retry_pause(resp.headers.get("retry-after", ""), attempt, self.backoff_s))
+                        continue
+                    self._consume(resp, stream)
+                return self._finish(stream)
+            except httpx.ConnectError as exc:  # refused or no route: retrying would not help
+                raise ProviderUnreachable(
+                    f"Cannot reach {self.where}: {redact(str(exc), self._key) or 'connection refused'}.",
+                    hint=self._unreachable_hint(),
+                ) from None
+            except httpx.TimeoutException:
+                if stream.started or last:
+                    during = "stopped in the middle of its answer" if stream.started else "did not answer"
+                    raise ProviderTimeout(
+                        f"{self.where} {during} within llm.read_timeout_s ({attempt + 1} tries).",
+                        hint="A slow local model may need a larger --set llm.read_timeout_s=SECONDS.",
+                    ) from None
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                if stream.started or last:
+                    raise MalformedStream(
+                        f"{self.where} closed the connection before the answer was complete."
+                    ) from None
+            except httpx.HTTPError as exc:
+                raise ProviderError(f"{self.where} failed: {redact(str(exc), self._key)}") from None
+            time.sleep(self.backoff_s * (2**attempt))
+        raise AssertionError("unreachable")
+
+    def _consume(self, resp: httpx.Response, stream: _Stream) -> None:
+        if resp.headers.get("content-type", "").startswith("application/json"):
+            body = resp.read()
+            try:
+                data = json.loads(body)
+            except ValueError:
+                raise MalformedStream(f"{self.where} answered with something that is not JSON.") from None
+            self._read_whole(data, stream)
+            stream.done = True
+            return
+        for line in resp.iter_lines():
+            if line.strip():
+                self._read_line(line.strip(), stream)
+            if stream.done:
+                break
+
+    def _finish(self, stream: _Stream) -> Completion:
+        if not stream.done:
+            raise MalformedStream(
+                f"{self.where} ended its stream before the answer was complete "
+                f"({len(''.join(stream.parts))} characters received, no end marker)."
+            )
+        return Completion("".join(stream.parts), stream.usage, stream.model or self.model, stream.finish)
+
+    def _json(self, raw: str) -> Any:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            shown = redact(raw[:120], self._key)
+            raise MalformedStream(f"{self.where} sent a stream line that is not JSON: {shown!r}") from None
+
+    def _server_error(self, data: Any) -> ProviderError:
+        err = data.get("error") if isinstance(data, dict) else None
+        text = err.get("message") if isinstance(err, dict) else err
+        return ProviderError(f"{self.where} reported an error: {redact(str(text)[:300], self._key)}")
+
+    def _status_error(self, resp: httpx.Response) -> ProviderError:
+        status = resp.status_code
+        body = redact(resp.text[:300], self._key)
+        if status in (401, 403):
+            var = self.key_source.env_var
+            told = f" from {self.key_source.found_in}" if self.key_source.found_in else " (none was set)"
+            return ProviderAuthError(
+                f"{self.where} refused the API key{told} (HTTP {status}).",
+                hint=f"Check the key in {'$' + var if var else 'keys.json'}; the key is never printed.",
+            )
+        if status == 404:
+            if "model" in body.lower():
+                return ModelNotFound(
+                    f"{self.where} has no model {self.model!r} (HTTP 404: {body}).",
+                    hint=self._model_hint(),
+                )
+            return ProviderError(
+                f"{self.where} has no chat API at this address (HTTP 404).",
+                hint="Check llm.endpoint (an OpenAI-compatible base URL usually ends in /v1).",
+            )
+        return ProviderError(f"{self.where} answered HTTP {status}: {body}")
+
+    def _unreachable_hint(self) -> str:
+        return (
+            "Check that the server runs and llm.endpoint is right; `vaultlens ask --extractive` "
+            "answers with passages and needs no model."
+        )
+
+    def _model_hint(self) -> str:
+        return "Set llm.model to a model this server has (--set llm.model=NAME)."
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class OpenAICompatibleChat(ChatHTTPProvider):
+    """Any server speaking OpenAI's ``/chat/completions`` with ``stream: true`` (llama.cpp, vLLM, ...)."""
+
+    name = "openai-compatible"
+
+    def _request(self, messages: Sequence[Message], json_schema: dict[str, Any] | None) -> tuple[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.as_dict() for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+        if json_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": json_schema, "strict": True},
+            }
+        return f"{self.endpoint}/chat/completions", payload
+
+    def _read_line(self, line: str, stream: _Stream) -> None:
+        if not line.startswith("data:"):
+            if line.startswith((":", "event:", "id:", "retry:")):
+                return  # SSE comments and fields that carry no answer
+            raise MalformedStream(f"{self.where} sent a line that is not server-sent events: {line[:80]!r}")
+        raw = line[5:].strip()
+        if raw == "[DONE]":
+            stream.done = True
+            return
+        data = self._json(raw)
+        if not isinstance(data, dict):
+            raise MalformedStream(f"{self.where} sent a stream event that is not a JSON object.")
+        if "error" in data:
+            raise self._server_error(data)
+        self._read_chunk(data, stream, "delta")
+
+    def _read_whole(self, body: Any, stream: _Stream) -> None:
+        if not isinstance(body, dict) or "error" in body:
+            raise self._server_error(body)
+        self._read_chunk(body, stream, "message")
+
+    def _read_chunk(self, data: dict[str, Any], stream: _Stream, key: str) -> None:
+        stream.model = data.get("model") or stream.model
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            stream.usage = Usage(
+                _int(usage.get("prompt_tokens")),
+                _int(usage.get("completion_tokens")),
+                _int(usage.get("total_tokens")),
+                _float(usage.get("cost")),
+            )
+        choices = data.get("choices")
+        if not isinstance(choices, list):
+            if usage is None:
+                raise MalformedStream(f"{self.where} sent a stream event without 'choices'.")
+            return
+        for choice in choices:
+            part = choice.get(key) if isinstance(choice, dict) else None
+            if isinstance(part, dict):
+                stream.text(part.get("content"))
+            if isinstance(choice, dict) and choice.get("finish_reason"):
+                stream.finish = str(choice["finish_reason"])
+
+
+class OpenAIChat(OpenAICompatibleChat):
+    name = "openai"
+    default_endpoint = "https://api.openai.com/v1"
+    default_key_env = "OPENAI_API_KEY"
+    needs_key = True
+
+
+class OpenRouterChat(OpenAICompatibleChat):
+    name = "openrouter"
+    default_endpoint = "https://openrouter.ai/api/v1"
+    default_key_env = "OPENROUTER_API_KEY"
+    needs_key = True
+
+    def _request(self, messages: Sequence[Message], json_schema: dict[str, Any] | None) -> tuple[str, Any]:
+        url, payload = super()._request(messages, json_schema)
+        payload["usage"] = {"include": True}  # OpenRouter then reports the cost of the call
+        return url, payload
+
+
+class GroqChat(OpenAICompatibleChat):
+    name = "groq"
+    default_endpoint = "https://api.groq.com/openai/v1"
+    default_key_env = "GROQ_API_KEY"
+    needs_key = True
+    supports_json_schema = False  # only some Groq models take a schema: validate the JSON instead
+
+
+class OllamaChat(ChatHTTPProvider):
+    """Ollama's native ``/api/chat``: one JSON object per line, ``format`` for a JSON schema."""
+
+    name = "ollama"
+    default_endpoint = "http://127.0.0.1:11434"
+
+    def _request(self, messages: Sequence[Message], json_schema: dict[str, Any] | None) -> tuple[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.as_dict() for m in messages],
+            "stream": True,
+            "options": {"temperature": self.temperature, "num_predict": self.max_tokens},
+        }
+        if json_schema is not None:
+            payload["format"] = json_schema
+        return f"{self.endpoint}/api/chat", payload
+
+    def _read_line(self, line: str, stream: _Stream) -> None:
+        data = self._json(line)
+        if not isinstance(data, dict):
+            raise MalformedStream(f"{self.where} sent a stream line that is not a JSON object.")
+        self._read_whole(data, stream)
+
+    def _read_whole(self, body: Any, stream: _Stream) -> None:
+        if not isinstance(body, dict) or "error" in body:
+            raise self._server_error(body)
+        stream.model = body.get("model") or stream.model
+        message = body.get("message")
+        if isinstance(message, dict):
+            stream.text(message.get("content"))
+        elif not body.get("done"):
+            raise MalformedStream(f"{self.where} sent a stream line without 'message'.")
+        if body.get("done"):
+            stream.done = True
+            stream.finish = body.get("done_reason") or "stop"
+            prompt, completion = _int(body.get("prompt_eval_count")), _int(body.get("eval_count"))
+            total = prompt + completion if prompt is not None and completion is not None else None
+            stream.usage = Usage(prompt, completion, total)
+
+    def _unreachable_hint(self) -> str:
+        return (
+            "Start Ollama (`ollama serve`) or point llm.endpoint at it; `vaultlens ask --extractive` "
+            "answers with passages and needs no model."
+        )
+
+    def _model_hint(self) -> str:
+        return f"Pull it first (`ollama pull {self.model}`) or set llm.model to one `ollama list` shows."
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -1,0 +1,117 @@
+"""Structured output: a JSON object that validates against a schema, whatever the provider can do.
+
+Where the API constrains output to a schema (OpenAI ``response_format``, Ollama ``format``,
+llama.cpp's grammar) it is asked to; every answer is still parsed and validated here, because a
+server may ignore the request. Where it cannot, the schema goes into the prompt and the answer
+is validated the same way; one invalid answer earns one retry that quotes the problem, a second
+is an :class:`~vaultlens.errors.InvalidModelOutput`. The validator covers the JSON-schema subset
+vaultlens' own schemas use (type, properties, required, additionalProperties, items, enum,
+minLength, maxLength, minItems, maxItems); no third-party validator is needed for it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from vaultlens.errors import InvalidModelOutput
+from vaultlens.llm.base import LLMProvider, Message, Usage
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+
+
+def schema_problems(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
+    """Every way ``value`` breaks ``schema`` (empty when it validates), as ``$.path: problem``."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        ok = isinstance(value, _TYPES.get(kind, (object,)))
+        if kind in ("integer", "number") and isinstance(value, bool):
+            ok = False
+        if not ok:
+            return [f"{where}: expected {kind}, got {type(value).__name__}"]
+    problems: list[str] = []
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(f"{where}: {value!r} is not one of {schema['enum']}")
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            problems.append(f"{where}: shorter than {schema['minLength']}")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            problems.append(f"{where}: longer than {schema['maxLength']}")
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            problems.append(f"{where}: fewer than {schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            problems.append(f"{where}: more than {schema['maxItems']} items")
+        for i, item in enumerate(value):
+            problems += schema_problems(item, schema.get("items", {}), f"{where}[{i}]")
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties", {})
+        problems += [f"{where}: missing {k!r}" for k in schema.get("required", []) if k not in value]
+        if schema.get("additionalProperties") is False:
+            problems += [f"{where}: unexpected {k!r}" for k in value if k not in props]
+        for k, sub in props.items():
+            if k in value:
+                problems += schema_problems(value[k], sub, f"{where}.{k}")
+    return problems
+
+
+def parse_json_answer(text: str) -> Any:
+    """The JSON value in a model's answer, allowing the Markdown fence small models like to add."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1)
+    return json.loads(body)
+
+
+def _check(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    try:
+        value = parse_json_answer(text)
+    except ValueError as exc:
+        return None, f"not valid JSON ({exc})"
+    problems = schema_problems(value, schema)
+    if problems or not isinstance(value, dict):
+        return None, "; ".join(problems[:5]) or "not a JSON object"
+    return value, ""
+
+
+def structured(
+    provider: LLMProvider, messages: Sequence[Message], schema: dict[str, Any]
+) -> tuple[dict[str, Any], Usage | None]:
+    """A JSON object from ``provider`` that validates against ``schema`` (see the module docstring)."""
+    asked = list(messages)
+    native = provider.supports_json_schema
+    if not native:
+        asked.append(
+            Message(
+                "user",
+                "Reply with only one JSON object, no prose and no code fence, that validates against "
+                f"this JSON schema:\n{json.dumps(schema, ensure_ascii=False)}",
+            )
+        )
+    problem = ""
+    for _ in range(2):
+        done = provider.chat(asked, json_schema=schema if native else None)
+        value, problem = _check(done.text, schema)
+        if value is not None:
+            return value, done.usage
+        asked = [
+            *asked,
+            Message("assistant", done.text),
+            Message("user", f"That answer is invalid: {problem}. Reply again with only the corrected JSON."),
+        ]
+    raise InvalidModelOutput(
+        f"{provider.name} model {provider.model} twice returned JSON that does not fit the schema: {problem}.",
+        hint="A larger model follows schemas better; try another --set llm.model.",
+    )

@@ -1,0 +1,114 @@
+"""What ``vaultlens providers`` reports: each configured provider, where it runs, what it receives.
+
+The point is privacy, so every row says in words which data goes there and whether the user
+already agreed; a key is described by where it was found, never shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from vaultlens.config.consent import granted
+from vaultlens.config.keys import find_key
+from vaultlens.embedding.base import remote_destination
+from vaultlens.errors import VaultlensError
+from vaultlens.llm.base import llm_destination
+from vaultlens.llm.http_chat import ChatHTTPProvider
+from vaultlens.llm.registry import llm_names, make_llm
+
+if TYPE_CHECKING:
+    from vaultlens.services.app import App
+
+EMBEDDING_RECEIVES = (
+    "the text of every indexed note, in chunks (index, watch, rebuild), and your search queries"
+)
+LLM_RECEIVES = (
+    "your question and up to 12,000 characters of the best matching note passages per answer "
+    "(ask, chat); in chat also earlier questions and answers; nothing with ask --extractive"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInfo:
+    role: str  # embedding | llm
+    provider: str
+    model: str
+    endpoint: str  # "" for a model inside this process
+    remote: bool
+    receives: str
+    consent: str  # "not needed (stays on this machine)" | "granted" | "not yet asked"
+    api_key: str = ""  # where the key comes from, never the key
+    error: str | None = None  # the settings cannot build this provider
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _consent(destination: str | None) -> str:
+    if destination is None:
+        return "not needed (stays on this machine)"
+    return "granted" if granted(destination) else "not yet asked (asked before the first call)"
+
+
+def describe_providers(app: App) -> list[ProviderInfo]:
+    rows: list[ProviderInfo] = []
+    e = app.settings.embedding
+    try:
+        emb = app.provider()
+        space = emb.space
+        where = remote_destination(emb)
+        rows.append(
+            ProviderInfo(
+                "embedding",
+                e.provider,
+                space.model,
+                space.endpoint,
+                emb.remote,
+                EMBEDDING_RECEIVES,
+                _consent(where),
+            )
+        )
+    except VaultlensError as exc:
+        rows.append(
+            ProviderInfo("embedding", e.provider, e.model_name, e.endpoint, False, "", "", error=exc.message)
+        )
+    s = app.settings.llm
+    try:
+        chat = make_llm(s)
+    except VaultlensError as exc:
+        env = s.api_key_env
+        _, source = find_key(s.provider, env) if env else (None, None)
+        key = f"from {source.found_in}" if source and source.found_in else ""
+        rows.append(
+            ProviderInfo(
+                "llm", s.provider, s.model_name, s.endpoint, False, LLM_RECEIVES, "", key, exc.message
+            )
+        )
+        return rows
+    try:
+        key = ""
+        if isinstance(chat, ChatHTTPProvider):
+            src = chat.key_source
+            key = (
+                f"from {src.found_in}" if src.found_in else (f"${src.env_var} not set" if src.env_var else "")
+            )
+        rows.append(
+            ProviderInfo(
+                "llm",
+                chat.name,
+                chat.model,
+                chat.endpoint,
+                chat.remote,
+                LLM_RECEIVES,
+                _consent(llm_destination(chat)),
+                key,
+            )
+        )
+    finally:
+        chat.close()
+    return rows
+
+
+def known_llm_providers() -> list[str]:
+    return llm_names()
