@@ -104,6 +104,8 @@ def test_json_output_has_the_documented_shape_and_never_turns_an_invented_id_int
     human = run_cli(["ask", QUESTION, *cli_args(vault, {**settings, "llm.endpoint": server.url})])
     assert human.exit_code != 0  # the server is gone: a clear error, no traceback
     assert "Cannot reach" in human.stderr and "Traceback" not in human.output
+    failed = run_cli(["ask", QUESTION, "--json", *cli_args(vault, {**settings, "llm.endpoint": server.url})])
+    assert failed.exit_code == 3 and json.loads(failed.stdout)["error"]["code"] == "provider_unreachable"
 
 
 def test_human_output_renders_markdown_and_sources_with_the_invalid_id_flagged(vault: Path) -> None:
