@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import socket
@@ -95,7 +96,8 @@ def main() -> None:
         settings = {"llm.provider": "openai-compatible", "llm.endpoint": url, "llm.model": "smollm2",
                     "llm.max_tokens": "160", "llm.read_timeout_s": "300"}  # fmt: skip
         sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
-        env = {"VAULTLENS_HOME": str(work / "home"), "PATH": str(Path(sys.executable).parent)}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTLENS_")}
+        env["VAULTLENS_HOME"] = str(work / "home")
         vault = REPO / "examples" / "vault"
         cli = [sys.executable, "-m", "vaultlens", "--vault", str(vault)]
         done = subprocess.run([*cli[:3], "index", *cli[3:]], env=env, capture_output=True, text=True)

@@ -10,6 +10,7 @@ Every request body is recorded, so a test can read the exact prompt a provider s
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -33,6 +34,7 @@ class ChatStep:
     lines: list[str] | None = None  # send these stream lines instead of protocol events
     error: str | None = None  # body message of an HTTP error
     usage: dict[str, Any] | None = field(default_factory=lambda: dict(DEFAULT_USAGE))
+    gate: threading.Event | None = None  # after the first piece, wait for this before the rest (10 s at most)
     raw: bytes | None = None  # (kept for the base class; unused)
 
 
@@ -90,6 +92,8 @@ class ScriptedChatServer(ScriptedEmbeddingServer):
                 return  # the connection closes with no end marker
             if step.piece_delay and n:
                 time.sleep(step.piece_delay)
+            if step.gate is not None and n == 1:
+                step.gate.wait(10)
             handler.wfile.write(self._event(ollama, model, piece))
             handler.wfile.flush()
             self.sent.append((time.monotonic(), piece))

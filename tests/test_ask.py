@@ -104,6 +104,8 @@ def test_json_output_has_the_documented_shape_and_never_turns_an_invented_id_int
     human = run_cli(["ask", QUESTION, *cli_args(vault, {**settings, "llm.endpoint": server.url})])
     assert human.exit_code != 0  # the server is gone: a clear error, no traceback
     assert "Cannot reach" in human.stderr and "Traceback" not in human.output
+    failed = run_cli(["ask", QUESTION, "--json", *cli_args(vault, {**settings, "llm.endpoint": server.url})])
+    assert failed.exit_code == 3 and json.loads(failed.stdout)["error"]["code"] == "provider_unreachable"
 
 
 def test_human_output_renders_markdown_and_sources_with_the_invalid_id_flagged(vault: Path) -> None:
@@ -229,8 +231,9 @@ print(s.index(app).files_changed)
 def test_the_context_stays_frozen_while_another_process_clears_and_rebuilds(
     vault: Path, isolated_env: Path
 ) -> None:
-    reply = " ".join(f"word{n}" for n in range(40)) + " [S1]."
-    with ScriptedChatServer(reply, [ChatStep(piece_delay=0.15)]) as server:
+    reply = " ".join(f"word{n}" for n in range(10)) + " [S1]."
+    rebuilt = threading.Event()  # the stream pauses after its first piece until the rebuild is done
+    with ScriptedChatServer(reply, [ChatStep(gate=rebuilt)]) as server:
         settings = llm_settings(server)
         app = open_indexed(vault, settings)
         before = asking.gather(app, QUESTION)
@@ -248,6 +251,7 @@ def test_the_context_stays_frozen_while_another_process_clears_and_rebuilds(
             env=cli_env(isolated_env), capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         rebuilt_at = time.monotonic()
+        rebuilt.set()
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "3", "the other process cleared and re-indexed all three notes"
         worker.join(30)
@@ -350,7 +354,9 @@ def test_chat_command_reads_questions_until_an_empty_line(vault: Path) -> None:
 
 
 def test_ctrl_c_while_streaming_leaves_nothing_behind(vault: Path, isolated_env: Path) -> None:
-    with ScriptedChatServer("one two three four five six seven eight", [ChatStep(piece_delay=0.4)]) as server:
+    words = " ".join(f"w{n}" for n in range(40))
+    interrupted = threading.Event()  # the stream pauses after its first piece until SIGINT was handled
+    with ScriptedChatServer(words, [ChatStep(gate=interrupted)]) as server:
         settings = llm_settings(server)
         for warm_up in (
             ["index"],
@@ -369,11 +375,12 @@ def test_ctrl_c_while_streaming_leaves_nothing_behind(vault: Path, isolated_env:
             time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
-        time.sleep(0.6)
+        interrupted.set()
+        time.sleep(0.5)
         sent = len(server.sent)
     assert proc.returncode == 130, err
     assert "Stopped while the answer was streaming" in err and "Traceback" not in out + err
-    assert sent < 8, "the connection was closed: the server could not send the rest"
+    assert sent < 40, "the connection was closed: the server could not send the rest"
     assert snapshot(vault) == vault_before, "the vault is byte-identical"
     assert set(snapshot(isolated_env)) == home_before, "no file was added or left half-written in the home"
 

@@ -209,6 +209,21 @@ def test_structured_output_falls_back_to_a_validated_prompt_and_retries_once() -
         assert len(server.chats()) == 2
 
 
+def test_a_server_that_refuses_openais_schema_form_is_asked_in_llama_cpps_form_then_in_words() -> None:
+    good = '{"question": "why", "n": 1}'
+    with ScriptedChatServer(good, [ChatStep(status=422)]) as server:
+        chat = provider(server)
+        assert structured(chat, HELLO, SCHEMA)[0] == {"question": "why", "n": 1}
+        structured(chat, HELLO, SCHEMA)  # the form that worked is remembered
+        formats = [b["response_format"] for b in server.chats()]
+    assert formats[0]["type"] == "json_schema"
+    assert formats[1] == formats[2] == {"type": "json_object", "schema": SCHEMA}
+    with ScriptedChatServer(good, [ChatStep(status=400), ChatStep(status=422)]) as server:
+        assert structured(provider(server), HELLO, SCHEMA)[0]["n"] == 1
+        last = server.chats()[-1]
+    assert "response_format" not in last and json.dumps(SCHEMA) in last["messages"][-1]["content"]
+
+
 def test_schema_validator_catches_what_the_schemas_use() -> None:
     assert schema_problems({"question": "q", "n": 1}, SCHEMA) == []
     assert schema_problems({"question": "", "n": True, "x": 1}, SCHEMA) == [

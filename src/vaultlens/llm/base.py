@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
+from vaultlens.errors import ProviderError
+
 Role = Literal["system", "user", "assistant"]
 OnText = Callable[[str], None]
 
@@ -44,6 +46,14 @@ class Completion:
     usage: Usage | None
     model: str  # the model the server says answered (may differ from the one asked for)
     finish_reason: str | None = None
+
+
+class SchemaRefused(ProviderError):
+    """The server refused every way of asking for schema-constrained output (HTTP 400/422 to
+    ``response_format``). :func:`vaultlens.llm.structured.structured` catches it and falls back to
+    a prompted, validated answer, so users never see it."""
+
+    code = "schema_refused"
 
 
 class LLMProvider(Protocol):

@@ -34,7 +34,7 @@ from vaultlens.errors import (
     ProviderTimeout,
     ProviderUnreachable,
 )
-from vaultlens.llm.base import Completion, Message, OnText, Usage
+from vaultlens.llm.base import Completion, Message, OnText, SchemaRefused, Usage
 
 
 @functools.cache
@@ -170,6 +170,10 @@ class ChatHTTPProvider:
                 with self._client.stream("POST", url, json=payload) as resp:
                     if resp.status_code >= 400:
                         resp.read()
+                        if json_schema is not None and resp.status_code in (400, 422):
+                            raise SchemaRefused(
+                                f"{self.where} refused the output schema (HTTP {resp.status_code})."
+                            )
                         if resp.status_code not in RETRY_STATUS or last:
                             raise self._status_error(resp)
                         time.sleep(retry_pause(resp.headers.get("retry-after", ""), attempt, self.backoff_s))
@@ -270,9 +274,37 @@ class ChatHTTPProvider:
 
 
 class OpenAICompatibleChat(ChatHTTPProvider):
-    """Any server speaking OpenAI's ``/chat/completions`` with ``stream: true`` (llama.cpp, vLLM, ...)."""
+    """Any server speaking OpenAI's ``/chat/completions`` with ``stream: true`` (llama.cpp, vLLM, ...).
+
+    A schema is asked for the way OpenAI documents it (``response_format.type = json_schema``);
+    a server that refuses that (llama-cpp-python's server takes only ``json_object`` with a
+    ``schema``, the Anyscale form) is asked the other way, and the form that worked is kept.
+    """
 
     name = "openai-compatible"
+    SCHEMA_STYLES = ("json_schema", "json_object")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._style = self.SCHEMA_STYLES[0]
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: OnText | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        if json_schema is None:
+            return super().chat(messages, on_text=on_text)
+        styles = [self._style, *(s for s in self.SCHEMA_STYLES if s != self._style)]
+        for style in styles:
+            self._style = style
+            try:
+                return super().chat(messages, on_text=on_text, json_schema=json_schema)
+            except SchemaRefused:
+                continue
+        raise SchemaRefused(f"{self.where} refused every form of schema-constrained output.")
 
     def _request(self, messages: Sequence[Message], json_schema: dict[str, Any] | None) -> tuple[str, Any]:
         payload: dict[str, Any] = {
@@ -283,7 +315,9 @@ class OpenAICompatibleChat(ChatHTTPProvider):
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
         }
-        if json_schema is not None:
+        if json_schema is not None and self._style == "json_object":
+            payload["response_format"] = {"type": "json_object", "schema": json_schema}
+        elif json_schema is not None:
             payload["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": json_schema, "strict": True},

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vaultlens.errors import InvalidModelOutput
-from vaultlens.llm.base import LLMProvider, Message, Usage
+from vaultlens.llm.base import LLMProvider, Message, SchemaRefused, Usage
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -86,6 +86,14 @@ def _check(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, st
     return value, ""
 
 
+def _schema_in_prompt(schema: dict[str, Any]) -> Message:
+    return Message(
+        "user",
+        "Reply with only one JSON object, no prose and no code fence, that validates against "
+        f"this JSON schema:\n{json.dumps(schema, ensure_ascii=False)}",
+    )
+
+
 def structured(
     provider: LLMProvider, messages: Sequence[Message], schema: dict[str, Any]
 ) -> tuple[dict[str, Any], Usage | None]:
@@ -93,16 +101,15 @@ def structured(
     asked = list(messages)
     native = provider.supports_json_schema
     if not native:
-        asked.append(
-            Message(
-                "user",
-                "Reply with only one JSON object, no prose and no code fence, that validates against "
-                f"this JSON schema:\n{json.dumps(schema, ensure_ascii=False)}",
-            )
-        )
+        asked.append(_schema_in_prompt(schema))
     problem = ""
     for _ in range(2):
-        done = provider.chat(asked, json_schema=schema if native else None)
+        try:
+            done = provider.chat(asked, json_schema=schema if native else None)
+        except SchemaRefused:  # the server takes no schema after all: ask in words, validate here
+            native = False
+            asked.append(_schema_in_prompt(schema))
+            done = provider.chat(asked)
         value, problem = _check(done.text, schema)
         if value is not None:
             return value, done.usage

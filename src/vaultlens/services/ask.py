@@ -46,6 +46,12 @@ EXTRACT_SOURCES = 3  # passages quoted by an extractive answer
 EXTRACT_CHARS = 600
 
 NOT_IN_VAULT = "Not in your vault."
+# Ask calls nothing when every candidate is a weak search match (no lexical evidence) *and* below this
+# cosine. Search's own line (0.25) cost Ask 7 of 167 labelled questions whose relevant note was in
+# the top 6 at 0.231-0.247; 40 off-topic questions on the same four vaults scored 0.09-0.221 (or
+# above 0.25, where search does not call them weak either). Past this line the system prompt's
+# "reply exactly: Not in your vault." is the second guard. docs/benchmarks.md, "Ask".
+ASK_WEAK_SIMILARITY = 0.225
 
 SYSTEM_PROMPT = f"""You answer questions from a person's notes. The notes are quoted in the user \
 message between <sources> and </sources>; each source has an id such as S1.
@@ -139,7 +145,7 @@ def gather(app: App, question: str) -> AskContext:
         stored = {sec.chunk_id: store.chunk_by_id(sec.chunk_id) for h in hits for sec in h.sections}
     # the index is released: from here on only the vault's files are read
     best = max((h.similarity for h in hits), default=0.0)
-    if not hits or all(h.weak for h in hits):
+    if not hits or all(h.weak and h.similarity < ASK_WEAK_SIMILARITY for h in hits):
         return AskContext(question, (), (), best_similarity=best)
     x = s.index
     chunker = MarkdownChunker(x.chunk_target, x.chunk_max, x.chunk_overlap)
