@@ -191,9 +191,19 @@ class SearchSettings:
 
 @dataclass(frozen=True)
 class DiscoverSettings:
-    duplicate_threshold: float = setting(0.95, ge=0, le=1)
+    # coverage of one note by the other (measured: dup-vault duplicates >= 0.957, the highest
+    # non-duplicate on fastapi-docs, ru-wiki and kepano 0.908; see services/discover.py)
+    duplicate_threshold: float = setting(0.93, ge=0, le=1)
     duplicate_limit: int = setting(100, ge=1)
     min_chars: int = setting(32, ge=0)
+    # notes in two scripts (Latin "en" / Cyrillic "ru"): the lower of both directions' coverage
+    translation_threshold: float = setting(0.7, ge=0, le=1)
+    # a section copied into a note that otherwise differs (and confirmed by its words)
+    passage_threshold: float = setting(0.9, ge=0, le=1)
+    # a line or heading in this many notes, or in this share of the notes when that is more, is boilerplate
+    boilerplate_notes: int = setting(5, ge=2)
+    boilerplate_share: float = setting(0.05, ge=0, le=1)
+    boilerplate_weight: float = setting(0.1, ge=0, le=1)  # what a boilerplate letter weighs in coverage
 
 
 @dataclass(frozen=True)
