@@ -19,7 +19,7 @@ import pytest
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.index.sqlite_store import SQLiteStore
-from vaultlens.services import discover
+from vaultlens.services import discover, duplicates, layout, pairs, translations
 from vl_support import run_cli, run_index, write_vault
 
 EN_CACHE = """# HTTP caching
@@ -208,7 +208,7 @@ def store(indexed: Path) -> Iterator[SQLiteStore]:
     s.close()
 
 
-def _by_pair(pairs: list[discover.DuplicatePair]) -> dict[frozenset[str], discover.DuplicatePair]:
+def _by_pair(pairs: list[duplicates.DuplicatePair]) -> dict[frozenset[str], duplicates.DuplicatePair]:
     return {frozenset((p.a, p.b)): p for p in pairs}
 
 
@@ -222,7 +222,7 @@ def _lines_of(text: str, first: str, last: str) -> tuple[int, int]:
 
 # ---- translations ----------------------------------------------------------------------------------
 def test_a_translation_is_its_own_kind_with_both_languages(store: SQLiteStore) -> None:
-    report = discover.duplicates(store, 0.93, 100, 32)
+    report = duplicates.duplicates(store, 0.93, 100, 32)
     pairs = _by_pair(report.pairs)
     pair = pairs[frozenset(("en/http caching.md", "ru/Кеширование HTTP.md"))]
     assert pair.kind == "translation"
@@ -242,29 +242,29 @@ def test_a_translation_is_its_own_kind_with_both_languages(store: SQLiteStore) -
 
 
 def test_lines_are_compared_by_their_letters_without_markup() -> None:
-    assert discover._line_key("## Кеширование { #caching }") == "кеширование"
-    assert discover._line_key('$ <font color="#4E9A06">fastapi</font> dev') == "fastapidev"
+    assert layout.line_key("## Кеширование { #caching }") == "кеширование"
+    assert layout.line_key('$ <font color="#4E9A06">fastapi</font> dev') == "fastapidev"
 
 
 def test_the_language_of_each_note_is_its_script(store: SQLiteStore) -> None:
-    lay = discover._layout(store)
-    prof = discover._profile(store, lay, DiscoverSettings())
+    lay = layout.layout(store)
+    prof = layout.profile(store, lay, DiscoverSettings())
     lang = {lay.notes[i]: prof.lang[i] for i in range(len(lay.notes))}
     assert lang["en/http caching.md"] == "en" and lang["t/bread.md"] == "en"
     assert lang["ru/Кеширование HTTP.md"] == "ru" and lang["ru/Очистка кеша CDN.md"] == "ru"
 
 
 def test_structure_a_translation_keeps() -> None:
-    en, ru, other = (discover._structure(t) for t in (EN_CACHE, RU_CACHE, RU_CDN))
+    en, ru, other = (translations.structure(t) for t in (EN_CACHE, RU_CACHE, RU_CDN))
     assert en.headings == ru.headings == "122"
     assert en.code == ru.code and "If-None-Match" in en.code
-    assert (discover._agreement(en, ru) or 0) >= 0.95
-    assert (discover._agreement(en, other) or 0) < discover.STRUCTURE_MIN
+    assert (translations.agreement(en, ru) or 0) >= 0.95
+    assert (translations.agreement(en, other) or 0) < translations.STRUCTURE_MIN
 
 
 # ---- shared passages --------------------------------------------------------------------------------
 def test_a_shared_passage_is_reported_apart_with_the_lines_on_both_sides(store: SQLiteStore) -> None:
-    report = discover.duplicates(store, 0.93, 100, 32)
+    report = duplicates.duplicates(store, 0.93, 100, 32)
     key = frozenset(("import/evernote.md", "import/notion.md"))
     assert key not in _by_pair(report.pairs)  # not a duplicate as a whole
     pair = _by_pair(report.shared_passages)[key]
@@ -292,8 +292,8 @@ def test_template_sections_weigh_less_in_similar(store: SQLiteStore) -> None:
 
 def test_template_sections_weigh_less_in_duplicates(store: SQLiteStore) -> None:
     key = frozenset(("t/bread.md", "t/bread and rye.md"))
-    off = discover.duplicates(store, 0.93, 100, 32, settings=DiscoverSettings(boilerplate_weight=1.0))
-    on = discover.duplicates(store, 0.93, 100, 32)
+    off = duplicates.duplicates(store, 0.93, 100, 32, settings=DiscoverSettings(boilerplate_weight=1.0))
+    on = duplicates.duplicates(store, 0.93, 100, 32)
     # bread.md's own text is all inside the longer note; its template, filled differently, is not
     assert key not in _by_pair(off.pairs)
     pair = _by_pair(on.pairs)[key]
@@ -306,8 +306,8 @@ def test_template_sections_weigh_less_in_duplicates(store: SQLiteStore) -> None:
 
 
 def test_boilerplate_rows_are_discounted(store: SQLiteStore) -> None:
-    lay = discover._layout(store)
-    prof = discover._profile(store, lay, DiscoverSettings())
+    lay = layout.layout(store)
+    prof = layout.profile(store, lay, DiscoverSettings())
     share = prof.boiler_share()
     tea = lay.rows_of(lay.note_index["t/tea.md"])
     shares = sorted(float(share[r]) for r in tea)
@@ -318,9 +318,9 @@ def test_boilerplate_rows_are_discounted(store: SQLiteStore) -> None:
 
 # ---- the limit ----------------------------------------------------------------------------------------
 def test_a_cut_list_says_so(store: SQLiteStore) -> None:
-    full = discover.duplicates(store, 0.93, 100, 32)
+    full = duplicates.duplicates(store, 0.93, 100, 32)
     assert not full.truncated and full.total_pairs == len(full.pairs) >= 2
-    cut = discover.duplicates(store, 0.93, 1, 32)
+    cut = duplicates.duplicates(store, 0.93, 1, 32)
     assert cut.truncated and len(cut.pairs) == 1 and cut.total_pairs == full.total_pairs
     assert cut.pairs[0] == full.pairs[0]  # the highest score is kept
 
@@ -360,7 +360,7 @@ def _pairs_of(found: tuple[np.ndarray, np.ndarray]) -> set[tuple[int, int]]:
 def test_top_across_matches_brute_force() -> None:
     x, side = _planted(300)
     left, right = np.flatnonzero(side), np.flatnonzero(~side)
-    got = _pairs_of(discover._top_across(x, left, right, 3))
+    got = _pairs_of(pairs.top_across(x, left, right, 3))
     sims = x[left] @ x[right].T
     want = {(int(left[i]), int(right[j])) for i in range(len(left)) for j in np.argsort(-sims[i])[:3]}
     want |= {(int(left[i]), int(right[j])) for j in range(len(right)) for i in np.argsort(-sims[:, j])[:3]}
@@ -369,12 +369,14 @@ def test_top_across_matches_brute_force() -> None:
 
 def test_translation_candidates_above_the_exact_limit_use_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     x, side = _planted(1500)
-    exact = _pairs_of(discover._translation_candidates(x, side))
-    monkeypatch.setattr(discover, "EXACT_MAX_ROWS", 1000)
-    found = discover._translation_candidates(x, side)
+    exact = _pairs_of(translations.translation_candidates(x, side))
+    monkeypatch.setattr(pairs, "EXACT_MAX_ROWS", 1000)
+    found = translations.translation_candidates(x, side)
     partitioned = _pairs_of(found)
     assert len(partitioned) == len(found[0])  # distinct pairs
     planted = {(i, 1500 + i) for i in range(1500)}
     assert planted <= exact
     assert len(planted & partitioned) >= 0.98 * len(planted)
-    assert len(partitioned) <= 2 * discover.TRANSLATION_CANDIDATES * len(x)  # memory O(n m), not n squared
+    assert len(partitioned) <= 2 * translations.TRANSLATION_CANDIDATES * len(
+        x
+    )  # memory O(n m), not n squared

@@ -11,7 +11,7 @@ from rich.markup import escape
 from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.services import app as services
-from vaultlens.services.discover import LineRange
+from vaultlens.services.duplicates import LineRange
 from vaultlens.services.section import Section
 
 duplicates_cli = typer.Typer(

@@ -33,6 +33,7 @@ from vaultlens.index.rebuild import RebuildResult, rebuild_background
 from vaultlens.index.runs import RunRecord, RunStats
 from vaultlens.index.store import Store, StoreBackend, space_matches
 from vaultlens.services import discover
+from vaultlens.services import duplicates as dups
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
 from vaultlens.services.search import NoteHit, rank_notes
 from vaultlens.vault.scan import VaultRules, check_vault, paths_sharing_a_file
@@ -195,20 +196,19 @@ def similar(app: App, note: str, limit: int | None = None) -> discover.SimilarRe
     with translated_errors(path=app.index_dir), app.reading() as store:
         path = discover.resolve_note(store, str(app.vault), note)
         d = app.settings.discover
-        return discover.similar(store, path, limit or app.settings.search.limit, d.min_chars)
+        return discover.similar(store, path, limit or app.settings.search.limit, d.min_chars, settings=d)
 
 
-def duplicates(
-    app: App, threshold: float | None = None, limit: int | None = None
-) -> discover.DuplicateReport:
+def duplicates(app: App, threshold: float | None = None, limit: int | None = None) -> dups.DuplicateReport:
     """Exact copies, near-duplicate pairs above ``threshold`` and same-named notes."""
     d = app.settings.discover
     with translated_errors(path=app.index_dir), app.reading() as store:
-        return discover.duplicates(
+        return dups.duplicates(
             store,
             d.duplicate_threshold if threshold is None else threshold,
             d.duplicate_limit if limit is None else limit,
             d.min_chars,
+            settings=d,
         )
 
 
