@@ -29,6 +29,7 @@ ALNUM = re.compile(r"[^\W_]", re.UNICODE)
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]+")
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]+")
 _NON_ALNUM = re.compile(r"[\W_]+")
+_NON_ALNUM_LINES = re.compile(r"[^\w\n]+|_+")  # the same, keeping line breaks: one call per chunk
 # not prose: inline code, link targets, HTML tags, URLs, heading ids / include markers, wiki-link targets
 NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|<[^>\n]*>|https?://\S+|\{\s*[#*][^}\n]*\}|\[\[[^\]|\n]*\|?")
 _TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
@@ -205,8 +206,8 @@ def _read_profile(store: Store, lay: Layout, boiler_min: int) -> Profile:
                 letters[row] = len(ALNUM.findall(chunk.text))
                 continue
             raw = chunk.text.split("\n")
-            folded = _ANCHOR_LINES.sub("", _TAG.sub(" ", chunk.text)).casefold().split("\n")
-            line_keys = [_NON_ALNUM.sub("", f) for f in folded]
+            folded = _ANCHOR_LINES.sub("", _TAG.sub(" ", chunk.text)).casefold()
+            line_keys = _NON_ALNUM_LINES.sub("", folded).split("\n")
             heads_at = [head] * len(raw)  # the heading each line is under
             plain = [True] * len(raw)  # outside code fences
             for i, line in enumerate(raw):  # fences and headings: only lines that may be one
