@@ -7,18 +7,20 @@ is incremental):
   is a positive, `related` and `unrelated` negatives;
 * ../shared/vaults/fastapi-docs as ONE vault: `en/X` <-> `ru/X` are its 122 translation pairs; any other
   pair of pages is presumed distinct (each page documents its own feature);
-* two copies built under /tmp by bench/fastapi_ru_names.py: Russian pages under Russian names, and
-  the same without the English `{ #anchor }` ids in the headings.
+* three copies built under /tmp by bench/fastapi_copies.py: Russian pages under Russian names; the
+  same without the English `{ #anchor }` ids in the headings; and every other Russian page dropped
+  (`fastapi-half`: 61 English pages have no translation, so whatever is paired with them is false).
 
 `duplicates` runs once per vault and threshold (0.80 to 0.99) with no practical limit, then once per
-translation threshold (0.50 to 0.90) at the default threshold. A labelled pair is *found* when it is in
+translation threshold (0.00 and 0.40 to 0.90) at the default threshold. A labelled pair is *found* when it is in
 an exact group or reported as a whole-note kind (near_duplicate, contained, translation); a
 `shared_passage` is counted on its own. Precision counts every labelled negative reported as any kind.
 
-The default threshold is then checked against a rule stated before looking at the numbers: the
-lowest threshold at which no negative is reported (labelled negatives, and on the fastapi-docs vaults
-any whole-note pair that is not a labelled translation), plus a margin of half the distance to the
-lowest whole-note score of a labelled duplicate above it; both are printed.
+Both defaults follow one rule, printed with its inputs: halfway between the highest-scoring negative
+and the lowest-scoring labelled duplicate. For `duplicate_threshold` the negative side is the lowest
+threshold at which no negative is reported (labelled negatives, and on the fastapi-docs vaults any
+whole-note pair that is not a labelled translation); for `translation_threshold` it is the highest
+score of a false translation at threshold 0 (mostly on `fastapi-half`).
 
 Usage: .venv/bin/python bench/duplicates_quality.py [--fresh]
 """
@@ -35,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from _common import RESULTS, machine, need_shared, save, table, verdict
-from fastapi_ru_names import build as build_ru_names
+from fastapi_copies import build as build_copy
 
 WHOLE = {"near_duplicate", "contained", "translation"}
 SWEEP = [round(0.80 + 0.01 * i, 2) for i in range(20)]
-TRANSLATION_SWEEP = [round(0.50 + 0.05 * i, 2) for i in range(9)]
-DOCS = ("fastapi-docs", "fastapi-ru-names", "fastapi-ru-names-noanchor")
+TRANSLATION_SWEEP = [0.0] + [round(0.40 + 0.05 * i, 2) for i in range(11)]
+DOCS = ("fastapi-docs", "fastapi-ru-names", "fastapi-ru-names-noanchor", "fastapi-half")
 
 
 @dataclass
@@ -149,13 +151,6 @@ def score(pairs: list[dict[str, Any]], runs: dict[str, Run]) -> dict[str, Any]:
     }
 
 
-def translation_figures(r: Run, tr: list[tuple[str, str]]) -> tuple[int, int]:
-    """(labelled pairs reported as translation, translation pairs reported)."""
-    keys = {frozenset(p) for p in tr}
-    reported = {k for k, (kind, _, _) in r.pairs.items() if kind == "translation"}
-    return len(keys & reported), len(reported)
-
-
 def similar_check(ru_wiki: Path) -> list[tuple[str, ...]]:
     """Rank of the other note in `similar` for the issue's example, boilerplate weighted or not."""
     from vaultlens.services import app as services
@@ -203,14 +198,16 @@ def main() -> None:
         "fastapi-docs": docs,
         "fastapi-ru-names": Path("/tmp/vaultlens-fastapi-ru-names"),
         "fastapi-ru-names-noanchor": Path("/tmp/vaultlens-fastapi-ru-names-noanchor"),
+        "fastapi-half": Path("/tmp/vaultlens-fastapi-half"),
     }
     docs_pairs = {
         "fastapi-docs": [
             (f"en/{p}", f"ru/{p}")
             for p in (q.relative_to(docs / "en").as_posix() for q in sorted((docs / "en").rglob("*.md")))
         ],
-        "fastapi-ru-names": build_ru_names(vaults["fastapi-ru-names"]),
-        "fastapi-ru-names-noanchor": build_ru_names(vaults["fastapi-ru-names-noanchor"], strip_anchors=True),
+        "fastapi-ru-names": build_copy(vaults["fastapi-ru-names"]),
+        "fastapi-ru-names-noanchor": build_copy(vaults["fastapi-ru-names-noanchor"], strip_anchors=True),
+        "fastapi-half": build_copy(vaults["fastapi-half"], russian_names=False, half=True),
     }
     pairs = labelled_pairs(vaults, docs_pairs)
     for v in vaults.values():
@@ -218,6 +215,8 @@ def main() -> None:
     sweep = sorted({*SWEEP, default_t})
     runs = {t: {name: run(v, t) for name, v in vaults.items()} for t in sweep}
     results = {t: score(pairs, runs[t]) for t in sweep}
+    labelled = [p for p in pairs if p["vault"] not in DOCS]  # dup_pairs.jsonl alone
+    results_l = {t: score(labelled, runs[t]) for t in sweep}
 
     # the threshold rule
     def negatives(t: float) -> int:
@@ -238,7 +237,14 @@ def main() -> None:
     suggested = round((lowest_clean + min(above)) / 2, 2) if lowest_clean is not None and above else None
 
     rows: list[tuple[str, ...]] = [
-        ("threshold", "recall", "precision", "labelled negatives", "fastapi other whole pairs")
+        (
+            "threshold",
+            "recall (dup_pairs)",
+            "recall (+ fastapi translations)",
+            "precision",
+            "labelled negatives",
+            "fastapi other whole pairs",
+        )
     ]
     for t in sweep:
         r = results[t]
@@ -246,6 +252,7 @@ def main() -> None:
         rows.append(
             (
                 f"{t:.2f}{mark}",
+                f"{results_l[t]['recall']:.3f} ({results_l[t]['tp']}/{results_l[t]['tp'] + results_l[t]['fn']})",
                 f"{r['recall']:.3f}",
                 f"{r['precision']:.3f}",
                 str(r["fp"]),
@@ -281,16 +288,25 @@ def main() -> None:
         f"\ndup-vault alone: recall {dv['recall']:.3f} ({dv['tp']}/{dv['tp'] + dv['fn']}), precision {dv['precision']:.3f}"
     )
 
-    # translations on the documentation vaults, and the translation threshold
-    print("\nTranslations (fastapi-docs vaults; 122 labelled pairs each):")
+    # translations, and the translation threshold (every vault: a translation nobody labelled is a false one)
+    print("\nTranslations per translation threshold, at the default threshold:")
     tr_rows: list[tuple[str, ...]] = [
         ("vault", "translation threshold", "recall", "precision", "other kinds reported")
     ]
     tr_results: dict[str, dict[str, Any]] = {}
-    for name in DOCS:
+    true_scores: list[float] = []
+    false_scores: list[tuple[float, str, str]] = []
+    for name, v in vaults.items():
+        keys = {frozenset(p) for p in docs_pairs.get(name, [])} | {
+            frozenset((p["a"], p["b"])) for p in pairs if p["vault"] == name and p["kind"] == "translation_en"
+        }
         for tt in sorted({*TRANSLATION_SWEEP, default_tt}):
-            r = run(vaults[name], default_t, {"discover.translation_threshold": str(tt)})
-            hit, reported = translation_figures(r, docs_pairs[name])
+            r = run(v, default_t, {"discover.translation_threshold": str(tt)})
+            reported = {k for k, (kind, _, _) in r.pairs.items() if kind == "translation"}
+            hit = len(keys & reported)
+            if tt == 0.0:
+                true_scores += [r.pairs[k][1] for k in keys & reported]
+                false_scores += [(r.pairs[k][1], name, " | ".join(sorted(k))) for k in reported - keys]
             other = Counter(kind for kind, _, _ in r.pairs.values() if kind != "translation")
             other["shared_passage"] = len(r.passages)
             mark = " (default)" if tt == default_tt else ""
@@ -298,14 +314,20 @@ def main() -> None:
                 (
                     name,
                     f"{tt:.2f}{mark}",
-                    f"{hit / 122:.3f} ({hit}/122)",
-                    f"{hit / reported:.3f} ({hit}/{reported})" if reported else "-",
-                    ", ".join(f"{k} {n}" for k, n in sorted(other.items())),
+                    f"{hit / len(keys):.3f} ({hit}/{len(keys)})" if keys else "-",
+                    f"{hit / len(reported):.3f} ({hit}/{len(reported)})" if reported else "- (0 reported)",
+                    ", ".join(f"{k} {n}" for k, n in sorted(other.items()) if n),
                 )
             )
             if tt == default_tt:
-                tr_results[name] = {"recall": hit / 122, "precision": hit / reported if reported else 1.0}
+                tr_results[name] = {"labelled": len(keys), "found": hit, "reported": len(reported)}
     print(table(tr_rows))
+    worst = max(false_scores, default=None)
+    print(
+        f"false translations at threshold 0: {len(false_scores)}, highest {worst};"
+        f" lowest true translation {min(true_scores):.4f};"
+        f" rule gives {round((worst[0] + min(true_scores)) / 2, 2) if worst else '-'}; default {default_tt}"
+    )
     dv_tr = [p for p in pairs if p["vault"] == "dup-vault" and p["kind"] == "translation_en"]
     dv_run = runs[default_t]["dup-vault"]
     tr_langs = [dv_run.pairs.get(frozenset((p["a"], p["b"])), ("-", 0.0, (None, None))) for p in dv_tr]
@@ -345,7 +367,12 @@ def main() -> None:
             "rule": {"lowest_clean": lowest_clean, "suggested": suggested},
             "default": d,
             "dup_vault": {k: dv[k] for k in ("recall", "precision", "tp", "fn", "fp")},
+            "dup_pairs": {k: results_l[default_t][k] for k in ("recall", "precision", "tp", "fn", "fp")},
             "translations": tr_results,
+            "translation_rule": {
+                "false": sorted(false_scores, reverse=True)[:10],
+                "lowest_true": min(true_scores),
+            },
             "similar_ru_wiki": sim,
             "copies_found": copies_ok,
             "unrelated_reported": unrelated,

@@ -56,11 +56,18 @@ def duplicates(
     json_: JsonOpt = False,
     threshold: Annotated[
         float | None,
-        typer.Option(min=0.0, max=1.0, help="Cosine threshold (default: discover.duplicate_threshold)."),
+        typer.Option(
+            min=0.0, max=1.0, help="Coverage a whole-note pair needs (default: discover.duplicate_threshold)."
+        ),
     ] = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", "-n", min=1, help="Most pairs to show (default: discover.duplicate_limit)."),
+        typer.Option(
+            "--limit",
+            "-n",
+            min=1,
+            help="Most pairs per list; a cut list says so (default: discover.duplicate_limit).",
+        ),
     ] = None,
 ) -> None:
     """List potential duplicates. A candidate is an invitation to look, never an action."""
