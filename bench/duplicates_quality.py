@@ -151,26 +151,60 @@ def score(pairs: list[dict[str, Any]], runs: dict[str, Run]) -> dict[str, Any]:
     }
 
 
-def similar_check(ru_wiki: Path) -> list[tuple[str, ...]]:
-    """Rank of the other note in `similar` for the issue's example, boilerplate weighted or not."""
+def similar_ranks(
+    vault: Path, cases: list[tuple[str, str]], overrides: dict[str, str] | None
+) -> list[int | None]:
+    """Rank (1-based) of the second note of each case in `similar` of the first, or None when absent."""
     from vaultlens.services import app as services
 
-    rows: list[tuple[str, ...]] = [("similar(note)", "other note", "rank, weight 1.0 (off)", "rank, default")]
-    cases = [
+    app = services.App.open(vault, overrides)
+    try:
+        ranks: list[int | None] = []
+        for note, other in cases:
+            paths = [r.path for r in services.similar(app, note, limit=10**6).results]
+            ranks.append(paths.index(other) + 1 if other in paths else None)
+        return ranks
+    finally:
+        app.close()
+
+
+def similar_check(vaults: dict[str, Path], pairs: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """`similar` with boilerplate weighted (default) or not (weight 1.0): the issue's ru-wiki example, and
+    over the labelled pairs both ways: hit@10 and MRR of the other note, per label."""
+    off = {"discover.boilerplate_weight": "1.0"}
+    example = [
         ("forge/productivity/состояние потока.md", "forge/it/C4 model.md"),
         ("forge/it/C4 model.md", "forge/productivity/состояние потока.md"),
     ]
-    for note, other in cases:
-        ranks = []
-        for overrides in ({"discover.boilerplate_weight": "1.0"}, None):
-            app = services.App.open(ru_wiki, overrides)
-            try:
-                res = services.similar(app, note, limit=10**6)
-            finally:
-                app.close()
-            paths = [r.path for r in res.results]
-            ranks.append(str(paths.index(other) + 1) if other in paths else "-")
-        rows.append((note, other, *ranks))
+    rows: list[tuple[str, ...]] = [("similar(note) -> other", "rank, weight 1.0 (off)", "rank, default")]
+    for (note, other), r_off, r_on in zip(
+        example,
+        similar_ranks(vaults["ru-wiki"], example, off),
+        similar_ranks(vaults["ru-wiki"], example, None),
+        strict=True,
+    ):
+        rows.append((f"{note} -> {other}", str(r_off or "-"), str(r_on or "-")))
+    by_label: dict[str, dict[str, list[int | None]]] = defaultdict(lambda: {"off": [], "on": []})
+    for name in sorted({p["vault"] for p in pairs if p["vault"] not in DOCS}):
+        cases = [(a, b) for p in pairs if p["vault"] == name for a, b in ((p["a"], p["b"]), (p["b"], p["a"]))]
+        labels = [p["label"] for p in pairs if p["vault"] == name for _ in (0, 1)]
+        for key, overrides in (("off", off), ("on", None)):
+            for label, rank in zip(labels, similar_ranks(vaults[name], cases, overrides), strict=True):
+                by_label[label][key].append(rank)
+
+    def summary(ranks: list[int | None]) -> str:
+        hit = sum(1 for r in ranks if r is not None and r <= 10) / len(ranks)
+        mrr = sum(1 / r for r in ranks if r is not None) / len(ranks)
+        return f"hit@10 {hit:.3f}, MRR {mrr:.3f}"
+
+    for label, got in sorted(by_label.items()):
+        rows.append(
+            (
+                f"labelled {label} pairs, both ways (n={len(got['on'])})",
+                summary(got["off"]),
+                summary(got["on"]),
+            )
+        )
     return rows
 
 
@@ -335,8 +369,8 @@ def main() -> None:
         "dup-vault translations: " + "; ".join(f"{k} {s:.3f} {lang[0]}/{lang[1]}" for k, s, lang in tr_langs)
     )
 
-    print("\nsimilar on ru-wiki, boilerplate off (weight 1.0) and at the default weight:")
-    sim = similar_check(vaults["ru-wiki"])
+    print("\nsimilar, boilerplate not weighted (weight 1.0) and at the default weight:")
+    sim = similar_check(vaults, pairs)
     print(table(sim))
 
     copies = [p for p in pairs if p["vault"] == "dup-vault" and p["kind"] in ("exact_copy", "crlf_bom_copy")]
