@@ -24,7 +24,7 @@ Span = tuple[int, int, int, int, int, int, float]
 
 def find_passages(c: Compared, r: Rated) -> list[Span]:
     """Passages shared by two notes that are not duplicates as a whole, each once, in a's order:
-    runs of copied lines (:meth:`copied_runs`), then runs of sections that match at
+    runs of copied lines (:func:`copied_runs`), then runs of sections that match at
     passage_threshold (by meaning or copied lines) and whose words are mostly the same."""
     kept = copied_runs(c, r.na, r.nb)
     for span in section_runs(c, r):
