@@ -85,7 +85,7 @@ def duplicates(
             label = "identical" if g.kind == "identical" else "same text, different front matter"
             out.print(f"  [magenta]{label}[/magenta]: " + ", ".join(escape(p) for p in g.paths))
     out.print(
-        f"[bold]Near-duplicates[/bold] (threshold {report.threshold:.2f};"
+        f"[bold]Duplicate pairs[/bold] (whole notes at {report.threshold:.2f};"
         f" translations {report.translation_threshold:.2f})"
     )
     if not report.pairs:
