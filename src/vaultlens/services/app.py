@@ -200,7 +200,7 @@ def similar(app: App, note: str, limit: int | None = None) -> discover.SimilarRe
 
 
 def duplicates(app: App, threshold: float | None = None, limit: int | None = None) -> dups.DuplicateReport:
-    """Exact copies, near-duplicate pairs above ``threshold`` and same-named notes."""
+    """Exact copies; whole-note pairs (near_duplicate, contained at ``threshold``; translation); shared passages; same-named notes."""
     d = app.settings.discover
     with translated_errors(path=app.index_dir), app.reading() as store:
         return dups.duplicates(
