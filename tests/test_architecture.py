@@ -102,7 +102,15 @@ def test_the_index_lifecycle_has_one_home() -> None:
 
 
 def test_services_and_indexer_take_the_store_protocol() -> None:
-    for rel in ("index/indexer.py", "index/rebuild.py", "services/search.py", "services/discover.py"):
+    for rel in (
+        "index/indexer.py",
+        "index/rebuild.py",
+        "services/search.py",
+        "services/discover.py",
+        "services/duplicates.py",
+        "services/compare.py",
+        "services/layout.py",
+    ):
         text = (SRC / rel).read_text(encoding="utf-8")
         assert "SQLiteStore" not in text, rel
         assert "from vaultlens.index.store import" in text or "vaultlens.index.lifecycle" in text, rel

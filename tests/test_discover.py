@@ -14,7 +14,7 @@ from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.errors import VaultError
 from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.services import app as services
-from vaultlens.services import discover
+from vaultlens.services import discover, duplicates, pairs
 from vl_support import RecordingProvider, run_cli, run_index, write_vault
 
 BREAD = (
@@ -117,11 +117,11 @@ def store(indexed: Path) -> Iterator[SQLiteStore]:
     s.close()
 
 
-def _pairs(report: discover.DuplicateReport) -> dict[frozenset[str], discover.DuplicatePair]:
+def _pairs(report: duplicates.DuplicateReport) -> dict[frozenset[str], duplicates.DuplicatePair]:
     return {frozenset((p.a, p.b)): p for p in report.pairs}
 
 
-def _exact(report: discover.DuplicateReport) -> dict[frozenset[str], str]:
+def _exact(report: duplicates.DuplicateReport) -> dict[frozenset[str], str]:
     return {frozenset((a, b)): g.kind for g in report.exact for a in g.paths for b in g.paths if a < b}
 
 
@@ -167,7 +167,7 @@ def test_similar_makes_no_embedding_call(
 
 # ---- duplicates --------------------------------------------------------------------------------
 def test_duplicates_finds_copies_edits_and_contained_notes(store: SQLiteStore) -> None:
-    report = discover.duplicates(store, 0.95, 100, MIN_CHARS)
+    report = duplicates.duplicates(store, 0.95, 100, MIN_CHARS)
     exact, pairs = _exact(report), _pairs(report)
     assert exact[frozenset(("release.md", "backup/release copy.md"))] == "identical"
     assert exact[frozenset(("release.md", "export/release crlf.md"))] == "identical"  # CRLF + BOM
@@ -183,7 +183,7 @@ def test_duplicates_finds_copies_edits_and_contained_notes(store: SQLiteStore) -
 
 
 def test_unrelated_notes_and_same_names_are_not_duplicates(store: SQLiteStore) -> None:
-    report = discover.duplicates(store, 0.95, 100, MIN_CHARS)
+    report = duplicates.duplicates(store, 0.95, 100, MIN_CHARS)
     pairs = _pairs(report)
     for a, b in [("garden.md", "chess.md"), ("bread.md", "k8s.md"), ("a/notes.md", "b/notes.md")]:
         assert frozenset((a, b)) not in pairs
@@ -254,7 +254,7 @@ def test_exact_pairs_match_brute_force() -> None:
         rows, cols = np.nonzero(np.triu(gram >= t, 1))
         brute = set(zip(rows.tolist(), cols.tolist(), strict=True))
         got: set[tuple[int, int]] = set()
-        for a, b, _ in discover._exact_pairs(x, t):
+        for a, b, _ in pairs.exact_pairs(x, t):
             got |= set(zip(a.tolist(), b.tolist(), strict=True))
         assert got == brute, t
         assert len(brute) > 100
@@ -268,7 +268,7 @@ def test_partitioned_pairs_find_near_copies() -> None:
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     got = {
         (int(a), int(b))
-        for ra, rb, _ in discover._partitioned_pairs(x, 0.95)
+        for ra, rb, _ in pairs.partitioned_pairs(x, 0.95)
         for a, b in zip(ra, rb, strict=True)
     }
     planted = {(i, n - 200 + i) for i in range(200)}

@@ -34,7 +34,9 @@ from vaultlens.services.app import (
     status,
 )
 from vaultlens.services.ask import AskAnswer, Source
-from vaultlens.services.discover import DuplicatePair, DuplicateReport, ExactGroup, SimilarNote, SimilarResult
+from vaultlens.services.discover import SimilarNote, SimilarResult
+from vaultlens.services.duplicates import DuplicatePair, DuplicateReport
+from vaultlens.services.layout import ExactGroup
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
 from vaultlens.services.search import NoteHit
 from vaultlens.services.section import Section

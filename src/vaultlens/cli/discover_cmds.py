@@ -11,6 +11,7 @@ from rich.markup import escape
 from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.services import app as services
+from vaultlens.services.duplicates import LineRange
 from vaultlens.services.section import Section
 
 duplicates_cli = typer.Typer(
@@ -55,11 +56,18 @@ def duplicates(
     json_: JsonOpt = False,
     threshold: Annotated[
         float | None,
-        typer.Option(min=0.0, max=1.0, help="Cosine threshold (default: discover.duplicate_threshold)."),
+        typer.Option(
+            min=0.0, max=1.0, help="Coverage a whole-note pair needs (default: discover.duplicate_threshold)."
+        ),
     ] = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", "-n", min=1, help="Most pairs to show (default: discover.duplicate_limit)."),
+        typer.Option(
+            "--limit",
+            "-n",
+            min=1,
+            help="Most pairs per list; a cut list says so (default: discover.duplicate_limit).",
+        ),
     ] = None,
 ) -> None:
     """List potential duplicates. A candidate is an invitation to look, never an action."""
@@ -76,15 +84,30 @@ def duplicates(
         for g in report.exact:
             label = "identical" if g.kind == "identical" else "same text, different front matter"
             out.print(f"  [magenta]{label}[/magenta]: " + ", ".join(escape(p) for p in g.paths))
-    out.print(f"[bold]Near-duplicates[/bold] (threshold {report.threshold:.2f})")
+    out.print(
+        f"[bold]Duplicate pairs[/bold] (whole notes at {report.threshold:.2f};"
+        f" translations {report.translation_threshold:.2f})"
+    )
     if not report.pairs:
         out.print("  [dim]none[/dim]")
     for p in report.pairs:
         flag = "  [yellow](same file name)[/yellow]" if p.same_name else ""
-        out.print(
-            f"  {p.score:.3f} {p.kind:<14} [cyan]{escape(p.a)}[/cyan] ↔ [cyan]{escape(p.b)}[/cyan]{flag}"
-        )
+        kind = p.kind
+        if p.kind == "translation":
+            kind = f"translation {p.languages[0]}↔{p.languages[1]}"
+        out.print(f"  {p.score:.3f} {kind:<16} [cyan]{escape(p.a)}[/cyan] ↔ [cyan]{escape(p.b)}[/cyan]{flag}")
         out.print(f"        {escape(_where(p.evidence.source))} ↔ {escape(_where(p.evidence.other))}")
+    _cut(report.total_pairs, len(report.pairs), "pairs")
+    if report.shared_passages:
+        out.print(
+            f"[bold]Shared passages[/bold] (sections copied between notes that otherwise differ;"
+            f" threshold {report.passage_threshold:.2f})"
+        )
+        for p in report.shared_passages:
+            out.print(f"  {p.score:.3f} [cyan]{escape(p.a)}[/cyan] ↔ [cyan]{escape(p.b)}[/cyan]")
+            for passage in p.passages:
+                out.print(f"        {escape(_span(passage.a))} ↔ {escape(_span(passage.b))}")
+        _cut(report.total_shared_passages, len(report.shared_passages), "shared passages")
     if report.same_name:
         out.print("[bold]Same file name in different folders[/bold] (not assumed duplicates)")
         for group in report.same_name:
@@ -93,6 +116,17 @@ def duplicates(
         out.print(
             f"[dim]{report.excluded_short} notes with fewer than {app.settings.discover.min_chars} letters or"
             " digits were not compared by meaning.[/dim]"
+        )
+
+
+def _span(r: LineRange) -> str:
+    return f"L{r.start_line}-{r.end_line} {' › '.join(r.heading_path) or '(top)'}"
+
+
+def _cut(total: int, shown: int, what: str) -> None:
+    if total > shown:
+        render.out.print(
+            f"[yellow]Showing {shown} of {total} {what} (the highest scores); pass --limit {total} to see all.[/yellow]"
         )
 
 

@@ -238,9 +238,21 @@ class SearchSettings:
 
 @dataclass(frozen=True)
 class DiscoverSettings:
-    duplicate_threshold: float = setting(0.95, ge=0, le=1)
+    # coverage of one note by the other. bench/duplicates_quality.py: no negative pair is reported from
+    # 0.91 up on dup-vault, ru-wiki, kepano and fastapi-docs; labelled duplicates score >= 0.956 there
+    duplicate_threshold: float = setting(0.93, ge=0, le=1)
     duplicate_limit: int = setting(100, ge=1)
     min_chars: int = setting(32, ge=0)
+    # notes in two scripts (Latin "en" / Cyrillic "ru"): the lower of both directions' coverage. Measured
+    # (bench/duplicates_quality.py): true translations >= 0.701, and no false one at any threshold down
+    # to 0 (mutual best match and structure remove them), so this leaves recall a margin
+    translation_threshold: float = setting(0.65, ge=0, le=1)
+    # a section copied into a note that otherwise differs (and confirmed by its words)
+    passage_threshold: float = setting(0.9, ge=0, le=1)
+    # a line or heading in this many notes, or in this share of the notes when that is more, is boilerplate
+    boilerplate_notes: int = setting(5, ge=2)
+    boilerplate_share: float = setting(0.05, ge=0, le=1)
+    boilerplate_weight: float = setting(0.1, ge=0, le=1)  # what a boilerplate letter weighs in coverage
 
 
 @dataclass(frozen=True)

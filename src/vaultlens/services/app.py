@@ -36,6 +36,7 @@ from vaultlens.llm.base import LLMProvider, OnText, llm_destination
 from vaultlens.llm.registry import make_llm
 from vaultlens.services import ask as asking
 from vaultlens.services import discover
+from vaultlens.services import duplicates as dups
 from vaultlens.services.ask import AskAnswer
 from vaultlens.services.providers import ProviderInfo, describe_providers
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
@@ -205,20 +206,19 @@ def similar(app: App, note: str, limit: int | None = None) -> discover.SimilarRe
     with translated_errors(path=app.index_dir), app.reading() as store:
         path = discover.resolve_note(store, str(app.vault), note)
         d = app.settings.discover
-        return discover.similar(store, path, limit or app.settings.search.limit, d.min_chars)
+        return discover.similar(store, path, limit or app.settings.search.limit, d.min_chars, settings=d)
 
 
-def duplicates(
-    app: App, threshold: float | None = None, limit: int | None = None
-) -> discover.DuplicateReport:
-    """Exact copies, near-duplicate pairs above ``threshold`` and same-named notes."""
+def duplicates(app: App, threshold: float | None = None, limit: int | None = None) -> dups.DuplicateReport:
+    """Exact copies; whole-note pairs (near_duplicate, contained at ``threshold``; translation); shared passages; same-named notes."""
     d = app.settings.discover
     with translated_errors(path=app.index_dir), app.reading() as store:
-        return discover.duplicates(
+        return dups.duplicates(
             store,
             d.duplicate_threshold if threshold is None else threshold,
             d.duplicate_limit if limit is None else limit,
             d.min_chars,
+            settings=d,
         )
 
 

@@ -1,0 +1,173 @@
+"""Shared passages: sections copied between two notes that otherwise differ, with their lines on both sides."""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+
+import numpy as np
+
+from vaultlens.services.compare import Compared, Rated
+
+# A shared passage: a run of copied lines, or of sections matched at passage_threshold or better, with
+# at least this many letters that are not boilerplate, while the notes are not duplicates as a whole.
+PASSAGE_MIN_LETTERS = 200
+# ... and a run of sections must be copied text: this share of the shorter side's words, in order, in
+# the other side (fastapi-docs: copied passages >= 0.61, sections on the same topic <= 0.58)
+PASSAGE_MIN_OVERLAP = 0.6
+PASSAGE_MAX_WORDS = 3000
+COPY_GAP = 2  # other lines a run of copied lines may skip, on either side
+_WORD = re.compile(r"[^\W_]+")
+# a passage: (row of a, first line, last line, row of b, first line, last line, score); lines 1-based
+Span = tuple[int, int, int, int, int, int, float]
+
+
+def find_passages(c: Compared, r: Rated) -> list[Span]:
+    """Passages shared by two notes that are not duplicates as a whole, each once, in a's order:
+    runs of copied lines (:func:`copied_runs`), then runs of sections that match at
+    passage_threshold (by meaning or copied lines) and whose words are mostly the same."""
+    kept = copied_runs(c, r.na, r.nb)
+    for span in section_runs(c, r):
+        if not any(_overlaps(span, q) for q in kept):
+            kept.append(span)
+    return sorted(kept, key=lambda p: p[1])
+
+
+def copied_runs(c: Compared, na: int, nb: int) -> list[Span]:
+    """Runs of a's lines found in b in the same order (a gap of up to COPY_GAP other lines on
+    either side allowed) with PASSAGE_MIN_LETTERS copied letters or more."""
+    prof = c.prof
+    la, lb = c.content_lines(na), c.content_lines(nb)
+    if not len(la) or not len(lb):
+        return []
+    kb = prof.line_key[lb]
+    order = np.argsort(kb, kind="stable")
+    sorted_keys = kb[order]
+    ka = prof.line_key[la]
+    lo = np.searchsorted(sorted_keys, ka, side="left").tolist()
+    hi = np.searchsorted(sorted_keys, ka, side="right").tolist()
+    letters = prof.line_letters[la].tolist()
+    runs: list[Span] = []
+    cur: list[int] | None = None  # [a first pos, a last pos, b first pos, b last pos, copied letters]
+
+    def close() -> None:
+        if cur is not None and cur[4] >= PASSAGE_MIN_LETTERS:
+            total = sum(letters[cur[0] : cur[1] + 1])
+            a0, a1, b0, b1 = int(la[cur[0]]), int(la[cur[1]]), int(lb[cur[2]]), int(lb[cur[3]])
+            runs.append(
+                (
+                    c.row_of(na, a0),
+                    int(prof.line_no[a0]),
+                    int(prof.line_no[a1]),
+                    c.row_of(nb, b0),
+                    int(prof.line_no[b0]),
+                    int(prof.line_no[b1]),
+                    cur[4] / max(total, 1),
+                )
+            )
+
+    for pa in range(len(la)):
+        occurrences = order[lo[pa] : hi[pa]]
+        if not len(occurrences):
+            continue
+        if cur is not None and pa - cur[1] <= COPY_GAP + 1:
+            nxt = [int(o) for o in occurrences if cur[3] < o <= cur[3] + COPY_GAP + 1]
+            if nxt:
+                cur[1], cur[3] = pa, nxt[0]
+                cur[4] += letters[pa]
+                continue
+        close()
+        first = int(occurrences.min())
+        cur = [pa, pa, first, first, letters[pa]]
+    close()
+    return runs
+
+
+def section_runs(c: Compared, r: Rated) -> list[Span]:
+    """Runs of consecutive substantial sections matched at passage_threshold whose matches are
+    consecutive too, confirmed by their words (PASSAGE_MIN_OVERLAP of the shorter side in order)."""
+    prof, s = c.prof, c.s
+    found: list[tuple[int, int, int, int, float]] = []  # rows: a first, a last, b first, b last
+    for x, y, value, partner, flip in (
+        (r.na, r.nb, r.value_a, r.partner_a, False),
+        (r.nb, r.na, r.value_b, r.partner_b, True),
+    ):
+        rows = c.body(x)
+        where = {int(row): i for i, row in enumerate(c.body(y))}
+        own = prof.letters[rows] - prof.boiler[rows]
+        shared = (
+            (value >= s.passage_threshold) & (partner >= 0) & (prof.boiler[rows] * 2 < prof.letters[rows])
+        )
+        i = 0
+        while i < len(rows):
+            if not shared[i]:
+                i += 1
+                continue
+            j = i
+            while (
+                j + 1 < len(rows)
+                and shared[j + 1]
+                and abs(where[int(partner[j + 1])] - where[int(partner[j])]) <= 1
+            ):
+                j += 1
+            run, partners = rows[i : j + 1], partner[i : j + 1]
+            if own[i : j + 1].sum() < PASSAGE_MIN_LETTERS:
+                i = j + 1
+                continue
+            lo = int(partners[np.argmin(prof.first_line[partners])])
+            hi = int(partners[np.argmax(prof.last_line[partners])])
+            w = c.weight[run]
+            score = float((w * value[i : j + 1]).sum() / w.sum())
+            rows4 = (lo, hi, int(run[0]), int(run[-1])) if flip else (int(run[0]), int(run[-1]), lo, hi)
+            found.append((*rows4, score))
+            i = j + 1
+    spans: list[Span] = []
+    for a0, a1, b0, b1, score in sorted(found, key=lambda p: (-p[4], p[0])):
+        span = (
+            a0,
+            int(prof.first_line[a0]),
+            int(prof.last_line[a1]),
+            b0,
+            int(prof.first_line[b0]),
+            int(prof.last_line[b1]),
+            score,
+        )
+        if not any(_overlaps(span, q) for q in spans):
+            spans.append(span)
+    if spans:
+        words = _span_words(c, r.na, r.nb, spans)
+        spans = [
+            p for p, (wa, wb) in zip(spans, words, strict=True) if _overlap(wa, wb) >= PASSAGE_MIN_OVERLAP
+        ]
+    return spans
+
+
+def _span_words(c: Compared, na: int, nb: int, spans: list[Span]) -> list[tuple[list[str], list[str]]]:
+    """The words of each span's sections in a and in b."""
+    prof, lay = c.prof, c.lay
+
+    def between(n: int, first: int, last: int) -> list[int]:
+        rows = c.body(n)
+        return [int(x) for x in rows[(prof.first_line[rows] >= first) & (prof.last_line[rows] <= last)]]
+
+    picks = [(between(na, p[1], p[2]), between(nb, p[4], p[5])) for p in spans]
+    chunks = c.store.chunks(int(lay.rowids[x]) for pa, pb in picks for x in (*pa, *pb))
+
+    def words(rows: list[int]) -> list[str]:
+        text = "\n".join(chunks[int(lay.rowids[x])].text for x in rows if int(lay.rowids[x]) in chunks)
+        return _WORD.findall(text.casefold())[:PASSAGE_MAX_WORDS]
+
+    return [(words(pa), words(pb)) for pa, pb in picks]
+
+
+def _overlap(a: list[str], b: list[str]) -> float:
+    """Share of the shorter word list found, in order, in the other."""
+    if not a or not b:
+        return 0.0
+    blocks = SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    return sum(m.size for m in blocks) / min(len(a), len(b))
+
+
+def _overlaps(p: Span, q: Span) -> bool:
+    """Whether two passages overlap on both sides."""
+    return p[1] <= q[2] and q[1] <= p[2] and p[4] <= q[5] and q[4] <= p[5]
