@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
+from vaultlens.cli.audit_cmds import audit_cli
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
 from vaultlens.cli.watch_cmds import watch
@@ -39,6 +40,7 @@ cli.add_typer(config_cli, name="config")
 cli.command()(similar)
 cli.command()(watch)
 cli.add_typer(duplicates_cli, name="duplicates")
+cli.add_typer(audit_cli, name="audit")  # audit structure (no model)
 
 
 def _show_stats(stats: RunStats, json_: bool, vault: Path) -> None:

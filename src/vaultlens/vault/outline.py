@@ -41,6 +41,7 @@ class PropertyLink:
 @dataclass(frozen=True, slots=True)
 class NoteOutline:
     path: str
+    frontmatter: dict[str, Any]
     frontmatter_error: str | None
     aliases: tuple[str, ...]
     tags: tuple[str, ...]
@@ -123,6 +124,7 @@ def outline_note(text: str, path: str) -> NoteOutline:
     masked = masked_spans(body)
     return NoteOutline(
         path=path,
+        frontmatter=frontmatter,
         frontmatter_error=problem,
         aliases=note_aliases(frontmatter),
         tags=note_tags(frontmatter, body, masked),
