@@ -164,7 +164,9 @@ class Reference:
 
 
 @pytest.fixture(scope="module", params=VAULTS)
-def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Any]:
+def both(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Any], Any]:
     root = SHARED / "vaults" / request.param
     if not root.is_dir():
         pytest.skip(f"{root} is not here: the shared real vaults are needed for this comparison")

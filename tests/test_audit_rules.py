@@ -9,7 +9,6 @@ target; links in properties count only as quoted strings; nothing in code, math 
 from __future__ import annotations
 
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -105,7 +104,9 @@ def targets(report: dict[str, Any], note: str) -> dict[str, str]:
     return {item["raw"]: item["target"] for item in report["links"][note]}
 
 
-def test_every_file_is_listed_by_its_path_on_disk_and_generated_reports_are_left_out(report: dict[str, Any]) -> None:
+def test_every_file_is_listed_by_its_path_on_disk_and_generated_reports_are_left_out(
+    report: dict[str, Any],
+) -> None:
     assert f"{NFD_NAME}.md" in report["notes"]
     assert "report.md" not in report["notes"]  # a saved dashboard would hide the orphans it lists
     assert report["file_types"] == {"note": 17, "attachment": 1}
@@ -136,7 +137,9 @@ def test_same_named_notes_are_ambiguous_and_grouped(report: dict[str, Any]) -> N
     }
 
 
-def test_nothing_in_code_math_or_comments_is_a_link_but_callouts_and_tables_are(report: dict[str, Any]) -> None:
+def test_nothing_in_code_math_or_comments_is_a_link_but_callouts_and_tables_are(
+    report: dict[str, Any],
+) -> None:
     raws = set(targets(report, "Traps.md"))
     for hidden in ("InlineCode", "InComment", "InHtml", "InMath", "InFence", "InBlockMath"):
         assert hidden not in raws
@@ -154,7 +157,9 @@ def test_property_links_count_only_when_quoted(report: dict[str, Any]) -> None:
 def test_an_alias_is_not_a_link_target_but_is_named_as_the_likely_intent(report: dict[str, Any]) -> None:
     broken = {(b["source"], b["raw"]): b for b in report["broken_links"]}
     assert broken[("Traps.md", "Tgt")]["alias_of"] == "Target.md"
-    assert targets(report, "Traps.md")["Target"] == "Target.md"  # [[Target|Tgt]]: display text is not the target
+    assert (
+        targets(report, "Traps.md")["Target"] == "Target.md"
+    )  # [[Target|Tgt]]: display text is not the target
 
 
 def test_broken_links_are_exactly_the_unresolved_ones(report: dict[str, Any]) -> None:
@@ -188,7 +193,12 @@ def test_tags_follow_obsidian(report: dict[str, Any]) -> None:
     assert traps == ["idea", "dollar", "incallout", "proj/b"]  # front matter first, then the body in order
     counts = {k.casefold(): v for k, v in report["tag_counts"].items()}
     assert counts["idea"] == 3  # Target (Idea), Traps (idea), x/other (#Idea): case-insensitive
-    assert "123" not in counts and "fragment" not in counts and "section" not in counts and "infence" not in counts
+    assert (
+        "123" not in counts
+        and "fragment" not in counts
+        and "section" not in counts
+        and "infence" not in counts
+    )
     tree = {k.casefold(): v for k, v in report["tag_tree"].items()}
     assert tree["proj"] == 2 and tree["proj/a"] == 1 and tree["proj/b"] == 1
 

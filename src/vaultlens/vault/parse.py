@@ -277,7 +277,7 @@ def load_front_matter(yaml_text: str) -> Any:
 
 
 _FM_OPEN = re.compile(r"-{3,}[ \t]*(?:\n|\Z)")
-_FM_CLOSE = re.compile(r"^(?:-{3,}|\.\.\.)[ \t]*$", re.M)
+_FM_CLOSE = re.compile(r"^(-{3,}|\.\.\.)[ \t]*$", re.M)
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str | None, int, int]:
@@ -289,12 +289,20 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str | None, int, int]
     opened = _FM_OPEN.match(text)
     if opened is None:
         return {}, None, 0, 0
-    closed = _FM_CLOSE.search(text, opened.end())
+    dashes = len(opened.group().rstrip())
+    closed = next(
+        (
+            m
+            for m in _FM_CLOSE.finditer(text, opened.end())
+            if m.group(1)[0] == "." or len(m.group(1)) >= dashes
+        ),
+        None,
+    )
     if closed is None:
         return {}, None, 0, 0
     line_end = text.find("\n", closed.end())
     body = len(text) if line_end < 0 else line_end + 1
-    frontmatter, problem = _front_matter(text[opened.end() : closed.start()], 0)
+    frontmatter, problem = _front_matter(text[opened.end() : closed.start()].removesuffix("\n"), 0)
     return frontmatter, problem, body, text.count("\n", 0, body)
 
 

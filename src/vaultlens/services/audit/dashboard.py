@@ -77,7 +77,7 @@ def dashboard_markdown(report: StructureReport, resolver: LinkResolver, generate
 
     def problem_rows(items: list[dict[str, Any]], extra: str) -> list[list[str]]:
         return [
-            [names.link(i["source"]), str(i["line"] + 1), _code(i["raw"]), extra_cell(i, extra)]
+            [names.link(i["source"]), str(i["line"]), _code(i["raw"]), extra_cell(i, extra)]
             for i in items[:LIST_MAX]
         ]
 

@@ -47,7 +47,7 @@ class LinkRecord:
     raw: str
     target: str
     kind: LinkKindName  # "property": written in front matter
-    line: int
+    line: int  # 0-based, like the vault model (as_dict gives it 1-based)
     embed: bool = False  # ``![[x]]`` or ``![alt](x)``, in the body or in a property
     candidates: tuple[str, ...] = ()
     missing_anchor: str | None = None
@@ -57,7 +57,7 @@ class LinkRecord:
             "raw": self.raw,
             "target": self.target,
             "kind": self.kind,
-            "line": self.line,
+            "line": self.line + 1,  # 1-based, as editors count
         }
         if self.candidates and self.target == AMBIGUOUS:
             item["candidates"] = list(self.candidates)

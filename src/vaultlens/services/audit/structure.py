@@ -125,7 +125,7 @@ def _problems(graph: VaultGraph) -> tuple[list[dict[str, Any]], list[dict[str, A
     anchors: list[dict[str, Any]] = []
     for source, records in graph.links.items():
         for r in records:
-            where: dict[str, Any] = {"source": source, "raw": r.raw, "line": r.line, "kind": r.kind}
+            where: dict[str, Any] = {"source": source, "raw": r.raw, "line": r.line + 1, "kind": r.kind}
             if r.target == UNRESOLVED:
                 intended = alias_of.get(unicodedata.normalize("NFC", r.raw.partition("#")[0]).casefold())
                 # Obsidian does not resolve a link by alias; the note that has it is the likely intent
