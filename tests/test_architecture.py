@@ -119,6 +119,7 @@ _WRITES_UNDER_HOME = {
     "fsutil.py", "config/consent.py", "config/paths.py", "index/lifecycle.py", "index/lock.py",
     "index/sqlite_store.py", "services/evaluation.py",
     "services/audit/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
+    "services/audit/outline_cache.py",  # under VAULTLENS_HOME
 }  # fmt: skip
 
 

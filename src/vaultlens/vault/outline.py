@@ -24,10 +24,11 @@ __all__ = ["NoteOutline", "PropertyLink", "extract_block_ids", "extract_headings
 # ATX headings as Obsidian lists them: up to 3 spaces, 1-6 "#", then a space (or nothing); "#tag" is no heading.
 # Setext headings ("Title\n===") are not listed: Obsidian vaults rarely use them, and telling one from a
 # paragraph followed by a thematic break needs the full parse.
-_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$", re.M)
+_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\n]*))?$", re.M)
 _CLOSING_HASHES_RE = re.compile(r"(?:^|[ \t]+)#+$")
-# A block id: "^id" at the end of a line, after a space or alone on its line (letters, digits and dashes).
-_BLOCK_ID_RE = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+# A block id: "^id" at the end of a line, after a space or alone on its line (letters, digits and dashes);
+# the character before the "^" is checked after the match, so the pattern starts with a literal.
+_BLOCK_ID_RE = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*$", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class PropertyLink:
 @dataclass(frozen=True, slots=True)
 class NoteOutline:
     path: str
-    frontmatter: dict[str, Any]
+    properties: tuple[str, ...]  # front-matter keys
     frontmatter_error: str | None
     aliases: tuple[str, ...]
     tags: tuple[str, ...]
@@ -73,7 +74,7 @@ def extract_headings(body: str, masked: list[tuple[int, int]], line_offset: int 
             continue
         line += body.count("\n", prev, m.start())
         prev = m.start()
-        text = _CLOSING_HASHES_RE.sub("", m.group(2) or "").strip()
+        text = _CLOSING_HASHES_RE.sub("", (m.group(2) or "").strip()).strip()
         found.append(Heading(len(m.group(1)), text, line))
     return found
 
@@ -81,7 +82,11 @@ def extract_headings(body: str, masked: list[tuple[int, int]], line_offset: int 
 def extract_block_ids(body: str, masked: list[tuple[int, int]]) -> list[str]:
     """Block ids (``^id``) outside code, math and comments, in document order."""
     visible = _outside(masked)
-    return [m.group(1) for m in _BLOCK_ID_RE.finditer(body) if visible(m.start(1))]
+    return [
+        m.group(1)
+        for m in _BLOCK_ID_RE.finditer(body)
+        if (m.start() == 0 or body[m.start() - 1] in " \t\n") and visible(m.start())
+    ]
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -124,7 +129,7 @@ def outline_note(text: str, path: str) -> NoteOutline:
     masked = masked_spans(body)
     return NoteOutline(
         path=path,
-        frontmatter=frontmatter,
+        properties=tuple(frontmatter),
         frontmatter_error=problem,
         aliases=note_aliases(frontmatter),
         tags=note_tags(frontmatter, body, masked),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vaultlens.config import paths
 from vaultlens.errors import translated_errors
 from vaultlens.services.app import App
 from vaultlens.services.audit.graph import read_vault
@@ -15,6 +16,8 @@ from vaultlens.services.audit.structure import StructureReport, build_report
 from vaultlens.vault.links import LinkResolver
 
 __all__ = ["StructureAudit", "audit_structure"]
+
+OUTLINE_CACHE = "outlines.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +27,9 @@ class StructureAudit:
 
 
 def audit_structure(app: App) -> StructureAudit:
-    """Read the whole vault (no index needed) and report its structure; writes nothing."""
+    """Read the whole vault (no index needed) and report its structure; writes nothing but its outline cache
+    under VAULTLENS_HOME."""
     with translated_errors("audit the vault structure", path=app.vault):
-        graph = read_vault(app.vault, int(app.settings.index.max_file_mb * 1_000_000))
+        cache = paths.audit_dir(app.vault) / OUTLINE_CACHE
+        graph = read_vault(app.vault, int(app.settings.index.max_file_mb * 1_000_000), cache)
         return StructureAudit(build_report(str(app.vault), graph), graph.resolver)

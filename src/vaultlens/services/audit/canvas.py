@@ -80,10 +80,12 @@ def canvas_map(notes: Iterable[str], edges: Iterable[tuple[str, str]]) -> dict[s
             )
         x += width + GROUP_GAP
         row_height = max(row_height, height)
+    pairs = sorted({(a, b) for a, b in edges if a in node_of and b in node_of and a != b})
+    # edge ids are numbered, not hashed (a vault has ten times more edges than notes); "e<n>" never equals a
+    # node id, which is 16 hex digits
     drawn = [
-        {"id": _id("edge", f"{a}\n{b}", used), "fromNode": node_of[a], "toNode": node_of[b], "toEnd": "arrow"}
-        for a, b in sorted(set(edges))
-        if a in node_of and b in node_of and a != b
+        {"id": f"e{n}", "fromNode": node_of[a], "toNode": node_of[b], "toEnd": "arrow"}
+        for n, (a, b) in enumerate(pairs, 1)
     ]
     # groups first: JSON Canvas draws nodes in array order, so groups stay behind their notes
     return {"nodes": groups + files, "edges": drawn}

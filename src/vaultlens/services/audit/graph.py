@@ -8,15 +8,18 @@ planned link agree on where a link goes.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from vaultlens.chunking.source import NotText, read_note
+from vaultlens.chunking.source import NoteReader, NotText
 from vaultlens.errors import VaultError
-from vaultlens.vault.links import LinkResolver
+from vaultlens.services.audit import outline_cache
+from vaultlens.vault.links import LinkResolver, Resolution
 from vaultlens.vault.model import Link
 from vaultlens.vault.outline import NoteOutline, outline_note
 from vaultlens.vault.parse import decode_note
@@ -34,7 +37,7 @@ LinkKindName = Literal["wiki", "markdown", "embed", "property"]
 _LIST_ANY_SIZE = 1 << 62
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # read-only by convention: not frozen, as frozen ones take 4x longer to build, one per link
 class LinkRecord:
     """One link of one note, resolved.
 
@@ -94,6 +97,7 @@ def _raw(link: Link) -> str:
 _ANCHOR_NOISE = re.compile(r"[\W_]+")
 
 
+@lru_cache(maxsize=1 << 16)  # a vault repeats the same few thousand headings in its links
 def anchor_key(text: str) -> str:
     """How a heading subpath is compared: Obsidian matches ``[[Note#Step 1: Go]]`` to the heading
     ``Step 1 Go`` (it drops characters a link cannot hold), so only letters and digits count, case-insensitively."""
@@ -101,74 +105,113 @@ def anchor_key(text: str) -> str:
     return " ".join(_ANCHOR_NOISE.sub(" ", folded).split())
 
 
-def _missing_anchor(link: Link, outline: NoteOutline | None) -> str | None:
-    """The subpath ``link`` asks for that ``outline`` does not have (None when present or not checkable)."""
-    if outline is None:
+class _Resolver:
+    """Resolves every link of the vault once per distinct question.
+
+    Thousands of links name the same few hundred targets: a bare name resolves the same from every note, and a
+    path with ``/`` the same from every note of one folder, so each answer is memoised; the heading keys and
+    block ids of each target note are computed once, not once per link.
+    """
+
+    def __init__(self, resolver: LinkResolver, outlines: dict[str, NoteOutline]) -> None:
+        self._resolver = resolver
+        self._outlines = outlines
+        self._memo: dict[tuple[str, str], Resolution] = {}
+        self._headings: dict[str, set[str]] = {}
+        self._blocks: dict[str, set[str]] = {}
+
+    def _resolution(self, target: str, source: str) -> Resolution:
+        if not target.strip():
+            return self._resolver.resolve(target, source)  # a same-note link: the source itself
+        where = posixpath.dirname(source) if "/" in target else ""
+        found = self._memo.get((target, where))
+        if found is None:
+            found = self._memo[(target, where)] = self._resolver.resolve(target, source)
+        return found
+
+    def _missing_anchor(self, link: Link, path: str) -> str | None:
+        """The subpath ``link`` asks for that note ``path`` lacks (None when present or not checkable)."""
+        outline = self._outlines.get(path)
+        if outline is None:
+            return None
+        if link.block is not None:
+            blocks = self._blocks.get(path)
+            if blocks is None:
+                blocks = self._blocks[path] = {b.casefold() for b in outline.block_ids}
+            return None if link.block.casefold() in blocks else "^" + link.block
+        if link.heading is not None:
+            have = self._headings.get(path)
+            if have is None:
+                have = self._headings[path] = {anchor_key(h.text) for h in outline.headings}
+            parts = [p for p in link.heading.split("#") if p.strip()]
+            return link.heading if any(anchor_key(p) not in have for p in parts) else None
         return None
-    if link.block is not None:
-        wanted = link.block.casefold()
-        return None if any(b.casefold() == wanted for b in outline.block_ids) else "^" + link.block
-    if link.heading is not None:
-        have = {anchor_key(h.text) for h in outline.headings}
-        parts = [p for p in link.heading.split("#") if p.strip()]
-        missing = [p for p in parts if anchor_key(p) not in have]
-        return link.heading if missing else None
-    return None
 
-
-def _resolve(
-    resolver: LinkResolver, outlines: dict[str, NoteOutline], source: str, link: Link, kind: LinkKindName
-) -> LinkRecord:
-    raw = _raw(link)
-    embed = link.kind == "embed"
-    found = resolver.resolve(link.target, source)
-    if found.status == "unresolved":
-        return LinkRecord(raw, UNRESOLVED, kind, link.line, embed)
-    if found.status == "ambiguous":
-        return LinkRecord(raw, AMBIGUOUS, kind, link.line, embed, found.candidates)
-    path = found.path or source
-    anchor = _missing_anchor(link, outlines.get(path)) if path.lower().endswith(".md") else None
-    return LinkRecord(raw, path, kind, link.line, embed, (path,), anchor)
+    def record(self, source: str, link: Link, kind: LinkKindName) -> LinkRecord:
+        raw = _raw(link)
+        embed = link.kind == "embed"
+        found = self._resolution(link.target, source)
+        if found.status == "unresolved":
+            return LinkRecord(raw, UNRESOLVED, kind, link.line, embed)
+        if found.status == "ambiguous":
+            return LinkRecord(raw, AMBIGUOUS, kind, link.line, embed, found.candidates)
+        path = found.path or source
+        anchor = self._missing_anchor(link, path) if path[-3:].lower() == ".md" else None
+        return LinkRecord(raw, path, kind, link.line, embed, (path,), anchor)
 
 
 def resolve_links(resolver: LinkResolver, outlines: dict[str, NoteOutline]) -> dict[str, list[LinkRecord]]:
     """Every link of every outlined note, resolved: property links first, then the body in document order."""
+    links = _Resolver(resolver, outlines)
     out: dict[str, list[LinkRecord]] = {}
     for path, outline in outlines.items():
-        records = [_resolve(resolver, outlines, path, p.link, "property") for p in outline.property_links]
-        for link in outline.links:
-            records.append(_resolve(resolver, outlines, path, link, link.kind))
+        records = [links.record(path, p.link, "property") for p in outline.property_links]
+        records += [links.record(path, link, link.kind) for link in outline.links]
         out[path] = records
     return out
 
 
-def _outline(vault: Path, rel: str, max_bytes: int) -> NoteOutline | str:
+def _outline(reader: NoteReader, rel: str) -> NoteOutline | str:
     try:
-        raw = read_note(vault, rel, max_bytes)
-        return outline_note(decode_note(raw.raw), rel)
+        return outline_note(decode_note(reader.read(rel).raw), rel)
     except NotText as exc:
         return str(exc)
     except VaultError as exc:  # too large, refused path, removed while read
         return exc.message
 
 
-def read_vault(vault: Path, max_note_bytes: int) -> VaultGraph:
-    """Scan ``vault`` and read, outline and resolve every note (notes over ``max_note_bytes`` are listed, not read)."""
+def read_vault(vault: Path, max_note_bytes: int, cache: Path | None = None) -> VaultGraph:
+    """Scan ``vault`` and read, outline and resolve every note (notes over ``max_note_bytes`` are listed, not
+    read). With ``cache``, outlines of notes whose size and mtime are unchanged come from that file, which is
+    then rewritten for the next audit."""
     scan = scan_vault(vault, _LIST_ANY_SIZE)
     resolver = LinkResolver(f.path for f in scan.files)
+    reader = NoteReader(vault, max_note_bytes)
+    before = outline_cache.load(cache) if cache is not None else {}
+    after: outline_cache.Cached = {}
+    changed = False
     outlines: dict[str, NoteOutline] = {}
     unread: dict[str, str] = {}
     reports: set[str] = set()
     for f in scan.files:
         if f.kind != "note":
             continue
-        result = _outline(vault, f.path, max_note_bytes)
+        hit = before.get(f.path)
+        if hit is not None and hit[0] == f.size and hit[1] == f.mtime_ns and f.size <= max_note_bytes:
+            result: NoteOutline | str = hit[2]
+        else:
+            result = _outline(reader, f.path)
+            changed = True
         if isinstance(result, str):
             unread[f.path] = result
-        elif REPORT_PROPERTY in result.frontmatter:
+            continue
+        after[f.path] = (f.size, f.mtime_ns, result)
+        if REPORT_PROPERTY in result.properties:
             reports.add(f.path)
         else:
             outlines[f.path] = result
+    if cache is not None and (changed or after.keys() != before.keys()):
+        outline_cache.save(cache, after)
     return VaultGraph(
         files=scan.files,
         outlines=outlines,

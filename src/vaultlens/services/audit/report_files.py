@@ -54,10 +54,11 @@ class ReportFiles:
         front = f"---\n{REPORT_PROPERTY}: structure-audit\n---\n"
         dashboard = front + dashboard_markdown(report, resolver, generated)
         canvas = canvas_map(report.notes, report.edges)
+        # compact JSON: for 5,000 notes, indenting costs a second and readers are programs (the dashboard is for people)
         return cls(
             dashboard.encode("utf-8"),
-            (json.dumps(canvas, ensure_ascii=False, indent="\t") + "\n").encode("utf-8"),
-            (json.dumps(report.as_dict(), ensure_ascii=False, indent=2) + "\n").encode("utf-8"),
+            (json.dumps(canvas, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"),
+            (json.dumps(report.as_dict(), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"),
         )
 
 
