@@ -15,7 +15,7 @@ from vaultlens.services.audit.graph import read_vault
 from vaultlens.services.audit.structure import StructureReport, build_report
 from vaultlens.vault.links import LinkResolver
 
-__all__ = ["StructureAudit", "audit_structure"]
+__all__ = ["OUTLINE_CACHE", "StructureAudit", "audit_structure"]
 
 OUTLINE_CACHE = "outlines.json"
 
