@@ -12,10 +12,18 @@ from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.write_cmds import AllowOpenOpt, ConfirmOpt, _confirm_and_apply, _report_recovery
 from vaultlens.errors import ConfigError
-from vaultlens.services.audit import audit_structure
-from vaultlens.services.audit.report_files import ReportFiles, inside_vault, plan_into_vault, write_outside
+from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, audit_clusters, audit_structure
+from vaultlens.services.audit.report_files import (
+    ReportFiles,
+    inside_vault,
+    plan_into_vault,
+    write_clusters,
+    write_outside,
+)
 
-audit_cli = typer.Typer(help="Audit the vault's structure (no model needed).", no_args_is_help=True)
+audit_cli = typer.Typer(
+    help="Audit the vault: its structure, and its topics (no model needed).", no_args_is_help=True
+)
 
 OutOpt = Annotated[
     Path | None,
@@ -59,6 +67,50 @@ def structure(
         _report_recovery(app, json_)
         for planned in plan_into_vault(app, files, into):
             _confirm_and_apply(app, planned, yes, json_, allow_open)
+
+
+@audit_cli.command("deep")
+def deep(
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    no_llm: Annotated[
+        bool,
+        typer.Option("--no-llm", help="Clusters from the index's vectors, named from headings and terms."),
+    ] = False,
+    threshold: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Mean cosine a cluster's notes keep between them.")
+    ] = CLUSTER_THRESHOLD,
+    min_size: Annotated[
+        int, typer.Option(min=2, help="Smallest group reported as a cluster.")
+    ] = CLUSTER_MIN_SIZE,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Folder for vault-clusters.md and clusters.json (outside the vault)."),
+    ] = None,
+) -> None:
+    """Topic clusters of the indexed notes. With --no-llm no note text leaves the machine and no model runs."""
+    if not no_llm:
+        raise ConfigError(
+            "The model-based deep audit is not in this version yet.",
+            hint="Run `vaultlens audit deep --no-llm` for topic clusters from the index, with no model.",
+        )
+    app = open_app(vault, set_)
+    report = audit_clusters(app, threshold, min_size)
+    written = write_clusters(app, report, out)
+    if json_:
+        render.print_json({**report.as_dict(), "files": {k: str(v) for k, v in written.items()}})
+        return
+    render.out.print(
+        f"[bold]{len(report.clusters)} clusters[/bold] (mean cosine >= {threshold}, at least {min_size} notes); "
+        f"{len(report.unclustered)} notes in none, {len(report.without_vector)} without a usable vector."
+    )
+    for c in report.clusters:
+        render.out.print(
+            f"  {c.id:>3}. {escape(c.name)}  [dim]{c.size} notes · {escape(', '.join(c.terms[:5]))}[/dim]"
+        )
+    for path in written.values():
+        render.out.print(f"Wrote [cyan]{escape(str(path))}[/cyan]")
 
 
 def _print_summary(summary: dict[str, int]) -> None:

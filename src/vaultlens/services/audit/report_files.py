@@ -18,6 +18,7 @@ from vaultlens.fsutil import atomic_write
 from vaultlens.services import writes
 from vaultlens.services.app import App
 from vaultlens.services.audit.canvas import canvas_map
+from vaultlens.services.audit.clusters import ClusterReport, clusters_markdown
 from vaultlens.services.audit.dashboard import dashboard_markdown
 from vaultlens.services.audit.graph import REPORT_PROPERTY
 from vaultlens.services.audit.structure import StructureReport
@@ -91,6 +92,31 @@ def write_outside(app: App, files: ReportFiles, folder: Path | None) -> dict[str
     with translated_errors(f"write the audit report to {target}", path=target):
         for name, data in ((DASHBOARD, files.dashboard), (MAP, files.canvas), (JSON_REPORT, files.json)):
             atomic_write(written[name], data)
+    return written
+
+
+CLUSTERS_MD = "vault-clusters.md"
+CLUSTERS_JSON = "clusters.json"
+
+
+def write_clusters(app: App, report: ClusterReport, folder: Path | None) -> dict[str, Path]:
+    """The clusters' Markdown report and JSON (the saved clusters a Map of Content is built from) in ``folder``
+    (default: the vault's audit folder); a folder inside the vault is refused like for the structure audit."""
+    target = folder.expanduser() if folder is not None else paths.audit_dir(app.vault)
+    if inside_vault(app.vault, target) is not None:
+        raise VaultError(
+            f"{target} is inside the vault; the cluster report is written outside it.",
+            hint="Pick a folder outside the vault, or leave --out out.",
+        )
+    if folder is None:
+        paths.ensure_home()
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    written = {CLUSTERS_MD: target / CLUSTERS_MD, CLUSTERS_JSON: target / CLUSTERS_JSON}
+    with translated_errors(f"write the cluster report to {target}", path=target):
+        atomic_write(written[CLUSTERS_MD], clusters_markdown(report, generated))
+        atomic_write(
+            written[CLUSTERS_JSON], json.dumps(report.as_dict(), ensure_ascii=False, indent=2) + "\n"
+        )
     return written
 
 
