@@ -17,7 +17,10 @@ from vaultlens.services.audit.clusters import agglomerate
 from vl_support import run_cli, write_vault
 
 TOPICS = {
-    "Kitchen": ("Sourdough", "sourdough starter flour water bake bread oven crust loaf rye dough knead proof"),
+    "Kitchen": (
+        "Sourdough",
+        "sourdough starter flour water bake bread oven crust loaf rye dough knead proof",
+    ),
     "Sky": ("Telescope", "telescope star planet orbit galaxy nebula lens night observe comet moon eclipse"),
     "Code": ("Python", "python function class module import test debug compile variable loop return list"),
 }
