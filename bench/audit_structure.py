@@ -116,6 +116,30 @@ def generate(root: Path, n_notes: int, seed: int = 0, dense: bool = False) -> No
         (root / rel).write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
+def time_clusters(vault: Path) -> None:
+    """Clustering cost on the same vault: the index is built with the deterministic hashing provider (the
+    bundled model would take most of an hour here), so this measures the clustering, not the embeddings."""
+    import vaultlens.testing  # noqa: F401 - registers the "fake" provider
+    from vaultlens.services import app as services
+    from vaultlens.services.audit import audit_clusters
+
+    app = App.open(vault, {"embedding.provider": "fake"})
+    t = time.perf_counter()
+    services.index(app)
+    print(f"indexed with the hashing provider in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    t, c = time.perf_counter(), time.process_time()
+    report = audit_clusters(app)
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    print(
+        f"audit_clusters(): {wall:.2f} s wall, {cpu:.2f} s CPU; {len(report.clusters)} clusters, "
+        f"{len(report.unclustered)} notes in none"
+    )
+    save(
+        "audit_clusters",
+        {"machine": machine(), "wall_s": wall, "cpu_s": cpu, "clusters": len(report.clusters)},
+    )
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -127,6 +151,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument(
         "--dense", action="store_true", help="about 15 links a note instead of 4.5 (a stress case)"
+    )
+    ap.add_argument(
+        "--clusters",
+        action="store_true",
+        help="also time `audit deep --no-llm` clustering (index built with the hashing test provider)",
     )
     args = ap.parse_args()
 
@@ -222,6 +251,8 @@ def main() -> None:
             "pass": verdicts,
         },
     )
+    if args.clusters:
+        time_clusters(vault)
     tmp.cleanup()
 
 

@@ -91,7 +91,7 @@ def write_outside(app: App, files: ReportFiles, folder: Path | None) -> dict[str
     written = {DASHBOARD: target / DASHBOARD, MAP: target / MAP, JSON_REPORT: target / JSON_REPORT}
     with translated_errors(f"write the audit report to {target}", path=target):
         for name, data in ((DASHBOARD, files.dashboard), (MAP, files.canvas), (JSON_REPORT, files.json)):
-            atomic_write(written[name], data)
+            atomic_write(written[name], data, durable=False)  # a report lost to a power cut is made again
     return written
 
 
