@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import stat
 from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cached_property
@@ -27,9 +28,9 @@ from vaultlens.errors import NoteNotFound, VaultError, VaultlensError, translate
 from vaultlens.fsutil import sha256_hex
 from vaultlens.vault.model import ParsedNote
 from vaultlens.vault.parse import NotText, decode_note, parse_note
-from vaultlens.vault.safepath import resolve_note_path
+from vaultlens.vault.safepath import check_relative, resolve_note_path
 
-__all__ = ["NoteSource", "NotText", "RawNote", "load_note", "note_from_bytes", "read_note"]
+__all__ = ["NoteReader", "NoteSource", "NotText", "RawNote", "load_note", "note_from_bytes", "read_note"]
 
 _BOM = codecs.BOM_UTF8
 _STEP = 1024  # code points between two byte-offset checkpoints
@@ -154,6 +155,57 @@ def read_note(vault: Path, rel: str, max_bytes: int | None = None) -> RawNote:
     if max_bytes is not None and len(raw) > max_bytes:  # grew while we looked
         raise _too_large(found.rel, len(raw), max_bytes)
     return RawNote(found.rel, raw, sha256_hex(raw))
+
+
+class NoteReader:
+    """Reads many notes of one vault with :func:`read_note`'s refusals, checking each folder once.
+
+    For callers that read every note a scan just listed (the structure audit reads 5,000 notes in seconds):
+    :func:`read_note` examines every component of every path, which costs more than reading the note. Here a
+    folder is checked once (its real path must be itself: no symlink on the way, so it is inside the vault);
+    the note must be a regular file, not a symlink, and the file opened must be the one checked (same device
+    and inode). Anything else (a symlink, an NFC/NFD spelling, a file over ``max_bytes``, any OS error) goes
+    to :func:`read_note`, which gives the answer or the error, so both agree on every path.
+    """
+
+    def __init__(self, vault: Path, max_bytes: int | None = None) -> None:
+        self.vault = vault
+        self.max_bytes = max_bytes
+        try:
+            self._root = str(vault.resolve(strict=True))
+        except OSError as exc:
+            raise VaultError(f"Vault folder {vault} cannot be opened ({exc.strerror or exc}).") from exc
+        self._plain_folders: dict[str, bool] = {}
+
+    def read(self, rel: str) -> RawNote:
+        parts = check_relative(rel)
+        folder = os.path.join(self._root, *parts[:-1])
+        plain = self._plain_folders.get(folder)
+        if plain is None:
+            plain = self._plain_folders[folder] = os.path.realpath(folder) == folder
+        raw = self._read_plain(os.path.join(folder, parts[-1])) if plain else None
+        return (
+            RawNote(rel, raw, sha256_hex(raw))
+            if raw is not None
+            else read_note(self.vault, rel, self.max_bytes)
+        )
+
+    def _read_plain(self, path: str) -> bytes | None:
+        """The bytes of a regular file at ``path``, or None when :func:`read_note` must decide."""
+        limit = self.max_bytes
+        try:
+            checked = os.lstat(path)
+            if not stat.S_ISREG(checked.st_mode) or (limit is not None and checked.st_size > limit):
+                return None
+            with open(path, "rb") as fh:
+                opened = os.fstat(fh.fileno())
+                if (opened.st_dev, opened.st_ino) != (checked.st_dev, checked.st_ino):
+                    return None  # replaced between the check and the open
+                # read() to the end, not read(limit + 1): that allocates the whole limit for every note
+                raw = fh.read()
+        except OSError:
+            return None
+        return None if limit is not None and len(raw) > limit else raw
 
 
 def note_from_bytes(raw: RawNote, chunker: MarkdownChunker) -> NoteSource:

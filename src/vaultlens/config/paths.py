@@ -48,6 +48,11 @@ def journal_dir(vault: Path) -> Path:
     return home() / "journals" / _vault_key(vault)
 
 
+def audit_dir(vault: Path) -> Path:
+    """Where audit reports of the vault go unless the user names a folder (outside the vault, like the index)."""
+    return home() / "audits" / _vault_key(vault)
+
+
 HOME_HINT = "Set VAULTLENS_HOME to a writable folder outside the vault (vaultlens keeps its indexes there)."
 
 

@@ -38,7 +38,7 @@ _FENCE_RUN_RE = {"`": re.compile("````*"), "~": re.compile("~~~~*")}
 # Every alternative starts with a literal character, which lets the regex engine skip plain text in C.
 _INLINE_RE = re.compile(
     r"""
-      \\[\\`%<](?:\\[\\`%<])*+                    # escaped openers (or backslashes) are text
+      \\[\\`%<$](?:\\[\\`%<$])*+                  # escaped openers (or backslashes) are text
     | `(?P<bt>`*+)                                # code span: a run of backticks ...
         (?:[^`\n]++                               # ... then text,
           |\n(?![ \t\r]*+(?:\n|\Z)|[ \t>]*+(?:```|~~~))  # line breaks that end neither paragraph nor block,
@@ -47,6 +47,9 @@ _INLINE_RE = re.compile(
         `(?P=bt)(?!`)                             # ... up to a run of exactly the same length
     | ``*+                                        # a run with no closer: literal backticks
     | %%(?:[^%]++|%(?!%))*+(?:%%|\Z)              # Obsidian comment; Obsidian hides the rest if unclosed
+    | (?P<math>\$\$(?:[^$]++|\$(?!\$))*+\$\$         # math block or display math (LaTeX), closed
+      |\$(?=[^\s$])[^$\n]*?(?<=[^\s\\])\$(?!\d))    # inline math: no space inside the dollars, no digit after
+    | \$++                                        # a dollar that opens no math: text ("costs $5")
     | <!--                                        # HTML comment, closed by str.find (see masked_spans)
     """,
     re.VERBOSE | re.DOTALL,
@@ -83,7 +86,9 @@ def _fence_lines(text: str) -> list[_Fence]:
 def masked_spans(text: str) -> list[tuple[int, int]]:
     """Offset ranges ``[start, end)`` where links and tags must not be recognised.
 
-    Fenced code (an unclosed fence runs to the end), inline code spans, ``%%comments%%`` and ``<!-- -->``.
+    Fenced code (an unclosed fence runs to the end), inline code spans, ``%%comments%%``, ``<!-- -->`` and
+    LaTeX math (``$$...$$``, and ``$...$`` with no space just inside the dollars and no digit after the closing
+    one, so "costs $5 or $10" stays text), as Obsidian renders none of them as links or tags.
     One left-to-right pass, because whichever construct opens first wins (a ``%%`` inside a code span is code,
     a fence inside a ``%%`` comment is comment). Sorted and non-overlapping.
     """
@@ -101,7 +106,7 @@ def masked_spans(text: str) -> list[tuple[int, int]]:
         if m is not None and m.start() < next_fence:
             start, end = m.span()
             char = text[start]
-            if char == "%" or (char == "`" and m.group("bt") is not None):
+            if char == "%" or m.group("math") is not None or (char == "`" and m.group("bt") is not None):
                 append((start, end))
             elif char == "<":
                 # str.find, not the regex: once no "-->" is left, every later "<!--" fails at once instead of

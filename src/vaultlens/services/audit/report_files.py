@@ -1,0 +1,131 @@
+"""Where a structure audit's files go: a folder outside the vault (written here), or the vault (planned only).
+
+This is the one audit module that writes files, and it writes only outside the vault: a folder inside the
+vault is refused here, and the CLI turns such a request into safewrite operations the user confirms
+(:func:`plan_into_vault`). tests/test_architecture.py lists this module among those allowed to write.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from vaultlens.config import paths
+from vaultlens.errors import VaultError, translated_errors
+from vaultlens.fsutil import atomic_write
+from vaultlens.services import writes
+from vaultlens.services.app import App
+from vaultlens.services.audit.canvas import canvas_map
+from vaultlens.services.audit.clusters import ClusterReport, clusters_markdown
+from vaultlens.services.audit.dashboard import dashboard_markdown
+from vaultlens.services.audit.graph import REPORT_PROPERTY
+from vaultlens.services.audit.structure import StructureReport
+from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.safepath import check_relative
+
+__all__ = [
+    "DASHBOARD",
+    "JSON_REPORT",
+    "MAP",
+    "ReportFiles",
+    "inside_vault",
+    "plan_into_vault",
+    "write_outside",
+]
+
+DASHBOARD = "vault-structure.md"
+MAP = "vault-map.canvas"
+JSON_REPORT = "vault-structure.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    """The three files of one audit, as bytes: the dashboard, the Canvas map and the JSON report."""
+
+    dashboard: bytes
+    canvas: bytes
+    json: bytes
+
+    @classmethod
+    def render(cls, report: StructureReport, resolver: LinkResolver) -> ReportFiles:
+        generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        # the marker keeps a dashboard saved in the vault out of the next audit (see graph.REPORT_PROPERTY)
+        front = f"---\n{REPORT_PROPERTY}: structure-audit\n---\n"
+        dashboard = front + dashboard_markdown(report, resolver, generated)
+        canvas = canvas_map(report.notes, report.edges)
+        # compact JSON: for 5,000 notes, indenting costs a second and readers are programs (the dashboard is for people)
+        return cls(
+            dashboard.encode("utf-8"),
+            (json.dumps(canvas, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"),
+            (json.dumps(report.as_dict(), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"),
+        )
+
+
+def inside_vault(vault: Path, folder: Path) -> str | None:
+    """``folder`` as a vault-relative POSIX path when it lies inside the vault ("" for the root), else None."""
+    real_vault = vault.resolve()
+    real = folder.expanduser().resolve()
+    if real == real_vault:
+        return ""
+    if real.is_relative_to(real_vault):
+        return real.relative_to(real_vault).as_posix()
+    return None
+
+
+def write_outside(app: App, files: ReportFiles, folder: Path | None) -> dict[str, Path]:
+    """Write the three files into ``folder`` (default: the vault's audit folder under VAULTLENS_HOME).
+
+    Refuses a folder inside the vault: that goes through :func:`plan_into_vault` and the user's confirmation.
+    """
+    target = folder.expanduser() if folder is not None else paths.audit_dir(app.vault)
+    if inside_vault(app.vault, target) is not None:
+        raise VaultError(
+            f"{target} is inside the vault; audit files are written there only as confirmed new notes.",
+            hint="Use the CLI's --out with a folder in the vault to review and confirm them, or pick a folder "
+            "outside it.",
+        )
+    if folder is None:
+        paths.ensure_home()
+    written = {DASHBOARD: target / DASHBOARD, MAP: target / MAP, JSON_REPORT: target / JSON_REPORT}
+    with translated_errors(f"write the audit report to {target}", path=target):
+        for name, data in ((DASHBOARD, files.dashboard), (MAP, files.canvas), (JSON_REPORT, files.json)):
+            atomic_write(written[name], data, durable=False)  # a report lost to a power cut is made again
+    return written
+
+
+CLUSTERS_MD = "vault-clusters.md"
+CLUSTERS_JSON = "clusters.json"
+
+
+def write_clusters(app: App, report: ClusterReport, folder: Path | None) -> dict[str, Path]:
+    """The clusters' Markdown report and JSON (the saved clusters a Map of Content is built from) in ``folder``
+    (default: the vault's audit folder); a folder inside the vault is refused like for the structure audit."""
+    target = folder.expanduser() if folder is not None else paths.audit_dir(app.vault)
+    if inside_vault(app.vault, target) is not None:
+        raise VaultError(
+            f"{target} is inside the vault; the cluster report is written outside it.",
+            hint="Pick a folder outside the vault, or leave --out out.",
+        )
+    if folder is None:
+        paths.ensure_home()
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    written = {CLUSTERS_MD: target / CLUSTERS_MD, CLUSTERS_JSON: target / CLUSTERS_JSON}
+    with translated_errors(f"write the cluster report to {target}", path=target):
+        atomic_write(written[CLUSTERS_MD], clusters_markdown(report, generated))
+        atomic_write(
+            written[CLUSTERS_JSON], json.dumps(report.as_dict(), ensure_ascii=False, indent=2) + "\n"
+        )
+    return written
+
+
+def plan_into_vault(app: App, files: ReportFiles, folder: str) -> list[writes.Planned]:
+    """Plan the dashboard and the Canvas map as notes in the vault folder ``folder`` (safewrite; nothing is
+    written until the user confirms each diff). The JSON report is not a note and stays outside."""
+    planned: list[writes.Planned] = []
+    for name, data in ((DASHBOARD, files.dashboard), (MAP, files.canvas)):
+        rel = str(PurePosixPath(folder) / name) if folder else name
+        check_relative(rel)
+        planned.append(writes.plan_write(app, rel, data, f"vault structure audit: {name}"))
+    return planned
