@@ -145,7 +145,10 @@ def read_note(vault: Path, rel: str, max_bytes: int | None = None) -> RawNote:
             size = os.fstat(fh.fileno()).st_size
             if max_bytes is not None and size > max_bytes:
                 raise _too_large(found.rel, size, max_bytes)
-            raw = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+            # sized to the file, not to the limit: read(n) allocates n bytes up front
+            raw = fh.read(size + 1)
+            if len(raw) > size:  # it grew while we read: take the rest, up to just over the limit
+                raw += fh.read() if max_bytes is None else fh.read(max(0, max_bytes + 1 - len(raw)))
     except VaultlensError:
         raise
     except FileNotFoundError as exc:  # deleted between the check and the read
