@@ -94,7 +94,7 @@ def main() -> None:
     try:
         wait_ready(url, server)
         settings = {"llm.provider": "openai-compatible", "llm.endpoint": url, "llm.model": "smollm2",
-                    "llm.max_tokens": "160", "llm.read_timeout_s": "300"}  # fmt: skip
+                    "llm.max_tokens": "160", "llm.read_timeout_s": "900"}  # fmt: skip
         sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
         env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTLENS_")}
         env["VAULTLENS_HOME"] = str(work / "home")
@@ -124,7 +124,7 @@ def main() -> None:
         check(not (set(data["invalid_citations"]) & ids), "no valid id is flagged invalid")
         print(f"answer: {data['answer'][:300]!r}\nusage: {data['usage']}")
 
-        s = LLMSettings("openai-compatible", "smollm2", url, max_tokens=160, read_timeout_s=300.0)
+        s = LLMSettings("openai-compatible", "smollm2", url, max_tokens=160, read_timeout_s=900.0)
         chat = OpenAICompatibleChat.from_settings(s)
         pieces: list[str] = []
         answer = chat.chat([Message("user", "Name three colours.")], on_text=pieces.append)

@@ -218,6 +218,12 @@ def test_a_server_that_refuses_openais_schema_form_is_asked_in_llama_cpps_form_t
         formats = [b["response_format"] for b in server.chats()]
     assert formats[0]["type"] == "json_schema"
     assert formats[1] == formats[2] == {"type": "json_object", "schema": SCHEMA}
+    refusal = (
+        "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"
+    )
+    with ScriptedChatServer(good, [ChatStep(status=500, error=refusal)]) as server:  # llama-cpp-python's 500
+        assert structured(provider(server), HELLO, SCHEMA)[0]["n"] == 1
+        assert len(server.chats()) == 2, "a schema refusal is not retried as a server error"
     with ScriptedChatServer(good, [ChatStep(status=400), ChatStep(status=422)]) as server:
         assert structured(provider(server), HELLO, SCHEMA)[0]["n"] == 1
         last = server.chats()[-1]

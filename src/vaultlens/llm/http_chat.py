@@ -170,7 +170,7 @@ class ChatHTTPProvider:
                 with self._client.stream("POST", url, json=payload) as resp:
                     if resp.status_code >= 400:
                         resp.read()
-                        if json_schema is not None and resp.status_code in (400, 422):
+                        if json_schema is not None and self._refuses_schema(resp):
                             raise SchemaRefused(
                                 f"{self.where} refused the output schema (HTTP {resp.status_code})."
                             )
@@ -259,6 +259,12 @@ class ChatHTTPProvider:
                 hint="Check llm.endpoint (an OpenAI-compatible base URL usually ends in /v1).",
             )
         return ProviderError(f"{self.where} answered HTTP {status}: {body}")
+
+    @staticmethod
+    def _refuses_schema(resp: httpx.Response) -> bool:
+        """A request error about the schema: 400/422, or any error naming the field (llama-cpp-python's
+        server answers its own validation errors with HTTP 500, which must not be retried)."""
+        return resp.status_code in (400, 422) or any(w in resp.text for w in ("response_format", '"format"'))
 
     def _unreachable_hint(self) -> str:
         return (
