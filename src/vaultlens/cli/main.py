@@ -17,6 +17,7 @@ from rich.markup import escape
 from vaultlens.cli import render
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
+from vaultlens.cli.serve_cmds import mcp, serve
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.config import paths
 from vaultlens.config.settings import allowed, as_rows
@@ -25,6 +26,7 @@ from vaultlens.index.runs import RunStats
 from vaultlens.services import app as services
 from vaultlens.services import evaluation
 from vaultlens.services.evaluation import GroupScore
+from vaultlens.services.search import NoteHit
 
 cli = typer.Typer(
     name="vaultlens",
@@ -38,6 +40,8 @@ cli.add_typer(config_cli, name="config")
 cli.command()(similar)
 cli.command()(watch)
 cli.add_typer(duplicates_cli, name="duplicates")
+cli.command()(serve)  # companion: HTTP API + MCP (cli/serve_cmds.py)
+cli.command()(mcp)
 
 
 def _show_stats(stats: RunStats, json_: bool, vault: Path) -> None:
@@ -159,11 +163,21 @@ def search(
                 render.out.rule(q)
                 render.print_hits(hits)
         return
-    hits = services.search(app, query, limit, sections)
+    warm = _search_warm(app, query, limit, sections) if not set_ else None
+    found = warm if warm is not None else services.search(app, query, limit, sections)
     if json_:
-        render.print_json(render.hits_json(hits))
+        render.print_json(render.hits_json(found))
     else:
-        render.print_hits(hits)
+        render.print_hits(found)
+
+
+def _search_warm(
+    app: services.App, query: str, limit: int | None, sections: int | None
+) -> list[NoteHit] | None:
+    """Ask a `vaultlens serve` running for this vault (warm model); None when there is none."""
+    from vaultlens.server.runtime import search_via_server
+
+    return search_via_server(app, query, limit, sections)
 
 
 @cli.command()

@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 import numpy as np
 import numpy.typing as npt
 
-from vaultlens.errors import VaultError
+from vaultlens.errors import NoteNotFound, VaultError
 from vaultlens.fsutil import sha256_hex
 from vaultlens.index.store import Store
 from vaultlens.services.section import Section
@@ -154,7 +154,7 @@ def resolve_note(store: Store, vault_root: str, note: str) -> str:
             f"{note!r} matches several notes: {', '.join(res.candidates)}.",
             hint="Pass the note's path instead.",
         )
-    raise VaultError(f"No indexed note matches {note!r}.", hint="Check the path, or run `vaultlens index`.")
+    raise NoteNotFound(f"No indexed note matches {note!r}.", hint="Check the path, or run `vaultlens index`.")
 
 
 def _refs(store: Store, rowids: list[int]) -> dict[int, Section]:
