@@ -126,8 +126,7 @@ def list_notes(
     """Indexed notes under ``folder`` ("" = all), sorted by path, one page after ``cursor``."""
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidInput(f"limit must be between 1 and {MAX_PAGE} (got {limit}).")
-    folder = folder.strip()
-    if folder.endswith("/"):
+    if len(folder) > 1 and folder.endswith("/"):  # "Notes/" is "Notes"; "/" stays absolute (refused)
         folder = folder[:-1]
     if folder:
         check_untrusted_arg(folder, "folder")
