@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "vaultlens"
-ORDER = ["errors", "fsutil", "config", "vault", "chunking", "embedding", "index", "services", "cli"]
+ORDER = ["errors", "fsutil", "config", "vault", "chunking", "embedding", "index", "services", "server", "cli"]
 
 
 def _layer(module: str) -> str | None:

@@ -163,7 +163,7 @@ def search(
                 render.out.rule(q)
                 render.print_hits(hits)
         return
-    warm = _search_warm(app, query, limit, sections) if not set_ else None
+    warm = _search_warm(app, query, limit, sections)
     found = warm if warm is not None else services.search(app, query, limit, sections)
     if json_:
         render.print_json(render.hits_json(found))
@@ -174,7 +174,8 @@ def search(
 def _search_warm(
     app: services.App, query: str, limit: int | None, sections: int | None
 ) -> list[NoteHit] | None:
-    """Ask a `vaultlens serve` running for this vault (warm model); None when there is none."""
+    """Ask a `vaultlens serve` running for this vault with the same settings (its model is
+    loaded); None when there is none, and the search runs here."""
     from vaultlens.server.runtime import search_via_server
 
     return search_via_server(app, query, limit, sections)

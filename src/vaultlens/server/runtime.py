@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from vaultlens.fsutil import atomic_write
+from vaultlens.config.settings import as_rows
+from vaultlens.fsutil import atomic_write, sha256_hex
 from vaultlens.server.guard import is_loopback
 from vaultlens.services.app import App
 from vaultlens.services.results import hit_from_json
@@ -36,11 +37,19 @@ class ServerInfo:
     port: int
     vault: str
     token_env: str | None = None
+    settings: str = ""  # settings_fingerprint() of the server's App
 
     @property
     def base_url(self) -> str:
         host = self.host if is_loopback(self.host) else "127.0.0.1"  # a wildcard bind answers on loopback too
         return f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{self.port}"
+
+
+def settings_fingerprint(app: App) -> str:
+    """A hash of every effective setting: a command whose settings differ (``--set``, another
+    environment) must not take a server's answer for its own."""
+    rows = [(key, repr(value)) for key, value, _ in as_rows(app.loaded)]
+    return sha256_hex(json.dumps(rows))[:16]
 
 
 def runtime_file(app: App) -> Path:
@@ -64,7 +73,12 @@ def read(app: App) -> ServerInfo | None:
     try:
         data = json.loads(runtime_file(app).read_text(encoding="utf-8"))
         return ServerInfo(
-            int(data["pid"]), str(data["host"]), int(data["port"]), str(data["vault"]), data.get("token_env")
+            int(data["pid"]),
+            str(data["host"]),
+            int(data["port"]),
+            str(data["vault"]),
+            data.get("token_env"),
+            str(data.get("settings", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -81,9 +95,11 @@ def _alive(pid: int) -> bool:
 
 
 def running_server(app: App) -> ServerInfo | None:
-    """The server announced for this vault, if its process is alive."""
+    """The server announced for this vault, if its process is alive and its settings are ours."""
     info = read(app)
     if info is None or info.vault != str(app.vault) or not _alive(info.pid):
+        return None
+    if info.settings != settings_fingerprint(app):
         return None
     return info
 

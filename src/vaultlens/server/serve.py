@@ -162,7 +162,14 @@ class Companion:
             self._watcher.start()
         runtime.announce(
             self.app,
-            runtime.ServerInfo(os.getpid(), self.host, self.bound_port, str(self.app.vault), self.token_env),
+            runtime.ServerInfo(
+                os.getpid(),
+                self.host,
+                self.bound_port,
+                str(self.app.vault),
+                self.token_env,
+                runtime.settings_fingerprint(self.app),
+            ),
         )
         self.say(
             f"Serving {self.app.vault} on {self.url}: API under /v1 (OpenAPI at /openapi.json), MCP at /mcp."

@@ -112,7 +112,8 @@ def _encode_cursor(path: str) -> str:
 
 def _decode_cursor(cursor: str) -> str:
     try:
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return base64.b64decode(padded, altchars=b"-_", validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidInput(
             f"The cursor {cursor[:80]!r} is not one this server handed out.",
