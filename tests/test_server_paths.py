@@ -17,6 +17,7 @@ import pytest
 from mcp import ClientSession
 
 from server_support import (
+    ATTACKS,
     SECRET,
     attack_paths,
     error_of,
@@ -27,7 +28,9 @@ from server_support import (
     with_http_session,
     with_stdio_session,
 )
+from vaultlens.errors import VaultError
 from vaultlens.server.serve import Companion
+from vaultlens.vault.safepath import check_untrusted
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +143,35 @@ def test_every_attack_is_refused_over_mcp_stdio(server: Companion, vault: Path, 
     home = Path(server.app.home.root).parents[1]  # the index built for the server
     failures = run_async(lambda: with_stdio_session(vault, home, lambda s: _mcp_attacks(s, vault)))
     assert failures == []
+
+
+# ---- the textual check alone (no server) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "100% done.md",
+        "Café.md",
+        "Cafe\u0301.md",
+        "日本語/ノート.md",
+        "a%2e.md",
+        "Notes/Q&A.md",
+        "x~y.md",
+        "Über/ß.md",
+    ],
+)
+def test_ordinary_note_names_pass_the_untrusted_check(rel: str) -> None:
+    assert check_untrusted(rel) == rel.split("/")
+
+
+@pytest.mark.parametrize(("name", "rel"), [a for a in ATTACKS if "{" not in a[1]])
+def test_the_textual_attacks_are_refused_before_any_file_is_touched(name: str, rel: str) -> None:
+    textual = not any(
+        word in name for word in ("dot-folder", "ignored", "symlink", "not a note")
+    )  # those pass the text check and are refused by the vault's rules
+    if textual:
+        with pytest.raises(VaultError, match="Refusing note path"):
+            check_untrusted(rel)
+    else:
+        assert ".obsidian" in rel or check_untrusted(rel)

@@ -25,6 +25,8 @@ from vaultlens.services.app import (
     doctor,
     duplicates,
     index,
+    list_notes,
+    note,
     rebuild,
     rebuild_in_background,
     search,
@@ -32,6 +34,7 @@ from vaultlens.services.app import (
     status,
 )
 from vaultlens.services.discover import DuplicatePair, DuplicateReport, ExactGroup, SimilarNote, SimilarResult
+from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice  # companion: note slices and listings
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
 from vaultlens.services.search import NoteHit
 from vaultlens.services.section import Section
@@ -46,7 +49,10 @@ __all__ = [
     "ExactGroup",
     "FileProblem",
     "IndexStatus",
+    "NoteEntry",
     "NoteHit",
+    "NoteList",
+    "NoteSlice",
     "RebuildResult",
     "RunRecord",
     "RunStats",
@@ -60,6 +66,8 @@ __all__ = [
     "doctor",
     "duplicates",
     "index",
+    "list_notes",
+    "note",
     "rebuild",
     "rebuild_in_background",
     "search",
