@@ -342,3 +342,17 @@ def test_openapi_lists_every_route_and_the_error_shape(server: Companion) -> Non
     for route in ROUTES:
         assert "422" not in spec["paths"][route]["get"]["responses"]
     assert len(NOTES) > 0
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    import socket
+
+    from vaultlens.server.serve import bind
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        with pytest.raises(ConfigError, match="in use"):
+            bind("127.0.0.1", held.getsockname()[1])
+    with pytest.raises(ConfigError, match="Cannot serve"):
+        bind("no-such-host.invalid", 0)

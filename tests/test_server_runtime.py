@@ -141,3 +141,21 @@ def test_the_real_bundled_model_serves_api_and_mcp(tmp_path: Path, isolated_env:
         assert env["data"]["results"] == hits
         status = httpx.get(server.url + "/v1/status").json()
         assert status["embedding_space"]["provider"] == "local"
+
+
+def test_serve_without_the_writer_lock_serves_and_says_who_keeps_the_index(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    vault = trap_vault(tmp_path / "v")
+    app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
+    vaultlens.index(app)
+    said: list[str] = []
+    # another writer (a `vaultlens watch`) holds the index
+    with app.writing(), running_server(vault, isolated_env, say=said.append) as server:
+        deadline = time.monotonic() + 30
+        while not any("Another process" in line for line in said) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reply = httpx.get(server.url + "/v1/search", params={"q": "cats"})
+        assert reply.status_code == 200 and reply.json()[0]["path"] == "Notes/Cats.md"
+    assert any("Another process" in line for line in said), said
+    assert any(line.startswith("Serving") for line in said)

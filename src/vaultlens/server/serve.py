@@ -69,16 +69,17 @@ def build_asgi(
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening-ready socket on ``host:port``, or a ConfigError that says what is in the way."""
+    """A socket bound to ``host:port``, or a ConfigError that says what is in the way."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
     except socket.gaierror as exc:
         raise ConfigError(
             f"Cannot serve on {host!r}: {exc.strerror}.", hint="Pass --host 127.0.0.1."
         ) from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
@@ -107,6 +108,7 @@ class Companion:
     _watcher: threading.Thread | None = field(default=None, repr=False)
     _server: uvicorn.Server | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
+    _socket: socket.socket | None = field(default=None, repr=False)
     bound_port: int = 0
 
     def prepare(self) -> uvicorn.Server:
@@ -129,11 +131,13 @@ class Companion:
     def run(self) -> None:
         """Serve in the foreground until Ctrl-C / SIGTERM (uvicorn handles both)."""
         server = self.prepare()
+        assert self._socket is not None
         server.run(sockets=[self._socket])
 
     def start_in_thread(self, timeout: float = 60.0) -> Companion:
         """Serve from a background thread (tests, benchmarks); returns once it accepts requests."""
         server = self.prepare()
+        assert self._socket is not None
         self._thread = threading.Thread(
             target=server.run, kwargs={"sockets": [self._socket]}, name="vaultlens-serve", daemon=True
         )
