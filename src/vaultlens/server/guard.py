@@ -13,11 +13,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from typing import Any
-
-from starlette.types import ASGIApp, Receive, Scope, Send
+from typing import TYPE_CHECKING, Any
 
 from vaultlens.errors import ConfigError, VaultlensError
+
+if TYPE_CHECKING:  # types only: `vaultlens search` imports this module and must stay light
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
