@@ -324,7 +324,7 @@ def test_no_input_makes_a_500_and_every_reply_matches_the_spec(server: Companion
     )
     with httpx.Client(base_url=server.url, timeout=30) as client:
 
-        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+        @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(strategy)
         def check(query: dict[str, Any]) -> None:
             reply = client.get(route, params=query)
