@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+import anyio.to_thread
 import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp
@@ -35,6 +36,12 @@ from vaultlens.services.app import App
 from vaultlens.services.watch import watch as watch_service
 
 Say = Callable[[str], None]
+
+# Worker threads for route handlers and MCP tools (anyio's default is 40). A search is CPU-bound
+# (the query's embedding, one matrix product), so more threads than cores only queue inside
+# numpy, and each thread keeps its own malloc arena and model activations: at 40 threads under
+# 50 clients the server grew by a third in 30 s (docs/benchmarks.md). Others wait on the event loop.
+WORKER_THREADS = max(4, 2 * (os.cpu_count() or 2))
 
 
 def _quiet(_: str) -> None:
@@ -54,6 +61,7 @@ def build_asgi(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
         async with mcp.session_manager.run():
             if on_start is not None:
                 on_start()
