@@ -2,19 +2,21 @@
 
 A vault of short notes (5,000; 500 with --quick) is generated (seeded) and indexed with the
 bundled model, then `vaultlens serve` runs as a subprocess (default settings: the real model,
-the watcher in the same process). After a warm-up, 50 clients (asyncio + httpx, one
-connection each) search for random word pairs for 30 s while an editor appends a unique word to
-a random note every 2 s (longer than the watcher's 1.5 s debounce, so each edit is its own
-flush; every tenth edit creates a new note), so the watcher re-indexes throughout. Measured: failed requests (any non-200 or exception; bar: 0), latency p50 / p99 as
-the clients see it, requests per second, flushes the watcher logged, and the server's resident
-memory (VmRSS) when the load starts and when it ends (bar: end within 20% of start). At the end
+the watcher in the same process). 50 clients (asyncio + httpx, one connection each) search for
+random word pairs while an editor appends a unique word to a random note every 2 s (longer than
+the watcher's 1.5 s debounce, so each edit is its own flush; every tenth edit creates a note),
+so the watcher re-indexes throughout: 10 s of warm-up, then 30 s measured. Measured: failed
+requests (any non-200 or exception; bar: 0), latency p50 / p99 as the clients see it, requests
+per second, flushes the watcher logged, and the server's resident memory (VmRSS) after the
+warm-up and at the end (bar: end within 20% of start), sampled every 2 s in between. At the end
 the last edit must be searchable (the watcher kept up).
 
 Then the one-shot CLI: `vaultlens search --json` end to end (process start to exit) with the
 server running (it answers; no model load) and after it stopped (the CLI loads the model),
 interleaved, with the same output checked; reported as the ratio of medians.
 
-Usage: .venv/bin/python bench/serve_load.py [--quick] [--notes N] [--clients N] [--seconds S] [--cli-runs N]
+Usage: .venv/bin/python bench/serve_load.py [--quick] [--notes N] [--clients N] [--seconds S] [--warmup S]
+       [--cli-runs N] [--edit-every S]
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=None)
     ap.add_argument("--cli-runs", type=int, default=None)
+    ap.add_argument("--warmup", type=float, default=10.0, help="seconds of load and edits before measuring")
     ap.add_argument(
         "--edit-every", type=float, default=2.0, help="seconds between edits (default 2: each one flushed)"
     )
@@ -181,20 +184,35 @@ def main() -> None:
     try:
         wait_for(log, "reconciled at start", proc, timeout=600)
         rss_loaded, _ = proc_stat(proc.pid)
-        warm_lat, warm_err, _ = asyncio.run(load(base, args.clients, 5.0, random.Random(1)))
-        rss_start, _ = proc_stat(proc.pid)
-        flushes_before = log.read_text(encoding="utf-8", errors="replace").count("embedded")
+        # warm-up: the same load and edits, so every worker thread, the watcher's embedding batches
+        # and the caches exist before the memory at the start is read
         stop_edits = threading.Event()
         edits: list[tuple[str, str]] = []
         writer = threading.Thread(
             target=editor, args=(vault, n_notes, args.edit_every, stop_edits, edits), daemon=True
         )
         writer.start()
+        _, warm_err, _ = asyncio.run(load(base, args.clients, args.warmup, random.Random(1)))
+        rss_start, _ = proc_stat(proc.pid)
+        flushes_before = log.read_text(encoding="utf-8", errors="replace").count("embedded")
+        edits_before = len(edits)
+        samples: list[tuple[float, float]] = []
+        sampling = threading.Event()
+
+        def sample() -> None:
+            t = time.monotonic()
+            while not sampling.wait(2.0):
+                samples.append((round(time.monotonic() - t, 1), round(proc_stat(proc.pid)[0], 1)))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         t_load = time.monotonic()
         latencies, errors, requests = asyncio.run(load(base, args.clients, seconds, rng))
         load_s = time.monotonic() - t_load
         stop_edits.set()
+        sampling.set()
         writer.join()
+        sampler.join()
         rss_end, _ = proc_stat(proc.pid)
         flushes = log.read_text(encoding="utf-8", errors="replace").count("embedded") - flushes_before
         # the last edit becomes searchable: the watcher kept up while serving
@@ -238,10 +256,11 @@ def main() -> None:
         ("search p50", f"{pct(latencies, 0.5):.0f} ms", "", ""),
         ("search p99", f"{pct(latencies, 0.99):.0f} ms", "", ""),
         ("throughput", f"{len(latencies) / load_s:.1f} req/s", "", ""),
-        ("watcher flushes during load", f"{flushes} ({len(edits)} edits)", "", ""),
+        ("watcher flushes during load", f"{flushes} ({len(edits) - edits_before} edits)", "", ""),
         ("last edit searchable after load", "never" if caught_up is None else f"{caught_up:.1f} s", "", ""),
         ("RSS after model load", f"{rss_loaded:.0f} MB", "", ""),
-        ("RSS at load start", f"{rss_start:.0f} MB", "", ""),
+        ("RSS after warm-up = start", f"{rss_start:.0f} MB", "", ""),
+        ("RSS max while loaded", f"{max([rss_start, *(m for _, m in samples)]):.0f} MB", "", ""),
         ("RSS at load end", f"{rss_end:.0f} MB", f"within {BAR_MEMORY_GROWTH:.0%}", verdict(ok_memory)),
         ("`vaultlens search` via serve", f"{median(served_s):.2f} s", "", ""),
         ("`vaultlens search` alone", f"{median(plain_s):.2f} s", "", ""),
@@ -267,7 +286,9 @@ def main() -> None:
             "max": round(max(latencies)),
         },
         "throughput_rps": round(len(latencies) / load_s, 1),
-        "edits": len(edits),
+        "edits": len(edits) - edits_before,
+        "warmup_s": args.warmup,
+        "rss_samples_mb": samples,
         "watcher_flushes": flushes,
         "last_edit_searchable_s": None if caught_up is None else round(caught_up, 2),
         "rss_mb": {"loaded": round(rss_loaded), "start": round(rss_start), "end": round(rss_end)},
