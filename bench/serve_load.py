@@ -6,8 +6,8 @@ the watcher in the same process). 50 clients (asyncio + httpx, one connection ea
 random word pairs while an editor appends a unique word to a random note every 2 s (longer than
 the watcher's 1.5 s debounce, so each edit is its own flush; every tenth edit creates a note),
 so the watcher re-indexes throughout: 10 s of warm-up, then 30 s measured. Measured: failed
-requests (any non-200 or exception; bar: 0), latency p50 / p99 as the clients see it, requests
-per second, flushes the watcher logged, and the server's resident memory (VmRSS) after the
+requests (any non-200 or exception; bar: 0), latency p50 / p99 as the clients see it (baseline:
+one client alone, 20 searches in a row, before the load), requests per second, flushes the watcher logged, and the server's resident memory (VmRSS) after the
 warm-up and at the end (bar: end within 20% of start), sampled every 2 s in between. At the end
 the last edit must be searchable (the watcher kept up).
 
@@ -184,6 +184,13 @@ def main() -> None:
     try:
         wait_for(log, "reconciled at start", proc, timeout=600)
         rss_loaded, _ = proc_stat(proc.pid)
+        # baseline in the same run: one client alone, searches one after another
+        alone_ms = []
+        with httpx.Client(base_url=base, timeout=120) as http:
+            for q in [f"{WORDS[i]} {WORDS[-i - 1]}" for i in range(20)]:
+                t0 = time.perf_counter()
+                http.get("/v1/search", params={"q": q, "limit": 10}).raise_for_status()
+                alone_ms.append((time.perf_counter() - t0) * 1000)
         # warm-up: the same load and edits, so every worker thread, the watcher's embedding batches
         # and the caches exist before the memory at the start is read
         stop_edits = threading.Event()
@@ -253,6 +260,7 @@ def main() -> None:
     rows = [
         ("measure", "value", "bar", "verdict"),
         ("failed requests", f"{len(errors)} of {requests}", "0", verdict(ok_errors)),
+        ("one client alone, p50", f"{median(alone_ms):.0f} ms", "baseline", ""),
         ("search p50", f"{pct(latencies, 0.5):.0f} ms", "", ""),
         ("search p99", f"{pct(latencies, 0.99):.0f} ms", "", ""),
         ("throughput", f"{len(latencies) / load_s:.1f} req/s", "", ""),
@@ -286,6 +294,7 @@ def main() -> None:
             "max": round(max(latencies)),
         },
         "throughput_rps": round(len(latencies) / load_s, 1),
+        "alone_ms": {"p50": round(median(alone_ms)), "p90": round(pct(alone_ms, 0.9))},
         "edits": len(edits) - edits_before,
         "warmup_s": args.warmup,
         "rss_samples_mb": samples,
