@@ -96,6 +96,8 @@ def editor(
     vault: Path, n_notes: int, every_s: float, stop: threading.Event, edits: list[tuple[str, str]]
 ) -> None:
     """Append a unique word to a random note every ``every_s``; every tenth edit creates a note."""
+    if every_s <= 0:  # --edit-every 0: no edits (to tell the cost of the watcher's commits apart)
+        return
     rng = random.Random(7)
     i = 0
     while not stop.wait(every_s):
@@ -136,7 +138,10 @@ def main() -> None:
     ap.add_argument("--cli-runs", type=int, default=None)
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds of load and edits before measuring")
     ap.add_argument(
-        "--edit-every", type=float, default=2.0, help="seconds between edits (default 2: each one flushed)"
+        "--edit-every",
+        type=float,
+        default=2.0,
+        help="seconds between edits (default 2: each flushed; 0: none)",
     )
     args = ap.parse_args()
     n_notes = args.notes or (500 if args.quick else 5000)
@@ -223,10 +228,10 @@ def main() -> None:
         rss_end, _ = proc_stat(proc.pid)
         flushes = log.read_text(encoding="utf-8", errors="replace").count("embedded") - flushes_before
         # the last edit becomes searchable: the watcher kept up while serving
-        rel, marker = edits[-1]
+        rel, marker = edits[-1] if edits else ("", "")
         deadline = time.monotonic() + 30
         caught_up = None
-        while time.monotonic() < deadline:
+        while edits and time.monotonic() < deadline:
             hits = httpx.get(base + "/v1/search", params={"q": marker, "limit": 3}, timeout=60).json()
             if any(h["path"] == rel for h in hits):
                 caught_up = time.monotonic() - (t_load + load_s)
