@@ -20,6 +20,7 @@ ORDER = [
     "index",
     "safewrite",
     "services",
+    "server",
     "cli",
 ]
 

@@ -26,6 +26,8 @@ from vaultlens.services.app import (
     doctor,
     duplicates,
     index,
+    list_notes,
+    note,
     providers,
     rebuild,
     rebuild_in_background,
@@ -37,6 +39,7 @@ from vaultlens.services.ask import AskAnswer, Source
 from vaultlens.services.discover import SimilarNote, SimilarResult
 from vaultlens.services.duplicates import DuplicatePair, DuplicateReport
 from vaultlens.services.layout import ExactGroup
+from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice  # companion: note slices and listings
 from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
 from vaultlens.services.search import NoteHit
 from vaultlens.services.section import Section
@@ -52,7 +55,10 @@ __all__ = [
     "ExactGroup",
     "FileProblem",
     "IndexStatus",
+    "NoteEntry",
     "NoteHit",
+    "NoteList",
+    "NoteSlice",
     "RebuildResult",
     "RunRecord",
     "RunStats",
@@ -69,6 +75,8 @@ __all__ = [
     "duplicates",
     "index",
     "providers",
+    "list_notes",
+    "note",
     "rebuild",
     "rebuild_in_background",
     "search",

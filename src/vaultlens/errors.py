@@ -11,6 +11,7 @@ what to do. Interfaces render them in one place each, never as a traceback.
      ├── VaultError                 vault                   2   400  vault path missing / not a folder, bad input path
      │    └── NoteNotFound          note_not_found          2   404  no indexed note by that name
      ├── EmptyQuery                 empty_query             2   400  a search with nothing to search for
+     ├── InvalidInput               invalid_input           2   400  an argument out of range (a slice, a cursor, a limit)
      ├── ProviderError              provider                3   502  embedding provider failed (HTTP error, garbage)
      │    ├── ProviderTimeout       provider_timeout        3   504
      │    ├── ProviderUnreachable   provider_unreachable    3   502  no server answers at the endpoint
@@ -130,6 +131,14 @@ class NoteNotFound(VaultError):
 
 class EmptyQuery(VaultlensError):
     code = "empty_query"
+    exit_code = 2
+    http_status = 400
+
+
+class InvalidInput(VaultlensError):
+    """An argument a caller (CLI, HTTP, MCP) passed is out of range or malformed."""
+
+    code = "invalid_input"
     exit_code = 2
     http_status = 400
 

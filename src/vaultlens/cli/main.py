@@ -20,6 +20,7 @@ from vaultlens.cli.audit_cmds import audit_cli
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
 from vaultlens.cli.review_cmds import review
+from vaultlens.cli.serve_cmds import mcp, serve
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.cli.write_cmds import apply, history, undo
 from vaultlens.config import paths
@@ -29,6 +30,7 @@ from vaultlens.index.runs import RunStats
 from vaultlens.services import app as services
 from vaultlens.services import evaluation
 from vaultlens.services.evaluation import GroupScore
+from vaultlens.services.search import NoteHit
 
 cli = typer.Typer(
     name="vaultlens",
@@ -47,6 +49,8 @@ cli.command()(ask)
 cli.command()(chat)
 cli.command()(providers)
 cli.add_typer(audit_cli, name="audit")  # audit structure (no model)
+cli.command()(serve)  # companion: HTTP API + MCP (cli/serve_cmds.py)
+cli.command()(mcp)
 
 
 def _show_stats(stats: RunStats, json_: bool, vault: Path) -> None:
@@ -168,11 +172,22 @@ def search(
                 render.out.rule(q)
                 render.print_hits(hits)
         return
-    hits = services.search(app, query, limit, sections)
+    warm = _search_warm(app, query, limit, sections)
+    found = warm if warm is not None else services.search(app, query, limit, sections)
     if json_:
-        render.print_json(render.hits_json(hits))
+        render.print_json(render.hits_json(found))
     else:
-        render.print_hits(hits)
+        render.print_hits(found)
+
+
+def _search_warm(
+    app: services.App, query: str, limit: int | None, sections: int | None
+) -> list[NoteHit] | None:
+    """Ask a `vaultlens serve` running for this vault with the same settings (its model is
+    loaded); None when there is none, and the search runs here."""
+    from vaultlens.server.runtime import search_via_server
+
+    return search_via_server(app, query, limit, sections)
 
 
 @cli.command()

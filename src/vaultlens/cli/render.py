@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
@@ -22,6 +21,7 @@ from rich.progress import (
 
 from vaultlens.errors import VaultlensError
 from vaultlens.services.results import DoctorReport, IndexStatus
+from vaultlens.services.results import hits_json as hits_json  # the one serialiser of search hits
 from vaultlens.services.search import NoteHit
 
 out = Console(highlight=False)
@@ -30,10 +30,6 @@ err = Console(stderr=True, highlight=False)
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
-def hits_json(hits: list[NoteHit]) -> list[dict[str, Any]]:
-    return [asdict(h) for h in hits]
 
 
 def print_hits(hits: list[NoteHit]) -> None:

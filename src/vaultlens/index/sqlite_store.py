@@ -117,6 +117,9 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:  # damaged (rebuild), read-only, locked: each said as what it is
             raise translate_error(exc, "open the index", self.path) from exc
         self._matrix: tuple[int, npt.NDArray[np.int64], Vectors] | None = None
+        # one thread builds the matrix of a new generation; the others wait and take it (a server's
+        # 40 worker threads each reading 20 MB of vectors after every commit held ~1 GB at once)
+        self._matrix_lock = threading.Lock()
         self._df_cache: dict[tuple[int, str], int] = {}  # (generation, term) -> chunks holding it
         self._chunk_count: tuple[int, int] | None = None  # (generation, chunks)
         self.store_id = self.get_meta("store_id") or "0"
@@ -463,21 +466,29 @@ class SQLiteStore(Store):
             cached = self._matrix
             if cached is not None and cached[0] == gen:
                 return cached[1], cached[2]
-            ids_file, vec_file = self._cache_files(gen)
-            rowids: ChunkKeys | None = None
-            vecs: Vectors | None = None
-            try:
-                rowids = np.load(ids_file)
-                vecs = np.load(vec_file, mmap_mode="r")
-                if vecs.shape[0] != rowids.shape[0]:
-                    rowids = vecs = None
-            except (OSError, ValueError):
+            with self._matrix_lock:
+                return self._load_matrix(gen)
+
+    def _load_matrix(self, gen: int) -> tuple[ChunkKeys, Vectors]:
+        """The matrix of generation ``gen`` (the caller's snapshot), built once under the matrix lock."""
+        cached = self._matrix
+        if cached is not None and cached[0] == gen:  # built by the thread we waited for
+            return cached[1], cached[2]
+        ids_file, vec_file = self._cache_files(gen)
+        rowids: ChunkKeys | None = None
+        vecs: Vectors | None = None
+        try:
+            rowids = np.load(ids_file)
+            vecs = np.load(vec_file, mmap_mode="r")
+            if vecs.shape[0] != rowids.shape[0]:
                 rowids = vecs = None
-            if rowids is None or vecs is None:
-                rowids, vecs = self._read_matrix()
-                self._write_cache(gen, rowids, vecs)
-            self._matrix = (gen, rowids, vecs)
-            return rowids, vecs
+        except (OSError, ValueError):
+            rowids = vecs = None
+        if rowids is None or vecs is None:
+            rowids, vecs = self._read_matrix()
+            self._write_cache(gen, rowids, vecs)
+        self._matrix = (gen, rowids, vecs)
+        return rowids, vecs
 
     def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
         rowids, vecs = self.matrix()

@@ -35,7 +35,7 @@ from vaultlens.index.store import Store, StoreBackend, space_matches
 from vaultlens.llm.base import LLMProvider, OnText, llm_destination
 from vaultlens.llm.registry import make_llm
 from vaultlens.services import ask as asking
-from vaultlens.services import discover
+from vaultlens.services import discover, notes
 from vaultlens.services import duplicates as dups
 from vaultlens.services.ask import AskAnswer
 from vaultlens.services.providers import ProviderInfo, describe_providers
@@ -201,8 +201,15 @@ def search(app: App, query: str, limit: int | None = None, sections: int | None 
         return rank_notes(store, app.provider(), query, s, limit or s.limit, sections or s.sections)
 
 
-def similar(app: App, note: str, limit: int | None = None) -> discover.SimilarResult:
-    """Notes related to ``note`` from stored vectors only (no embedding call)."""
+def similar(
+    app: App, note: str, limit: int | None = None, *, untrusted: bool = False
+) -> discover.SimilarResult:
+    """Notes related to ``note`` from stored vectors only (no embedding call).
+
+    ``untrusted``: ``note`` comes from a program or an agent (API, MCP), so it must also pass
+    :func:`~vaultlens.services.notes.check_untrusted_arg` (no absolute paths, no encoded tricks)."""
+    if untrusted:
+        notes.check_untrusted_arg(note)
     with translated_errors(path=app.index_dir), app.reading() as store:
         path = discover.resolve_note(store, str(app.vault), note)
         d = app.settings.discover
@@ -374,3 +381,25 @@ def providers(app: App) -> list[ProviderInfo]:
     """What is configured for embeddings and for the LLM, and which data each one receives."""
     with translated_errors(path=app.index_dir):
         return describe_providers(app)
+
+
+# ---- reading notes for programs and agents (HTTP API, MCP): see services/notes.py ----------------------
+
+
+def _vault_rules(app: App) -> VaultRules:
+    return VaultRules(app.vault, int(app.settings.index.max_file_mb * 1_000_000))
+
+
+def note(app: App, path: str, offset: int = 0, length: int = notes.DEFAULT_SLICE) -> notes.NoteSlice:
+    """A bounded slice of one note's text, with its total length and content hash (no index needed)."""
+    with translated_errors(path=app.index_dir):
+        rules = _vault_rules(app)
+        return notes.note_slice(rules, path, offset, length, rules.max_file_bytes)
+
+
+def list_notes(
+    app: App, folder: str = "", cursor: str | None = None, limit: int = notes.DEFAULT_PAGE
+) -> notes.NoteList:
+    """One page of the indexed notes under ``folder``, sorted by path."""
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        return notes.list_notes(store, _vault_rules(app), folder, cursor, limit)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vaultlens.config.settings import DiscoverSettings
-from vaultlens.errors import VaultError
+from vaultlens.errors import NoteNotFound, VaultError
 from vaultlens.index.store import Store
 from vaultlens.services.layout import ALNUM, layout, profile
 from vaultlens.services.section import Section
@@ -64,7 +64,7 @@ def resolve_note(store: Store, vault_root: str, note: str) -> str:
             f"{note!r} matches several notes: {', '.join(res.candidates)}.",
             hint="Pass the note's path instead.",
         )
-    raise VaultError(f"No indexed note matches {note!r}.", hint="Check the path, or run `vaultlens index`.")
+    raise NoteNotFound(f"No indexed note matches {note!r}.", hint="Check the path, or run `vaultlens index`.")
 
 
 def _refs(store: Store, rowids: list[int]) -> dict[int, Section]:

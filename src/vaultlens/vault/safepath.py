@@ -39,10 +39,18 @@ import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from vaultlens.errors import NoteNotFound, VaultError, VaultlensError, translate_error
 
-__all__ = ["REFUSED_CHARACTERS", "NotePath", "check_relative", "refused_character", "resolve_note_path"]
+__all__ = [
+    "REFUSED_CHARACTERS",
+    "NotePath",
+    "check_relative",
+    "check_untrusted",
+    "refused_character",
+    "resolve_note_path",
+]
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 # bidirectional embeddings, overrides and isolates: they reorder how a name is displayed
@@ -195,3 +203,55 @@ def _os_error(rel: str, exc: OSError) -> VaultlensError:
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
         return _not_found(rel)
     return translate_error(exc, f"read the note {rel!r}")
+
+
+# ---- paths from callers that may be hostile (HTTP API, MCP agents) -----------------------------------
+
+_DECODE_ROUNDS = 3  # %252e%252e (double-encoded) needs two; a third catches one more layer
+# characters that look like a slash or a backslash (NFKC folds only the fullwidth ones)
+_SLASH_LOOKALIKES = frozenset("\u2044\u2215\u2216\u29f5\u29f8\u29f9\ufe68\uff0f\uff3c")
+
+
+def check_untrusted(rel: str) -> list[str]:
+    """:func:`check_relative`, plus the tricks a path from an HTTP client or an agent may carry.
+
+    A server decodes a URL once; a path still holding ``%2e%2e%2f`` (double-encoded) or a
+    look-alike (``\uff0e\uff0e\uff0f``, ``\u2025``, ``\u2215``) may be decoded or normalised again
+    by some other layer, and a caller who sends one is probing. So a path is refused when any
+    percent-decoding of it (up to three rounds) or its NFKC form would be refused, when NFKC
+    turns a character into ``/``, and when it starts with ``~`` (a home folder, never a note).
+    Scanned paths do not come through here: a note may be named ``100% done.md``.
+    """
+    parts = check_relative(rel)
+    if parts[0].startswith("~"):
+        raise _refuse(rel, "'~' (a home folder) is not allowed")
+    lookalike = next((ch for ch in rel if ch in _SLASH_LOOKALIKES), None)
+    if lookalike is not None:
+        raise _refuse(rel, f"it contains U+{ord(lookalike):04X}, a look-alike of '/' or '\\'")
+    decoded = rel
+    for _ in range(_DECODE_ROUNDS):
+        try:
+            nxt = unquote(decoded, errors="strict") if "%" in decoded else decoded
+        except UnicodeDecodeError:
+            raise _refuse(rel, "it holds percent-escapes that are not UTF-8") from None
+        if nxt == decoded:
+            break
+        decoded = nxt
+        if decoded.count("/") != rel.count("/"):
+            raise _refuse(rel, "it holds a percent-encoded '/'")
+        _refuse_disguised(rel, decoded, "once percent-decoded")
+    folded = unicodedata.normalize("NFKC", rel)
+    if folded != rel:
+        if folded.count("/") != rel.count("/"):
+            raise _refuse(rel, "it contains a look-alike of '/'")
+        _refuse_disguised(rel, folded, "once Unicode look-alikes are folded (NFKC)")
+    return parts
+
+
+def _refuse_disguised(rel: str, spelled: str, how: str) -> None:
+    try:
+        check_relative(spelled)
+        if spelled.startswith("~"):
+            raise _refuse(spelled, "'~' is not allowed")
+    except VaultError as exc:
+        raise _refuse(rel, f"{how} it reads {spelled!r}, which is refused") from exc

@@ -1,0 +1,87 @@
+"""`vaultlens serve` (HTTP API + MCP over HTTP + watcher) and `vaultlens mcp` (MCP over stdio).
+
+The server modules import FastAPI, uvicorn and the MCP SDK; they are imported inside the
+commands, so `vaultlens --help` and one-shot commands do not pay for them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from vaultlens.cli import render
+from vaultlens.cli.options import SetOpt, VaultOpt, YesOpt, open_app
+from vaultlens.cli.watch_cmds import describe
+
+
+def serve(
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    yes: YesOpt = False,
+    host: Annotated[
+        str, typer.Option(help="Address to listen on. Anything but loopback needs --token-env.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free port).")] = 8765,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env",
+            metavar="NAME",
+            help="Require 'Authorization: Bearer <token>' on every request, the token read from $NAME.",
+        ),
+    ] = None,
+    watch: Annotated[
+        bool, typer.Option("--watch/--no-watch", help="Keep the index current while serving.")
+    ] = True,
+) -> None:
+    """Serve the vault read-only: HTTP API under /v1, MCP at /mcp, the index kept current."""
+    from vaultlens.server.serve import Companion
+
+    app = open_app(vault, set_)
+    token = os.environ.get(token_env) if token_env else None
+
+    def say(line: str) -> None:
+        render.err.print(escape(line))
+
+    companion = Companion(
+        app,
+        host,
+        port,
+        token,
+        token_env,
+        watch=watch,
+        consent=yes,
+        say=say,
+        on_flush=lambda report: render.err.print(describe(report)),
+    )
+    try:
+        companion.run()
+    finally:
+        app.close()
+    render.err.print("Stopped serving.")
+
+
+def mcp(vault: VaultOpt = None, set_: SetOpt = None) -> None:
+    """Run the read-only MCP server over stdio (for Claude Desktop, Claude Code, Cursor, Codex...)."""
+    from vaultlens.server.mcp_tools import build_mcp
+
+    app = open_app(vault, set_)
+    server = build_mcp(app)
+
+    def warm() -> None:  # load the model while the client connects; a first search waits for it
+        try:
+            provider = app.provider()
+            if not provider.remote:
+                provider.embed(["warm up"])
+        except Exception:  # noqa: BLE001 - the first tool call reports the same error properly
+            return
+
+    threading.Thread(target=warm, name="vaultlens-warm", daemon=True).start()
+    try:
+        server.run("stdio")
+    finally:
+        app.close()

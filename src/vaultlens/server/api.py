@@ -1,0 +1,206 @@
+"""The HTTP API: one route per facade verb; parse the query, call the verb, render its JSON.
+
+Routes are plain functions, so FastAPI runs them in its worker threads and a slow search never
+blocks the event loop; the :class:`~vaultlens.services.app.App` is shared by all of them (reads
+lease a snapshot each, the watcher writes meanwhile). JSON comes from the same serialisers the
+CLI's ``--json`` uses. Every error, ours or FastAPI's (a bad parameter, an unknown route), leaves
+as ``{"error": {"code", "message", "hint"}}`` with the error's own HTTP status, never a traceback.
+
+Adding a streamed verb (``POST /v1/ask`` once Ask exists) is one more route that returns a
+``StreamingResponse`` of ``text/event-stream`` lines produced in a worker thread; errors before
+the first event use the same error shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import asdict
+from importlib.metadata import version
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from vaultlens.errors import TRANSLATED, InvalidInput, VaultlensError, translate_error
+from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_SECTIONS
+from vaultlens.services import app as services
+from vaultlens.services import notes
+from vaultlens.services.discover import SimilarResult
+from vaultlens.services.duplicates import DuplicateReport
+from vaultlens.services.notes import NoteList, NoteSlice
+from vaultlens.services.results import hits_json
+from vaultlens.services.search import NoteHit
+
+log = logging.getLogger("vaultlens.server")
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    hint: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """The one error shape of the API (and of ``vaultlens --json`` on the command line)."""
+
+    error: ErrorDetail
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": why}
+    for status, why in [
+        (400, "bad input: a refused path, an out-of-range parameter, an empty query"),
+        (401, "a token is required and the request did not carry the right one"),
+        (403, "a non-loopback Host header on a loopback server"),
+        (404, "no such note, folder or index"),
+        (409, "the index is empty or was built with another embedding space"),
+        (423, "the index is locked by a writer"),
+        (500, "the index or the file system failed"),
+        (502, "the embedding provider failed"),
+        (503, "the index is busy; retry"),
+    ]
+}
+
+
+def error_response(error: VaultlensError) -> JSONResponse:
+    return JSONResponse({"error": error.to_dict()}, status_code=error.http_status)
+
+
+def _json(data: Any) -> JSONResponse:
+    return JSONResponse(data)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "body", "path"))
+        parts.append(f"{where or 'request'}: {err.get('msg', 'invalid')}")
+    return "Invalid request: " + "; ".join(parts) + "."
+
+
+def create_api(
+    app: services.App,
+    *,
+    lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
+) -> FastAPI:
+    """The FastAPI application over ``app``'s verbs (no auth here: :class:`~vaultlens.server.guard.Guard`
+    wraps the whole ASGI app, MCP included)."""
+
+    @asynccontextmanager
+    async def no_lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+
+    api = FastAPI(
+        title="vaultlens",
+        version=version("vaultlens"),
+        description="Read-only access to one indexed Markdown vault: search, related notes, "
+        "duplicates, bounded note slices and listings. Note text is the user's data.",
+        lifespan=lifespan or no_lifespan,
+        responses=_ERRORS,
+        docs_url=None,
+        redoc_url=None,
+    )
+
+    @api.exception_handler(VaultlensError)
+    async def on_error(_: Request, exc: VaultlensError) -> JSONResponse:
+        return error_response(exc)
+
+    @api.exception_handler(RequestValidationError)
+    async def on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(InvalidInput(_validation_message(exc)))
+
+    @api.exception_handler(StarletteHTTPException)
+    async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        error = VaultlensError(str(exc.detail), hint="See /openapi.json for the routes.")
+        error.code = codes.get(exc.status_code, "http")
+        error.http_status = exc.status_code
+        return error_response(error)
+
+    @api.exception_handler(Exception)
+    async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, TRANSLATED):
+            return error_response(translate_error(exc))
+        log.exception("unexpected error")
+        return error_response(VaultlensError("Internal error; the server log has the details."))
+
+    @api.get("/v1/status", summary="Index coverage, totals, model, last run")
+    def status() -> dict[str, Any]:
+        return services.status(app).as_dict()
+
+    @api.get(
+        "/v1/search", response_model=list[NoteHit], summary="Notes matching a query, with their best sections"
+    )
+    def search(
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")],
+        limit: Annotated[int | None, Query(ge=1, le=MAX_LIMIT, description="Notes to return.")] = None,
+        sections: Annotated[
+            int | None, Query(ge=1, le=MAX_SECTIONS, description="Sections per note.")
+        ] = None,
+    ) -> JSONResponse:
+        return _json(hits_json(services.search(app, q, limit, sections)))
+
+    @api.get("/v1/similar", response_model=SimilarResult, summary="Notes related to one note")
+    def similar(
+        path: Annotated[
+            str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS, description="Note path or name.")
+        ],
+        limit: Annotated[int | None, Query(ge=1, le=MAX_LIMIT)] = None,
+    ) -> JSONResponse:
+        return _json(asdict(services.similar(app, path, limit, untrusted=True)))
+
+    @api.get(
+        "/v1/duplicates", response_model=DuplicateReport, summary="Exact copies and near-duplicate pairs"
+    )
+    def duplicates(
+        threshold: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
+        limit: Annotated[int | None, Query(ge=1, le=MAX_DUPLICATES)] = None,
+    ) -> JSONResponse:
+        return _json(asdict(services.duplicates(app, threshold, limit)))
+
+    @api.get("/v1/notes", response_model=NoteSlice, summary="A bounded slice of one note's text")
+    def note(
+        path: Annotated[
+            str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS, description="Vault-relative path.")
+        ],
+        offset: Annotated[int, Query(ge=0, description="Code point to start at.")] = 0,
+        length: Annotated[
+            int, Query(ge=1, le=notes.MAX_SLICE, description="Code points to return.")
+        ] = notes.DEFAULT_SLICE,
+    ) -> JSONResponse:
+        return _json(asdict(services.note(app, path, offset, length)))
+
+    @api.get(
+        "/v1/notes/list", response_model=NoteList, summary="Indexed notes under a folder, one page at a time"
+    )
+    def note_list(
+        folder: Annotated[
+            str, Query(max_length=notes.MAX_PATH_CHARS, description="'' for the whole vault.")
+        ] = "",
+        cursor: Annotated[str | None, Query(max_length=4 * notes.MAX_PATH_CHARS)] = None,
+        limit: Annotated[int, Query(ge=1, le=notes.MAX_PAGE)] = notes.DEFAULT_PAGE,
+    ) -> JSONResponse:
+        return _json(asdict(services.list_notes(app, folder, cursor, limit)))
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema without its 422 entries: invalid input is a 400 in the one error shape."""
+        if api.openapi_schema is None:
+            spec = get_openapi(
+                title=api.title, version=api.version, description=api.description, routes=api.routes
+            )
+            for ops in spec.get("paths", {}).values():
+                for op in ops.values():
+                    op.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                spec.get("components", {}).get("schemas", {}).pop(name, None)
+            api.openapi_schema = spec
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
+    return api

@@ -1,0 +1,124 @@
+"""Who may talk to the companion server: the bind rule, the bearer token and the Host check.
+
+A loopback bind answers only to processes on this machine, so it needs no token; any other
+bind is reachable from the network and is refused at start without one. A token, when set,
+is required on every request (``Authorization: Bearer <token>``, compared in constant time),
+the MCP endpoint included. On a loopback bind the ``Host`` header must name loopback too: a web
+page the user opens could otherwise point its own domain at 127.0.0.1 (DNS rebinding) and read
+the vault through the user's browser.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from typing import TYPE_CHECKING, Any
+
+from vaultlens.errors import ConfigError, VaultlensError
+
+if TYPE_CHECKING:  # types only: `vaultlens search` imports this module and must stay light
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+class Unauthorized(VaultlensError):
+    code = "unauthorized"
+    exit_code = 2
+    http_status = 401
+
+
+class ForbiddenHost(VaultlensError):
+    code = "forbidden_host"
+    exit_code = 2
+    http_status = 403
+
+
+def is_loopback(host: str) -> bool:
+    """True for names and addresses that only this machine can reach."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None, token_env: str | None) -> None:
+    """Refuse (ConfigError) a bind that the network can reach when no token protects it."""
+    if token_env is not None and not token:
+        raise ConfigError(
+            f"--token-env {token_env} names an environment variable that is not set or empty.",
+            hint=f"Set it first, e.g. export {token_env}=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')",
+        )
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"Refusing to serve the vault on {host}: it is reachable from other machines and no token is set.",
+            hint="Keep the default --host 127.0.0.1, or pass --token-env NAME with a secret in $NAME; "
+            "clients then send 'Authorization: Bearer <token>'.",
+        )
+
+
+def _host_name(value: str) -> str:
+    """The host part of a Host header (``[::1]:8765`` -> ``[::1]``, ``localhost:80`` -> ``localhost``)."""
+    if value.startswith("["):
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+async def send_error(send: Send, error: VaultlensError, extra_headers: list[tuple[bytes, bytes]]) -> None:
+    """The server's one error shape, ``{"error": {code, message, hint}}``, from plain ASGI."""
+    body = json.dumps({"error": error.to_dict()}, ensure_ascii=False).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send(
+        {"type": "http.response.start", "status": error.http_status, "headers": headers + extra_headers}
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class Guard:
+    """ASGI middleware in front of everything the server answers (API, OpenAPI, MCP)."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, loopback_only: bool) -> None:
+        self.app = app
+        self.token = token.encode("utf-8") if token else None
+        self.loopback_only = loopback_only
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: dict[bytes, bytes] = dict(scope.get("headers", []))
+        problem = self._problem(headers)
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        extra = (
+            [(b"www-authenticate", b'Bearer realm="vaultlens"')] if isinstance(problem, Unauthorized) else []
+        )
+        await send_error(send, problem, extra)
+
+    def _problem(self, headers: dict[bytes, bytes]) -> VaultlensError | None:
+        if self.loopback_only:
+            host = _host_name(headers.get(b"host", b"").decode("latin-1"))
+            if not is_loopback(host):
+                return ForbiddenHost(
+                    f"This server answers only to loopback host names, not {host!r}.",
+                    hint="Connect to http://127.0.0.1:<port> (or localhost).",
+                )
+        if self.token is None:
+            return None
+        given = headers.get(b"authorization", b"")
+        scheme, _, value = given.partition(b" ")
+        if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):
+            what = "no" if not given else "a wrong"
+            return Unauthorized(
+                f"This server needs a bearer token, and the request carried {what} token.",
+                hint="Send 'Authorization: Bearer <token>' with the token from the server's --token-env variable.",
+            )
+        return None
+
+
+def error_payload(error: VaultlensError) -> dict[str, Any]:
+    return {"error": error.to_dict()}

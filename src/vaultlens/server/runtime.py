@@ -1,0 +1,130 @@
+"""Finding a running ``vaultlens serve`` for a vault, so one-shot commands can ask it.
+
+``serve`` writes ``serve.json`` (pid, host, port, the token's variable name, never the token)
+into the vault's index root when it starts listening, and removes it when it stops. A command
+reads it, checks that the process is alive and that nothing in its own settings differs, and
+sends the request over loopback; anything unexpected (no file, a dead pid, a refused
+connection, a timeout, an error reply) makes it fall back silently to doing the work itself,
+which gives the same answer, only slower (it loads the model).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from vaultlens.config.settings import as_rows
+from vaultlens.fsutil import atomic_write, sha256_hex
+from vaultlens.server.guard import is_loopback
+from vaultlens.services.app import App
+from vaultlens.services.results import hit_from_json
+from vaultlens.services.search import NoteHit
+
+RUNTIME_FILE = "serve.json"
+CONNECT_TIMEOUT = 0.5  # seconds: a live loopback server accepts at once
+READ_TIMEOUT = 60.0  # a search under heavy load
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    pid: int
+    host: str
+    port: int
+    vault: str
+    token_env: str | None = None
+    settings: str = ""  # settings_fingerprint() of the server's App
+
+    @property
+    def base_url(self) -> str:
+        host = self.host if is_loopback(self.host) else "127.0.0.1"  # a wildcard bind answers on loopback too
+        return f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{self.port}"
+
+
+def settings_fingerprint(app: App) -> str:
+    """A hash of every effective setting: a command whose settings differ (``--set``, another
+    environment) must not take a server's answer for its own."""
+    rows = [(key, repr(value)) for key, value, _ in as_rows(app.loaded)]
+    return sha256_hex(json.dumps(rows))[:16]
+
+
+def runtime_file(app: App) -> Path:
+    return app.home.root / RUNTIME_FILE
+
+
+def announce(app: App, info: ServerInfo) -> None:
+    """Say that a server for this vault listens (atomically: a reader never sees half a file)."""
+    runtime_file(app).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(runtime_file(app), json.dumps(asdict(info)), durable=False)
+
+
+def withdraw(app: App, pid: int) -> None:
+    """Remove the runtime file if it is still this process's (a newer server may have replaced it)."""
+    found = read(app)
+    if found is not None and found.pid == pid:
+        runtime_file(app).unlink(missing_ok=True)
+
+
+def read(app: App) -> ServerInfo | None:
+    try:
+        data = json.loads(runtime_file(app).read_text(encoding="utf-8"))
+        return ServerInfo(
+            int(data["pid"]),
+            str(data["host"]),
+            int(data["port"]),
+            str(data["vault"]),
+            data.get("token_env"),
+            str(data.get("settings", "")),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def running_server(app: App) -> ServerInfo | None:
+    """The server announced for this vault, if its process is alive and its settings are ours."""
+    info = read(app)
+    if info is None or info.vault != str(app.vault) or not _alive(info.pid):
+        return None
+    if info.settings != settings_fingerprint(app):
+        return None
+    return info
+
+
+def search_via_server(app: App, query: str, limit: int | None, sections: int | None) -> list[NoteHit] | None:
+    """Hits from a running server for this vault, or None when there is none that answers well."""
+    info = running_server(app)
+    if info is None:
+        return None
+    headers: dict[str, str] = {}
+    if info.token_env:
+        token = os.environ.get(info.token_env)
+        if not token:
+            return None
+        headers["Authorization"] = f"Bearer {token}"
+    params: dict[str, Any] = {"q": query}
+    if limit is not None:
+        params["limit"] = limit
+    if sections is not None:
+        params["sections"] = sections
+    try:
+        timeout = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
+        reply = httpx.get(f"{info.base_url}/v1/search", params=params, headers=headers, timeout=timeout)
+        if reply.status_code != 200:
+            return None  # the local path raises the same error with its own wording and exit code
+        return [hit_from_json(item) for item in reply.json()]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,208 @@
+"""One serving process: the HTTP API, MCP at ``/mcp`` and the watcher, over one shared App.
+
+The model is loaded once, before the first request, and the watcher (the index's one writer)
+runs in a thread of the same process, so searches see a current index without a second
+process or a second copy of the model. When another process already holds the writer lock
+(a ``vaultlens watch`` in a terminal), the server says so and serves without its own watcher:
+that process keeps the index current.
+
+The socket is bound before anything else starts, so a port in use fails at once with a clear
+error; ``port=0`` takes a free port (tests), and the runtime file names the real one.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio.to_thread
+import uvicorn
+from fastapi import FastAPI
+from starlette.types import ASGIApp
+
+from vaultlens.errors import TRANSLATED, ConfigError, IndexLocked, VaultlensError, translate_error
+from vaultlens.index.watcher import FlushReport
+from vaultlens.server import runtime
+from vaultlens.server.api import create_api
+from vaultlens.server.guard import Guard, check_bind, is_loopback
+from vaultlens.server.mcp_tools import build_mcp
+from vaultlens.services.app import App
+from vaultlens.services.watch import watch as watch_service
+
+Say = Callable[[str], None]
+
+# Worker threads for route handlers and MCP tools (anyio's default is 40). A search is CPU-bound
+# (the query's embedding, one matrix product), so more threads than cores only queue inside
+# numpy, and each thread keeps its own malloc arena and model activations: at 40 threads under
+# 50 clients the server grew by a third in 30 s (docs/benchmarks.md). Others wait on the event loop.
+WORKER_THREADS = max(4, 2 * (os.cpu_count() or 2))
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def build_asgi(
+    app: App,
+    host: str,
+    token: str | None,
+    on_start: Callable[[], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
+) -> ASGIApp:
+    """The whole server as one ASGI app: the guard in front of the API and MCP's streamable HTTP."""
+    mcp = build_mcp(app, host=host)
+    mcp_http = mcp.streamable_http_app()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
+        async with mcp.session_manager.run():
+            if on_start is not None:
+                on_start()
+            try:
+                yield
+            finally:
+                if on_stop is not None:
+                    on_stop()
+
+    api = create_api(app, lifespan=lifespan)
+    api.router.routes.extend(mcp_http.routes)  # POST/GET/DELETE /mcp
+    return Guard(api, token=token, loopback_only=is_loopback(host) and not token)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, or a ConfigError that says what is in the way."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(
+            f"Cannot serve on {host!r}: {exc.strerror}.", hint="Pass --host 127.0.0.1."
+        ) from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"Port {port} on {host} is in use by another program.",
+                hint="Pass another --port, or stop the program that holds it.",
+            ) from exc
+        raise ConfigError(f"Cannot serve on {host}:{port} ({exc.strerror or exc}).") from exc
+    return sock
+
+
+@dataclass
+class Companion:
+    """``vaultlens serve`` for one App: start it in the foreground (:meth:`run`) or in a thread."""
+
+    app: App
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    token_env: str | None = None
+    watch: bool = True
+    consent: bool = False
+    say: Say = _quiet
+    on_flush: Callable[[FlushReport], None] | None = None
+    _stop_watch: threading.Event = field(default_factory=threading.Event, repr=False)
+    _watcher: threading.Thread | None = field(default=None, repr=False)
+    _server: uvicorn.Server | None = field(default=None, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _socket: socket.socket | None = field(default=None, repr=False)
+    bound_port: int = 0
+
+    def prepare(self) -> uvicorn.Server:
+        """Check the bind, bind the socket, load the model; the returned server is ready to run."""
+        check_bind(self.host, self.token, self.token_env)
+        sock = bind(self.host, self.port)
+        self.bound_port = sock.getsockname()[1]
+        provider = self.app.provider()
+        if not provider.remote:
+            provider.embed(["warm up"])  # load the local model now, not on the first search (seconds)
+        asgi = build_asgi(self.app, self.host, self.token, self._started, self._stopping)
+        config = uvicorn.Config(
+            asgi, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
+        )
+        server = uvicorn.Server(config)
+        self._server = server
+        self._socket = sock
+        return server
+
+    def run(self) -> None:
+        """Serve in the foreground until Ctrl-C / SIGTERM (uvicorn handles both)."""
+        server = self.prepare()
+        assert self._socket is not None
+        server.run(sockets=[self._socket])
+
+    def start_in_thread(self, timeout: float = 60.0) -> Companion:
+        """Serve from a background thread (tests, benchmarks); returns once it accepts requests."""
+        server = self.prepare()
+        assert self._socket is not None
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [self._socket]}, name="vaultlens-serve", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(30)
+
+    @property
+    def url(self) -> str:
+        return runtime.ServerInfo(os.getpid(), self.host, self.bound_port, str(self.app.vault)).base_url
+
+    # ---- lifespan: the watcher and the runtime file live exactly as long as the server ----------
+    def _started(self) -> None:
+        if self.watch:
+            self._watcher = threading.Thread(target=self._watch, name="vaultlens-watch", daemon=True)
+            self._watcher.start()
+        runtime.announce(
+            self.app,
+            runtime.ServerInfo(
+                os.getpid(),
+                self.host,
+                self.bound_port,
+                str(self.app.vault),
+                self.token_env,
+                runtime.settings_fingerprint(self.app),
+            ),
+        )
+        self.say(
+            f"Serving {self.app.vault} on {self.url}: API under /v1 (OpenAPI at /openapi.json), MCP at /mcp."
+        )
+
+    def _stopping(self) -> None:
+        runtime.withdraw(self.app, os.getpid())
+        self._stop_watch.set()
+        if self._watcher is not None:
+            self._watcher.join(30)
+
+    def _watch(self) -> None:
+        def flushed(report: FlushReport) -> None:
+            if self.on_flush is not None:
+                self.on_flush(report)
+
+        try:
+            watch_service(self.app, flushed, self._stop_watch, consent=self.consent)
+        except IndexLocked:
+            self.say("Another process (e.g. `vaultlens watch`) is writing this index; it keeps it current.")
+        except VaultlensError as exc:
+            self.say(f"The watcher stopped: {exc.message} Searches keep answering from the index as it is.")
+        except TRANSLATED as exc:
+            self.say(f"The watcher stopped: {translate_error(exc).message}")

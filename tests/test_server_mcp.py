@@ -1,0 +1,151 @@
+"""The MCP server through the SDK's own client: over stdio (a `vaultlens mcp` child) and over
+streamable HTTP (`/mcp` of a real `serve`): each tool's happy path, bounds and errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+
+from server_support import (
+    LONG_NOTE,
+    error_of,
+    payload,
+    run_async,
+    running_server,
+    trap_vault,
+    with_http_session,
+    with_stdio_session,
+)
+from vaultlens.server.envelope import NOTICE
+from vaultlens.server.serve import Companion
+
+TOOLS = {"search_notes", "get_note", "find_related_notes", "vault_status", "list_notes"}
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return trap_vault(tmp_path_factory.mktemp("mcp"))
+
+
+@pytest.fixture(scope="module")
+def server(vault: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Companion]:
+    with running_server(vault, tmp_path_factory.mktemp("home"), watch=False) as companion:
+        yield companion
+
+
+async def _tour(session: ClientSession) -> dict[str, Any]:
+    """Every tool, happy path first, then its bounds and errors; returns what the asserts need."""
+    out: dict[str, Any] = {}
+    listed = (await session.list_tools()).tools
+    out["tools"] = {t.name: t for t in listed}
+    out["search"] = payload(await session.call_tool("search_notes", {"query": "cats sleep", "limit": 2}))
+    out["note"] = payload(
+        await session.call_tool("get_note", {"path": "Long.md", "offset": 10, "length": 500})
+    )
+    out["related"] = payload(
+        await session.call_tool("find_related_notes", {"path": "Notes/Cats.md", "limit": 3})
+    )
+    out["status"] = payload(await session.call_tool("vault_status", {}))
+    out["list"] = payload(await session.call_tool("list_notes", {"folder": "Notes"}))
+    out["inject"] = payload(await session.call_tool("get_note", {"path": "Inject.md"}))
+    out["errors"] = {
+        "long query": error_of(await session.call_tool("search_notes", {"query": "x" * 2001})),
+        "empty query": error_of(await session.call_tool("search_notes", {"query": ""})),
+        "blank query": error_of(await session.call_tool("search_notes", {"query": "   "})),
+        "limit 0": error_of(await session.call_tool("search_notes", {"query": "cats", "limit": 0})),
+        "limit 26": error_of(await session.call_tool("search_notes", {"query": "cats", "limit": 26})),
+        "slice too long": error_of(
+            await session.call_tool("get_note", {"path": "Long.md", "length": 20_001})
+        ),
+        "negative offset": error_of(await session.call_tool("get_note", {"path": "Long.md", "offset": -1})),
+        "offset past end": error_of(
+            await session.call_tool("get_note", {"path": "Long.md", "offset": 10**8})
+        ),
+        "missing note": error_of(await session.call_tool("get_note", {"path": "Nope.md"})),
+        "missing arg": error_of(await session.call_tool("get_note", {})),
+        "unknown related": error_of(await session.call_tool("find_related_notes", {"path": "Nope"})),
+        "bad cursor": error_of(await session.call_tool("list_notes", {"cursor": "%%%"})),
+        "missing folder": error_of(await session.call_tool("list_notes", {"folder": "Nowhere"})),
+    }
+    pages: list[str] = []
+    cursor = None
+    while True:
+        args = {"cursor": cursor} if cursor else {}
+        page = payload(await session.call_tool("list_notes", args))["data"]
+        pages += [n["path"] for n in page["notes"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    out["all"] = pages
+    return out
+
+
+def _check_tour(out: dict[str, Any]) -> None:
+    tools = out["tools"]
+    assert set(tools) == TOOLS  # no write tools
+    for tool in tools.values():
+        assert tool.annotations is not None and tool.annotations.readOnlyHint is True, tool.name
+        assert tool.annotations.destructiveHint is False, tool.name
+    assert tools["search_notes"].inputSchema["properties"]["query"]["maxLength"] == 2000
+    assert tools["get_note"].inputSchema["properties"]["length"]["maximum"] == 20_000
+    for key in ("search", "note", "related", "status", "list", "inject"):
+        env = out[key]
+        assert env["trust"] == "untrusted" and env["notice"] == NOTICE and env["source"] == "vaultlens", key
+    assert out["search"]["data"]["results"][0]["path"] == "Notes/Cats.md"
+    assert len(out["search"]["data"]["results"]) <= 2
+    note = out["note"]["data"]
+    assert note["text"] == LONG_NOTE[10:510] and note["next_offset"] == 510
+    assert note["total_length"] == len(LONG_NOTE)
+    assert out["related"]["data"]["results"][0]["path"] == "Notes/Dogs.md"
+    assert out["status"]["data"]["indexed"] is True
+    assert [n["path"] for n in out["list"]["data"]["notes"]] == ["Notes/Cats.md", "Notes/Dogs.md"]
+    # a note that tries to give orders arrives as data inside the envelope, quotes escaped
+    assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in out["inject"]["data"]["text"]
+    assert out["inject"]["notice"].startswith("UNTRUSTED DATA")
+    errors = out["errors"]
+    for name, text in errors.items():
+        assert "Traceback" not in text, name
+    assert "invalid_input" in errors["slice too long"] or "20000" in errors["slice too long"]
+    assert "empty_query" in errors["blank query"]
+    assert "invalid_input" in errors["offset past end"]
+    assert "note_not_found" in errors["missing note"]
+    assert "note_not_found" in errors["unknown related"]
+    assert "invalid_input" in errors["bad cursor"]
+    assert "note_not_found" in errors["missing folder"]
+    assert len(out["all"]) == 7 and out["all"] == sorted(out["all"])
+
+
+def test_every_tool_over_streamable_http(server: Companion) -> None:
+    _check_tour(run_async(lambda: with_http_session(server.url, _tour)))
+
+
+def test_every_tool_over_stdio(server: Companion, vault: Path) -> None:
+    home = server.app.home.root.parents[1]
+    _check_tour(run_async(lambda: with_stdio_session(vault, home, _tour)))
+
+
+def test_mcp_over_stdio_without_an_index_says_how_to_build_one(tmp_path: Path, isolated_env: Path) -> None:
+    vault = trap_vault(tmp_path / "fresh")
+
+    async def use(session: ClientSession) -> tuple[str, dict[str, Any]]:
+        failed = error_of(await session.call_tool("search_notes", {"query": "cats"}))
+        note = payload(await session.call_tool("get_note", {"path": "Notes/Cats.md"}))  # no index needed
+        return failed, note
+
+    failed, note = run_async(lambda: with_stdio_session(vault, isolated_env, use))
+    assert "index_not_found" in failed and "vaultlens index" in failed
+    assert note["data"]["text"].startswith("# Cats")
+
+
+def test_tool_errors_carry_the_error_code_as_json(server: Companion) -> None:
+    async def use(session: ClientSession) -> str:
+        return error_of(await session.call_tool("get_note", {"path": "../secret.md"}))
+
+    text = run_async(lambda: with_http_session(server.url, use))
+    body = json.loads(text[text.index("{") :])
+    assert body["error"]["code"] == "vault" and "'..'" in body["error"]["message"]

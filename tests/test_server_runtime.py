@@ -1,0 +1,161 @@
+"""`serve` as a process: the watcher keeps the index current, one-shot `search` asks a running
+server (and falls back silently when there is none), and the real bundled model serves too."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession
+
+import vaultlens
+from server_support import CHILD, payload, run_async, running_server, trap_vault, with_http_session
+from vaultlens.server import runtime
+from vl_support import bilingual_vault, cli_env, run_cli
+
+
+def _boom(*_: Any, **__: Any) -> Any:
+    raise AssertionError("searched locally although a server was running")
+
+
+def test_search_asks_a_running_server(
+    tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = trap_vault(tmp_path / "v")
+    monkeypatch.setenv("VAULTLENS_EMBEDDING__PROVIDER", "fake")  # the same settings for server and CLI
+    with running_server(vault, isolated_env, watch=False, overrides={}) as server:
+        direct = httpx.get(server.url + "/v1/search", params={"q": "cats sleep", "limit": 3}).json()
+        monkeypatch.setattr("vaultlens.cli.main.services", SimpleNamespace(search=_boom))
+        served = run_cli(["search", "cats sleep", "-n", "3", "--json", "--vault", str(vault)])
+        assert served.exit_code == 0, served.output
+        assert json.loads(served.stdout) == direct
+        human = run_cli(["search", "cats sleep", "--vault", str(vault)])
+        assert human.exit_code == 0 and "Notes/Cats.md" in human.stdout
+        with pytest.raises(
+            AssertionError, match="searched locally"
+        ):  # other settings: not the server's answer
+            run_cli(["search", "cats", "--vault", str(vault), "--set", "search.limit=2"])
+    assert runtime.read(vaultlens.App.open(vault)) is None  # withdrawn when the server stopped
+
+
+def test_search_falls_back_silently_without_a_live_server(
+    tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = trap_vault(tmp_path / "v")
+    monkeypatch.setenv("VAULTLENS_EMBEDDING__PROVIDER", "fake")
+    app = vaultlens.App.open(vault)
+    vaultlens.index(app)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with socket.socket() as s:  # a port nothing listens on: bind, note it, close
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
+    fingerprint = runtime.settings_fingerprint(app)
+    for info in (
+        runtime.ServerInfo(
+            dead.pid, "127.0.0.1", 9, str(app.vault), None, fingerprint
+        ),  # the process is gone
+        runtime.ServerInfo(
+            os.getpid(), "127.0.0.1", closed_port, str(app.vault), None, fingerprint
+        ),  # nobody listens
+    ):
+        runtime.announce(app, info)
+        started = time.monotonic()
+        result = run_cli(["search", "cats sleep", "--json", "--vault", str(vault)])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)[0]["path"] == "Notes/Cats.md"
+        assert time.monotonic() - started < 10
+        assert runtime.search_via_server(app, "cats", None, None) is None
+
+
+def test_serve_process_watches_edits_and_cleans_up_on_sigterm(
+    tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = trap_vault(tmp_path / "v")
+    settings = {"VAULTLENS_EMBEDDING__PROVIDER": "fake", "VAULTLENS_WATCH__DEBOUNCE_MS": "100"}
+    for var, value in settings.items():
+        monkeypatch.setenv(var, value)  # the same settings here, so runtime.running_server() accepts it
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "serve", "--vault", str(vault), "--port", "0"],
+        env=cli_env(isolated_env, **settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        app = vaultlens.App.open(vault)
+        deadline = time.monotonic() + 60
+        info = None
+        while info is None and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()
+            info = runtime.running_server(app)
+            time.sleep(0.1)
+        assert info is not None and info.pid == child.pid
+        while (
+            httpx.get(info.base_url + "/v1/status").json().get("notes") != 7
+        ):  # the watcher indexes at start
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        (vault / "Notes" / "Otters.md").write_text("# Otters\n\nOtters juggle pebbles in kelp forests.\n")
+        found: list[str] = []
+        while time.monotonic() < deadline:
+            reply = httpx.get(info.base_url + "/v1/search", params={"q": "otters juggle pebbles", "limit": 1})
+            found = [h["path"] for h in reply.json()] if reply.status_code == 200 else []
+            if found == ["Notes/Otters.md"]:
+                break
+            time.sleep(0.2)
+        assert found == ["Notes/Otters.md"]
+        child.send_signal(signal.SIGTERM)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    _, err = child.communicate()
+    assert "Traceback" not in err, err
+    assert "Serving" in err
+    assert runtime.read(app) is None
+
+
+def test_the_real_bundled_model_serves_api_and_mcp(tmp_path: Path, isolated_env: Path) -> None:
+    vault = bilingual_vault(tmp_path / "bi")
+    with running_server(vault, isolated_env, overrides={"embedding.provider": "local"}) as server:
+        query = "how do I keep my bread starter alive and how often should I feed it"
+        hits = httpx.get(server.url + "/v1/search", params={"q": query, "limit": 3}, timeout=60).json()
+        assert hits[0]["path"] == "Кулинария/Закваска.md"
+
+        async def use(session: ClientSession) -> dict[str, Any]:
+            return payload(await session.call_tool("search_notes", {"query": query, "limit": 3}))
+
+        env = run_async(lambda: with_http_session(server.url, use))
+        assert env["data"]["results"] == hits
+        status = httpx.get(server.url + "/v1/status").json()
+        assert status["embedding_space"]["provider"] == "local"
+
+
+def test_serve_without_the_writer_lock_serves_and_says_who_keeps_the_index(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    vault = trap_vault(tmp_path / "v")
+    app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
+    vaultlens.index(app)
+    said: list[str] = []
+    # another writer (a `vaultlens watch`) holds the index
+    with app.writing(), running_server(vault, isolated_env, say=said.append) as server:
+        deadline = time.monotonic() + 30
+        while not any("Another process" in line for line in said) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reply = httpx.get(server.url + "/v1/search", params={"q": "cats"})
+        assert reply.status_code == 200 and reply.json()[0]["path"] == "Notes/Cats.md"
+    assert any("Another process" in line for line in said), said
+    assert any(line.startswith("Serving") for line in said)
