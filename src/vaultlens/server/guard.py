@@ -13,7 +13,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vaultlens.errors import ConfigError, VaultlensError
 
@@ -118,7 +118,3 @@ class Guard:
                 hint="Send 'Authorization: Bearer <token>' with the token from the server's --token-env variable.",
             )
         return None
-
-
-def error_payload(error: VaultlensError) -> dict[str, Any]:
-    return {"error": error.to_dict()}
