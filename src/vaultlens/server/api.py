@@ -6,15 +6,20 @@ lease a snapshot each, the watcher writes meanwhile). JSON comes from the same s
 CLI's ``--json`` uses. Every error, ours or FastAPI's (a bad parameter, an unknown route), leaves
 as ``{"error": {"code", "message", "hint"}}`` with the error's own HTTP status, never a traceback.
 
-Adding a streamed verb (``POST /v1/ask`` once Ask exists) is one more route that returns a
-``StreamingResponse`` of ``text/event-stream`` lines produced in a worker thread; errors before
-the first event use the same error shape.
+``POST /v1/ask`` streams server-sent events produced by Ask in a worker thread: ``token`` events
+(a JSON string each) while the model writes, then one ``done`` event with the same object as
+``vaultlens ask --json``, or an ``error`` event (the error object) if it fails mid-stream. An error
+before the first event (an empty question, consent not given for a remote model, no index) is an
+ordinary JSON error with its own status, so a client learns it before it reads a stream.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import AsyncIterator, Callable
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict
 from importlib.metadata import version
@@ -23,8 +28,8 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vaultlens.errors import TRANSLATED, InvalidInput, VaultlensError, translate_error
@@ -50,6 +55,49 @@ class ErrorBody(BaseModel):
     """The one error shape of the API (and of ``vaultlens --json`` on the command line)."""
 
     error: ErrorDetail
+
+
+class AskBody(BaseModel):
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
+    extractive: bool = Field(False, description="Answer with the best passages; no model is called.")
+    consent: bool = Field(
+        False,
+        description="The user agreed to send the question and matching note text to the configured "
+        "remote LLM (without it, a remote model answers 403 consent_required naming what and where).",
+    )
+
+
+def _event(kind: str, data: Any) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def ask_stream(app: services.App, body: AskBody) -> JSONResponse | StreamingResponse:
+    """Run Ask in a worker thread and relay what it streams (see the module docstring)."""
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def work() -> None:
+        try:
+            got = services.ask(
+                app, body.question, lambda piece: events.put(("token", piece)), body.consent, body.extractive
+            )
+            events.put(("done", got.as_dict()))
+        except Exception as exc:  # every failure reaches the client as the one error shape
+            events.put(("error", translate_error(exc)))
+
+    threading.Thread(target=work, name="vaultlens-ask", daemon=True).start()
+    first = events.get()
+    if first[0] == "error":
+        return error_response(first[1])
+
+    def stream() -> Iterator[bytes]:
+        kind, data = first
+        while True:
+            yield _event(kind, data.to_dict() if isinstance(data, VaultlensError) else data)
+            if kind in ("done", "error"):
+                return
+            kind, data = events.get()
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -187,6 +235,16 @@ def create_api(
         limit: Annotated[int, Query(ge=1, le=notes.MAX_PAGE)] = notes.DEFAULT_PAGE,
     ) -> JSONResponse:
         return _json(asdict(services.list_notes(app, folder, cursor, limit)))
+
+    @api.post(
+        "/v1/ask",
+        summary="Answer a question from the vault only, streamed as server-sent events",
+        response_class=StreamingResponse,
+        response_model=None,
+        responses={200: {"content": {"text/event-stream": {}}, "description": "token… then done (or error)"}},
+    )
+    def ask(body: AskBody) -> JSONResponse | StreamingResponse:
+        return ask_stream(app, body)
 
     def openapi() -> dict[str, Any]:
         """FastAPI's schema without its 422 entries: invalid input is a 400 in the one error shape."""
