@@ -120,19 +120,24 @@ def _rule_problems(app: App) -> list[str]:
     return list(VaultRules(app.vault, int(app.settings.index.max_file_mb * 1_000_000)).rule_problems)
 
 
+def _refuse_with_broken_rules(app: App, destination: str) -> None:
+    """Notes the user excluded could be sent while the vault's ignore rules cannot be applied: refuse."""
+    problems = _rule_problems(app)
+    if problems:
+        raise VaultlensError(
+            f"Not sending note text to {destination} while the vault's ignore rules are broken: "
+            + "; ".join(problems),
+            hint="Fix .obsidian/app.json (Settings → Files and links → Excluded files), so notes you "
+            "excluded are not sent.",
+        )
+
+
 def require_embedding_consent(app: App, consent: bool) -> None:
     """Refuse (ConsentRequired) before note text goes to a remote embedding provider nobody agreed to."""
     destination = remote_destination(app.provider())
     if destination is None:
         return
-    problems = _rule_problems(app)
-    if problems:
-        raise VaultlensError(
-            "Not sending note text to a remote provider while the vault's ignore rules are broken: "
-            + "; ".join(problems),
-            hint="Fix .obsidian/app.json (Settings → Files and links → Excluded files), so notes you "
-            "excluded are not sent.",
-        )
+    _refuse_with_broken_rules(app, "a remote provider")
     what = (
         f"the text of your notes, in chunks of up to {app.settings.index.chunk_max} characters"
         " (a single longer table row stays whole)"
@@ -329,14 +334,7 @@ def require_llm_consent(app: App, llm: LLMProvider, consent: bool, what: str | N
     destination = llm_destination(llm)
     if destination is None:
         return
-    problems = _rule_problems(app)
-    if problems:
-        raise VaultlensError(
-            "Not sending note text to a remote LLM while the vault's ignore rules are broken: "
-            + "; ".join(problems),
-            hint="Fix .obsidian/app.json (Settings → Files and links → Excluded files), so notes you "
-            "excluded are not sent.",
-        )
+    _refuse_with_broken_rules(app, "a remote LLM")
     what = what or (
         f"your questions and, per answer, up to {asking.CONTEXT_CHARS:,} characters of matching note text "
         f"(at most {asking.SOURCE_NOTES} notes; in chat also earlier questions and answers)"
