@@ -13,10 +13,9 @@ from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.write_cmds import AllowOpenOpt, ConfirmOpt, _confirm_and_apply, _report_recovery
 from vaultlens.errors import Cancelled, ConfigError, ConsentRequired
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, audit_clusters, audit_structure
-from vaultlens.services.audit.deep import DeepPlan, plan_deep, run_deep
+from vaultlens.services.audit.deep import DeepPlan, audit_llm, plan_deep, run_deep
 from vaultlens.services.audit.deep_report import deep_markdown
 from vaultlens.services.audit.report_files import (
     ReportFiles,
@@ -107,7 +106,7 @@ def deep(
     if no_llm:
         _clusters_only(app, threshold, min_size, out, json_)
         return
-    provider = services.llm(app)
+    provider = audit_llm(app)
     try:
         plan = plan_deep(app, provider, full, threshold, min_size)
         _agree(plan, yes, json_)

@@ -14,6 +14,7 @@ gives the same report as an uninterrupted one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import secrets
@@ -27,6 +28,7 @@ from vaultlens.chunking.source import read_note
 from vaultlens.config import paths
 from vaultlens.errors import InvalidModelOutput, VaultlensError, translated_errors
 from vaultlens.llm.base import LLMProvider, Message, llm_destination
+from vaultlens.llm.registry import make_llm
 from vaultlens.llm.structured import schema_problems, structured
 from vaultlens.services.app import App, require_llm_consent
 from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, audit_clusters, deep_cache
@@ -35,8 +37,9 @@ from vaultlens.services.audit.graph import REPORT_PROPERTY
 from vaultlens.services.review.prompt import fence_for
 from vaultlens.vault.parse import decode_note
 
-__all__ = ["DeepPlan", "DeepReport", "plan_deep", "run_deep"]
+__all__ = ["DeepPlan", "DeepReport", "audit_llm", "plan_deep", "run_deep"]
 
+ANSWER_TOKENS_PER_NOTE = 400  # room for one note's analysis in a map answer
 PROMPT_VERSION = 1  # bump when a prompt or schema changes: cached results of the old one are not reused
 NOTE_CHARS = 8_000  # code points of one note sent (a longer note is cut)
 SUMMARY_CHARS = 60_000  # code points of per-note summaries in the reduce request
@@ -201,6 +204,14 @@ def _map_messages(notes: list[NoteInput]) -> tuple[Message, ...]:
         fence = fence_for(text)
         parts += [f"Note N{n}: {note.path}{cut}", fence + "markdown", text, fence]
     return (Message("system", MAP_SYSTEM), Message("user", _data_part(secrets.token_hex(8), parts)))
+
+
+def audit_llm(app: App) -> LLMProvider:
+    """The configured chat model, allowed a map answer long enough for a whole batch (``llm.max_tokens``
+    suits one Ask answer; five notes' analyses cut at 1,024 tokens would fail as invalid JSON)."""
+    s = app.settings.llm
+    room = ANSWER_TOKENS_PER_NOTE * app.settings.audit.batch_notes
+    return make_llm(dataclasses.replace(s, max_tokens=max(s.max_tokens, room)))
 
 
 def _eligible(app: App) -> list[str]:
