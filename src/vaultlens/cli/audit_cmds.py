@@ -17,6 +17,7 @@ from vaultlens.services.app import App
 from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, audit_clusters, audit_structure
 from vaultlens.services.audit.deep import DeepPlan, audit_llm, plan_deep, run_deep
 from vaultlens.services.audit.deep_report import deep_markdown
+from vaultlens.services.audit.moc import plan_moc
 from vaultlens.services.audit.report_files import (
     ReportFiles,
     inside_vault,
@@ -196,3 +197,29 @@ def _print_summary(summary: dict[str, int]) -> None:
     ):
         colour = "yellow" if s[key] else "green"
         render.out.print(f"  [{colour}]{s[key]:>6}[/{colour}] {label}")
+
+
+def moc(
+    cluster: Annotated[
+        str, typer.Argument(help="A saved cluster's id or name (from the last `audit deep`).")
+    ],
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    out_path: Annotated[
+        str | None,
+        typer.Option("--out-path", help="Vault-relative path of the new note (default: '<name> MOC.md')."),
+    ] = None,
+    yes: ConfirmOpt = False,
+    allow_open: AllowOpenOpt = False,
+) -> None:
+    """Write a Map of Content note linking a cluster's notes, after you see the exact new note."""
+    app = open_app(vault, set_)
+    _report_recovery(app, json_)
+    plan = plan_moc(app, cluster, out_path)
+    if not json_:
+        for path in plan.missing:
+            render.err.print(f"[yellow]Left out (no longer in the vault):[/yellow] {escape(path)}")
+        for path in plan.unlinkable:
+            render.err.print(f"[yellow]Listed as text (its name cannot be a link):[/yellow] {escape(path)}")
+    _confirm_and_apply(app, plan.planned, yes, json_, allow_open)
