@@ -126,13 +126,17 @@ def deep(
     data = report.as_dict()
     written = write_deep(app, deep_markdown(report), data, out)
     if json_:
-        run = {"sent": report.sent, "from_cache": report.from_cache}
+        run = {"sent": report.sent, "from_cache": report.from_cache, "usage": report.usage}
         render.print_json({**data, "run": run, "files": {k: str(v) for k, v in written.items()}})
         return
     render.out.print(
         f"[bold]{len(report.notes)} notes analysed[/bold] ({report.from_cache} from cache, {report.sent} sent), "
         f"{len(report.failed)} failed, {len(report.clusters.clusters)} clusters."
     )
+    if report.usage:
+        render.out.print(
+            "[dim]Reported by the API: " + ", ".join(f"{k} {v:g}" for k, v in report.usage.items()) + "[/dim]"
+        )
     if report.synthesis_error:
         render.out.print(f"[yellow]The summary request failed:[/yellow] {escape(report.synthesis_error)}")
     for path in written.values():
@@ -146,7 +150,8 @@ def _agree(plan: DeepPlan, yes: bool, json_: bool) -> None:
     render.err.print(
         f"Deep audit: {len(plan.eligible)} notes, {len(plan.cached)} cached; [bold]{plan.to_send} notes[/bold] "
         f"in {len(plan.batches)} requests (about {plan.est_tokens:,} tokens, code points / 4) and one summary "
-        f"request go to {escape(where)}."
+        f"request go to {escape(where)}. Cost: those tokens at the provider's price (the API's own count "
+        "is shown after the run)."
     )
     if yes:
         return

@@ -27,7 +27,7 @@ from typing import Any
 from vaultlens.chunking.source import read_note
 from vaultlens.config import paths
 from vaultlens.errors import InvalidModelOutput, VaultlensError, translated_errors
-from vaultlens.llm.base import LLMProvider, Message, llm_destination
+from vaultlens.llm.base import LLMProvider, Message, Usage, llm_destination
 from vaultlens.llm.registry import make_llm
 from vaultlens.llm.structured import schema_problems, structured
 from vaultlens.services.app import App, require_llm_consent
@@ -179,6 +179,7 @@ class DeepReport:
     synthesis_error: str | None = None
     sent: int = field(default=0, compare=False)  # notes analysed by this run (not in the report files)
     from_cache: int = field(default=0, compare=False)
+    usage: dict[str, float] = field(default_factory=dict, compare=False)  # as the API reported it, summed
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -265,12 +266,16 @@ def plan_deep(
     )
 
 
-def _map(provider: LLMProvider, batch: Batch) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """One map request: (path -> result, path -> why it failed). Provider errors propagate (they stop the run)."""
+Mapped = tuple[dict[str, dict[str, Any]], dict[str, str], Usage | None]
+
+
+def _map(provider: LLMProvider, batch: Batch) -> Mapped:
+    """One map request: (path -> result, path -> why it failed, usage). Provider errors propagate (they stop
+    the run)."""
     try:
-        answer, _ = structured(provider, batch.messages, MAP_SCHEMA)
+        answer, usage = structured(provider, batch.messages, MAP_SCHEMA)
     except InvalidModelOutput as exc:
-        return {}, {n.path: exc.message for n in batch.notes}
+        return {}, {n.path: exc.message for n in batch.notes}, None
     by_id = {e.get("id"): e for e in answer["notes"]}
     done: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
@@ -283,7 +288,7 @@ def _map(provider: LLMProvider, batch: Batch) -> tuple[dict[str, dict[str, Any]]
             failed[note.path] = "invalid model answer: " + "; ".join(problems[:5])
         else:
             done[note.path] = {k: v for k, v in (entry or {}).items() if k != "id"}
-    return done, failed
+    return done, failed, usage
 
 
 def _reduce_messages(clusters: ClusterReport, notes: dict[str, dict[str, Any]]) -> tuple[Message, ...]:
@@ -322,14 +327,14 @@ def run_deep(
     require_llm_consent(app, plan.provider, consent, what=plan.what)
     notes = dict(plan.cached)
     failed = dict(plan.unreadable)
+    used: list[Usage | None] = []
     pool = ThreadPoolExecutor(max_workers=app.settings.audit.parallel, thread_name_prefix="audit-map")
     try:
-        futures: dict[Future[tuple[dict[str, dict[str, Any]], dict[str, str]]], Batch] = {
-            pool.submit(_map, plan.provider, b): b for b in plan.batches
-        }
+        futures: dict[Future[Mapped], Batch] = {pool.submit(_map, plan.provider, b): b for b in plan.batches}
         for future in as_completed(futures):
             batch = futures[future]
-            done, bad = future.result()
+            done, bad, usage = future.result()
+            used.append(usage)
             keys = {n.path: n.key for n in batch.notes}
             for path, result in done.items():
                 deep_cache.save(plan.cache_dir, keys[path], result)
@@ -343,8 +348,22 @@ def run_deep(
     error: str | None = None
     if notes:
         try:
-            synthesis, _ = structured(plan.provider, _reduce_messages(plan.clusters, notes), REDUCE_SCHEMA)
+            synthesis, usage = structured(
+                plan.provider, _reduce_messages(plan.clusters, notes), REDUCE_SCHEMA
+            )
+            used.append(usage)
         except InvalidModelOutput as exc:
             error = exc.message
     model = f"{plan.provider.name} {plan.provider.model}"
-    return DeepReport(model, notes, failed, plan.clusters, synthesis, error, plan.to_send, len(plan.cached))
+    report = DeepReport(model, notes, failed, plan.clusters, synthesis, error, plan.to_send, len(plan.cached))
+    report.usage = _total(used)
+    return report
+
+
+def _total(used: list[Usage | None]) -> dict[str, float]:
+    """Tokens and cost the API reported for this run's requests (what it did not report is left out)."""
+    total: dict[str, float] = {}
+    for u in used:
+        for k, v in (u.as_dict() if u else {}).items():
+            total[k] = total.get(k, 0) + v
+    return total
