@@ -168,3 +168,23 @@ def test_nothing_is_sent_without_agreement_and_notes_stay_in_the_data_part(vault
             inside = user[user.index(f"<data-{nonce.group(1)}>") : user.index(f"</data-{nonce.group(1)}>")]
             assert "flour" not in system and "flour" not in user.replace(inside, "")
     assert any("flour" in b["messages"][1]["content"] for b in server.chats())
+
+
+def test_ctrl_c_in_the_cli_says_the_run_can_go_on(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import vaultlens.cli.audit_cmds as audit_cmds
+
+    def ctrl_c(_: int) -> None:
+        raise KeyboardInterrupt
+
+    def interrupted(app: App, plan: Any, consent: bool = False, on_batch: Any = None) -> DeepReport:
+        return real(app, plan, consent, ctrl_c)  # Ctrl-C as the first batch finishes
+
+    real = audit_cmds.run_deep
+    monkeypatch.setattr(audit_cmds, "run_deep", interrupted)
+    with DeepModel() as server:
+        stopped = run_cli(["audit", "deep", "--yes", *args(vault, settings(server, batch=1, parallel=1))])
+        assert stopped.exit_code == 130 and "audit deep` again" in stopped.stderr
+        monkeypatch.setattr(audit_cmds, "run_deep", real)
+        server.requests.clear()
+        data = _deep(vault, server)
+    assert data["run"]["from_cache"] == 1 and sorted(data["notes"]) == ELIGIBLE
