@@ -93,6 +93,8 @@ def test_a_rerun_sends_only_the_changed_note(vault: Path) -> None:
         _deep(vault, server, "--full")
         assert len(server.map_requests()) == 5
     assert sorted(second["notes"]) == ELIGIBLE
+    clustered = [p for c in second["clusters"] for p in c["notes"]] + second["unclustered"]
+    assert "Audit.md" not in clustered and set(clustered) <= set(ELIGIBLE)
     assert second["notes"][changed] == analysis(changed)
     report = Path(second["files"]["vault-deep-audit.md"]).read_text(encoding="utf-8")
     assert "Named by the model" in report and "Add a MOC." in report

@@ -256,14 +256,26 @@ def plan_deep(
             cached[path] = hit
         else:
             pending.append(NoteInput(path, text, key))
+    reports = set(paths_) - set(eligible) - set(unreadable)
     size = app.settings.audit.batch_notes
     batches = [
         Batch(tuple(chunk), _map_messages(chunk))
         for chunk in (pending[i : i + size] for i in range(0, len(pending), size))
     ]
+    clusters = _without(clusters, reports)
     return DeepPlan(
         provider, llm_destination(provider), eligible, cached, unreadable, batches, clusters, folder
     )
+
+
+def _without(report: ClusterReport, left_out: set[str]) -> ClusterReport:
+    """The clusters without saved vaultlens reports: a report repeats other notes' words, it is no topic."""
+    kept = [[p for p in c.notes if p not in left_out] for c in report.clusters]
+    clusters = [
+        dataclasses.replace(c, notes=n, size=len(n)) for c, n in zip(report.clusters, kept, strict=True) if n
+    ]
+    unclustered = [p for p in report.unclustered if p not in left_out]
+    return dataclasses.replace(report, clusters=clusters, unclustered=unclustered)
 
 
 Mapped = tuple[dict[str, dict[str, Any]], dict[str, str], Usage | None]
