@@ -130,6 +130,7 @@ _WRITES_UNDER_HOME = {
     "index/sqlite_store.py", "services/evaluation.py",
     "services/audit/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
     "services/audit/outline_cache.py",  # under VAULTLENS_HOME
+    "services/audit/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME
     "server/runtime.py",  # serve.json beside the index, under VAULTLENS_HOME
 }  # fmt: skip
 

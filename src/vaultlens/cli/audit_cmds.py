@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,18 +12,23 @@ from rich.markup import escape
 from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.write_cmds import AllowOpenOpt, ConfirmOpt, _confirm_and_apply, _report_recovery
-from vaultlens.errors import ConfigError
+from vaultlens.errors import Cancelled, ConfigError, ConsentRequired
+from vaultlens.services.app import App
 from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, audit_clusters, audit_structure
+from vaultlens.services.audit.deep import DeepPlan, audit_llm, plan_deep, run_deep
+from vaultlens.services.audit.deep_report import deep_markdown
+from vaultlens.services.audit.moc import plan_moc
 from vaultlens.services.audit.report_files import (
     ReportFiles,
     inside_vault,
     plan_into_vault,
     write_clusters,
+    write_deep,
     write_outside,
 )
 
 audit_cli = typer.Typer(
-    help="Audit the vault: its structure, and its topics (no model needed).", no_args_is_help=True
+    help="Audit the vault: its structure, its topics, and (with a model) every note.", no_args_is_help=True
 )
 
 OutOpt = Annotated[
@@ -78,6 +84,12 @@ def deep(
         bool,
         typer.Option("--no-llm", help="Clusters from the index's vectors, named from headings and terms."),
     ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Analyse every note again, ignoring cached results.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Send without asking (what goes where is still shown).")
+    ] = False,
     threshold: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Mean cosine a cluster's notes keep between them.")
     ] = CLUSTER_THRESHOLD,
@@ -86,16 +98,75 @@ def deep(
     ] = CLUSTER_MIN_SIZE,
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Folder for vault-clusters.md and clusters.json (outside the vault)."),
+        typer.Option("--out", help="Folder for the reports and clusters.json (outside the vault)."),
     ] = None,
 ) -> None:
-    """Topic clusters of the indexed notes. With --no-llm no note text leaves the machine and no model runs."""
-    if not no_llm:
-        raise ConfigError(
-            "The model-based deep audit is not in this version yet.",
-            hint="Run `vaultlens audit deep --no-llm` for topic clusters from the index, with no model.",
-        )
+    """Topic clusters of the indexed notes and, with a model, a per-note analysis (cached by content: a rerun
+    sends only new and changed notes) and a vault-wide report. With --no-llm no note text leaves the machine."""
     app = open_app(vault, set_)
+    if no_llm:
+        _clusters_only(app, threshold, min_size, out, json_)
+        return
+    provider = audit_llm(app)
+    try:
+        plan = plan_deep(app, provider, full, threshold, min_size)
+        _agree(plan, yes, json_)
+        with render.RichProgress("notes") as progress:
+            progress.phase("Analysing notes", plan.to_send)
+            try:
+                report = run_deep(app, plan, consent=True, on_batch=progress.advance)
+            except KeyboardInterrupt:
+                raise Cancelled(
+                    "Stopped; the notes analysed so far are cached.",
+                    hint="Run `vaultlens audit deep` again to go on where it stopped.",
+                ) from None
+    finally:
+        provider.close()
+    write_clusters(app, report.clusters, out)  # the saved clusters `vaultlens moc` builds from
+    data = report.as_dict()
+    written = write_deep(app, deep_markdown(report), data, out)
+    if json_:
+        run = {"sent": report.sent, "from_cache": report.from_cache, "usage": report.usage}
+        render.print_json({**data, "run": run, "files": {k: str(v) for k, v in written.items()}})
+        return
+    render.out.print(
+        f"[bold]{len(report.notes)} notes analysed[/bold] ({report.from_cache} from cache, {report.sent} sent), "
+        f"{len(report.failed)} failed, {len(report.clusters.clusters)} clusters."
+    )
+    if report.usage:
+        render.out.print(
+            "[dim]Reported by the API: " + ", ".join(f"{k} {v:g}" for k, v in report.usage.items()) + "[/dim]"
+        )
+    if report.synthesis_error:
+        render.out.print(f"[yellow]The summary request failed:[/yellow] {escape(report.synthesis_error)}")
+    for path in written.values():
+        render.out.print(f"Wrote [cyan]{escape(str(path))}[/cyan]")
+
+
+def _agree(plan: DeepPlan, yes: bool, json_: bool) -> None:
+    """Show how much goes where; go on only with --yes or the user's answer (the services' consent follows)."""
+    p = plan.provider
+    where = plan.destination or f"{p.name} model {p.model} at {p.endpoint} (this machine)"
+    render.err.print(
+        f"Deep audit: {len(plan.eligible)} notes, {len(plan.cached)} cached; [bold]{plan.to_send} notes[/bold] "
+        f"in {len(plan.batches)} requests (about {plan.est_tokens:,} tokens, code points / 4) and one summary "
+        f"request go to {escape(where)}. Cost: those tokens at the provider's price (the API's own count "
+        "is shown after the run)."
+    )
+    if yes:
+        return
+    if json_ or not sys.stdin.isatty():
+        raise ConsentRequired(
+            where,
+            plan.what,
+            message="Nothing was sent: agree first.",
+            hint="Run it in a terminal, or pass --yes.",
+        )
+    if not typer.confirm(f"Send them to {where}?", default=False):
+        raise ConsentRequired(where, plan.what, message="Nothing was sent.")
+
+
+def _clusters_only(app: App, threshold: float, min_size: int, out: Path | None, json_: bool) -> None:
     report = audit_clusters(app, threshold, min_size)
     written = write_clusters(app, report, out)
     if json_:
@@ -131,3 +202,29 @@ def _print_summary(summary: dict[str, int]) -> None:
     ):
         colour = "yellow" if s[key] else "green"
         render.out.print(f"  [{colour}]{s[key]:>6}[/{colour}] {label}")
+
+
+def moc(
+    cluster: Annotated[
+        str, typer.Argument(help="A saved cluster's id or name (from the last `audit deep`).")
+    ],
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    out_path: Annotated[
+        str | None,
+        typer.Option("--out-path", help="Vault-relative path of the new note (default: '<name> MOC.md')."),
+    ] = None,
+    yes: ConfirmOpt = False,
+    allow_open: AllowOpenOpt = False,
+) -> None:
+    """Write a Map of Content note linking a cluster's notes, after you see the exact new note."""
+    app = open_app(vault, set_)
+    _report_recovery(app, json_)
+    plan = plan_moc(app, cluster, out_path)
+    if not json_:
+        for path in plan.missing:
+            render.err.print(f"[yellow]Left out (no longer in the vault):[/yellow] {escape(path)}")
+        for path in plan.unlinkable:
+            render.err.print(f"[yellow]Listed as text (its name cannot be a link):[/yellow] {escape(path)}")
+    _confirm_and_apply(app, plan.planned, yes, json_, allow_open)

@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.ask_cmds import ask, chat, providers
-from vaultlens.cli.audit_cmds import audit_cli
+from vaultlens.cli.audit_cmds import audit_cli, moc
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
 from vaultlens.cli.review_cmds import review
@@ -48,7 +48,8 @@ cli.add_typer(duplicates_cli, name="duplicates")
 cli.command()(ask)
 cli.command()(chat)
 cli.command()(providers)
-cli.add_typer(audit_cli, name="audit")  # audit structure (no model)
+cli.add_typer(audit_cli, name="audit")  # audit structure (no model), audit deep
+cli.command()(moc)  # a Map of Content for a saved cluster, through safewrite
 cli.command()(serve)  # companion: HTTP API + MCP (cli/serve_cmds.py)
 cli.command()(mcp)
 

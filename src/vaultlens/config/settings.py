@@ -262,6 +262,12 @@ class WatchSettings:
 
 
 @dataclass(frozen=True)
+class AuditSettings:
+    batch_notes: int = setting(5, ge=1, le=50)  # notes per map request of `audit deep`
+    parallel: int = setting(3, ge=1, le=16)  # map requests in flight at once
+
+
+@dataclass(frozen=True)
 class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
@@ -269,6 +275,7 @@ class Settings:
     discover: DiscoverSettings = field(default_factory=DiscoverSettings)
     watch: WatchSettings = field(default_factory=WatchSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
 
 
 GROUPS: dict[str, type[Any]] = {
@@ -278,6 +285,7 @@ GROUPS: dict[str, type[Any]] = {
     "discover": DiscoverSettings,
     "watch": WatchSettings,
     "llm": LLMSettings,
+    "audit": AuditSettings,
 }
 
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from vaultlens.config import paths
 from vaultlens.errors import VaultError, translated_errors
@@ -32,6 +33,8 @@ __all__ = [
     "ReportFiles",
     "inside_vault",
     "plan_into_vault",
+    "write_clusters",
+    "write_deep",
     "write_outside",
 ]
 
@@ -97,19 +100,37 @@ def write_outside(app: App, files: ReportFiles, folder: Path | None) -> dict[str
 
 CLUSTERS_MD = "vault-clusters.md"
 CLUSTERS_JSON = "clusters.json"
+DEEP_MD = "vault-deep-audit.md"
+DEEP_JSON = "deep-audit.json"
+
+
+def _outside_target(app: App, folder: Path | None, what: str) -> Path:
+    """``folder`` (default: the vault's audit folder, created), refused when it lies inside the vault."""
+    target = folder.expanduser() if folder is not None else paths.audit_dir(app.vault)
+    if inside_vault(app.vault, target) is not None:
+        raise VaultError(
+            f"{target} is inside the vault; {what} is written outside it.",
+            hint="Pick a folder outside the vault, or leave --out out.",
+        )
+    if folder is None:
+        paths.ensure_home()
+    return target
+
+
+def write_deep(app: App, markdown: str, data: dict[str, Any], folder: Path | None) -> dict[str, Path]:
+    """The deep audit's Markdown report and JSON in ``folder`` (default: the vault's audit folder)."""
+    target = _outside_target(app, folder, "the deep audit report")
+    written = {DEEP_MD: target / DEEP_MD, DEEP_JSON: target / DEEP_JSON}
+    with translated_errors(f"write the deep audit report to {target}", path=target):
+        atomic_write(written[DEEP_MD], markdown)
+        atomic_write(written[DEEP_JSON], json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    return written
 
 
 def write_clusters(app: App, report: ClusterReport, folder: Path | None) -> dict[str, Path]:
     """The clusters' Markdown report and JSON (the saved clusters a Map of Content is built from) in ``folder``
     (default: the vault's audit folder); a folder inside the vault is refused like for the structure audit."""
-    target = folder.expanduser() if folder is not None else paths.audit_dir(app.vault)
-    if inside_vault(app.vault, target) is not None:
-        raise VaultError(
-            f"{target} is inside the vault; the cluster report is written outside it.",
-            hint="Pick a folder outside the vault, or leave --out out.",
-        )
-    if folder is None:
-        paths.ensure_home()
+    target = _outside_target(app, folder, "the cluster report")
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     written = {CLUSTERS_MD: target / CLUSTERS_MD, CLUSTERS_JSON: target / CLUSTERS_JSON}
     with translated_errors(f"write the cluster report to {target}", path=target):

@@ -13,7 +13,7 @@ import re
 from vaultlens.services.review.catalog import Catalog
 from vaultlens.services.review.contract import SCHEMA_ID, response_schema
 
-__all__ = ["build_prompt"]
+__all__ = ["build_prompt", "fence_for"]
 
 SYSTEM = f"""You compare two notes, A and B, from the user's Markdown vault and say how they relate.
 
@@ -30,7 +30,7 @@ Rules:
 - Answer with one JSON object, nothing else, with "schema": "{SCHEMA_ID}"."""
 
 
-def _fence(text: str) -> str:
+def fence_for(text: str) -> str:
     """A backtick fence longer than any run of backticks in ``text``, so a note cannot close it."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
@@ -44,7 +44,7 @@ def build_prompt(catalog: Catalog, with_schema: bool) -> tuple[str, str]:
     parts = [f"NONCE is {catalog.nonce}.", f"<data-{catalog.nonce}>"]
     for side in ("A", "B"):
         text = catalog.sources[side].text
-        fence = _fence(text)
+        fence = fence_for(text)
         parts += [f"Note {side}: {catalog.paths[side]}", fence + "markdown", text, fence]
     parts += [
         "Fragment catalog (JSON):",
