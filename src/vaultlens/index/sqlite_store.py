@@ -4,7 +4,9 @@ SQLite is the source of truth and every batch is one transaction, so a killed pr
 leaves the last committed batch and nothing half-written. Vectors are float32 blobs keyed by
 the hash of the text that was embedded, so moved or unchanged chunks never cost an
 embedding. For fast scans the vector matrix is mirrored in a ``.npy`` cache stamped with the
-store's generation; a stale or missing cache is rebuilt from SQLite, never trusted.
+store's generation; a stale or missing cache is rebuilt from SQLite, never trusted. Arrays
+callers derive from one generation (the text scan of `similar` / `duplicates`) are kept beside
+it the same way (:meth:`SQLiteStore.save_derived`), and dropped with it.
 
 Readers work inside :meth:`SQLiteStore.snapshot`: one read transaction on a per-thread
 connection, so WAL pins a single committed generation for every read (matrix, FTS, chunk

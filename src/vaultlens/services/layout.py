@@ -4,6 +4,10 @@ The *layout* is the chunk vectors grouped by note. The *profile* is one pass ove
 text: letters per section, line keys (for copied text), the script a note is written in, exact
 copies, and *boilerplate*: a line that :func:`boilerplate_min_notes` notes or more contain, and every
 line under a heading that many notes use ("Sources", "What next" of a template).
+
+The pass (:class:`Scan`, everything but boilerplate, which depends on settings) is kept by the store
+per store id and generation beside the vector cache, so only the first process after a change
+reads the texts; a kept scan is used only when it names the layout's exact rows and notes.
 """
 
 from __future__ import annotations
