@@ -10,6 +10,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -314,6 +317,69 @@ def test_boilerplate_rows_are_discounted(store: SQLiteStore) -> None:
     assert shares[0] < 0.2 and shares[-1] > 0.9  # the topic section (with a template line), the template
     budget = lay.rows_of(lay.note_index["ru/budget.md"])
     assert all(share[r] == 0 for r in budget)
+
+
+def _same_profile(a: layout.Profile, b: layout.Profile) -> None:
+    for name in ("letters", "boiler", "first_line", "last_line", "line_ptr", "line_key", "line_no"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert np.array_equal(a.line_letters, b.line_letters) and np.array_equal(a.line_boiler, b.line_boiler)
+    assert np.array_equal(a.note_letters, b.note_letters)
+    assert (a.lang, a.exact, a.in_exact, a.boiler_min) == (b.lang, b.exact, b.in_exact, b.boiler_min)
+
+
+def test_the_text_scan_is_kept_per_generation_and_checked_when_read(
+    store: SQLiteStore, indexed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process reuses the scan kept beside the vector cache; a damaged or foreign one is read again."""
+    for f in indexed.glob("matrix-*.npz"):
+        f.unlink()
+    layout._LAYOUTS.clear()
+    read = layout.profile(store, layout.layout(store), DiscoverSettings())
+    kept = indexed / f"matrix-{store.store_id}-{store.generation}.{layout.SCAN_CACHE}.npz"
+    assert kept.is_file()
+
+    real_read = layout._read_scan
+    calls: list[int] = []
+
+    def counting(*args: object, **kwargs: object) -> layout.Scan:
+        calls.append(1)
+        return real_read(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(layout, "_read_scan", counting)
+    layout._LAYOUTS.clear()  # as in a new process
+    _same_profile(layout.profile(store, layout.layout(store), DiscoverSettings()), read)
+    assert calls == []  # loaded, not read
+
+    good = kept.read_bytes()
+    kept.write_bytes(good[: len(good) // 2])  # a short file (power loss)
+    layout._LAYOUTS.clear()
+    _same_profile(layout.profile(store, layout.layout(store), DiscoverSettings()), read)
+    assert len(calls) == 1 and kept.read_bytes() == good  # read again and kept again
+
+    lay = layout.layout(store)  # a scan of other rows under this name is not taken for this layout's
+    arrays = {**layout._read_scan(store, lay).arrays, **layout._identity(lay)}
+    arrays["rowids"] = arrays["rowids"] + 1
+    store.save_derived(layout.SCAN_CACHE, store.generation, arrays)
+    assert not layout._valid(arrays, layout._identity(lay), len(lay.rowids), len(lay.notes))
+    layout._LAYOUTS.clear()
+    _same_profile(layout.profile(store, layout.layout(store), DiscoverSettings()), read)
+    assert len(calls) == 3
+
+
+def test_line_hashes_are_the_same_in_every_process() -> None:
+    """Kept scans hold line-key hashes, so they cannot depend on PYTHONHASHSEED."""
+    code = "from vaultlens.services import layout; print(layout.stable_hash('кеширование'))"
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert seen == {str(layout.stable_hash("кеширование"))}
 
 
 # ---- the limit ----------------------------------------------------------------------------------------

@@ -209,6 +209,24 @@ def test_snapshot_freezes_one_generation_while_a_writer_commits(store: Store) ->
     assert len(store.file_records()) == before + 1
 
 
+def test_derived_arrays_come_back_only_for_their_generation(store: Store) -> None:
+    """A backend may keep nothing (then ``load_derived`` is None) but never serves other arrays,
+    another generation's, or a generation's that a newer one replaced."""
+    gen = store.generation
+    arrays = {"a": np.arange(5, dtype=np.int64), "b": np.frombuffer(b"xyz", dtype=np.uint8)}
+    store.save_derived("probe", gen, arrays)
+    got = store.load_derived("probe", gen)
+    assert got is None or (
+        set(got) == set(arrays)
+        and all(np.array_equal(got[k], v) and got[k].dtype == v.dtype for k, v in arrays.items())
+    )
+    assert store.load_derived("probe", gen + 1) is None and store.load_derived("other", gen) is None
+    u, v = note_update("new.md", [(("New",), "A brand new note about glaciers.")])
+    store.apply(updates=[u], vectors=v)
+    store.save_derived("probe", store.generation, arrays)
+    assert store.load_derived("probe", gen) is None
+
+
 def test_space_is_checked_and_runs_are_recorded(store: Store) -> None:
     assert store.space == PROVIDER.space
     other = EmbeddingSpace("other", "m", "", PROVIDER.space.dimensions)

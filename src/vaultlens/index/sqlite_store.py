@@ -4,7 +4,9 @@ SQLite is the source of truth and every batch is one transaction, so a killed pr
 leaves the last committed batch and nothing half-written. Vectors are float32 blobs keyed by
 the hash of the text that was embedded, so moved or unchanged chunks never cost an
 embedding. For fast scans the vector matrix is mirrored in a ``.npy`` cache stamped with the
-store's generation; a stale or missing cache is rebuilt from SQLite, never trusted.
+store's generation; a stale or missing cache is rebuilt from SQLite, never trusted. Arrays
+callers derive from one generation (the text scan of `similar` / `duplicates`) are kept beside
+it the same way (:meth:`SQLiteStore.save_derived`), and dropped with it.
 
 Readers work inside :meth:`SQLiteStore.snapshot`: one read transaction on a per-thread
 connection, so WAL pins a single committed generation for every read (matrix, FTS, chunk
@@ -18,6 +20,7 @@ import math
 import sqlite3
 import threading
 import time
+import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -551,9 +554,33 @@ class SQLiteStore(Store):
             return  # a read-only index dir only costs speed
         self._drop_caches(keep=gen)
 
+    def load_derived(self, name: str, generation: int) -> dict[str, npt.NDArray[Any]] | None:
+        """Arrays saved by :meth:`save_derived`, from ``matrix-<store id>-<generation>.<name>.npz``
+        beside the vector cache; None when missing or unreadable (no pickles are ever loaded)."""
+        try:
+            with np.load(self._derived_file(name, generation), allow_pickle=False) as npz:
+                return {k: npz[k] for k in npz.files}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return None
+
+    def save_derived(self, name: str, generation: int, arrays: dict[str, npt.NDArray[Any]]) -> None:
+        """Written atomically beside the vector cache and dropped with it (a newer generation or a wipe)."""
+        try:
+            with atomic_file(self._derived_file(name, generation), durable=False) as fh:
+                named: dict[str, Any] = dict(arrays)  # names -> arrays (numpy types **kwargs loosely)
+                np.savez(fh, **named)
+        except OSError:
+            return  # a read-only index dir only costs speed
+        self._drop_caches(keep=generation)
+
+    def _derived_file(self, name: str, gen: int) -> Path:
+        if not name.isalnum():
+            raise ValueError(f"bad cache name {name!r}")
+        return self.directory / f"matrix-{self.store_id}-{gen}.{name}.npz"
+
     def _drop_caches(self, keep: int | None) -> None:
         """Delete caches of other stores, and this store's older than ``keep`` (all when None)."""
-        for p in self.directory.glob("matrix-*.npy"):
+        for p in [*self.directory.glob("matrix-*.npy"), *self.directory.glob("matrix-*.npz")]:
             _, store_id, gen = (p.name.split(".")[0].split("-") + ["", ""])[:3]
             ours = store_id == self.store_id and gen.isdigit()
             if keep is None or not ours or int(gen) < keep:

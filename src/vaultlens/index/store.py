@@ -199,6 +199,15 @@ class VectorIndex(Protocol):
         """(chunk keys ascending, unit vectors) of every chunk, for whole-index discovery."""
         ...
 
+    def load_derived(self, name: str, generation: int) -> dict[str, npt.NDArray[Any]] | None:
+        """Arrays :meth:`save_derived` kept under ``name`` for ``generation`` of this store, or None
+        (none kept, stale, unreadable, or a backend that keeps none). Callers check what they load."""
+        return None
+
+    def save_derived(self, name: str, generation: int, arrays: dict[str, npt.NDArray[Any]]) -> None:
+        """Keep arrays computed from ``generation`` (a cache: it may be dropped at any time)."""
+        return None
+
     def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
         """The ``k`` chunks with the highest inner product with ``query`` (unordered) and their scores."""
         ...

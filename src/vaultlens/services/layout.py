@@ -4,16 +4,23 @@ The *layout* is the chunk vectors grouped by note. The *profile* is one pass ove
 text: letters per section, line keys (for copied text), the script a note is written in, exact
 copies, and *boilerplate*: a line that :func:`boilerplate_min_notes` notes or more contain, and every
 line under a heading that many notes use ("Sources", "What next" of a template).
+
+The pass (:class:`Scan`, everything but boilerplate, which depends on settings) is kept by the store
+per store id and generation beside the vector cache, so only the first process after a change
+reads the texts; a kept scan is used only when it names the layout's exact rows and notes.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from array import array
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from hashlib import blake2b
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +64,8 @@ class Layout:
     by_note: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     starts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
     profiles: dict[tuple[int, float], Profile] = field(default_factory=dict)
+    generation: int = -1  # the store generation all of the above was read in
+    scan: Scan | None = None
 
     def rows_of(self, note: int) -> npt.NDArray[np.int64]:
         return self.by_note[self.starts[note] : self.starts[note + 1]]
@@ -110,11 +119,12 @@ _LAYOUTS: dict[str, tuple[int, Layout]] = {}
 
 
 def layout(store: Store) -> Layout:
-    generation = store.generation
-    cached = _LAYOUTS.get(store.store_id)
-    if cached is not None and cached[0] == generation:
-        return cached[1]
-    lay = _read_layout(store)
+    with store.snapshot() as generation:  # vectors and chunk rows of one generation
+        cached = _LAYOUTS.get(store.store_id)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        lay = _read_layout(store)
+    lay.generation = generation
     _LAYOUTS.clear()  # one store per process is the rule; never keep a dead one's vectors alive
     _LAYOUTS[store.store_id] = (generation, lay)
     return lay
@@ -146,14 +156,93 @@ def profile(store: Store, lay: Layout, settings: DiscoverSettings) -> Profile:
     key = (settings.boilerplate_notes, settings.boilerplate_share)
     cached = lay.profiles.get(key)
     if cached is None:
-        cached = _read_profile(store, lay, boilerplate_min_notes(len(lay.notes), settings))
+        if lay.scan is None:
+            lay.scan = _scan(store, lay)
+        cached = _profile_of(lay.scan, boilerplate_min_notes(len(lay.notes), settings))
         lay.profiles[key] = cached
     return cached
 
 
+def stable_hash(key: str) -> int:
+    """A line key's signed 64-bit hash, the same in every process (scans are kept on disk, so
+    Python's per-process ``hash()`` cannot be used)."""
+    return int.from_bytes(blake2b(key.encode(), digest_size=8).digest(), "little", signed=True)
+
+
+SCAN_CACHE = "profile1"  # name of the kept scan: change it when what a scan holds, or its hash, changes
+_LANGS: list[str | None] = [None, "en", "ru"]
+
+
+@dataclass
+class Scan:
+    """The one pass over every chunk's text, before boilerplate (which depends on settings).
+
+    Per row: letters, first/last line. Per line (ordered by row): row, key hash, line number,
+    letters, hash of the heading it is under. Per note: body letters, language. Each note's
+    distinct line and heading keys (for document frequency), and the exact-copy groups.
+    """
+
+    arrays: dict[str, npt.NDArray[Any]]
+
+    _INT = (
+        "letters", "first_line", "last_line", "line_row", "line_key", "line_no", "line_letters",
+        "line_head", "note_letters", "note_keys", "note_heads",
+    )  # fmt: skip
+
+    def groups(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        raw = json.loads(self.arrays["groups"].tobytes().decode("utf-8"))
+        full = {str(i): list(g) for i, g in enumerate(raw["full"])}
+        body = {str(i): list(g) for i, g in enumerate(raw["body"])}
+        return full, body
+
+    def lang(self) -> list[str | None]:
+        return [_LANGS[c] for c in self.arrays["lang"].tolist()]
+
+
+def _identity(lay: Layout) -> dict[str, npt.NDArray[Any]]:
+    """What a kept scan must match to be this layout's: its rows and its notes, in order."""
+    digest = blake2b("\0".join(lay.notes).encode(), digest_size=16).digest()
+    return {"rowids": np.asarray(lay.rowids, dtype=np.int64), "notes": np.frombuffer(digest, dtype=np.uint8)}
+
+
+def _scan(store: Store, lay: Layout) -> Scan:
+    """The layout's scan: kept on disk by the store per generation, else read and kept."""
+    with store.snapshot() as generation:
+        same = generation == lay.generation  # else the layout is of another generation: compute only
+        ident = _identity(lay)
+        kept = store.load_derived(SCAN_CACHE, generation) if same else None
+        if kept is not None and _valid(kept, ident, len(lay.rowids), len(lay.notes)):
+            return Scan({k: v for k, v in kept.items() if k not in ident})
+        scan = _read_scan(store, lay)
+        if same:
+            store.save_derived(SCAN_CACHE, generation, {**scan.arrays, **ident})
+        return scan
+
+
+def _valid(
+    kept: dict[str, npt.NDArray[Any]], ident: dict[str, npt.NDArray[Any]], rows: int, notes: int
+) -> bool:
+    try:
+        if any(not np.array_equal(kept[k], v) for k, v in ident.items()):
+            return False
+        per_row = all(kept[k].shape == (rows,) for k in ("letters", "first_line", "last_line"))
+        per_note = kept["note_letters"].shape == (notes,) and kept["lang"].shape == (notes,)
+        lines = {kept[k].shape for k in ("line_row", "line_key", "line_no", "line_letters", "line_head")}
+        ints = all(kept[k].dtype == np.int64 and kept[k].ndim == 1 for k in Scan._INT)
+        scan = Scan(kept)
+        scan.groups()
+        bad_lang = bool(kept["lang"].size) and (kept["lang"].min() < 0 or kept["lang"].max() >= len(_LANGS))
+        bad_rows = bool(kept["line_row"].size) and (
+            kept["line_row"].min() < 0 or kept["line_row"].max() >= rows
+        )
+        return per_row and per_note and len(lines) == 1 and ints and not bad_lang and not bad_rows
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return False
+
+
 def line_key(line: str) -> str:
     """A line's letters and digits, case folded, without HTML tags and a heading's ``{ #id }``
-    (what :func:`_read_profile` computes for every line, one chunk at a time)."""
+    (what :func:`_read_scan` computes for every line, one chunk at a time)."""
     return _NON_ALNUM.sub("", _ANCHOR_LINES.sub("", _TAG.sub(" ", line)).casefold())
 
 
@@ -181,7 +270,7 @@ def _note_batches(store: Store, lay: Layout) -> Iterator[tuple[int, list[tuple[i
         note = stop
 
 
-def _read_profile(store: Store, lay: Layout, boiler_min: int) -> Profile:
+def _read_scan(store: Store, lay: Layout) -> Scan:
     n_rows, n_notes = len(lay.rowids), len(lay.notes)
     letters = np.zeros(n_rows, dtype=np.int64)
     first_line = np.zeros(n_rows, dtype=np.int64)
@@ -219,14 +308,14 @@ def _read_profile(store: Store, lay: Layout, boiler_min: int) -> Profile:
                         fence = "" if fence else m.group(1)
                         plain[i] = False
                 elif not fence and "#" in line[:4] and HEADING.match(line):
-                    head = hash(line_keys[i]) if line_keys[i] else 0
+                    head = (stable_hash(line_keys[i]) or 1) if line_keys[i] else 0
                     if head:
                         heads.add(head)
                 heads_at[i] = head
             prose.extend(line for line, p in zip(raw, plain, strict=True) if p)
             first = chunk.start_line + 1
             kept = [i for i, k in enumerate(line_keys) if k]
-            hashes = [hash(line_keys[i]) for i in kept]
+            hashes = [stable_hash(line_keys[i]) for i in kept]
             sizes = [len(line_keys[i]) for i in kept]
             keys.update(hashes)
             line_row.extend([row] * len(kept))
@@ -252,44 +341,70 @@ def _read_profile(store: Store, lay: Layout, boiler_min: int) -> Profile:
     rows_arr = np.frombuffer(line_row, dtype=np.int64) if line_row else np.zeros(0, dtype=np.int64)
     order = np.argsort(rows_arr, kind="stable")
 
-    def arr(a: array[int]) -> npt.NDArray[np.int64]:
-        return (np.frombuffer(a, dtype=np.int64) if a else np.zeros(0, dtype=np.int64))[order]
+    def arr(a: array[int], sort: bool = True) -> npt.NDArray[np.int64]:
+        out = np.frombuffer(a, dtype=np.int64).copy() if a else np.zeros(0, dtype=np.int64)
+        return out[order] if sort else out
 
-    keys_arr, heads_arr = arr(line_key), arr(line_head)
-    frequent_lines = _frequent(note_keys, boiler_min)
-    frequent_heads = _frequent(note_heads, boiler_min)
+    groups = {
+        "full": [ps for ps in full.values() if len(ps) > 1],
+        "body": [ps for ps in body.values() if len(ps) > 1],
+    }
+    return Scan(
+        {
+            "letters": letters,
+            "first_line": first_line,
+            "last_line": last_line,
+            "line_row": rows_arr[order],
+            "line_key": arr(line_key),
+            "line_no": arr(line_no),
+            "line_letters": arr(line_letters),
+            "line_head": arr(line_head),
+            "note_letters": note_letters,
+            "note_keys": arr(note_keys, sort=False),
+            "note_heads": arr(note_heads, sort=False),
+            "lang": np.array([_LANGS.index(x) for x in lang], dtype=np.int8),
+            "groups": np.frombuffer(json.dumps(groups).encode("utf-8"), dtype=np.uint8),
+        }
+    )
+
+
+def _profile_of(scan: Scan, boiler_min: int) -> Profile:
+    """The profile for one boilerplate threshold (a cheap pass over the scan's arrays)."""
+    a = scan.arrays
+    n_rows = len(a["letters"])
+    rows_sorted = a["line_row"]
+    keys_arr, heads_arr, line_letters_arr = a["line_key"], a["line_head"], a["line_letters"]
+    frequent_lines = _frequent(a["note_keys"], boiler_min)
+    frequent_heads = _frequent(a["note_heads"], boiler_min)
     line_boiler = np.isin(keys_arr, frequent_lines) | np.isin(heads_arr, frequent_heads)
-    line_letters_arr = arr(line_letters)
-    line_no_arr = arr(line_no)
-    rows_sorted = rows_arr[order]
     boiler = np.bincount(rows_sorted, weights=line_letters_arr * line_boiler, minlength=n_rows).astype(
         np.int64
     )
     line_ptr = np.zeros(n_rows + 1, dtype=np.int64)
     line_ptr[1:] = np.cumsum(np.bincount(rows_sorted, minlength=n_rows))
-    exact, in_exact = _exact_groups(full, body)
+    exact, in_exact = _exact_groups(*scan.groups())
     return Profile(
-        letters,
+        a["letters"],
         boiler,
-        first_line,
-        last_line,
+        a["first_line"],
+        a["last_line"],
         line_ptr,
         keys_arr,
-        line_no_arr,
+        a["line_no"],
         line_letters_arr,
         line_boiler,
-        note_letters,
-        lang,
+        a["note_letters"],
+        scan.lang(),
         exact,
         in_exact,
         boiler_min,
     )
 
 
-def _frequent(keys: array[int], min_notes: int) -> npt.NDArray[np.int64]:
-    if not keys:
+def _frequent(keys: npt.NDArray[np.int64], min_notes: int) -> npt.NDArray[np.int64]:
+    if not keys.size:
         return np.zeros(0, dtype=np.int64)
-    values, counts = np.unique(np.frombuffer(keys, dtype=np.int64), return_counts=True)
+    values, counts = np.unique(keys, return_counts=True)
     return values[counts >= min_notes]
 
 
