@@ -45,6 +45,17 @@ def _me() -> bytes:
     return f"{os.getpid()}\n{command[:1000]}".encode("utf-8", "replace")
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a process with this PID exists (one owned by another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
 class WriterLock:
     def __init__(self, directory: Path, what: str = "this index") -> None:
         self.path = directory / LOCK_NAME

@@ -38,6 +38,7 @@ from vaultlens.errors import (
     translate_error,
 )
 from vaultlens.fsutil import fsync_dir, sha256_hex
+from vaultlens.index.lock import process_alive
 from vaultlens.safewrite.journal import Entry, Journal, State
 from vaultlens.safewrite.obsidian import open_notes
 from vaultlens.safewrite.operation import Operation, new_op_id
@@ -148,19 +149,9 @@ def _remove_litter(target: Path) -> None:
     """Remove the temporary files a killed writer left beside ``target`` (never a note, never a live writer's)."""
     for tmp in target.parent.glob(f".{glob.escape(target.name)}.vaultlens-*.tmp"):
         pid = tmp.name.rsplit("-", 1)[-1].removesuffix(".tmp")
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             with contextlib.suppress(OSError):
                 tmp.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
 
 
 def _swap(target: Path, op: Operation) -> None:

@@ -20,6 +20,7 @@ import httpx
 
 from vaultlens.config.settings import as_rows
 from vaultlens.fsutil import atomic_write, sha256_hex
+from vaultlens.index.lock import process_alive
 from vaultlens.server.guard import is_loopback
 from vaultlens.services.app import App
 from vaultlens.services.results import hit_from_json
@@ -84,20 +85,10 @@ def read(app: App) -> ServerInfo | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def running_server(app: App) -> ServerInfo | None:
     """The server announced for this vault, if its process is alive and its settings are ours."""
     info = read(app)
-    if info is None or info.vault != str(app.vault) or not _alive(info.pid):
+    if info is None or info.vault != str(app.vault) or not process_alive(info.pid):
         return None
     if info.settings != settings_fingerprint(app):
         return None
