@@ -37,8 +37,8 @@ from typing import Any
 
 import httpx
 
-from _common import cli, machine, median, pct, save, table, temp_home, verdict
-from watch_latency import WORDS, proc_stat, write_vault
+from _common import cli, machine, median, pct, save, table, verdict
+from watch_latency import WORDS, indexed_vault, proc_stat
 
 BAR_MEMORY_GROWTH = 0.20
 
@@ -149,16 +149,7 @@ def main() -> None:
     cli_runs = args.cli_runs or (3 if args.quick else 5)
     rng = random.Random(20240917)
 
-    tmp = temp_home("serve")
-    from vaultlens.services import app as services
-    from vaultlens.services.app import App
-
-    vault = Path(tmp.name) / "vault"
-    write_vault(vault, n_notes, rng)
-    t0 = time.monotonic()
-    app = App.open(vault)
-    services.index(app)
-    index_s = time.monotonic() - t0
+    tmp, vault, app, index_s = indexed_vault("serve", n_notes, rng)
     provider = app.settings.embedding.provider
     app.close()
     print(f"indexed {n_notes} notes in {index_s:.1f}s with the {provider!r} provider")

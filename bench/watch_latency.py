@@ -20,10 +20,13 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from _common import cli, machine, median, pct, save, table, temp_home, verdict
+from vaultlens.services import app as services
+from vaultlens.services.app import App
 
 BAR_EXTRA_MS = 500
 BAR_RSS_MB = 300
@@ -69,6 +72,19 @@ WORDS = [
     "запрос",
     "сервер",
 ]
+
+
+def indexed_vault(
+    prefix: str, n_notes: int, rng: random.Random
+) -> tuple[tempfile.TemporaryDirectory[str], Path, App, float]:
+    """A throw-away home with a seeded vault of ``n_notes``, indexed: (tmp, vault, app, index seconds)."""
+    tmp = temp_home(prefix)
+    vault = Path(tmp.name) / "vault"
+    write_vault(vault, n_notes, rng)
+    t0 = time.monotonic()
+    app = App.open(vault)
+    services.index(app)
+    return tmp, vault, app, time.monotonic() - t0
 
 
 def write_vault(root: Path, n: int, rng: random.Random) -> None:
@@ -122,16 +138,7 @@ def main() -> None:
     n_notes = args.notes or (500 if args.quick else 5000)
     rng = random.Random(20240917)
 
-    tmp = temp_home("watch")
-    from vaultlens.services import app as services
-    from vaultlens.services.app import App
-
-    vault = Path(tmp.name) / "vault"
-    write_vault(vault, n_notes, rng)
-    t0 = time.monotonic()
-    app = App.open(vault)
-    services.index(app)
-    index_s = time.monotonic() - t0
+    tmp, vault, app, index_s = indexed_vault("watch", n_notes, rng)
     debounce_ms = app.settings.watch.debounce_ms
     print(
         f"indexed {n_notes} notes in {index_s:.1f}s; starting `vaultlens watch` (debounce {debounce_ms} ms)"

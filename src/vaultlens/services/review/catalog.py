@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vaultlens.chunking.chunker import MarkdownChunker
-from vaultlens.chunking.source import NoteSource, load_note
-from vaultlens.errors import VaultError
+from vaultlens.chunking.source import NoteSource, load_note, read_note
+from vaultlens.errors import VaultError, VaultlensError
 from vaultlens.vault.model import BlockKind
 
-__all__ = ["Catalog", "Fragment", "Side", "build_catalog"]
+__all__ = ["Catalog", "Fragment", "Side", "build_catalog", "current_hashes"]
 
 Side = Literal["A", "B"]
 MAX_FRAGMENTS_PER_SIDE = 60  # the full texts are sent too: a long note is never cut silently
@@ -91,3 +91,14 @@ def build_catalog(vault: Path, path_a: str, path_b: str, chunker: MarkdownChunke
         {"A": a, "B": b},
         (*_fragments(nonce, "A", a), *_fragments(nonce, "B", b)),
     )
+
+
+def current_hashes(vault: Path, catalog: Catalog) -> dict[Side, str | None]:
+    """Each side's SHA-256 as the note is now (through the note-loading seam); None when it cannot be read."""
+    out: dict[Side, str | None] = {}
+    for side, path in catalog.paths.items():
+        try:
+            out[side] = read_note(vault, path).file_hash
+        except VaultlensError:
+            out[side] = None
+    return out

@@ -171,7 +171,7 @@ def _claim_refs(refs: list[str], claim_ids: set[str], catalog: Catalog, where: s
             )
 
 
-def validate_response(raw: str, catalog: Catalog, current_hashes: dict[Side, str]) -> Validation:
+def validate_response(raw: str, catalog: Catalog, current_hashes: dict[Side, str | None]) -> Validation:
     """Check a model's answer against the catalog and the notes' current SHA-256 (see the module docstring)."""
     out = Validation()
     for side, sha in catalog.hashes().items():

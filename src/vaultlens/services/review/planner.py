@@ -21,8 +21,7 @@ from pathlib import Path
 
 from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import PlanRefused
-from vaultlens.fsutil import sha256_hex
-from vaultlens.services.review.catalog import Catalog, Fragment, Side
+from vaultlens.services.review.catalog import Catalog, Fragment, Side, current_hashes
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.scan import scan_vault
 
@@ -45,15 +44,9 @@ class PlannedEdit:
 
 def _current(catalog: Catalog, side: Side, vault: Path) -> NoteSource:
     source = catalog.sources[side]
-    try:
-        now = (vault / source.path).read_bytes()
-    except OSError as exc:
+    if current_hashes(vault, catalog)[side] != source.file_hash:
         raise PlanRefused(
-            f"{source.path} cannot be read any more ({exc.strerror or exc}).", path=source.path
-        ) from exc
-    if sha256_hex(now) != source.file_hash:
-        raise PlanRefused(
-            f"{source.path} changed after the review was prepared; nothing was planned.",
+            f"{source.path} changed after the review was prepared (or cannot be read); nothing was planned.",
             hint="Review the pair again.",
             path=source.path,
         )

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultlens.errors import PlanRefused
-from vaultlens.fsutil import sha256_hex
 from vaultlens.llm.base import Completion, LLMProvider, Message, llm_destination
 from vaultlens.safewrite import render_diff
 from vaultlens.services.app import App, require_llm_consent
-from vaultlens.services.review.catalog import Catalog, Fragment, Side, build_catalog
+from vaultlens.services.review.catalog import Catalog, Fragment, Side, build_catalog, current_hashes
 from vaultlens.services.review.contract import ResolvedClaim, Validation, response_schema, validate_response
 from vaultlens.services.review.planner import PlannedEdit, plan_add_link, plan_merge
 from vaultlens.services.review.prompt import build_prompt
@@ -77,16 +76,6 @@ def prepare(app: App, path_a: str, path_b: str, provider: LLMProvider) -> Prepar
     )
 
 
-def _current_hashes(app: App, catalog: Catalog) -> dict[Side, str]:
-    out: dict[Side, str] = {}
-    for side, path in catalog.paths.items():
-        try:
-            out[side] = sha256_hex((app.vault / path).read_bytes())
-        except OSError:
-            out[side] = "missing"
-    return out
-
-
 def send(app: App, prepared: Prepared, provider: LLMProvider, consent: bool = False) -> Reviewed:
     """Send the prepared messages (after consent for a remote model) and validate the answer."""
     a, b = prepared.catalog.paths["A"], prepared.catalog.paths["B"]
@@ -99,7 +88,9 @@ def send(app: App, prepared: Prepared, provider: LLMProvider, consent: bool = Fa
         list(prepared.messages), json_schema=response_schema() if prepared.json_schema else None
     )
     seconds = time.monotonic() - started
-    validation = validate_response(completion.text, prepared.catalog, _current_hashes(app, prepared.catalog))
+    validation = validate_response(
+        completion.text, prepared.catalog, current_hashes(app.vault, prepared.catalog)
+    )
     return Reviewed(prepared, completion, validation, seconds)
 
 
