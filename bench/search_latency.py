@@ -13,7 +13,11 @@ on a freshly opened store (matrix memory-mapped from the .npy cache, as a new pr
 - end to end: `vaultlens search QUERY --json` as a subprocess (process start, imports, model load,
   query embedding, search), median of a few runs.
 
-Usage: .venv/bin/python bench/search_latency.py [--quick] [--chunks N] [--queries N] [--cli-runs N]
+With ``--tier``: every chunk also gets a seeded 384-d quality-tier vector (embedding.tier), and
+"ours with the tier" times TierBlend (both models' z-scored cosines over all chunks, the note-level
+soft maximum) + score_chunks + group_notes with precomputed query vectors of both models.
+
+Usage: .venv/bin/python bench/search_latency.py [--quick] [--chunks N] [--queries N] [--cli-runs N] [--tier]
 """
 
 from __future__ import annotations
@@ -161,6 +165,28 @@ def build_store(index_dir: Path, corpus: Corpus) -> dict[str, float]:
     return {"generate_s": gen_s, "apply_s": insert_s, "matrix_cache_s": cache_s}
 
 
+TIER_DIM = 384
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def add_tier_vectors(index: Path) -> None:
+    """A seeded quality-tier vector for every chunk text, through the store's own write path."""
+    from vaultlens.embedding.tier import E5Tier
+    from vaultlens.index.sqlite_store import SQLiteStore
+
+    store = SQLiteStore(index)
+    rng = np.random.default_rng(3)
+    space = E5Tier().space  # the model is not loaded: only its space is named
+    while rows := store.tier_missing(5000):
+        store.add_tier_vectors(space, {h: unit(rng.standard_normal(TIER_DIM)) for h, _, _ in rows})
+    store.matrix(tier=True)
+    store.matrix()  # both caches for the final generation, as after an index run
+    store.close()
+
+
 def timed(fn: Any, *args: Any) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn(*args)
@@ -173,6 +199,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=None, help="chunks in the store (100,000)")
     ap.add_argument("--queries", type=int, default=None, help="timed queries (200)")
     ap.add_argument("--cli-runs", type=int, default=None, help="end-to-end CLI searches (5)")
+    ap.add_argument("--tier", action="store_true", help="also time search with the quality tier")
     args = ap.parse_args()
     n_chunks = args.chunks or (10_000 if args.quick else 100_000)
     n_queries = args.queries or (50 if args.quick else 200)
@@ -185,7 +212,7 @@ def main() -> None:
     from vaultlens.index.lexical import query_terms
     from vaultlens.index.sqlite_store import SQLiteStore
     from vaultlens.services.app import App
-    from vaultlens.services.search import NOTE_CANDIDATES, group_notes, score_chunks
+    from vaultlens.services.search import NOTE_CANDIDATES, TierBlend, group_notes, score_chunks
 
     settings = App.open(vault).settings
     search = settings.search  # the default search settings (candidates, fusion weight)
@@ -201,6 +228,8 @@ def main() -> None:
         f" matrix cache in {build['matrix_cache_s']:.1f}s"
     )
 
+    if args.tier:
+        add_tier_vectors(index_dir(vault))
     store = SQLiteStore(index_dir(vault))  # fresh: the matrix comes from the .npy cache, as in a new process
     rowids, vecs = store.matrix()
     mem = np.array(vecs, dtype=np.float32)  # the baseline's in-memory copy of the same matrix
@@ -219,15 +248,26 @@ def main() -> None:
     def raw_topk(q: np.ndarray) -> np.ndarray:
         return np.argpartition(-(mem @ q), k - 1)[:k]
 
-    for text, q in queries[:3]:  # warm-up: page in the memory map, FTS pages, numpy
+    tier_rng = np.random.default_rng(7)
+    tier_q = [unit(tier_rng.standard_normal(TIER_DIM)) for _ in queries]
+
+    def ours_tier(text: str, q: np.ndarray, tq: np.ndarray) -> Any:
+        with store.snapshot():
+            blend = TierBlend(store, q, tq, search.tier_weight)
+            return group_notes(store, score_chunks(store, q, text, search, blend), limit, sections)
+
+    for (text, q), tq in zip(queries[:3], tier_q, strict=False):  # warm-up: memory maps, FTS pages, numpy
         ours(text, q)
         raw_topk(q)
+        if args.tier:
+            ours_tier(text, q, tq)
     t_raw: list[float] = []
     t_topk: list[float] = []
     t_ours: list[float] = []
     t_score: list[float] = []
     t_group: list[float] = []
     t_fts: list[float] = []
+    t_tier: list[float] = []
     hits_found = 0
     for i, (text, q) in enumerate(queries):
         if i % 2:  # alternate order so drift on a shared machine hits both sides alike
@@ -242,6 +282,8 @@ def main() -> None:
             t_raw.append(timed(raw, q)[0])
             t_topk.append(timed(raw_topk, q)[0])
         t_fts.append(timed(store.lexical, query_terms(text), search.candidates, NOTE_CANDIDATES)[0])
+        if args.tier:
+            t_tier.append(timed(ours_tier, text, q, tier_q[i])[0])
 
     # diagnostic: the same with BLAS limited to one thread (oversubscribed cores make threaded gemv slow)
     from threadpoolctl import threadpool_limits
@@ -297,6 +339,8 @@ def main() -> None:
         row("1 BLAS thread: ours", t_ours1),
         row("query embedding (model loaded)", t_qemb),
     ]
+    if t_tier:
+        rows.insert(6, row("ours with the quality tier (TierBlend + both)", t_tier))
     if t_cli:
         rows.append(row("end to end: `vaultlens search` CLI", t_cli))
         rows.append(("  of which process start + imports", f"{import_ms:.0f}", "", ""))
@@ -323,6 +367,7 @@ def main() -> None:
         "raw_matvec": stats(t_raw),
         "raw_matvec_topk": stats(t_topk),
         "ours": stats(t_ours),
+        "ours_tier": stats(t_tier) if t_tier else None,
         "score_chunks": stats(t_score),
         "fts_only": stats(t_fts),
         "group_notes": stats(t_group),

@@ -10,6 +10,7 @@ hashing provider in vaultlens.testing, so no model is loaded here.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -277,3 +278,52 @@ def test_wipe_removes_the_store_and_a_new_one_has_a_new_identity(
         assert s.store_id != first_id and s.file_records() == {}
     finally:
         s.close()
+
+
+TIER = EmbeddingSpace("hashing-tier", "tier-a", "", PROVIDER.space.dimensions)
+
+
+def test_a_split_part_keeps_its_context(store: Store) -> None:
+    u, v = note_update("table.md", [(("Table",), "| 3 | c |")])
+    part = replace(u.chunks[0].chunk, context="| n | letter |\n|---|---|")
+    store.apply(updates=[replace(u, chunks=[replace(u.chunks[0], chunk=part)])], vectors=v)
+    assert store.chunk_by_id(part.id) == part
+
+
+def test_tier_vectors_are_filled_covered_and_go_with_their_chunks(store: Store) -> None:
+    assert store.tier_space is None and store.tier_coverage() == (0, 4)
+    assert store.matrix(tier=True)[0].size == 0
+    missing = store.tier_missing(10)
+    assert len(missing) == 4 and len(store.tier_missing(2)) == 2
+    assert {title for _, title, _ in missing} == {"bread", "trains", "code"}
+    assert all(store.chunk_by_id(chunk.id) == chunk for _, _, chunk in missing)
+    vecs = PROVIDER.embed([f"tier {chunk.text}" for _, _, chunk in missing])
+    gen = store.generation
+    store.add_tier_vectors(TIER, {h: vecs[i] for i, (h, _, _) in enumerate(missing[:3])})
+    assert store.generation > gen  # readers see the new vectors: caches are per generation
+    assert store.tier_space == TIER and store.tier_coverage() == (3, 4)
+    assert [h for h, _, _ in store.tier_missing(10)] == [missing[3][0]]
+    keys, tier_vecs = store.matrix(tier=True)
+    main_keys, _ = store.matrix()
+    assert keys.tolist() == sorted(keys.tolist()) and set(keys.tolist()) < set(main_keys.tolist())
+    by_id = {c.id: k for k, c in store.chunks(keys.tolist()).items()}
+    for i, (_, _, chunk) in enumerate(missing[:3]):
+        assert np.allclose(tier_vecs[keys.tolist().index(by_id[chunk.id])], vecs[i])
+    # vectors of another tier model replace, never mix with, the stored ones
+    other = replace(TIER, model="tier-b")
+    store.add_tier_vectors(other, {missing[3][0]: vecs[3]})
+    assert store.tier_space == other and store.tier_coverage() == (1, 4)
+    # a deleted note's tier vectors go at the orphan sweep; drop_tier forgets the tier
+    store.add_tier_vectors(other, {h: vecs[i] for i, (h, _, _) in enumerate(missing[:3])})
+    store.apply(deletes=["trains.md"])
+    store.drop_orphan_vectors()
+    assert store.tier_coverage() == (3, 3) and store.matrix(tier=True)[0].size == 3
+    store.drop_tier()
+    assert store.tier_space is None and store.tier_coverage() == (0, 3)
+
+
+def test_clear_forgets_the_tier(store: Store) -> None:
+    (h, _, _), *_ = store.tier_missing(1)
+    store.add_tier_vectors(TIER, {h: PROVIDER.embed(["x"])[0]})
+    store.clear()
+    assert store.tier_space is None and store.tier_coverage() == (0, 0)

@@ -174,7 +174,7 @@ def providers(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = Fals
             else (f"{r.endpoint} (this machine)" if r.endpoint else "in-process")
         )
         render.out.print(
-            f"[bold]{r.role:<9}[/bold] {escape(r.provider)} · {escape(r.model)} · {escape(place)}"
+            f"[bold]{r.role:<14}[/bold] {escape(r.provider)} · {escape(r.model)} · {escape(place)}"
         )
         if r.error:
             render.out.print(f"          [red]cannot be used:[/red] {escape(r.error)}")

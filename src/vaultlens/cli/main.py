@@ -67,6 +67,8 @@ def _print_stats(stats: RunStats, vault: Path) -> None:
         f"{stats.chunks_embedded} chunks embedded, {stats.chunks_reused} reused, "
         f"{stats.chunks_deleted} deleted in {stats.seconds:.1f}s."
     )
+    if stats.tier_embedded:
+        render.out.print(f"Quality tier: {stats.tier_embedded} chunk texts embedded.")
     if stats.files_skipped or stats.files_failed:
         render.out.print(
             f"[yellow]{stats.files_skipped} skipped, {stats.files_failed} failed[/yellow]"

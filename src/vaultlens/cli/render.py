@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from vaultlens.errors import VaultlensError
-from vaultlens.services.results import DoctorReport, IndexStatus
+from vaultlens.services.results import DoctorReport, IndexStatus, TierStatus
 from vaultlens.services.results import hits_json as hits_json  # the one serialiser of search hits
 from vaultlens.services.search import NoteHit
 
@@ -106,6 +106,23 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _print_tier(tier: TierStatus) -> None:
+    if tier.setting == "off":
+        out.print(
+            f"[bold]Tier[/bold]   off; {tier.covered} stored vectors of {escape(tier.model or '')} are unused"
+        )
+        return
+    share = f"{tier.covered} of {tier.total} chunk texts"
+    model = escape(tier.model or tier.setting)
+    if tier.covered < tier.total:
+        out.print(
+            f"[bold]Tier[/bold]   {model}: [yellow]{share}[/yellow] "
+            "(run `vaultlens index` to finish; search mixes it in where it is ready)"
+        )
+    else:
+        out.print(f"[bold]Tier[/bold]   {model}: {share}")
+
+
 def print_status(info: IndexStatus) -> None:
     out.print(f"[bold]Vault[/bold]  {escape(info.vault)}")
     out.print(f"[bold]Index[/bold]  {escape(info.index_dir)}")
@@ -128,6 +145,8 @@ def print_status(info: IndexStatus) -> None:
         else "  [red](differs from settings: run `vaultlens rebuild`)[/red]"
     )
     out.print(f"[bold]Model[/bold]  {escape(label)}{warn}")
+    if info.tier:
+        _print_tier(info.tier)
     run = info.last_run
     if run:
         st = run.stats

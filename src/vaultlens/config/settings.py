@@ -43,6 +43,9 @@ DEFAULT_MODELS: dict[str, str] = {
     "openai": "text-embedding-3-small",  # OpenAI's smallest current embedding model
 }
 
+#: ``embedding.tier`` values: off, or the optional local model whose vectors go beside the main ones.
+TIERS = ("off", "e5")
+
 T = TypeVar("T")
 
 
@@ -163,6 +166,9 @@ class EmbeddingSettings:
     timeout_s: float = setting(60.0, gt=0)  # per HTTP request
     max_retries: int = setting(4, ge=0, le=10)  # HTTP retries after the first try (backoff doubles)
     threads: int = setting(0, ge=0)  # 0 = os.cpu_count()
+    # the optional quality tier: a second, stronger and slower local model whose vectors are
+    # filled after each index run and mixed into search (embedding/tier.py); "off" = USE only
+    tier: str = setting("off", check=lambda v: v in TIERS, shape="one of " + ", ".join(TIERS))
 
     @property
     def model_name(self) -> str:
@@ -234,6 +240,7 @@ class SearchSettings:
     candidates: int = setting(200, ge=1)
     # lexical share of the fused score when BM25 explains the whole query
     max_lexical_weight: float = setting(0.8, ge=0, le=1)
+    tier_weight: float = setting(0.5, ge=0, le=1)  # the quality tier's share of the dense score
 
 
 @dataclass(frozen=True)

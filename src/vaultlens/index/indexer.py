@@ -26,11 +26,13 @@ from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.chunking.source import NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
+from vaultlens.embedding.tier import TierProvider
 from vaultlens.errors import Cancelled, NoteNotFound, VaultlensError
 from vaultlens.fsutil import sha256_hex
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
+from vaultlens.index.tier_fill import fill_tier
 from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path, scan_vault
 
 # A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
@@ -77,10 +79,12 @@ class Indexer:
         provider: EmbeddingProvider,
         settings: Settings,
         progress: Progress | None = None,
+        tier: TierProvider | None = None,
     ) -> None:
         self.vault = vault
         self.store = store
         self.provider = provider
+        self.tier = tier  # the optional quality tier, filled after each run and sync
         self.settings = settings
         self.progress = progress or NoProgress()
         s = settings.index
@@ -135,6 +139,10 @@ class Indexer:
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
+        stats.tier_embedded = self._fill_tier()
+
+    def _fill_tier(self) -> int:
+        return 0 if self.tier is None else fill_tier(self.store, self.tier, self.progress)
 
     @staticmethod
     def _match_moves(plan: _Plan, records: dict[str, FileRecord]) -> set[str]:
@@ -209,6 +217,7 @@ class Indexer:
         stats.chunks_embedded = len(todo)
         if plan.deletes or stats.chunks_deleted:
             self.store.drop_orphan_vectors()
+        stats.tier_embedded = self._fill_tier()
         stats.seconds = round(time.monotonic() - started, 3)
         return stats
 

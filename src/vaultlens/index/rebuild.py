@@ -16,6 +16,7 @@ from pathlib import Path
 
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
+from vaultlens.embedding.tier import TierProvider
 from vaultlens.index.indexer import Indexer, Progress
 from vaultlens.index.lifecycle import IndexHome
 from vaultlens.index.lock import WriterLock
@@ -38,8 +39,12 @@ def rebuild_background(
     settings: Settings,
     progress: Progress | None = None,
     switch_wait: float = 30.0,
+    tier: TierProvider | None = None,
 ) -> RebuildResult:
-    """Build the configured space next to the live index, then switch to it atomically."""
+    """Build the configured space next to the live index, then switch to it atomically.
+
+    The quality tier (``tier``) is filled before the switch, outside the live lock; chunks the
+    catch-up adds get theirs on the next run (search scores them with the main model meanwhile)."""
     home.collect_garbage()
     stage = home.staging_dir()
     with WriterLock(stage):  # one rebuild per staging folder; the live lock stays free meanwhile
@@ -50,7 +55,7 @@ def rebuild_background(
             store = home.backend.open(stage)
         resumed = store.counts().chunks > 0
         try:
-            stats = Indexer(vault, store, provider, settings, progress).run()
+            stats = Indexer(vault, store, provider, settings, progress, tier).run()
             with home.live_lock(switch_wait):
                 catch_up = Indexer(vault, store, provider, settings).run()
                 old = home.switch_to(stage)

@@ -47,7 +47,7 @@ from vaultlens.index.store import (
 )
 from vaultlens.vault.model import Link
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
 
@@ -89,6 +89,10 @@ MIGRATIONS: dict[int, str] = {
     3: """ALTER TABLE chunks ADD COLUMN frontmatter INTEGER NOT NULL DEFAULT 0;
         UPDATE chunks SET frontmatter = 1 WHERE ordinal = 0 AND heading_path = '["front matter"]';
         INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(8))));""",
+    # a split part's context is stored (a tier vector is embedded later, from the store alone); the
+    # optional quality tier's vectors, keyed like the main ones by the embedded text's hash
+    4: """ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';
+        CREATE TABLE IF NOT EXISTS tier_vectors (embed_hash TEXT PRIMARY KEY, vec BLOB NOT NULL);""",
 }
 
 
@@ -119,7 +123,8 @@ class SQLiteStore(Store):
             self._migrate()
         except sqlite3.Error as exc:  # damaged (rebuild), read-only, locked: each said as what it is
             raise translate_error(exc, "open the index", self.path) from exc
-        self._matrix: tuple[int, npt.NDArray[np.int64], Vectors] | None = None
+        # per vector table (main, tier): (generation, rowids, vectors)
+        self._matrix: dict[bool, tuple[int, npt.NDArray[np.int64], Vectors]] = {}
         # one thread builds the matrix of a new generation; the others wait and take it (a server's
         # 40 worker threads each reading 20 MB of vectors after every commit held ~1 GB at once)
         self._matrix_lock = threading.Lock()
@@ -283,6 +288,49 @@ class SQLiteStore(Store):
             self._set_meta("space", space.to_json())
 
     # ---- writes -----------------------------------------------------------------------------
+
+    # ---- the optional quality tier ----------------------------------------------------------
+    @property
+    def tier_space(self) -> EmbeddingSpace | None:
+        raw = self.get_meta("tier_space")
+        return None if raw is None else EmbeddingSpace.from_json(raw)
+
+    def tier_missing(self, limit: int) -> list[tuple[str, str, Chunk]]:
+        rows = self.db.execute(
+            f"SELECT c.embed_hash, f.title, {self._chunk_columns('c')} FROM chunks c"
+            " JOIN files f ON f.path = c.path"
+            " WHERE c.embed_hash NOT IN (SELECT embed_hash FROM tier_vectors)"
+            " GROUP BY c.embed_hash ORDER BY MIN(c.rowid) LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [(r[0], r[1] or "", self._chunk(r[2:])) for r in rows]
+
+    def add_tier_vectors(self, space: EmbeddingSpace, vectors: dict[str, Vectors]) -> None:
+        with self.transaction() as db:
+            stored = self.tier_space
+            if stored is not None and not space_matches(stored, space):
+                db.execute("DELETE FROM tier_vectors")
+            if stored is None or stored != space:
+                self._set_meta("tier_space", space.to_json())
+            db.executemany(
+                "INSERT OR IGNORE INTO tier_vectors(embed_hash, vec) VALUES (?, ?)",
+                [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+            )
+            self._bump_generation()
+
+    def drop_tier(self) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM tier_vectors")
+            db.execute("DELETE FROM meta WHERE key = 'tier_space'")
+            self._bump_generation()
+
+    def tier_coverage(self) -> tuple[int, int]:
+        row = self.db.execute(
+            "SELECT COUNT(DISTINCT c.embed_hash), COUNT(DISTINCT t.embed_hash) FROM chunks c"
+            " LEFT JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
+        ).fetchone()
+        return int(row[1]), int(row[0])
+
     def file_records(self) -> dict[str, FileRecord]:
         rows = self.db.execute(
             "SELECT path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags, n_chunks"
@@ -335,7 +383,7 @@ class SQLiteStore(Store):
                     chunk = item.chunk
                     cur = db.execute(
                         "INSERT INTO chunks(id, path, ordinal, heading_path, text, content_hash, embed_hash,"
-                        ' start, "end", start_line, end_line, frontmatter) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)',
+                        ' start, "end", start_line, end_line, frontmatter, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)',
                         (
                             chunk.id,
                             chunk.path,
@@ -349,6 +397,7 @@ class SQLiteStore(Store):
                             chunk.start_line,
                             chunk.end_line,
                             int(chunk.frontmatter),
+                            chunk.context,
                         ),
                     )
                     db.execute(
@@ -406,15 +455,16 @@ class SQLiteStore(Store):
 
     def drop_orphan_vectors(self) -> int:
         with self.transaction() as db:
+            db.execute("DELETE FROM tier_vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
             cur = db.execute("DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
             return cur.rowcount
 
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the file, so a cleared index stays cleared."""
         with self.transaction() as db:
-            for table in ("chunks_fts", "notes_fts", "chunks", "vectors", "links", "files"):
+            for table in ("chunks_fts", "notes_fts", "chunks", "vectors", "tier_vectors", "links", "files"):
                 db.execute(f"DELETE FROM {table}")
-            db.execute("DELETE FROM meta WHERE key = 'space'")
+            db.execute("DELETE FROM meta WHERE key IN ('space', 'tier_space')")
             self._set_meta("cleared_at", str(time.time()))
             self._bump_generation()
         self._drop_caches(keep=None)
@@ -456,28 +506,28 @@ class SQLiteStore(Store):
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.directory.iterdir() if p.is_file())
 
-    def matrix(self) -> tuple[ChunkKeys, Vectors]:
+    def matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:
         """(chunk rowids, unit vectors) for every chunk, from the generation-stamped cache.
 
         Runs inside a snapshot, so the generation, and the rows a cache is built from, are
         one committed state: a cache file is only ever written for the generation it holds.
         Cache files carry the store's random id as well as the generation, so a cache written
         by a reader of an older store (before a rebuild restarted the generations) is never
-        taken for this one's.
+        taken for this one's. ``tier``: the quality tier's vectors (only chunks that have one).
         """
         with self.snapshot() as gen:
-            cached = self._matrix
+            cached = self._matrix.get(tier)
             if cached is not None and cached[0] == gen:
                 return cached[1], cached[2]
             with self._matrix_lock:
-                return self._load_matrix(gen)
+                return self._load_matrix(gen, tier)
 
-    def _load_matrix(self, gen: int) -> tuple[ChunkKeys, Vectors]:
+    def _load_matrix(self, gen: int, tier: bool) -> tuple[ChunkKeys, Vectors]:
         """The matrix of generation ``gen`` (the caller's snapshot), built once under the matrix lock."""
-        cached = self._matrix
+        cached = self._matrix.get(tier)
         if cached is not None and cached[0] == gen:  # built by the thread we waited for
             return cached[1], cached[2]
-        ids_file, vec_file = self._cache_files(gen)
+        ids_file, vec_file = self._cache_files(gen, tier)
         rowids: ChunkKeys | None = None
         vecs: Vectors | None = None
         try:
@@ -488,9 +538,9 @@ class SQLiteStore(Store):
         except (OSError, ValueError):
             rowids = vecs = None
         if rowids is None or vecs is None:
-            rowids, vecs = self._read_matrix()
-            self._write_cache(gen, rowids, vecs)
-        self._matrix = (gen, rowids, vecs)
+            rowids, vecs = self._read_matrix(tier)
+            self._write_cache(gen, tier, rowids, vecs)
+        self._matrix[tier] = (gen, rowids, vecs)
         return rowids, vecs
 
     def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
@@ -528,11 +578,12 @@ class SQLiteStore(Store):
                 return [f"vector cache {vec_file.name} differs from the stored vectors"]
             return []
 
-    def _read_matrix(self) -> tuple[ChunkKeys, Vectors]:
-        space = self.space
+    def _read_matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:
+        space = self.tier_space if tier else self.space
         dims = space.dimensions if space else 0
+        table = "tier_vectors" if tier else "vectors"
         rows = self.db.execute(
-            "SELECT c.rowid, v.vec FROM chunks c JOIN vectors v ON v.embed_hash = c.embed_hash ORDER BY c.rowid"
+            f"SELECT c.rowid, v.vec FROM chunks c JOIN {table} v ON v.embed_hash = c.embed_hash ORDER BY c.rowid"
         ).fetchall()
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if not rows:
@@ -540,13 +591,13 @@ class SQLiteStore(Store):
         vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         return rowids, vecs
 
-    def _cache_files(self, gen: int) -> tuple[Path, Path]:
-        stem = f"matrix-{self.store_id}-{gen}"
+    def _cache_files(self, gen: int, tier: bool = False) -> tuple[Path, Path]:
+        stem = f"matrix-{self.store_id}-{gen}" + ("-tier" if tier else "")
         return self.directory / f"{stem}.ids.npy", self.directory / f"{stem}.vecs.npy"
 
-    def _write_cache(self, gen: int, rowids: ChunkKeys, vecs: Vectors) -> None:
+    def _write_cache(self, gen: int, tier: bool, rowids: ChunkKeys, vecs: Vectors) -> None:
         try:
-            ids_file, vec_file = self._cache_files(gen)
+            ids_file, vec_file = self._cache_files(gen, tier)
             for target, arr in ((ids_file, rowids), (vec_file, vecs)):  # vectors last: readers check it
                 with atomic_file(target, durable=False) as fh:
                     np.save(fh, arr)
@@ -666,10 +717,15 @@ class SQLiteStore(Store):
         return cached[1]
 
     # ---- chunks -------------------------------------------------------------------------------
-    _CHUNK_COLUMNS = (
-        'rowid, id, path, ordinal, heading_path, text, content_hash, start, "end", start_line, end_line,'
-        " frontmatter"
-    )
+    _CHUNK_FIELDS = (
+        "rowid", "id", "path", "ordinal", "heading_path", "text", "content_hash", "start", '"end"',
+        "start_line", "end_line", "frontmatter", "context",
+    )  # fmt: skip
+
+    @classmethod
+    def _chunk_columns(cls, table: str = "") -> str:
+        """The columns :meth:`_chunk` reads, optionally qualified by a table alias."""
+        return ", ".join(f"{table}.{c}" if table else c for c in cls._CHUNK_FIELDS)
 
     @staticmethod
     def _chunk(r: Sequence[Any]) -> Chunk:
@@ -685,15 +741,16 @@ class SQLiteStore(Store):
             start_line=r[9],
             end_line=r[10],
             frontmatter=bool(r[11]),
+            context=r[12],
         )
 
     def chunks(self, keys: Iterable[int]) -> dict[int, Chunk]:
-        sql = f"SELECT {self._CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({{marks}})"
+        sql = f"SELECT {self._chunk_columns()} FROM chunks WHERE rowid IN ({{marks}})"
         return {int(r[0]): self._chunk(r) for r in self._rows_in(sql, keys)}
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         row = self.db.execute(
-            f"SELECT {self._CHUNK_COLUMNS} FROM chunks WHERE id = ?", (chunk_id,)
+            f"SELECT {self._chunk_columns()} FROM chunks WHERE id = ?", (chunk_id,)
         ).fetchone()
         return None if row is None else self._chunk(row)
 

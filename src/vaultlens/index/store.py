@@ -195,8 +195,31 @@ class Catalog(Protocol):
 
 
 class VectorIndex(Protocol):
-    def matrix(self) -> tuple[ChunkKeys, Vectors]:
-        """(chunk keys ascending, unit vectors) of every chunk, for whole-index discovery."""
+    def matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:
+        """(chunk keys ascending, unit vectors) of every chunk, for whole-index discovery.
+
+        ``tier``: the optional quality tier's vectors instead, only for the chunks that have one."""
+        ...
+
+    @property
+    def tier_space(self) -> EmbeddingSpace | None:
+        """The space of the quality tier's vectors; None when the tier holds none."""
+        ...
+
+    def tier_missing(self, limit: int) -> list[tuple[str, str, Chunk]]:
+        """Up to ``limit`` (embed hash, note title, chunk) whose embedded text has no tier vector yet."""
+        ...
+
+    def add_tier_vectors(self, space: EmbeddingSpace, vectors: dict[str, Vectors]) -> None:
+        """Store tier vectors by embed hash (one commit); another space's vectors are dropped first."""
+        ...
+
+    def drop_tier(self) -> None:
+        """Forget every tier vector (the tier was switched off or to another model)."""
+        ...
+
+    def tier_coverage(self) -> tuple[int, int]:
+        """(distinct chunk texts with a tier vector, distinct chunk texts)."""
         ...
 
     def load_derived(self, name: str, generation: int) -> dict[str, npt.NDArray[Any]] | None:

