@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_store import problems
 from vaultlens.index.lexical import query_terms
-from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
+from vaultlens.index.sqlite_store import DB_NAME, SCHEMA_VERSION, SQLiteStore
 from vl_support import run_index, write_vault
 
 
@@ -59,11 +59,20 @@ def test_migration_builds_note_full_text_from_chunks(tmp_path: Path, use_provide
     con = sqlite3.connect(store_dir / DB_NAME)  # turn the index back into a schema-2 one
     con.execute("DROP TABLE notes_fts")
     con.execute("ALTER TABLE chunks DROP COLUMN frontmatter")  # added by the migration to schema 4
+    con.execute("ALTER TABLE chunks DROP COLUMN context")  # added by the migration to schema 5
+    con.execute("DROP TABLE tier_vectors")  # likewise
     con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     con.commit()
     con.close()
     assert set(note_hits(store_dir, "citric kettle")) == {"n.md"}
     assert problems(store_dir) == []
+    store = SQLiteStore(store_dir)
+    try:  # every migration ran: the tier table exists and chunks read back with an empty context
+        assert store.tier_coverage() == (0, 1) and store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        keys, _ = store.matrix()
+        assert [c.context for c in store.chunks(keys.tolist()).values()] == [""]
+    finally:
+        store.close()
 
 
 def test_doctor_reports_a_missing_note_full_text_row(tmp_path: Path, use_provider) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from chunk_contract import chunk_invariant_errors
 from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.embedding.local import MAX_CHARS
+from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
 from vaultlens.testing import HashingEmbeddingProvider
 from vaultlens.vault.parse import parse_note
 from vl_support import RecordingProvider, run_cli, run_index, write_vault
@@ -155,3 +157,27 @@ def test_random_big_blocks_keep_the_chunk_contract(seed: int) -> None:
         chunks = MarkdownChunker(target, limit, overlap).chunk(note, "n.md")
         assert chunk_invariant_errors(note, chunks, limit) == [], (target, limit, overlap)
         assert MarkdownChunker(target, limit, overlap).chunk(parse_note(text, "n.md"), "n.md") == chunks
+
+
+def test_an_index_from_before_contexts_were_stored_gets_them_without_embedding(
+    vault: Path, tmp_path: Path
+) -> None:
+    provider = HashingEmbeddingProvider()
+    store_dir = tmp_path / "index"
+    run_index(vault, store_dir, provider)
+    con = sqlite3.connect(store_dir / DB_NAME)  # turn it back into a schema-4 index (no contexts)
+    con.execute("ALTER TABLE chunks DROP COLUMN context")
+    con.execute("DROP TABLE tier_vectors")
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    recording = RecordingProvider(provider)
+    stats = run_index(vault, store_dir, recording)
+    assert stats.chunks_embedded == 0 and recording.calls == []  # re-chunked, nothing re-embedded
+    store = SQLiteStore(store_dir)
+    try:
+        keys, _ = store.matrix()
+        parts = [c for c in store.chunks(keys.tolist()).values() if c.path == "Inventory.md" and c.context]
+    finally:
+        store.close()
+    assert parts and all(c.context.startswith(HEADER) for c in parts)

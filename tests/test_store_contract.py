@@ -10,8 +10,8 @@ hashing provider in vaultlens.testing, so no model is loaded here.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np

