@@ -96,10 +96,13 @@ def test_index_fills_the_tier_then_only_new_texts(app: App) -> None:
 def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tier_fill, "COMMIT_TEXTS", 2)
     app._tier = InterruptingTier(shared_e5(), after=2)
-    with pytest.raises(Cancelled):
+    with pytest.raises(Cancelled, match="index is up to date; the quality tier stopped after 2 new"):
         services.index(app)
-    stopped = services.status(app).tier
+    status = services.status(app)
+    stopped = status.tier
     assert stopped is not None and 0 < stopped.covered < stopped.total
+    assert status.last_run is not None and status.last_run.status == "cancelled"
+    assert status.last_run.stats.tier_embedded == stopped.covered == 2
     app._tier = shared_e5()
     resumed = services.index(app)
     assert resumed.tier_embedded == stopped.total - stopped.covered  # committed batches are not redone

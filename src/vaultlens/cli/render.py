@@ -153,7 +153,8 @@ def print_status(info: IndexStatus) -> None:
         out.print(
             f"[bold]Last run[/bold] {run.status}: {st.files_scanned} scanned, {st.files_changed} changed, "
             f"{st.chunks_embedded} embedded, {st.chunks_reused} reused, {st.chunks_deleted} deleted, "
-            f"{st.seconds:.1f}s"
+            + (f"{st.tier_embedded} tier vectors, " if st.tier_embedded else "")
+            + f"{st.seconds:.1f}s"
         )
         if run.status == "interrupted":
             out.print(

@@ -85,6 +85,7 @@ class Indexer:
         self.store = store
         self.provider = provider
         self.tier = tier  # the optional quality tier, filled after each run and sync
+        self._in_tier = False  # the run reached the tier phase (what Ctrl-C stopped)
         self.settings = settings
         self.progress = progress or NoProgress()
         s = settings.index
@@ -103,9 +104,14 @@ class Indexer:
         except KeyboardInterrupt:
             stats.seconds = round(time.monotonic() - started, 3)
             self.store.finish_run(run_id, "cancelled", stats.as_dict())
+            done = (
+                f"The index is up to date; the quality tier stopped after {stats.tier_embedded} new "
+                "vectors, which are saved (search uses them already)."
+                if self._in_tier
+                else f"Indexing stopped; {stats.chunks_embedded} chunks embedded so far are saved."
+            )
             raise Cancelled(
-                f"Indexing stopped; {stats.chunks_embedded} chunks embedded so far are saved.",
-                hint="Run `vaultlens index` again to finish from where it stopped.",
+                done, hint="Run `vaultlens index` again to finish from where it stopped."
             ) from None
         except BaseException as exc:
             stats.seconds = round(time.monotonic() - started, 3)
@@ -139,10 +145,12 @@ class Indexer:
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
-        stats.tier_embedded = self._fill_tier()
+        self._fill_tier(stats)
 
-    def _fill_tier(self) -> int:
-        return 0 if self.tier is None else fill_tier(self.store, self.tier, self.progress)
+    def _fill_tier(self, stats: RunStats) -> None:
+        if self.tier is not None:
+            self._in_tier = True
+            fill_tier(self.store, self.tier, self.progress, stats)
 
     @staticmethod
     def _match_moves(plan: _Plan, records: dict[str, FileRecord]) -> set[str]:
@@ -217,7 +225,7 @@ class Indexer:
         stats.chunks_embedded = len(todo)
         if plan.deletes or stats.chunks_deleted:
             self.store.drop_orphan_vectors()
-        stats.tier_embedded = self._fill_tier()
+        self._fill_tier(stats)
         stats.seconds = round(time.monotonic() - started, 3)
         return stats
 

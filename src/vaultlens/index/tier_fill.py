@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from vaultlens.embedding.base import Vectors
 from vaultlens.embedding.tier import TierProvider
+from vaultlens.index.runs import RunStats
 from vaultlens.index.store import Store, space_matches
 from vaultlens.index.texts import embed_text
 
@@ -22,16 +23,16 @@ if TYPE_CHECKING:
 COMMIT_TEXTS = 64  # texts per committed batch: at ~5 passages/s on 2 cores, about 13 s of work
 
 
-def fill_tier(store: Store, tier: TierProvider, progress: Progress) -> int:
-    """Embed with ``tier`` every chunk text that has no tier vector yet; returns how many were embedded."""
+def fill_tier(store: Store, tier: TierProvider, progress: Progress, stats: RunStats) -> None:
+    """Embed with ``tier`` every chunk text that has no tier vector yet, counting each committed
+    batch in ``stats.tier_embedded`` (so a run stopped part-way says what it kept)."""
     stored = store.tier_space
     if stored is not None and not space_matches(stored, tier.space):
         store.drop_tier()
     have, total = store.tier_coverage()
     if have >= total:
-        return 0
+        return
     progress.phase(f"Quality tier ({tier.space.model})", total - have)
-    done = 0
     while rows := store.tier_missing(COMMIT_TEXTS):
         hashes = [h for h, _, _ in rows]
         texts = [embed_text(title, chunk) for _, title, chunk in rows]
@@ -41,5 +42,4 @@ def fill_tier(store: Store, tier: TierProvider, progress: Progress) -> int:
             vectors.update(zip(hashes[part], tier.embed(texts[part]), strict=True))
             progress.advance(len(texts[part]))
         store.add_tier_vectors(tier.space, vectors)
-        done += len(rows)
-    return done
+        stats.tier_embedded += len(rows)
