@@ -176,6 +176,16 @@ def test_layout_note_texts_and_front_matter_flag(store: Store, tmp_path: Path) -
     assert texts["bread.md"].text == texts["bread.md"].body
 
 
+def test_note_chunk_keys_lists_every_chunk_of_the_asked_notes(store: Store) -> None:
+    keys, _ = store.matrix()
+    paths = store.chunk_paths(keys.tolist())
+    got = store.note_chunk_keys(["bread.md", "code.md", "missing.md"])
+    assert {p: sorted(k) for p, k in got.items()} == {
+        p: sorted(k for k, q in paths.items() if q == p) for p in ("bread.md", "code.md")
+    }
+    assert len(got["bread.md"]) == 2
+
+
 def test_links_are_read_back_per_note(store: Store) -> None:
     links = store.links()
     assert links == {"bread.md": [Link("wiki", "trains", 1, None, None, None)]}

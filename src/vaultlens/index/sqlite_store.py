@@ -771,6 +771,12 @@ class SQLiteStore(Store):
             for r, p in self._rows_in("SELECT rowid, path FROM chunks WHERE rowid IN ({marks})", keys)
         }
 
+    def note_chunk_keys(self, paths: Iterable[str]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for rowid, path in self._rows_in("SELECT rowid, path FROM chunks WHERE path IN ({marks})", paths):
+            out.setdefault(path, []).append(int(rowid))
+        return out
+
     def chunk_layout(self) -> tuple[ChunkKeys, list[str], npt.NDArray[np.bool_]]:
         """(rowids, note path, is-front-matter) of every chunk, ordered by rowid like :meth:`matrix`."""
         data = self.db.execute("SELECT rowid, path, frontmatter FROM chunks ORDER BY rowid").fetchall()

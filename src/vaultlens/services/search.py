@@ -123,13 +123,8 @@ class TierBlend:
     def note_penalties(self, store: Store, notes: set[str], low: float, scale: float) -> dict[str, float]:
         """Log-mean-exp of each note's chunks minus their maximum (<= 0; 0 for a one-chunk note),
         on the candidate pool's min-max scale: a soft maximum that many middling chunks cannot raise."""
-        rowids, paths, _ = store.chunk_layout()
-        of_note: dict[str, list[int]] = defaultdict(list)
-        for rowid, path in zip(rowids.tolist(), paths, strict=True):
-            if path in notes:
-                of_note[path].append(rowid)
         out = {}
-        for path, keys in of_note.items():
+        for path, keys in store.note_chunk_keys(notes).items():
             v = self.scores(np.array(keys, dtype=np.int64))
             v = (v[~np.isnan(v)] - low) / scale / TIER_TAU
             out[path] = TIER_TAU * float(np.log(np.mean(np.exp(v - v.max())))) if v.size else 0.0
