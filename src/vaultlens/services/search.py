@@ -102,7 +102,8 @@ class TierBlend:
         if tier_ids.size and self.rowids.size:
             pos = np.minimum(np.searchsorted(self.rowids, tier_ids), self.rowids.size - 1)
             found = self.rowids[pos] == tier_ids
-            tier_z = _zscores(np.asarray(tier_vecs[found] @ tier_qvec, dtype=np.float64))
+            # the product first, then the selection: selecting rows of a memory-mapped matrix copies it
+            tier_z = _zscores(np.asarray(tier_vecs @ tier_qvec, dtype=np.float64)[found])
             at = pos[found]
             blend[at] = (1.0 - weight) * blend[at] + weight * tier_z
         self.blend = blend
@@ -123,12 +124,23 @@ class TierBlend:
     def note_penalties(self, store: Store, notes: set[str], low: float, scale: float) -> dict[str, float]:
         """Log-mean-exp of each note's chunks minus their maximum (<= 0; 0 for a one-chunk note),
         on the candidate pool's min-max scale: a soft maximum that many middling chunks cannot raise."""
-        out = {}
-        for path, keys in store.note_chunk_keys(notes).items():
-            v = self.scores(np.array(keys, dtype=np.int64))
-            v = (v[~np.isnan(v)] - low) / scale / TIER_TAU
-            out[path] = TIER_TAU * float(np.log(np.mean(np.exp(v - v.max())))) if v.size else 0.0
-        return out
+        groups = store.note_chunk_keys(notes)
+        if not groups:
+            return {}
+        sizes = np.array([len(k) for k in groups.values()])
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        v = self.scores(
+            np.fromiter((k for keys in groups.values() for k in keys), np.int64, int(sizes.sum()))
+        )
+        valid = ~np.isnan(v)
+        x = np.where(valid, (v - low) / scale / TIER_TAU, -np.inf)
+        top = np.maximum.reduceat(x, starts)
+        with np.errstate(invalid="ignore"):  # a note without any vector: -inf - -inf
+            total = np.add.reduceat(np.exp(x - np.repeat(top, sizes)), starts)
+        count = np.add.reduceat(valid, starts)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            penalty = np.where(count > 0, TIER_TAU * np.log(total / np.maximum(count, 1)), 0.0)
+        return dict(zip(groups, np.nan_to_num(penalty).tolist(), strict=True))
 
 
 def _zscores(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -158,17 +170,16 @@ def score_chunks(
     d = raw if blend is None else blend.scores(ids)
     low, scale = (float(d.min()), float(d.max() - d.min())) if d.size else (0.0, 0.0)
     d_norm = (d - low) / scale if scale > 0 else np.ones_like(d)
-    if blend is not None and scale > 0:
-        note_of = store.chunk_paths(ids.tolist())
-        penalty = blend.note_penalties(store, set(note_of.values()), low, scale)
-        d_norm = d_norm + np.array([penalty.get(note_of.get(r, ""), 0.0) for r in ids.tolist()])
     ids, d = ids.tolist(), raw
+    note_of = store.chunk_paths(ids) if blend is not None or lexical.chunks else {}
+    if blend is not None and scale > 0:
+        penalty = blend.note_penalties(store, set(note_of.values()), low, scale)
+        d_norm = d_norm + np.array([penalty.get(note_of.get(r, ""), 0.0) for r in ids])
     if not lexical.chunks:
         return {
             r: ChunkScore(v, v, raw, 0.0) for r, v, raw in zip(ids, d_norm.tolist(), d.tolist(), strict=True)
         }
     a = s.max_lexical_weight * lexical.confidence
-    note_of = store.chunk_paths(ids)
     best_note = max(lexical.notes.values(), default=0.0)
     lx = np.array([lexical.notes.get(note_of.get(r, ""), 0.0) for r in ids], dtype=np.float64)
     l_norm = lx / best_note if best_note > 0 else np.zeros_like(lx)
