@@ -84,6 +84,11 @@ def test_index_fills_the_tier_then_only_new_texts(app: App) -> None:
     assert status.tier is not None and status.tier.setting == "e5"
     assert status.tier.covered == status.tier.total == stats.tier_embedded > 0
     assert status.tier.model is not None and "multilingual-e5-small" in status.tier.model
+    # the tier's time is kept apart: the main model's measured rate (rebuild estimates) is its own
+    assert 0 < stats.tier_seconds < stats.seconds
+    with app.reading() as store:
+        rate = store.embed_rate(runs=1)  # type: ignore[attr-defined]
+    assert rate == pytest.approx(stats.chunks_embedded / (stats.seconds - stats.tier_seconds), rel=0.01)
     assert services.index(app).tier_embedded == 0  # nothing changed: nothing embedded again
     (app.vault / "Garden.md").write_text(NOTES["Garden.md"] + "\n## Harvest\n\nPick them when they blush.\n")
     again = services.index(app)

@@ -17,6 +17,7 @@ class RunStats:
     chunks_reused: int = 0
     chunks_deleted: int = 0
     tier_embedded: int = 0  # chunk texts given a quality-tier vector (embedding.tier)
+    tier_seconds: float = 0.0  # of ``seconds``, the time the tier took
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float]:

@@ -281,16 +281,15 @@ class SQLiteStore(Store):
             "SELECT stats FROM runs WHERE stats IS NOT NULL ORDER BY id DESC LIMIT ?", (runs,)
         ):
             stats = json.loads(raw or "{}")
-            if stats.get("chunks_embedded") and stats.get("seconds"):
+            own = float(stats.get("seconds") or 0) - float(stats.get("tier_seconds") or 0)
+            if stats.get("chunks_embedded") and own > 0:
                 chunks += float(stats["chunks_embedded"])
-                seconds += float(stats["seconds"])
+                seconds += own
         return chunks / seconds if seconds > 0 else None
 
     def set_space(self, space: EmbeddingSpace) -> None:
         with self.transaction():
             self._set_meta("space", space.to_json())
-
-    # ---- writes -----------------------------------------------------------------------------
 
     # ---- the optional quality tier ----------------------------------------------------------
     @property
@@ -333,6 +332,8 @@ class SQLiteStore(Store):
             " LEFT JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
         ).fetchone()
         return int(row[1]), int(row[0])
+
+    # ---- writes -----------------------------------------------------------------------------
 
     def file_records(self) -> dict[str, FileRecord]:
         rows = self.db.execute(
