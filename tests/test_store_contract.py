@@ -332,6 +332,13 @@ def test_tier_vectors_are_filled_covered_and_go_with_their_chunks(store: Store) 
     assert store.tier_space is None and store.tier_coverage() == (0, 3)
 
 
+def test_a_tier_vector_of_the_wrong_size_is_a_problem(store: Store) -> None:
+    (h, _, _), *_ = store.tier_missing(1)
+    assert store.problems() == []
+    store.add_tier_vectors(TIER, {h: PROVIDER.embed(["x"])[0][:8]})
+    assert store.problems() == ["1 quality-tier vectors with the wrong dimension"]
+
+
 def test_clear_forgets_the_tier(store: Store) -> None:
     (h, _, _), *_ = store.tier_missing(1)
     store.add_tier_vectors(TIER, {h: PROVIDER.embed(["x"])[0]})

@@ -888,6 +888,13 @@ class SQLiteStore(Store):
             ).fetchone()[0]
             if bad:
                 found.append(f"{bad} vectors with the wrong dimension")
+        tier = self.tier_space
+        if tier is not None and tier.dimensions:
+            bad = q(
+                "SELECT COUNT(*) FROM tier_vectors WHERE length(vec) != ?", (tier.dimensions * 4,)
+            ).fetchone()[0]
+            if bad:
+                found.append(f"{bad} quality-tier vectors with the wrong dimension")
         return found + self.cache_problems()
 
 
