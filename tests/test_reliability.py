@@ -18,7 +18,7 @@ import pytest
 
 import vaultlens
 from vaultlens.config.paths import index_dir
-from vaultlens.errors import VaultlensError
+from vaultlens.errors import IndexNotFound, VaultlensError
 from vaultlens.index.sqlite_store import SQLiteStore
 from vl_support import run_cli, write_vault
 
@@ -67,6 +67,27 @@ def test_a_cache_left_by_a_reader_of_the_old_store_is_never_used(vault: Path) ->
     assert top(vault, "feline pets") == "c.md"
     assert top(vault, "astronomy telescopes") == "a.md"
     assert cli("doctor", vault=vault)[0] == 0
+
+
+def test_a_reader_of_the_old_store_closing_late_leaves_the_rebuilt_store_intact(vault: Path) -> None:
+    """A reader (another process) still holding the store a foreground rebuild wiped and re-created
+    closes only after the rebuild: the new store keeps every commit and stays healthy."""
+    assert cli("index", vault=vault)[0] == 0
+    reader = SQLiteStore(index_dir(vault))  # a slow search in another process, on the old store
+    assert reader.counts().chunks == 3
+    swap_a_and_c(vault)
+    app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
+    vaultlens.rebuild(app)  # the new store stays open in this app, its commits in its WAL
+    try:
+        reader.close()  # the old store's last-connection clean-up runs only now
+        assert top(vault, "feline pets") == "c.md"
+        assert cli("doctor", vault=vault)[0] == 0
+        (vault / "d.md").write_text(DATABASES.replace("Relational", "Columnar"), encoding="utf-8")
+        assert cli("index", vault=vault)[0] == 0
+    finally:
+        app.close()
+    assert cli("doctor", vault=vault)[0] == 0
+    assert top(vault, "feline pets") == "c.md"
 
 
 def test_searches_racing_a_foreground_rebuild_leave_no_wrong_cache(vault: Path) -> None:
@@ -277,3 +298,20 @@ def test_doctor_notices_a_note_indexed_under_two_paths(tmp_path: Path) -> None:
     assert code == 1 and "real/Note.md is indexed under 2 paths: link/Note.md, real/Note.md" in " ".join(
         err.split()
     )
+
+
+def test_a_reader_never_creates_a_store_that_vanished_under_it(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search that saw the store just before a rebuild removed it gets IndexNotFound; it never
+    leaves an empty store of its own where the rebuild builds (the race behind "disk I/O error")."""
+    assert cli("index", vault=vault)[0] == 0
+    app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
+    live = app.home.live_dir()
+    for p in live.glob("index.sqlite*"):
+        p.unlink()
+    monkeypatch.setattr(type(app.backend), "exists", lambda self, location: True)  # checked just before
+    with pytest.raises(IndexNotFound):
+        vaultlens.search(app, "feline pets")
+    app.close()
+    assert not list(live.glob("index.sqlite*"))

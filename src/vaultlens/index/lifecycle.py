@@ -70,7 +70,12 @@ class IndexHome:
                 raise IndexNotFound(
                     "There is no index for this vault yet.", hint="Run `vaultlens index` to build it."
                 )
-            store = self.backend.open(live)
+            try:
+                store = self.backend.open(live, create)
+            except IndexNotFound:  # removed between the check and the open (a rebuild started over)
+                if self.live_dir() != live:
+                    continue
+                raise
             if self.live_dir() == live:
                 return live, store
             store.close()

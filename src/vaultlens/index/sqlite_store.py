@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
-from vaultlens.errors import SpaceMismatch, StoreError, translate_error
+from vaultlens.errors import IndexNotFound, SpaceMismatch, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord, RunStats
@@ -100,15 +100,20 @@ MIGRATIONS: dict[int, str] = {
 
 
 class SQLiteStore(Store):
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, create: bool = True) -> None:
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not (directory / DB_NAME).is_file():
+            raise IndexNotFound(
+                f"There is no index in {directory}.", hint="Run `vaultlens index` to build it."
+            )
         self.path = directory / DB_NAME
         self._local = threading.local()  # .snap: this thread's open snapshot connection
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         try:
-            self._conn = self._connect()
+            self._conn = self._connect(create)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
@@ -146,8 +151,23 @@ class SQLiteStore(Store):
                     self._set_meta("schema_version", str(version + 1))
             version = int(self.get_meta("schema_version") or 1)
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+    def _connect(self, create: bool = False) -> sqlite3.Connection:
+        """A connection to the store's file; only the opener that may create the store creates it.
+
+        Any other connection (a reader, a snapshot) opens the file read-write but never creates it:
+        a reader racing a rebuild's wipe must not leave an empty store where the new one is built."""
+        if create:
+            return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        uri = self.path.absolute().as_uri() + "?mode=rw"
+        try:
+            return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30)
+        except sqlite3.OperationalError as exc:
+            if self.path.exists():
+                raise
+            raise IndexNotFound(
+                f"There is no index in {self.directory} (it was just removed).",
+                hint="Run `vaultlens index` to build it.",
+            ) from exc
 
     def close(self) -> None:
         with self._readers_lock:
@@ -906,8 +926,8 @@ class SQLiteBackend:
     def exists(self, location: Path) -> bool:
         return (location / DB_NAME).exists()
 
-    def open(self, location: Path) -> SQLiteStore:
-        return SQLiteStore(location)
+    def open(self, location: Path, create: bool = True) -> SQLiteStore:
+        return SQLiteStore(location, create)
 
     def wipe(self, location: Path) -> None:
         """Delete the store's files only (never the writer lock, a pointer or other folders)."""

@@ -260,8 +260,8 @@ class StoreBackend(Protocol):
     name: str
 
     def exists(self, location: Path) -> bool: ...
-    def open(self, location: Path) -> Store:
-        """Open (creating if needed) the store at ``location``."""
+    def open(self, location: Path, create: bool = True) -> Store:
+        """Open the store at ``location``, creating it only when ``create`` (else IndexNotFound)."""
         ...
 
     def wipe(self, location: Path) -> None:
