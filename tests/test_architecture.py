@@ -93,7 +93,7 @@ def test_the_index_lifecycle_has_one_home() -> None:
     """The live folder, staging, the switch, wipe and the pointer file are defined in index/lifecycle.py only."""
     defines = re.compile(
         r"^\s*(POINTER\s*=|def (live_dir|live_index_dir|staging_dir|switch_to|write_pointer|read_pointer|"
-        r"collect_garbage|discard_stale_staging|wipe_live|live_lock)\b)",
+        r"collect_garbage|discard_stale_staging|start_over|live_lock)\b)",
         re.M,
     )
     owners = [

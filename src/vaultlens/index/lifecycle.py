@@ -81,8 +81,21 @@ class IndexHome:
             store.close()
         raise StoreError("The index keeps moving; another process is switching it.")
 
-    def wipe_live(self) -> None:
-        self.backend.wipe(self.live_dir())
+    def start_over(self) -> Path:
+        """Make a new, empty folder live and delete the old store (a foreground rebuild's wipe).
+
+        A store is never re-created where one was: a reader in another process may still hold the
+        old files open, and SQLite works on a database's ``-wal`` and ``-shm`` by name, so a new
+        store at the same path could be damaged by it (seen: "database disk image is malformed"
+        and "disk I/O error" in a rebuild racing searches). Readers find no index until the
+        rebuild creates it, as with a wipe in place."""
+        self.collect_garbage()
+        stage = self.staging_dir()
+        with WriterLock(stage, "an unfinished background rebuild"):  # refused while one builds there
+            self.backend.wipe(stage)
+            old = self.switch_to(stage)
+        self.retire(old)
+        return stage
 
     # ---- background rebuilds ----------------------------------------------------------------
     def _number(self, directory: Path) -> int:

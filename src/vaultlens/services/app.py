@@ -184,13 +184,16 @@ def clear(app: App) -> bool:
 
 
 def rebuild(app: App, progress: Progress | None = None, consent: bool = False) -> RunStats:
-    """Throw the live index away (including its embedding space) and build it from scratch in place."""
+    """Throw the live index away (including its embedding space) and build it from scratch.
+
+    The new store lives in a new folder (:meth:`IndexHome.start_over`); searches meanwhile find no
+    index or a partial one, as the user chose by not rebuilding in the background."""
     with translated_errors(path=app.index_dir):
         require_embedding_consent(app, consent)
         _check_provider(app)
         with app.writing():
             app.live.reset()
-            app.home.wipe_live()
+            app.home.start_over()
             with app.live.lease(create=True) as store:
                 return Indexer(app.vault, store, app.provider(), app.settings, progress, app.tier()).run()
 
