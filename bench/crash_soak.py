@@ -9,8 +9,8 @@ random delay (a round whose command finished first counts as a completion, not a
 - ``watch``: `vaultlens watch` in the live space (debounce 300 ms); while it runs, a few notes are
   written, renamed (also across folders), deleted or created at seeded moments. `watch` never ends on
   its own, so one that exited before its kill is a finding.
-- ``rebuild-race``: a foreground `vaultlens rebuild` (it wipes the live index and builds it again in
-  place) into the same or the other space, while two threads run `vaultlens search` processes in a
+- ``rebuild-race``: a foreground `vaultlens rebuild` (it makes a new, empty folder live, deletes
+  the old store and builds in the new folder) into the same or the other space, while two threads run `vaultlens search` processes in a
   loop, one configured for the old space and one for the new. A search may fail with a vaultlens
   error (non-zero exit, a message on stderr); it must never print a Traceback, die on a signal or
   hang, return a note that is not in the vault, or return hits in the old space after this script
