@@ -11,7 +11,8 @@ With the optional quality tier (``embedding.tier``), the dense part is a blend o
 models: each model's cosines are z-scored over every chunk of the index (their scales differ)
 and mixed ``search.tier_weight`` to the tier; a note then ranks by a soft maximum of all its
 chunks (log-mean-exp, :data:`TIER_TAU`), which a long note cannot win by count. Both were kept
-because they gained on held-out query halves of every dev set (docs/benchmarks.md).
+because they gained on held-out query halves of the docs and ru-wiki sets and lost no group
+anywhere (docs/benchmarks.md).
 
 The weight is ``search.max_lexical_weight * confidence``, where the confidence is how much of
 the query the best lexical hit explains (:attr:`LexicalHits.confidence`: the store's scores
