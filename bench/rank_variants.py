@@ -118,6 +118,29 @@ def load_e5_parts():
 
 
 load_e5_parts()
+_e5 = None
+
+
+def e5_fill(texts: list[str]) -> None:
+    """Embed texts missing from the e5 cache with the product's tier (the [quality] extra)."""
+    global _e5
+    miss = E5_CACHE.missing(texts)
+    if not miss:
+        return
+    if _e5 is None:
+        from vaultlens.embedding.tier import E5Tier
+
+        _e5 = E5Tier()
+    print(f"embedding {len(miss)} e5 texts", file=sys.stderr)
+    for i in range(0, len(miss), 32):
+        part = miss[i : i + 32]
+        qs = [t for t in part if t.startswith("query: ")]
+        ps = [t for t in part if not t.startswith("query: ")]
+        if qs:
+            E5_CACHE.put(qs, _e5.embed_queries([t.removeprefix("query: ") for t in qs]))
+        if ps:
+            E5_CACHE.put(ps, _e5.embed([t.removeprefix("passage: ") for t in ps]))
+    E5_CACHE.save()
 
 
 # ---------------------------------------------------------------- vault context
@@ -220,9 +243,7 @@ class Vault:
         if k not in self.cache:
             if kind.startswith("e5:"):
                 texts = ["passage: " + self.note_text(j, kind[3:]) for j in range(len(self.notes))]
-                miss = E5_CACHE.missing(texts)
-                if miss:
-                    raise SystemExit(f"{len(miss)} e5 note texts missing for {self.name}")
+                e5_fill(texts)
                 self.cache[k] = E5_CACHE.get(texts)
             elif kind == "centroid":
                 m = np.zeros((len(self.notes), self.vecs.shape[1]), np.float64)
@@ -476,6 +497,7 @@ def rank(v: Vault, q: str, cfg: dict, scope: str = "", limit: int = 20) -> list[
         mix = (1 - sum(views.values())) * D
         for kind, w in views.items():
             if kind.startswith("e5:"):
+                e5_fill(["query: " + qs])
                 t = (v.note_vecs(kind) @ E5_CACHE.get(["query: " + qs])[0])[cl].astype(np.float64)
                 tn = (t - t.min()) / (t.max() - t.min()) if t.max() > t.min() else np.ones_like(t)
             else:
@@ -551,10 +573,9 @@ def e5_chunk_cos(v: Vault, qs: str) -> np.ndarray:
     k = ("e5m",)
     if k not in v.cache:
         texts = ["passage: " + t for t in chunk_embed_texts(v)]
-        miss = E5_CACHE.missing(texts)
-        if miss:
-            raise SystemExit(f"{len(miss)} e5 passages missing for {v.name}: run e5_embed.py")
+        e5_fill(texts)
         v.cache[k] = E5_CACHE.get(texts)
+    e5_fill(["query: " + qs])
     qv = E5_CACHE.get(["query: " + qs])[0]
     return v.cache[k] @ qv
 

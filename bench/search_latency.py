@@ -238,7 +238,7 @@ def main() -> None:
 
     def ours(text: str, q: np.ndarray) -> tuple[float, float, Any]:
         with store.snapshot():  # one committed generation for the whole search, as the `search` verb
-            t_score, scores = timed(score_chunks, store, q, text, search)
+            t_score, scores = timed(score_chunks, store, q, text, search, None, limit)
             t_group, hits = timed(group_notes, store, scores, limit, sections)
         return t_score, t_group, hits
 
@@ -254,7 +254,7 @@ def main() -> None:
     def ours_tier(text: str, q: np.ndarray, tq: np.ndarray) -> Any:
         with store.snapshot():
             blend = TierBlend(store, q, tq, search.tier_weight)
-            return group_notes(store, score_chunks(store, q, text, search, blend), limit, sections)
+            return group_notes(store, score_chunks(store, q, text, search, blend, limit), limit, sections)
 
     for (text, q), tq in zip(queries[:3], tier_q, strict=False):  # warm-up: memory maps, FTS pages, numpy
         ours(text, q)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vaultlens.config.paths import index_dir
@@ -15,7 +16,7 @@ from vaultlens.errors import VaultlensError
 from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.services import app as services
 from vaultlens.services.app import App
-from vaultlens.services.search import NoteHit, rank_notes
+from vaultlens.services.search import NOTE_TAU, NoteHit, chunk_penalties, note_penalties, rank_notes
 from vl_support import RecordingProvider, bilingual_vault, run_cli, run_index, write_vault
 
 LONG_NOTE = "Garden/Tomatoes.md"
@@ -181,3 +182,94 @@ def test_cli_reports_an_empty_query_without_traceback(placed: Path) -> None:
     assert result.exit_code == 2
     assert "The query is empty" in result.stderr
     assert "Traceback" not in result.output
+
+
+HANDBOOK_TOPICS = [
+    ("Fences", "A cedar fence lasts twenty years if the posts sit in gravel rather than concrete."),
+    ("Compost", "Turn the compost heap every two weeks and keep it as damp as a wrung-out sponge."),
+    (
+        "Watering tomatoes",
+        "How often to water tomato plants: deeply at the base twice a week, more in a heatwave; "
+        "wet leaves invite blight.",
+    ),
+    ("Lawn", "Mow the lawn high in summer so the grass shades its own roots from the heat."),
+    ("Tools", "Oil the blades of pruning shears after each use so they do not rust over winter."),
+    ("Birds", "A shallow bird bath near a hedge brings more birds than any feeder in the open."),
+]
+
+
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory: pytest.TempPathFactory, use_provider) -> tuple[Path, Path]:
+    """A long note with one section on the query's subject, and a short note wholly about it."""
+    root = tmp_path_factory.mktemp("handbook")
+    long_note = ["# Garden handbook", ""]
+    for title, sentence in HANDBOOK_TOPICS:
+        long_note += [f"## {title}", "", " ".join([sentence] * 4), ""]  # > 300 chars: a chunk each
+    vault = write_vault(
+        root / "vault",
+        {
+            "Garden handbook.md": "\n".join(long_note),
+            "Watering tomatoes.md": "# Watering tomatoes\n\nTomatoes want a deep soak at the roots two times a week.\n",
+            "Bread.md": "# Bread\n\nFeed the sourdough starter every morning with flour and water.\n",
+        },
+    )
+    run_index(vault, root / "index", use_provider)
+    return vault, root / "index"
+
+
+def test_a_long_note_cannot_win_by_the_count_of_its_sections(
+    handbook: tuple[Path, Path], use_provider
+) -> None:
+    query = "как часто поливать помидоры"  # no word in common: the dense part alone decides
+    store = SQLiteStore(handbook[1])
+    try:
+        hits = search(store, use_provider, query)
+        assert paths(hits)[:2] == ["Watering tomatoes.md", "Garden handbook.md"]
+        # the handbook's best section is the closer one: it lost on its other, unrelated sections
+        assert hits[1].similarity > hits[0].similarity
+        # the soft maximum: log-mean-exp of all the note's chunks on the pool's scale (0 for one chunk)
+        keys, _ = store.matrix()
+        qvec = use_provider.embed([query])[0]
+        cos = store.scores(qvec, keys).astype(np.float64)
+        low, scale = float(cos.min()), float(cos.max() - cos.min())
+        score_of = lambda k: store.scores(qvec, k).astype(np.float64)  # noqa: E731
+        penalty = note_penalties(store, {"Garden handbook.md", "Bread.md"}, score_of, low, scale)
+        chunk_note = store.chunk_paths(keys.tolist())
+        mine = np.array(
+            [c for k, c in zip(keys.tolist(), cos, strict=True) if chunk_note[k] == "Garden handbook.md"]
+        )
+        v = (mine - low) / scale
+        assert len(v) > 1  # several chunks, one of them on the query's subject
+        assert penalty["Garden handbook.md"] == pytest.approx(
+            NOTE_TAU * np.log(np.mean(np.exp((v - v.max()) / NOTE_TAU)))
+        )
+        assert penalty["Garden handbook.md"] < 0.0 and penalty["Bread.md"] == 0.0
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_penalties_for_the_best_notes_only_give_the_same_top_notes(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_notes, n_chunks, exact = 400, 1500, 10
+    names = [f"n{i:03d}" for i in range(n_notes)]
+    note = np.concatenate([np.arange(n_notes), rng.integers(0, n_notes, n_chunks - n_notes)])  # each has one
+    upper = rng.random(n_chunks)
+    true_penalty = {name: -0.2 * rng.random() for name in names}
+    asked: list[set[str]] = []
+
+    def penalties_of(chosen: set[str]) -> dict[str, float]:
+        asked.append(chosen)
+        return {n: true_penalty[n] for n in chosen}
+
+    def top(pen: np.ndarray) -> list[str]:
+        final = upper + pen
+        best = {names[j]: max(final[note == j]) for j in range(n_notes)}
+        return sorted(best, key=lambda n: (-best[n], n))[:exact]
+
+    full = chunk_penalties(names, note, upper, penalties_of, 0.7, None)
+    assert len(asked) == 1 and len(asked[0]) == n_notes
+    asked.clear()
+    pruned = chunk_penalties(names, note, upper, penalties_of, 0.7, exact)
+    assert top(pruned) == top(full)
+    assert sum(len(a) for a in asked) < n_notes  # fewer notes' chunks fetched

