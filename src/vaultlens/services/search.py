@@ -175,14 +175,11 @@ def chunk_penalties(
         chosen = order[done : done + block]
         got = penalties_of({names[i] for i in chosen})
         pen[chosen] = [weight * got.get(names[i], 0.0) for i in chosen]
-        done += len(chosen)
-        if not exact or done >= len(names) or done < exact:
-            block *= 2
-            continue
-        final = best[order[:done]] + pen[order[:done]]
-        if best[order[done]] < np.partition(final, done - exact)[done - exact]:
-            break  # the best note left, unpenalised, is below the exact-th best penalised one
-        block *= 2
+        done, block = done + len(chosen), block * 2
+        if exact and exact <= done < len(names):
+            final = best[order[:done]] + pen[order[:done]]
+            if best[order[done]] < np.partition(final, done - exact)[done - exact]:
+                break  # the best note left, unpenalised, is below the exact-th best penalised one
     return pen[note]
 
 
