@@ -373,6 +373,7 @@ BASE = dict(
     card_margin=0.0,
     rr2=0,  # USE second opinion: rerank the top rr2 by card / centroid
     rr2_view="heads",
+    lex_gate=0.0,  # lexical credit times the note's dense part ** lex_gate (0: today)
     rr2_w=0.0,  # note (today) | chunk | max (max of note-normalised and chunk-normalised)
 )
 
@@ -525,6 +526,9 @@ def rank(v: Vault, q: str, cfg: dict, scope: str = "", limit: int = 20) -> list[
             lc[j] = max(lc[j], sc / top_chunk)
         Lc = np.array([lc.get(j, 0.0) for j in cl])
         L = Lc if c["lex_level"] == "chunk" else np.maximum(L, Lc)
+    if c["lex_gate"]:  # lexical evidence counts as far as the dense side finds the note plausible
+        L = L * np.clip(D, 0.0, 1.0) ** c["lex_gate"]
+        L = L / L.max() if L.max() > 0 else L
     if c["fusion"] == "rrf":
         rd = np.argsort(np.argsort(-D))
         rl = np.argsort(np.argsort(-L))
