@@ -32,7 +32,7 @@ def fill_tier(store: Store, tier: TierProvider, progress: Progress, stats: RunSt
     have, total = store.tier_coverage()
     if have >= total:
         return
-    progress.phase(f"Quality tier ({tier.space.model})", total - have)
+    progress.phase("Quality tier (search works meanwhile)", total - have)  # the main pass is committed
     while rows := store.tier_missing(COMMIT_TEXTS):
         hashes = [h for h, _, _ in rows]
         texts = [embed_text(title, chunk) for _, title, chunk in rows]
