@@ -19,7 +19,7 @@ random delay (a round whose command finished first counts as a completion, not a
 After every round: the live index and any unfinished background rebuild pass their integrity and
 consistency checks (SQLite, full text, vector cache), the live index answers a search in its own
 space, and no file in the vault differs from what this script wrote (SHA-256). A killed foreground
-rebuild may leave the live index missing or empty (it wipes before it builds); only then (or when
+rebuild may leave the live index missing or empty (it makes a new, empty folder live before it builds); only then (or when
 the round started from such an index) may that search fail, and only with IndexNotFound /
 IndexEmpty matching what is on disk. At the end one rebuild and one index run complete, and the
 live index must hold exactly the chunk IDs and hashes a clean full index of the same vault gives.
@@ -411,12 +411,12 @@ def live_identity(root: Path) -> tuple[str, int] | None:
 
 
 def race_outcome(root: Path, before: tuple[str, int] | None) -> str:
-    """Where a foreground rebuild stopped: before its wipe, or what it left of the new store."""
+    """Where a foreground rebuild stopped: before it started over, or what it left of the new store."""
     after = live_identity(root)
     if after is None:
         return "no store"
     if before is not None and after[0] == before[0]:
-        return "old store (killed before the wipe)" if before[0] else "unknown"
+        return "old store (killed before it started over)" if before[0] else "unknown"
     if after[1] == 0:
         return "new store, empty"
     full = before is not None and after[1] >= before[1]
@@ -426,7 +426,7 @@ def race_outcome(root: Path, before: tuple[str, int] | None) -> str:
 def race_round(rng: random.Random, v: Vault, url: str, current: str, root: Path) -> Round:
     """A foreground rebuild (same or other space) with searches beside it, SIGKILLed at a seeded moment."""
     new = current if rng.random() < 0.5 else other(current)
-    delay = rng.uniform(2.0, 9.0)  # under the searches' load: wipe at ~3.5-6.5 s, done at ~7-8.5 s
+    delay = rng.uniform(2.0, 9.0)  # under the searches' load: start-over at ~3.5-6.5 s, done at ~7-8.5 s
     searcher_seed = rng.randrange(2**32)
     records: list[SearchRecord] = []
     stop = threading.Event()
