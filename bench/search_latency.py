@@ -18,6 +18,7 @@ With ``--tier``: every chunk also gets a seeded 384-d quality-tier vector (embed
 soft maximum) + score_chunks + group_notes with precomputed query vectors of both models.
 
 Usage: .venv/bin/python bench/search_latency.py [--quick] [--chunks N] [--queries N] [--cli-runs N] [--tier]
+       [--profile]
 """
 
 from __future__ import annotations
@@ -200,6 +201,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=None, help="timed queries (200)")
     ap.add_argument("--cli-runs", type=int, default=None, help="end-to-end CLI searches (5)")
     ap.add_argument("--tier", action="store_true", help="also time search with the quality tier")
+    ap.add_argument("--profile", action="store_true", help="print where `ours` spends its time (cProfile)")
     args = ap.parse_args()
     n_chunks = args.chunks or (10_000 if args.quick else 100_000)
     n_queries = args.queries or (50 if args.quick else 200)
@@ -261,6 +263,16 @@ def main() -> None:
         raw_topk(q)
         if args.tier:
             ours_tier(text, q, tq)
+    if args.profile:  # per-function cumulative times over 60 queries, then the timed runs as usual
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        for text, q in queries[:60]:
+            ours(text, q)
+        prof.disable()
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(r"vaultlens", 15)
     t_raw: list[float] = []
     t_topk: list[float] = []
     t_ours: list[float] = []
