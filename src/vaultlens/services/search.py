@@ -57,6 +57,7 @@ class ChunkScore(NamedTuple):
     section: float  # orders the sections shown inside a note
     dense: float  # the raw cosine of the chunk with the query
     lexical: float  # the chunk's note's lexical score on the neutral scale (0 = no term matched)
+    path: str  # the chunk's note ("" when the note vanished between the reads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +244,9 @@ def score_chunks(
         )
         rank, section = rank + penalty, section + penalty
     return {
-        r: ChunkScore(x, y, dense, note_lx)
-        for r, x, y, dense, note_lx in zip(
-            keys_list, rank.tolist(), section.tolist(), raw.tolist(), lx.tolist(), strict=True
+        r: ChunkScore(x, y, dense, note_lx, path)
+        for r, x, y, dense, note_lx, path in zip(
+            keys_list, rank.tolist(), section.tolist(), raw.tolist(), lx.tolist(), paths, strict=True
         )
     }
 
@@ -253,14 +254,12 @@ def score_chunks(
 def group_notes(
     store: Store, chunk_scores: dict[int, ChunkScore], limit: int, sections: int
 ) -> list[NoteHit]:
-    paths = store.chunk_paths(chunk_scores)
     per_note: dict[str, list[tuple[float, int]]] = defaultdict(list)
     best: dict[str, float] = {}
     cosine: dict[str, float] = {}
     lexical: dict[str, float] = {}
     for rowid, score in chunk_scores.items():
-        if rowid in paths:
-            path = paths[rowid]
+        if path := score.path:  # a chunk whose note vanished between the reads is left out
             per_note[path].append((score.section, rowid))
             best[path] = max(best.get(path, -1.0), score.rank)
             cosine[path] = max(cosine.get(path, -1.0), score.dense)
