@@ -197,6 +197,57 @@ class Vault:
         v.key_pos = {int(k): i for i, k in enumerate(keys.tolist())}
         return v
 
+    def centered(self, how: str, qvec: np.ndarray) -> np.ndarray:
+        """Cosines after removing the vault's common direction(s) from chunk and query vectors."""
+        if ("ctr", how) not in self.cache:
+            mu = self.vecs.mean(axis=0)
+            x = self.vecs - mu
+            n = int(how[2:]) if how.startswith("pc") else 0
+            pcs = np.linalg.svd(x, full_matrices=False)[2][:n] if n else np.zeros((0, x.shape[1]))
+            x = x - (x @ pcs.T) @ pcs
+            x /= np.linalg.norm(x, axis=1, keepdims=True) + 1e-9
+            self.cache[("ctr", how)] = (mu, pcs, x.astype(np.float32))
+        mu, pcs, x = self.cache[("ctr", how)]
+        q = qvec - mu
+        q = q - (q @ pcs.T) @ pcs
+        return x @ (q / (np.linalg.norm(q) + 1e-9)).astype(np.float32)
+
+    def vocab(self):
+        if "vocab" not in self.cache:
+            cnt: dict[str, int] = defaultdict(int)
+            for ch in self.chunks.values():
+                for w in re.findall(r"[^\W\d_]{3,}", ch.text.lower()):
+                    cnt[w] += 1
+            words = sorted(w for w, n in cnt.items() if n >= 2)
+            vecs = use_embed(words)
+            stems = [terms(w)[0] if terms(w) else w for w in words]
+            self.cache["vocab"] = (words, vecs, stems)
+        return self.cache["vocab"]
+
+    def expansion_notes(self, qs: str, t: float, k: int, scope: str) -> dict:
+        words, vecs, stems = self.vocab()
+        qstems = set(query_terms(qs))
+        qwords = [w for w in dict.fromkeys(re.findall(r"[^\W\d_]{3,}", qs.lower())) if terms(w)[0] in qstems]
+        exp: set[str] = set()
+        if qwords:
+            sims = vecs @ use_embed(qwords).T
+            for col in range(sims.shape[1]):
+                for i in np.argsort(-sims[:, col])[: k + 8]:
+                    if sims[i, col] < t:
+                        break
+                    if stems[i] not in qstems and len(exp) < 64:
+                        exp.add(stems[i])
+        key = ("qx", tuple(sorted(exp)), scope)
+        if key not in self.cache:
+            notes = {}
+            if exp:
+                with self.app.reading() as store:
+                    notes = dict(store.lexical(sorted(exp), 200, NOTE_CANDIDATES).notes)
+                if scope:
+                    notes = {p: s for p, s in notes.items() if p.startswith(scope)}
+            self.cache[key] = notes
+        return self.cache[key]
+
     # ---- note-level texts ("what a note says about itself")
     def note_chunk_idx(self, j: int) -> np.ndarray:
         if "nci" not in self.cache:
@@ -374,6 +425,10 @@ BASE = dict(
     rr2=0,  # USE second opinion: rerank the top rr2 by card / centroid
     rr2_view="heads",
     lex_gate=0.0,  # lexical credit times the note's dense part ** lex_gate (0: today)
+    center="",  # "" | "mean": chunk and query vectors minus the vault's mean | "pcN": also without the top N PCs
+    qx=0.0,  # weight of BM25 over query-word neighbours in the vault's vocabulary (model-induced lexicon)
+    qx_t=0.8,  # cosine a vocabulary word needs to a query word
+    qx_k=3,  # neighbours per query word
     rr2_w=0.0,  # note (today) | chunk | max (max of note-normalised and chunk-normalised)
 )
 
@@ -393,6 +448,8 @@ def rank(v: Vault, q: str, cfg: dict, scope: str = "", limit: int = 20) -> list[
     qs, qvec, dense_all, lchunks, lnotes, mask = v.query_data(q, scope)
     if c["strip_anchors"]:  # chunk vectors re-embedded without mkdocs heading anchors "{ #id }"
         dense_all = v.stripped_vecs() @ qvec
+    if c["center"]:
+        dense_all = v.centered(c["center"], qvec)
     d_all = dense_all.astype(np.float32)
     if c["prf"]:
         dm = d_all if mask is None else np.where(mask, d_all, -np.inf)
@@ -513,6 +570,12 @@ def rank(v: Vault, q: str, cfg: dict, scope: str = "", limit: int = 20) -> list[
                 tn = (t - t.min()) / (t.max() - t.min()) if t.max() > t.min() else np.ones_like(t)
             mix = mix + w * tn
         D = mix
+    if c["qx"]:
+        xn = v.expansion_notes(qs, c["qx_t"], c["qx_k"], scope)
+        xb = max(xn.values(), default=0.0)
+        if xb > 0:
+            Lx = np.array([xn.get(v.notes[j], 0.0) for j in cl]) / xb
+            D = D + c["qx"] * Lx
     L = (
         np.array([lnotes.get(v.notes[j], 0.0) for j in cl]) / best_note
         if best_note > 0
