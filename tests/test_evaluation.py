@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,83 @@ def test_eval_on_a_folder_that_is_not_beir_is_a_clear_error(tmp_path: Path) -> N
     assert result.exit_code != 0
     assert "not a BEIR folder" in " ".join(result.stderr.split())  # Rich may wrap the line
     assert "Traceback" not in result.output
+
+
+def _said(text: str, output: str) -> bool:
+    """``text`` in ``output`` whatever Rich's line wrapping did to either (it breaks long paths)."""
+    return re.sub(r"\s", "", text) in re.sub(r"\s", "", output)
+
+
+def _beir(root: Path, corpus: list[dict[str, str]], qrels: str = "q1\td1\t1\n") -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "rye starter"}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("doc_id", ["<victim>", "sub/x", "<absolute>", ".hidden", "a\\b"])
+def test_a_beir_document_id_can_never_name_a_file_outside_the_eval_folder(
+    tmp_path: Path, doc_id: str
+) -> None:
+    from vaultlens.config import paths
+
+    victim = tmp_path / "victim.md"
+    victim.write_text("my own note\n", encoding="utf-8")
+    if doc_id == "<victim>":  # the relative path from the folder the corpus is written to
+        doc_id = os.path.relpath(victim.with_suffix(""), paths.home() / "eval" / "evil")
+    elif doc_id == "<absolute>":
+        doc_id = str(tmp_path / "absolute")
+    beir = _beir(tmp_path / "evil", [{"_id": "d1", "text": "fine"}, {"_id": doc_id, "text": "OVERWRITTEN"}])
+
+    result = run_cli(["eval", "beir", str(beir)])
+    assert result.exit_code == 2, result.output
+    assert _said("corpus.jsonl:2:", result.stderr) and _said("cannot be a file name", result.stderr)
+    assert victim.read_text(encoding="utf-8") == "my own note\n"
+    assert not (tmp_path / "absolute.md").exists()
+    eval_home = paths.home() / "eval"
+    assert not eval_home.exists() or not any(eval_home.rglob("*.md"))  # checked before the first write
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("not json", "queries.jsonl:1: not valid JSON"),
+        ('["a list"]', "queries.jsonl:1: expected a JSON object"),
+        ('{"vault": "vaults/mini", "lang": "ru", "query": "q"}', '"relevant" must be a non-empty list'),
+        ('{"vault": "vaults/mini", "lang": "ru", "query": "q", "relevant": "x.md"}', '"relevant" must be'),
+        ('{"vault": "vaults/mini", "query": "q", "relevant": ["x.md"]}', '"lang" must be a non-empty string'),
+        ('{"vault": "vaults/nope", "lang": "ru", "query": "q", "relevant": ["x.md"]}', "is not a folder"),
+    ],
+)
+def test_a_malformed_queries_file_is_a_clear_error_naming_the_line(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    write_vault(tmp_path / "data" / "vaults" / "mini", {"x.md": "# X\n\nText.\n"})
+    qfile = tmp_path / "data" / "eval" / "queries.jsonl"
+    qfile.parent.mkdir(parents=True)
+    qfile.write_text(line + "\n", encoding="utf-8")
+    result = run_cli(["eval", "queries", str(qfile)])
+    assert result.exit_code == 2, result.output
+    assert _said(message, result.stderr)
+    assert "Traceback" not in result.output
+
+
+def test_a_queries_file_that_is_empty_or_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    qfile = tmp_path / "queries.jsonl"
+    qfile.write_text("\n\n", encoding="utf-8")
+    result = run_cli(["eval", "queries", str(qfile)])
+    assert result.exit_code == 2 and "holds no queries" in result.stderr
+    qfile.write_bytes(b'{"query": "\xff\xfe"}\n')
+    result = run_cli(["eval", "queries", str(qfile)])
+    assert result.exit_code == 2 and _said("is not UTF-8 text", result.stderr)
+    assert "Traceback" not in result.output
+
+
+def test_malformed_beir_judgements_are_a_clear_error(tmp_path: Path) -> None:
+    beir = _beir(tmp_path / "b1", [{"_id": "d1", "text": "rye"}], qrels="q1\td1\tx\n")
+    result = run_cli(["eval", "beir", str(beir)])
+    assert result.exit_code == 2 and _said("test.tsv:2: expected tab-separated", result.stderr)
+    beir = _beir(tmp_path / "b2", [{"_id": "d1", "text": "rye"}], qrels="q9\td1\t1\n")
+    result = run_cli(["eval", "beir", str(beir)])
+    assert result.exit_code == 2 and _said("are not in", result.stderr) and _said("'q9'", result.stderr)

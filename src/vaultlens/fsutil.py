@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from vaultlens.errors import VaultError
+from vaultlens.errors import InvalidInput, VaultError
 
 
 def sha256_hex(data: bytes | str) -> str:
@@ -90,3 +91,36 @@ def write_outside_vault(target: Path, data: bytes | str, vault: Path) -> Path:
     resolved = outside_vault(target, vault)
     atomic_write(resolved, data)
     return resolved
+
+
+def read_text_input(path: Path, what: str) -> str:
+    """A UTF-8 file the user handed in (``what`` names its role in messages), or a clear
+    :class:`InvalidInput` when it is missing, unreadable or not UTF-8 text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"{path} is not UTF-8 text (byte {exc.start}); {what} must be UTF-8.",
+            hint="Re-save the file as UTF-8.",
+        ) from None
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {what} {path} ({exc.strerror or exc}).") from None
+
+
+def read_jsonl(path: Path, what: str) -> list[tuple[int, dict[str, object]]]:
+    """The JSON objects of a JSON Lines file with their 1-based line numbers (blank lines skipped);
+    a line that is not a JSON object is an :class:`InvalidInput` naming ``path:line``."""
+    rows: list[tuple[int, dict[str, object]]] = []
+    for n, line in enumerate(read_text_input(path, what).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInput(
+                f"{path}:{n}: not valid JSON ({exc}).", hint=f"Each line of {what} is one JSON object."
+            ) from None
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{path}:{n}: expected a JSON object, got {type(item).__name__}.")
+        rows.append((n, item))
+    return rows

@@ -8,14 +8,15 @@ what a user gets.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from vaultlens.errors import VaultError
+from vaultlens.errors import InvalidInput, VaultError
+from vaultlens.fsutil import read_jsonl, read_text_input
 from vaultlens.index.indexer import Progress
 from vaultlens.services import app as services
 from vaultlens.services.app import App
@@ -67,23 +68,60 @@ def _mean(rows: list[dict[str, float]], group: str, halves: str = "") -> GroupSc
     return GroupScore(group, len(rows), metrics)
 
 
+def _field(path: Path, n: int, item: dict[str, object], key: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f'{path}:{n}: "{key}" must be a non-empty string, got {value!r}.')
+    return value
+
+
+def _doc_id(path: Path, n: int, item: dict[str, object]) -> str:
+    """A document id that names a file inside the eval folder and nowhere else."""
+    doc_id = _field(path, n, item, "_id")
+    if any(c in doc_id for c in "/\\\0") or doc_id.startswith(".") or len(doc_id.encode()) > 240:
+        raise InvalidInput(
+            f"{path}:{n}: the document id {doc_id!r} cannot be a file name (a slash, a NUL, a leading dot "
+            "or over 240 bytes).",
+            hint="BEIR ids are plain names such as 4983 or doc-12; each becomes one note in the eval folder.",
+        )
+    return doc_id
+
+
 def beir_vault(beir_dir: Path, target: Path) -> Path:
-    """Write a BEIR corpus as one note per document (``# title`` + text); reused when present."""
+    """Write a BEIR corpus as one note per document (``# title`` + text); reused when present.
+    Every line is checked before the first file is written, and each id must be a plain file name,
+    so a corpus can never write outside ``target``."""
     corpus = beir_dir / "corpus.jsonl"
-    if not corpus.is_file():
-        raise VaultError(f"{beir_dir} is not a BEIR folder (no corpus.jsonl).")
     done = target / ".complete"
     if done.exists():
         return target
+    notes: dict[str, str] = {}
+    for n, doc in read_jsonl(corpus, "a BEIR corpus"):
+        doc_id = _doc_id(corpus, n, doc)
+        title = str(doc.get("title") or "").strip()
+        text = _field(corpus, n, doc, "text")
+        notes[doc_id] = f"# {title}\n\n{text}\n" if title else f"{text}\n"
     target.mkdir(parents=True, exist_ok=True)
-    with corpus.open(encoding="utf-8") as fh:
-        for line in fh:
-            doc = json.loads(line)
-            title = (doc.get("title") or "").strip()
-            body = f"# {title}\n\n{doc['text']}\n" if title else f"{doc['text']}\n"
-            (target / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+    for doc_id, body in notes.items():
+        (target / f"{doc_id}.md").write_text(body, encoding="utf-8")
     done.write_text("ok\n")
     return target
+
+
+def _qrels(path: Path) -> dict[str, dict[str, float]]:
+    """query id → {document id: gain} from a BEIR qrels TSV (header ``query-id corpus-id score``)."""
+    qrels: dict[str, dict[str, float]] = defaultdict(dict)
+    rows = csv.DictReader(read_text_input(path, "a BEIR qrels file").splitlines(), delimiter="\t")
+    for n, row in enumerate(rows, 2):
+        try:
+            qrels[row["query-id"]][row["corpus-id"]] = float(row["score"])
+        except (KeyError, TypeError, ValueError):
+            raise InvalidInput(
+                f"{path}:{n}: expected tab-separated query-id, corpus-id and a numeric score, got {row!r}."
+            ) from None
+    if not qrels:
+        raise InvalidInput(f"{path} holds no relevance judgements.")
+    return qrels
 
 
 def eval_beir(
@@ -94,18 +132,20 @@ def eval_beir(
     split: str = "test",
     consent: bool = False,
 ) -> list[GroupScore]:
-    vault = beir_vault(beir_dir, work / beir_dir.name)
+    if not (beir_dir / "corpus.jsonl").is_file():
+        raise VaultError(f"{beir_dir} is not a BEIR folder (no corpus.jsonl).")
+    qfile = beir_dir / "queries.jsonl"
+    queries = {
+        _field(qfile, n, q, "_id"): _field(qfile, n, q, "text") for n, q in read_jsonl(qfile, "BEIR queries")
+    }
+    qrels = _qrels(beir_dir / "qrels" / f"{split}.tsv")
+    if missing := [qid for qid in qrels if qid not in queries]:
+        raise InvalidInput(
+            f"{len(missing)} query ids of qrels/{split}.tsv are not in {qfile} (first: {missing[0]!r})."
+        )
+    vault = beir_vault(beir_dir, work / (beir_dir.resolve().name or "beir"))
     app = App.open(vault, overrides)
     services.index(app, progress, consent)
-    queries = {}
-    with (beir_dir / "queries.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            q = json.loads(line)
-            queries[q["_id"]] = q["text"]
-    qrels: dict[str, dict[str, float]] = defaultdict(dict)
-    with (beir_dir / "qrels" / f"{split}.tsv").open(encoding="utf-8") as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            qrels[row["query-id"]][row["corpus-id"]] = float(row["score"])
     rows = []
     for position, (qid, gains) in enumerate(qrels.items()):
         hits = services.search(app, queries[qid], limit=100, sections=1)
@@ -144,6 +184,25 @@ def vault_label(vault: str) -> str:
     return path.parent.name if path.name in _OTHER_LANGUAGE and path.parent.name else path.name
 
 
+class LabelledQuery(NamedTuple):
+    vault: str
+    query: str
+    lang: str
+    relevant: list[str]
+    fields: dict[str, object]  # the whole line (cross_lingual, note_lang, ...)
+
+
+def _labelled_query(path: Path, n: int, q: dict[str, object]) -> LabelledQuery:
+    """One line of a queries file, checked: vault, query and lang strings, relevant a list of paths."""
+    vault, query, lang = (_field(path, n, q, key) for key in ("vault", "query", "lang"))
+    relevant = q.get("relevant")
+    if not isinstance(relevant, list) or not relevant or not all(isinstance(r, str) for r in relevant):
+        raise InvalidInput(
+            f'{path}:{n}: "relevant" must be a non-empty list of note paths, got {relevant!r}.'
+        )
+    return LabelledQuery(vault, query, lang, relevant, q)
+
+
 def eval_queries(
     queries_file: Path,
     overrides: dict[str, str] | None = None,
@@ -154,28 +213,34 @@ def eval_queries(
     language, per half of the file (odd and even lines) and overall, each group with its hit@5 on
     either half; vault paths are relative to the file's parent's parent."""
     base = queries_file.resolve().parent.parent
-    items = [
-        json.loads(line) for line in queries_file.read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
+    items = [_labelled_query(queries_file, n, q) for n, q in read_jsonl(queries_file, "a queries file")]
+    if not items:
+        raise InvalidInput(f"{queries_file} holds no queries.")
+    for vault in dict.fromkeys(q.vault for q in items):
+        if not (base / vault).is_dir():
+            raise InvalidInput(
+                f"The vault {vault!r} of {queries_file} is not a folder: {base / vault}.",
+                hint="A query's vault path is relative to the folder above the queries file's folder "
+                "(vault vaults/x for eval/queries.jsonl means vaults/x beside eval/).",
+            )
     apps: dict[str, App] = {}
     groups: dict[str, list[dict[str, float]]] = defaultdict(list)
     for position, q in enumerate(items):
-        if q["vault"] not in apps:
-            apps[q["vault"]] = App.open(base / q["vault"], overrides)
-            services.index(apps[q["vault"]], progress, consent)
-        hits = services.search(apps[q["vault"]], q["query"], limit=20, sections=1)
+        if q.vault not in apps:
+            apps[q.vault] = App.open(base / q.vault, overrides)
+            services.index(apps[q.vault], progress, consent)
+        hits = services.search(apps[q.vault], q.query, limit=20, sections=1)
         ranked = [h.path for h in hits]
         row = {
-            "hit@1": float(bool(set(ranked[:1]) & set(q["relevant"]))),
-            "hit@5": float(bool(set(ranked[:5]) & set(q["relevant"]))),
-            "mrr": rr_at(ranked, q["relevant"]),
+            "hit@1": float(bool(set(ranked[:1]) & set(q.relevant))),
+            "hit@5": float(bool(set(ranked[:5]) & set(q.relevant))),
+            "mrr": rr_at(ranked, q.relevant),
             _POSITION: position,
         }
-        vault = vault_label(q["vault"])
-        direction = f"{q['lang']}→{note_language(q)}"
+        direction = f"{q.lang}→{note_language(q.fields)}"
         half = f"half {1 + position % 2}"  # tune on one half, read the other: a gain must show on both
-        names = [f"{vault} {direction}", direction, f"lang {q['lang']}", half, "all"]
-        if q.get("cross_lingual"):
+        names = [f"{vault_label(q.vault)} {direction}", direction, f"lang {q.lang}", half, "all"]
+        if q.fields.get("cross_lingual"):
             names.append("cross-lingual")
         for g in names:
             groups[g].append(row)
