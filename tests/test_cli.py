@@ -4,6 +4,7 @@ answered with a message (never a traceback)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -209,3 +210,48 @@ def test_status_before_any_index_says_so(tmp_path: Path, isolated_env: Path) -> 
     assert "Not indexed yet" in result.stdout
     assert json.loads(run_cli(["status", "--json", "--vault", str(vault)]).stdout)["indexed"] is False
     assert not (isolated_env / "indexes").exists()  # looking creates nothing
+
+
+def test_bytes_that_are_not_utf8_in_a_query_or_a_vault_path_are_a_clear_error(
+    vault: Path, indexed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The shell passes such bytes through (a Latin-1 terminal, a file name from another system);
+    they used to end in a UnicodeEncodeError traceback deep in the store."""
+    home = indexed[1]
+    env = cli_env(home)
+
+    def run(args: list[str | bytes], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [str(VAULTLENS_BIN), *args], env=env, input=stdin, capture_output=True, timeout=60
+        )
+
+    for args, stdin in [
+        (["search", b"\xff\xfe caching", "--vault", str(vault)], b""),
+        (["ask", b"\xff\xfe", "--extractive", "--vault", str(vault)], b""),
+        (["search", "-", "--vault", str(vault)], b"\xff\xfe\n"),
+    ]:
+        proc = run(args, stdin)
+        err = proc.stderr.decode("utf-8", "replace")
+        assert proc.returncode == 2, err
+        assert "not valid UTF-8" in err and "Traceback" not in err
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    bad = bytes(odd) + b"/vault\xff"
+    os.makedirs(bad)
+    with open(bad + b"/Note.md", "wb") as fh:
+        fh.write(b"# Note\n\nText.\n")
+    proc = run(["index", "--vault", bad])
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2 and "is not valid UTF-8" in " ".join(err.split()) and "Traceback" not in err
+
+
+def test_a_vault_from_the_environment_says_so_when_it_is_wrong(tmp_path: Path, isolated_env: Path) -> None:
+    proc = subprocess.run(
+        [str(VAULTLENS_BIN), "status"],
+        env=cli_env(isolated_env, VAULTLENS_VAULT=str(tmp_path / "nope")),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "$VAULTLENS_VAULT" in proc.stderr and "does not exist" in proc.stderr

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.errors import ConfigError, ConsentRequired
+from vaultlens.errors import ConfigError, ConsentRequired, VaultError
 from vaultlens.services.app import App
 
 T = TypeVar("T")
@@ -43,8 +43,14 @@ def parse_overrides(sets: list[str] | None) -> dict[str, str]:
 
 
 def open_app(vault: Path | None, sets: list[str] | None) -> App:
+    from_env = vault is None and bool(os.environ.get("VAULTLENS_VAULT"))
     root = vault or Path(os.environ.get("VAULTLENS_VAULT") or ".")
-    return App.open(root, parse_overrides(sets))
+    try:
+        return App.open(root, parse_overrides(sets))
+    except VaultError as exc:
+        if not from_env:
+            raise
+        raise type(exc)(f"{exc.message.rstrip('.')} (the folder comes from $VAULTLENS_VAULT).", hint=exc.hint) from None
 
 
 def with_consent(yes: bool, run: Callable[[bool], T]) -> T:

@@ -38,7 +38,7 @@ import numpy.typing as npt
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
 from vaultlens.embedding.tier import TierProvider
-from vaultlens.errors import EmptyQuery, IndexEmpty
+from vaultlens.errors import EmptyQuery, IndexEmpty, InvalidInput
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import ChunkKeys, Store
 from vaultlens.services.section import Section
@@ -83,6 +83,13 @@ def rank_notes(
     query = query.strip()[: s.max_query_chars]
     if not query:
         raise EmptyQuery("The query is empty.", hint='Try: vaultlens search "how do I cache static files"')
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            "The query is not valid UTF-8 text (it holds bytes that are not characters).",
+            hint="Check the terminal's or the input file's encoding; vaultlens reads queries as UTF-8.",
+        ) from None
     qvec = provider.embed([query])[0]
     blend = None if tier is None else TierBlend(store, qvec, tier.embed_queries([query])[0], s.tier_weight)
     chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)

@@ -71,7 +71,16 @@ def check_vault(path: Path) -> Path:
         )
     if not path.is_dir():
         raise VaultError(f"Vault path {path} is not a folder.")
-    return path.resolve()
+    root = path.resolve()
+    try:
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        raise VaultError(
+            f"The vault path {str(root)!r} is not valid UTF-8 text.",
+            hint="Rename the folder (or the parent folder whose name holds the odd bytes) to a UTF-8 name: "
+            "the index keeps paths as text.",
+        ) from None
+    return root
 
 
 APP_JSON = ".obsidian/app.json"
