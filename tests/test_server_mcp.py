@@ -4,6 +4,7 @@ streamable HTTP (`/mcp` of a real `serve`): each tool's happy path, bounds and e
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from server_support import (
 )
 from vaultlens.server.envelope import NOTICE
 from vaultlens.server.serve import Companion
+from vl_support import VAULTLENS_BIN, cli_env
 
 TOOLS = {"search_notes", "get_note", "find_related_notes", "vault_status", "list_notes"}
 
@@ -149,3 +151,21 @@ def test_tool_errors_carry_the_error_code_as_json(server: Companion) -> None:
     text = run_async(lambda: with_http_session(server.url, use))
     body = json.loads(text[text.index("{") :])
     assert body["error"]["code"] == "vault" and "'..'" in body["error"]["message"]
+
+
+def test_a_client_that_sends_garbage_and_leaves_ends_the_session_without_a_traceback(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """The SDK answers a malformed line with a log notice; when stdin has already closed, that
+    notice used to escape as an ExceptionGroup traceback with exit code 1."""
+    vault = trap_vault(tmp_path / "fresh")
+    proc = subprocess.run(
+        [str(VAULTLENS_BIN), "mcp", "--vault", str(vault)],
+        input='garbage\n{"jsonrpc": "2.0"}\n',
+        env=cli_env(isolated_env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "ClosedResourceError" not in proc.stderr

@@ -67,6 +67,8 @@ def serve(
 
 def mcp(vault: VaultOpt = None, set_: SetOpt = None) -> None:
     """Run the read-only MCP server over stdio (for Claude Desktop, Claude Code, Cursor, Codex...)."""
+    import anyio
+
     from vaultlens.server.mcp_tools import build_mcp
 
     app = open_app(vault, set_)
@@ -83,5 +85,11 @@ def mcp(vault: VaultOpt = None, set_: SetOpt = None) -> None:
     threading.Thread(target=warm, name="vaultlens-warm", daemon=True).start()
     try:
         server.run("stdio")
+    except BaseExceptionGroup as group:
+        # the client closed stdin while the SDK still answered (e.g. a log notice about a malformed
+        # line): nothing is left to talk to, which is the end of a session, not a crash
+        _, rest = group.split((anyio.ClosedResourceError, anyio.BrokenResourceError))
+        if rest is not None:
+            raise rest from None
     finally:
         app.close()
