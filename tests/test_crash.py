@@ -133,10 +133,11 @@ def _no_leftover_indexer() -> Iterator[None]:
             proc.wait()
 
 
-def start_index(vault: Path, home: Path, log: Path) -> subprocess.Popen[bytes]:
+def start_index(vault: Path, home: Path, log: Path, *command: str) -> subprocess.Popen[bytes]:
+    """``vaultlens index`` (or ``command``) on ``vault`` in the background, stderr to ``log``."""
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [str(VAULTLENS_BIN), "index", "--vault", str(vault)],
+            [str(VAULTLENS_BIN), *(command or ("index",)), "--vault", str(vault)],
             env=cli_env(home, **BATCH_ENV),
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -259,3 +260,24 @@ def test_ctrl_c_keeps_finished_batches_and_says_so(
         assert 0 < store.counts().vectors < total
     finally:
         store.close()
+
+
+def test_ctrl_c_in_a_background_rebuild_says_how_to_resume_it(vault: Path, tmp_path: Path) -> None:
+    """`index` updates the live index and never resumes a staged build, so the hint must name
+    `rebuild --background`; the live index keeps answering meanwhile."""
+    home = tmp_path / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VAULTLENS_HOME", str(home))
+        root = index_dir(vault)
+    assert cli(["index", "--vault", str(vault)], home).returncode == 0
+    log = tmp_path / "rebuild.log"
+    proc = start_index(vault, home, log, "rebuild", "--background")
+    wait_for_vectors(proc, root / "r1", 1)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    err = " ".join(log.read_text(encoding="utf-8", errors="replace").split())
+    assert "live index is untouched" in err and "vaultlens rebuild --background" in err
+    assert "Traceback" not in err
+    assert cli(["search", "note", "--vault", str(vault)], home).returncode == 0
+    resumed = json.loads(cli(["rebuild", "--background", "--vault", str(vault), "--json"], home).stdout)
+    assert resumed["resumed"] is True

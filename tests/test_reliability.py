@@ -162,6 +162,21 @@ def test_search_on_an_empty_index_says_so(vault: Path) -> None:
     assert "index is empty" in said and "cleared" in said and "vaultlens index" in said
 
 
+def test_search_after_a_first_run_stopped_before_any_chunk_says_so(vault: Path) -> None:
+    """Ctrl-C during the first `index`, before its first batch: the index exists but holds nothing,
+    and the reason is the stopped run, not the vault's notes."""
+    store = SQLiteStore(index_dir(vault))  # the state the indexer leaves: a run row, no chunk
+    try:
+        store.finish_run(store.start_run(), "cancelled", {})
+    finally:
+        store.close()
+    code, out, err = cli("search", "feline pets", vault=vault)
+    said = " ".join(err.split())
+    assert code == 4 and out == ""
+    assert "index is empty" in said and "last index run (cancelled) stopped" in said
+    assert "no note in the vault had text" not in said
+
+
 def test_copying_an_index_keeps_working(vault: Path, tmp_path: Path) -> None:
     """A copied index folder (backup, restore) keeps its store id and its cache stays valid."""
     assert cli("index", vault=vault)[0] == 0

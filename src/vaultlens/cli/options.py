@@ -50,7 +50,9 @@ def open_app(vault: Path | None, sets: list[str] | None) -> App:
     except VaultError as exc:
         if not from_env:
             raise
-        raise type(exc)(f"{exc.message.rstrip('.')} (the folder comes from $VAULTLENS_VAULT).", hint=exc.hint) from None
+        raise type(exc)(
+            f"{exc.message.rstrip('.')} (the folder comes from $VAULTLENS_VAULT).", hint=exc.hint
+        ) from None
 
 
 def with_consent(yes: bool, run: Callable[[bool], T]) -> T:

@@ -17,6 +17,7 @@ from pathlib import Path
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.embedding.tier import TierProvider
+from vaultlens.errors import Cancelled
 from vaultlens.index.indexer import Indexer, Progress
 from vaultlens.index.lifecycle import IndexHome
 from vaultlens.index.lock import WriterLock
@@ -55,7 +56,13 @@ def rebuild_background(
             store = home.backend.open(stage)
         resumed = store.counts().chunks > 0
         try:
-            stats = Indexer(vault, store, provider, settings, progress, tier).run()
+            try:
+                stats = Indexer(vault, store, provider, settings, progress, tier).run()
+            except Cancelled as exc:  # `index` would update the live index, not resume this build
+                raise Cancelled(
+                    f"{exc.message} The live index is untouched and still answers searches.",
+                    hint="Run `vaultlens rebuild --background` again to resume the build where it stopped.",
+                ) from None
             with home.live_lock(switch_wait):
                 catch_up = Indexer(vault, store, provider, settings).run()
                 old = home.switch_to(stage)

@@ -94,7 +94,13 @@ def rank_notes(
     blend = None if tier is None else TierBlend(store, qvec, tier.embed_queries([query])[0], s.tier_weight)
     chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)
     if not chunk_scores:  # only an index without a single chunk has no candidate at all
-        why = "it was cleared" if store.cleared else "no note in the vault had text to index"
+        run = store.last_run()
+        if store.cleared:
+            why = "it was cleared"
+        elif run is not None and run.status != "ok":
+            why = f"the last index run ({run.status}) stopped before it saved a chunk"
+        else:
+            why = "no note in the vault had text to index"
         raise IndexEmpty(
             f"The index is empty ({why}), so nothing can match.",
             hint="Run `vaultlens index` to index the vault; `vaultlens status` lists skipped files.",
