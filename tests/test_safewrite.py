@@ -337,6 +337,17 @@ def test_cli_apply_shows_the_diff_and_refuses_without_confirmation(tmp_path: Pat
     assert (vault / "a.md").read_bytes() == b"one\ntwo\n"
 
 
+def test_cli_undo_of_a_created_note_says_it_deleted_it(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    done = apply_confirmed(app, writes.plan_write(app, "new/b.md", b"fresh\n", "create"))
+    assert (vault / "new" / "b.md").read_bytes() == b"fresh\n"
+    result = run_cli(["undo", done.op_id, "--vault", str(vault), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert not (vault / "new" / "b.md").exists()
+    assert "Deleted new/b.md" in " ".join(result.stdout.split()) and "Written" not in result.stdout
+
+
 def test_cli_undo_and_history(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)

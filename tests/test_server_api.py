@@ -211,6 +211,9 @@ def test_a_non_loopback_bind_without_a_token_is_refused() -> None:
             check_bind(host, None, None)
     with pytest.raises(ConfigError, match="not set or empty"):
         check_bind("127.0.0.1", None, "VAULTLENS_TEST_TOKEN")
+    for wrong in ("a b", "s3cr3t-t0ken!", "1TOKEN", ""):  # a token pasted in place of the variable's name
+        with pytest.raises(ConfigError, match="NAME of an environment variable"):
+            check_bind("0.0.0.0", "t" if wrong == "a b" else None, wrong)
 
 
 def test_serve_refuses_a_public_bind_from_the_command_line(tmp_path: Path, isolated_env: Path) -> None:

@@ -151,7 +151,11 @@ def clear(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -
 @cli.command()
 def search(
     query: Annotated[
-        str, typer.Argument(help="What you are looking for; '-' reads one query per line from stdin.")
+        str,
+        typer.Argument(
+            help="What you are looking for; '-' reads one query per line from stdin "
+            "(with --json: one JSON object per query, JSON Lines)."
+        ),
     ],
     vault: VaultOpt = None,
     set_: SetOpt = None,

@@ -53,7 +53,8 @@ def _confirm_and_apply(app: App, planned: writes.Planned, yes: bool, json_: bool
     if json_:
         render.print_json({**done.to_dict(), "diff": planned.diff})
     else:
-        render.out.print(f"[green]Written[/green] {escape(done.path)} ({done.op_id}).")
+        verb = "Deleted" if done.after_sha is None else "Written"  # the undo of a creation removes the note
+        render.out.print(f"[green]{verb}[/green] {escape(done.path)} ({done.op_id}).")
 
 
 def apply(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import re
 from typing import TYPE_CHECKING
 
 from vaultlens.errors import ConfigError, VaultlensError
@@ -45,8 +46,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def check_bind(host: str, token: str | None, token_env: str | None) -> None:
     """Refuse (ConfigError) a bind that the network can reach when no token protects it."""
+    if token_env is not None and not _ENV_NAME.fullmatch(token_env):
+        raise ConfigError(
+            f"--token-env takes the NAME of an environment variable (letters, digits, _), got {token_env!r}.",
+            hint="e.g. --token-env VAULTLENS_TOKEN, with the secret in $VAULTLENS_TOKEN (never the token itself).",
+        )
     if token_env is not None and not token:
         raise ConfigError(
             f"--token-env {token_env} names an environment variable that is not set or empty.",
