@@ -67,6 +67,7 @@ def structure(
         render.print_json({**audit.report.as_dict(), "files": {k: str(v) for k, v in written.items()}})
         return
     _print_summary(audit.report.summary())
+    _print_unread(audit.report.unread)
     for path in written.values():
         render.out.print(f"Wrote [cyan]{escape(str(path))}[/cyan]")
     if into is not None:
@@ -202,6 +203,16 @@ def _print_summary(summary: dict[str, int]) -> None:
     ):
         colour = "yellow" if s[key] else "green"
         render.out.print(f"  [{colour}]{s[key]:>6}[/{colour}] {label}")
+
+
+UNREAD_SHOWN = 10  # unread notes listed under the summary (the dashboard and --json list every one)
+
+
+def _print_unread(unread: dict[str, str]) -> None:
+    for path, why in list(unread.items())[:UNREAD_SHOWN]:
+        render.out.print(f"         [yellow]not read:[/yellow] {escape(path)} — {escape(why)}")
+    if len(unread) > UNREAD_SHOWN:
+        render.out.print(f"         … and {len(unread) - UNREAD_SHOWN} more (listed in the dashboard)")
 
 
 def moc(
