@@ -19,8 +19,11 @@ from vaultlens.services.audit.deep import DeepPlan, audit_llm, plan_deep, run_de
 from vaultlens.services.audit.deep_report import deep_markdown
 from vaultlens.services.audit.moc import plan_moc
 from vaultlens.services.audit.report_files import (
+    CLUSTER_FILES,
+    DEEP_FILES,
     ReportFiles,
-    inside_vault,
+    check_out,
+    check_outside,
     plan_into_vault,
     write_clusters,
     write_deep,
@@ -54,7 +57,7 @@ def structure(
     """Folders, file types, tags, orphans, broken and ambiguous links, missing headings and blocks, link-graph
     components and hubs, same-named notes, largest and emptiest notes; a Markdown dashboard and a Canvas map."""
     app = open_app(vault, set_)
-    into = inside_vault(app.vault, out) if out is not None else None
+    into = check_out(app, out) if out is not None else None  # before any work: a refused --out writes nothing
     if into is not None and json_:
         raise ConfigError(
             "--json cannot be combined with an --out folder inside the vault (each new note is confirmed as a diff).",
@@ -62,16 +65,22 @@ def structure(
         )
     audit = audit_structure(app)
     files = ReportFiles.render(audit.report, audit.resolver)
+    into_plan = None
+    if into is not None:
+        _report_recovery(app, json_)
+        into_plan = plan_into_vault(app, files, into)  # planned only: each note is written after its diff
     written = write_outside(app, files, None if into is not None else out)
     if json_:
         render.print_json({**audit.report.as_dict(), "files": {k: str(v) for k, v in written.items()}})
         return
     _print_summary(audit.report.summary())
+    _print_unread(audit.report.unread)
     for path in written.values():
         render.out.print(f"Wrote [cyan]{escape(str(path))}[/cyan]")
-    if into is not None:
-        _report_recovery(app, json_)
-        for planned in plan_into_vault(app, files, into):
+    if into_plan is not None:
+        for rel in into_plan.up_to_date:
+            render.out.print(f"[green]Already up to date[/green] {escape(rel)} (nothing to write).")
+        for planned in into_plan.planned:
             _confirm_and_apply(app, planned, yes, json_, allow_open)
 
 
@@ -104,6 +113,7 @@ def deep(
     """Topic clusters of the indexed notes and, with a model, a per-note analysis (cached by content: a rerun
     sends only new and changed notes) and a vault-wide report. With --no-llm no note text leaves the machine."""
     app = open_app(vault, set_)
+    check_outside(app, out, CLUSTER_FILES if no_llm else DEEP_FILES)  # before any work or any request
     if no_llm:
         _clusters_only(app, threshold, min_size, out, json_)
         return
@@ -202,6 +212,16 @@ def _print_summary(summary: dict[str, int]) -> None:
     ):
         colour = "yellow" if s[key] else "green"
         render.out.print(f"  [{colour}]{s[key]:>6}[/{colour}] {label}")
+
+
+UNREAD_SHOWN = 10  # unread notes listed under the summary (the dashboard and --json list every one)
+
+
+def _print_unread(unread: dict[str, str]) -> None:
+    for path, why in list(unread.items())[:UNREAD_SHOWN]:
+        render.out.print(f"         [yellow]not read:[/yellow] {escape(path)} — {escape(why)}")
+    if len(unread) > UNREAD_SHOWN:
+        render.out.print(f"         … and {len(unread) - UNREAD_SHOWN} more (listed in the dashboard)")
 
 
 def moc(

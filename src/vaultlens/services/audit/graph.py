@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from vaultlens.chunking.source import NoteReader, NotText
-from vaultlens.errors import VaultError
+from vaultlens.errors import FileSystemError, VaultError
 from vaultlens.services.audit import outline_cache
 from vaultlens.vault.links import LinkResolver, Resolution
 from vaultlens.vault.model import Link
@@ -179,6 +179,9 @@ def _outline(reader: NoteReader, rel: str) -> NoteOutline | str:
         return str(exc)
     except VaultError as exc:  # too large, refused path, removed while read
         return exc.message
+    except FileSystemError as exc:  # the OS refused the read (permissions, I/O): listed, as `index` does
+        why = exc.__cause__.strerror if isinstance(exc.__cause__, OSError) else None
+        return f"cannot read: {why}" if why else exc.message
 
 
 def read_vault(vault: Path, max_note_bytes: int, cache: Path | None = None) -> VaultGraph:

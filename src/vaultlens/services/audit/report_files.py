@@ -8,13 +8,16 @@ vault is refused here, and the CLI turns such a request into safewrite operation
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from vaultlens.chunking.source import read_note
 from vaultlens.config import paths
-from vaultlens.errors import VaultError, translated_errors
+from vaultlens.errors import NoteNotFound, VaultError, translated_errors
 from vaultlens.fsutil import atomic_write
 from vaultlens.services import writes
 from vaultlens.services.app import App
@@ -27,10 +30,15 @@ from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.safepath import check_relative
 
 __all__ = [
+    "CLUSTER_FILES",
     "DASHBOARD",
+    "DEEP_FILES",
     "JSON_REPORT",
     "MAP",
     "ReportFiles",
+    "VaultPlan",
+    "check_out",
+    "check_outside",
     "inside_vault",
     "plan_into_vault",
     "write_clusters",
@@ -41,6 +49,11 @@ __all__ = [
 DASHBOARD = "vault-structure.md"
 MAP = "vault-map.canvas"
 JSON_REPORT = "vault-structure.json"
+
+_GENERATED_FORMAT = "%Y-%m-%d %H:%M UTC"
+# the time dashboard_markdown shows under the title: a saved dashboard that differs from a new one only there
+# is up to date, not a change to confirm
+_GENERATED = re.compile(r" · \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC · ".encode())
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +66,7 @@ class ReportFiles:
 
     @classmethod
     def render(cls, report: StructureReport, resolver: LinkResolver) -> ReportFiles:
-        generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        generated = datetime.now(UTC).strftime(_GENERATED_FORMAT)
         # the marker keeps a dashboard saved in the vault out of the next audit (see graph.REPORT_PROPERTY)
         front = f"---\n{REPORT_PROPERTY}: structure-audit\n---\n"
         dashboard = front + dashboard_markdown(report, resolver, generated)
@@ -75,6 +88,59 @@ def inside_vault(vault: Path, folder: Path) -> str | None:
     if real.is_relative_to(real_vault):
         return real.relative_to(real_vault).as_posix()
     return None
+
+
+_OUT_HINT = "Pick a visible folder in the vault (a missing one is created) or a folder outside it, or leave --out out."
+_OUTSIDE_HINT = "Pick a folder outside the vault (a missing one is created), or leave --out out."
+
+
+def _refused(folder: Path, why: str, hint: str = _OUT_HINT) -> VaultError:
+    return VaultError(f"Cannot put the audit reports in {folder}: {why}.", hint=hint)
+
+
+def _check_folder(folder: Path, real: Path, names: tuple[str, ...], hint: str = _OUT_HINT) -> None:
+    """``real`` (``folder`` resolved) is a folder or can be made one, and each of ``names`` in it is a file or absent."""
+    for at in (real, *real.parents):
+        if os.path.lexists(at):
+            if not at.is_dir():
+                why = "it is a file" if at == real else f"{at} is a file"
+                raise _refused(folder, why + ", not a folder", hint)
+            break
+    for name in names:
+        inside = real / name
+        if os.path.lexists(inside) and not inside.is_file():
+            raise _refused(folder, f"{name} there is not a file", hint)
+
+
+def check_out(app: App, folder: Path) -> str | None:
+    """Check the structure audit's ``--out`` before anything is read or written: the vault-relative folder
+    when it lies inside the vault ("" for the root), None for a folder outside it.
+
+    Refused (:class:`VaultError`): a file, or a path under one; a folder where one of the reports' names is
+    not a file; inside the vault, a hidden folder or one whose path a note could not have.
+    """
+    into = inside_vault(app.vault, folder)
+    real = folder.expanduser().resolve()
+    if into:
+        hidden = next((part for part in into.split("/") if part.startswith(".")), None)
+        if hidden is not None:
+            raise _refused(folder, f"{hidden!r} is a hidden folder (Obsidian shows no notes there)")
+        try:
+            check_relative(into)
+        except VaultError as exc:
+            raise _refused(folder, exc.message.rstrip(".")) from None
+    _check_folder(folder, real, (DASHBOARD, MAP) if into is not None else (DASHBOARD, MAP, JSON_REPORT))
+    return into
+
+
+def check_outside(app: App, folder: Path | None, names: tuple[str, ...]) -> None:
+    """Check a deep audit's ``--out`` before any work: outside the vault, a folder (or none yet), and none of
+    ``names`` in it a folder. None (the default audit folder) passes."""
+    if folder is None:
+        return
+    if inside_vault(app.vault, folder) is not None:
+        raise _refused(folder, "it is inside the vault, and these reports go only outside it", _OUTSIDE_HINT)
+    _check_folder(folder, folder.expanduser().resolve(), names, _OUTSIDE_HINT)
 
 
 def write_outside(app: App, files: ReportFiles, folder: Path | None) -> dict[str, Path]:
@@ -102,6 +168,8 @@ CLUSTERS_MD = "vault-clusters.md"
 CLUSTERS_JSON = "clusters.json"
 DEEP_MD = "vault-deep-audit.md"
 DEEP_JSON = "deep-audit.json"
+CLUSTER_FILES = (CLUSTERS_MD, CLUSTERS_JSON)
+DEEP_FILES = (*CLUSTER_FILES, DEEP_MD, DEEP_JSON)
 
 
 def _outside_target(app: App, folder: Path | None, what: str) -> Path:
@@ -141,12 +209,33 @@ def write_clusters(app: App, report: ClusterReport, folder: Path | None) -> dict
     return written
 
 
-def plan_into_vault(app: App, files: ReportFiles, folder: str) -> list[writes.Planned]:
+@dataclass(frozen=True, slots=True)
+class VaultPlan:
+    """The reports planned as notes (each to confirm), and those whose note already holds them."""
+
+    planned: list[writes.Planned] = field(default_factory=list)
+    up_to_date: list[str] = field(default_factory=list)  # vault-relative paths
+
+
+def _holds(app: App, rel: str, data: bytes) -> bool:
+    """Whether note ``rel`` already holds the report ``data`` (the dashboard's time aside)."""
+    try:
+        current = read_note(app.vault, rel).raw
+    except NoteNotFound:
+        return False
+    return current == data or _GENERATED.sub(b"", current, 1) == _GENERATED.sub(b"", data, 1)
+
+
+def plan_into_vault(app: App, files: ReportFiles, folder: str) -> VaultPlan:
     """Plan the dashboard and the Canvas map as notes in the vault folder ``folder`` (safewrite; nothing is
-    written until the user confirms each diff). The JSON report is not a note and stays outside."""
-    planned: list[writes.Planned] = []
+    written until the user confirms each diff); one the vault already holds is up to date, not planned. The
+    JSON report is not a note and stays outside."""
+    plan = VaultPlan()
     for name, data in ((DASHBOARD, files.dashboard), (MAP, files.canvas)):
         rel = str(PurePosixPath(folder) / name) if folder else name
         check_relative(rel)
-        planned.append(writes.plan_write(app, rel, data, f"vault structure audit: {name}"))
-    return planned
+        if _holds(app, rel, data):
+            plan.up_to_date.append(rel)
+        else:
+            plan.planned.append(writes.plan_write(app, rel, data, f"vault structure audit: {name}"))
+    return plan
