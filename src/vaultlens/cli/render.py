@@ -24,8 +24,9 @@ from vaultlens.services.results import DoctorReport, IndexStatus, TierStatus
 from vaultlens.services.results import hits_json as hits_json  # the one serialiser of search hits
 from vaultlens.services.search import NoteHit
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# no :emoji: codes: a fragment id such as 3f2a1b9c:A:1, a path or a note's text must print as written
+out = Console(highlight=False, emoji=False)
+err = Console(stderr=True, highlight=False, emoji=False)
 
 
 def print_json(data: Any) -> None:

@@ -2,11 +2,16 @@
 
 Nothing here writes a note: a valid recommendation becomes a *planned* operation whose diff is
 printed; `vaultlens apply OP` writes it. `--batch` plans nothing at all: it writes a report.
+Everything a user can get wrong (the arguments, the notes, `--after` / `--fragment`, the report
+path, the pairs file) is checked before a prompt is shown or sent. A batch whose pairs all fail
+or are rejected exits non-zero (the first failure's exit code) after writing its report.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -16,7 +21,15 @@ from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
-from vaultlens.errors import ConfigError, ConsentRequired, PlanRefused, VaultlensError
+from vaultlens.errors import (
+    ConfigError,
+    ConsentRequired,
+    InvalidInput,
+    InvalidModelOutput,
+    PermissionDenied,
+    PlanRefused,
+    VaultlensError,
+)
 from vaultlens.fsutil import outside_vault, write_outside_vault
 from vaultlens.llm.base import LLMProvider
 from vaultlens.services import app as services
@@ -30,6 +43,7 @@ from vaultlens.services.review.session import (
     edit_diff,
     prepare,
     propose,
+    resolve_options,
     send,
 )
 
@@ -48,6 +62,11 @@ def _accepted(prepared: Prepared, yes: bool, json_: bool, count: int = 1) -> Non
             f"[bold]Prompt for {escape(where)}[/bold] ({len(prepared.prompt_text):,} characters):"
         )
         sys.stderr.write(prepared.prompt_text + "\n")
+        for cut in _cuts(prepared):
+            render.err.print(
+                f"[yellow]Note {cut['side']}, {escape(cut['path'])}, has {cut['chars']:,} characters: "
+                f"only its first {cut['sent']:,} are in this prompt.[/yellow]"
+            )
     if yes:
         return
     what = "the review prompt shown above" + (f" and {count - 1} more like it" if count > 1 else "")
@@ -62,6 +81,21 @@ def _accepted(prepared: Prepared, yes: bool, json_: bool, count: int = 1) -> Non
         f"Send {'these prompts' if count > 1 else 'this prompt'} to {where}?", default=False
     ):
         raise ConsentRequired(where, what, message="Nothing was sent.")
+
+
+def _cuts(prepared: Prepared) -> list[dict[str, Any]]:
+    """The notes the prompt carries only the start of (longer than the catalog's max_chars)."""
+    catalog = prepared.catalog
+    return [
+        {
+            "side": side,
+            "path": catalog.paths[side],
+            "chars": len(catalog.sources[side].text),
+            "sent": len(catalog.sent_text(side)),
+        }
+        for side in ("A", "B")
+        if catalog.cut(side)
+    ]
 
 
 def _plan(app: App, reviewed: Reviewed, options: PlanOptions) -> tuple[dict[str, Any] | None, str | None]:
@@ -85,6 +119,7 @@ def _result(reviewed: Reviewed, plan: dict[str, Any] | None, refused: str | None
         "relation": review.relation if review else None,
         "recommendation": review.recommendation.model_dump() if review else None,
         "claims": [claim_dict(c, reviewed.prepared.catalog) for c in v.claims],
+        "notes_cut": _cuts(reviewed.prepared),
         "validation": v.to_dict(),
         "plan": plan,
         "plan_refused": refused,
@@ -131,15 +166,24 @@ def review(
         Literal["A", "B"], typer.Option(help="add_link: the note that gets the link.")
     ] = "A",
     after: Annotated[
-        str | None, typer.Option(help="Insert after this fragment id (default: the last block).")
+        str | None,
+        typer.Option(
+            help="Insert after this block: SIDE:NUMBER from the prompt's fragment catalog, e.g. A:2 "
+            "(default: the last block the review saw)."
+        ),
     ] = None,
-    fragment: Annotated[str | None, typer.Option(help="consider_merge: the fragment id to copy.")] = None,
+    fragment: Annotated[
+        str | None, typer.Option(help="consider_merge: the block to copy, as SIDE:NUMBER (e.g. B:1).")
+    ] = None,
     batch: Annotated[
         Path | None, typer.Option(help='Review every pair in this JSONL file ({"a", "b"}).')
     ] = None,
     report: Annotated[Path | None, typer.Option(help="--batch: write the Markdown report here.")] = None,
 ) -> None:
-    """Ask the configured LLM how two notes relate; a valid recommendation becomes a planned, exact diff."""
+    """Ask the configured LLM how two notes relate; a valid recommendation becomes a planned, exact diff.
+
+    At most 12,000 characters of each note are sent (a longer note is cut, and the prompt says so)."""
+    _check_arguments(a, b, batch, report, after, fragment)
     app = open_app(vault, set_)
     provider = services.llm(app)
     try:
@@ -151,9 +195,10 @@ def review(
                 "Give two notes (vaultlens review A B) or --batch pairs.jsonl --report report.md."
             )
         prepared = prepare(app, a, b, provider)
+        options = resolve_options(prepared.catalog, PlanOptions(link_from, after, fragment))
         _accepted(prepared, yes, json_)
         reviewed = send(app, prepared, provider, consent=True)
-        plan, refused = _plan(app, reviewed, PlanOptions(link_from, after, fragment))
+        plan, refused = _plan(app, reviewed, options)
         result = _result(reviewed, plan, refused)
         if json_:
             render.print_json(result)
@@ -163,23 +208,136 @@ def review(
         provider.close()
 
 
-def _pairs(path: Path) -> list[tuple[str, str]]:
+def _check_arguments(
+    a: str | None,
+    b: str | None,
+    batch: Path | None,
+    report: Path | None,
+    after: str | None,
+    fragment: str | None,
+) -> None:
+    """Refuse combinations that would silently ignore part of what the user asked for."""
+    if batch is not None and (a or b):
+        given = " ".join(repr(x) for x in (a, b) if x)
+        raise InvalidInput(
+            f"Give either two notes or --batch, not both (got {given} and --batch {batch}).",
+            hint="Review one pair with `vaultlens review A B`, or put every pair into the --batch file.",
+        )
+    if batch is None and report is not None:
+        raise InvalidInput(
+            "--report is for --batch; a single review prints its result.",
+            hint="Use `vaultlens review --batch pairs.jsonl --report report.md`, or leave out --report.",
+        )
+    if batch is not None and (after or fragment):
+        raise InvalidInput(
+            "--after and --fragment choose the edit of one review; --batch plans no edit.",
+            hint="Review the pair on its own (vaultlens review A B) to choose where an edit goes.",
+        )
+
+
+def _report_target(report: Path, vault: Path) -> Path:
+    """The report's resolved path, checked before any note is read or prompt sent: outside the
+    vault, not a folder, in a folder that is (or can be made) writable."""
+    resolved = outside_vault(report, vault)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        if resolved.is_dir():
+            raise InvalidInput(
+                f"--report {report} is a folder; the report is one Markdown file.",
+                hint=f"Give a file path, e.g. --report {report / 'review-report.md'}.",
+            )
+        folder = resolved.parent
+        while not folder.exists():
+            folder = folder.parent
+    except OSError as exc:
+        raise PermissionDenied(
+            f"Cannot write the report {report}: {exc.strerror or exc}.", path=str(resolved)
+        ) from None
+    if not folder.is_dir():
+        raise InvalidInput(f"Cannot write the report {report}: {folder} is a file, not a folder.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionDenied(
+            f"Cannot write the report {report}: permission denied for the folder {folder}.",
+            hint="Choose a folder you may write to.",
+            path=str(folder),
+        )
+    return resolved
+
+
+def _pairs(path: Path) -> list[tuple[str, str]]:
+    """The pairs of a JSONL file: one {"a": ..., "b": ...} object per line, UTF-8 (a BOM is allowed)."""
+    try:
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"Cannot read {path} ({exc.strerror or exc}).") from exc
+    shape = 'one JSON object per line, {"a": "Note A.md", "b": "Note B.md"}, saved as UTF-8'
     pairs: list[tuple[str, str]] = []
-    for n, line in enumerate(lines, 1):
+    for n, raw in enumerate(data.removeprefix(codecs.BOM_UTF8).splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}:{n}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start + 1} of the line).",
+                hint=f"The pairs file holds {shape}.",
+            ) from None
         if not line.strip():
             continue
         try:
             item = json.loads(line)
-            pairs.append((str(item["a"]), str(item["b"])))
-        except (ValueError, KeyError, TypeError):
-            raise ConfigError(f'{path}:{n}: expected a JSON object with "a" and "b" note paths.') from None
+        except ValueError:
+            item = None
+        if not isinstance(item, dict) or not all(isinstance(item.get(k), str) and item[k] for k in "ab"):
+            raise ConfigError(
+                f'{path}:{n}: expected a JSON object with "a" and "b" note paths.',
+                hint=f"The pairs file holds {shape}.",
+            )
+        pairs.append((item["a"], item["b"]))
     if not pairs:
-        raise ConfigError(f"{path} holds no pairs.")
+        raise ConfigError(f"{path} holds no pairs.", hint=f"The pairs file holds {shape}.")
     return pairs
+
+
+def _sources(prepared: Prepared) -> str:
+    """A report's lines naming both notes with their SHA-256 (and how much of a long one was sent)."""
+    catalog = prepared.catalog
+    cut = {c["side"]: c for c in _cuts(prepared)}
+    return "".join(
+        f"- `{catalog.paths[side]}` SHA-256 `{catalog.sources[side].file_hash}`"
+        + (
+            f" (only its first {cut[side]['sent']:,} of {cut[side]['chars']:,} characters sent)"
+            if side in cut
+            else ""
+        )
+        + "\n"
+        for side in ("A", "B")
+    )
+
+
+def _send_pair(app: App, provider: LLMProvider, prepared: Prepared) -> tuple[dict[str, Any], str]:
+    """Send one prepared pair: ({"ok", "action"}, its report section after the notes' lines)."""
+    reviewed = send(app, prepared, provider, consent=True)
+    try:
+        edit = propose(app, reviewed, PlanOptions())
+        proposed, refused = (edit_diff(edit) if edit else None), None
+    except PlanRefused as exc:
+        proposed, refused = None, exc.message
+    result = _result(reviewed, None, refused)
+    entry = {"ok": result["validation"]["ok"], "action": (result["recommendation"] or {}).get("action")}
+    cost = (result["usage"] or {}).get("cost")
+    section = (
+        f"\nTime {result['seconds']} s · usage {json.dumps(result['usage'])}"
+        + (f" · cost {cost}" if cost is not None else "")
+        + "\n"
+        f"\n### Model response\n\n```json\n{reviewed.completion.text}\n```\n"
+        f"\n### Validator\n\n{'valid' if result['validation']['ok'] else 'rejected'}\n"
+        + "".join(f"- `{d['code']}` {d['message']}\n" for d in result["validation"]["diagnostics"])
+        + "\n### Proposed operation\n\n"
+        + (
+            f"```diff\n{proposed}```\n"
+            if proposed
+            else f"{refused or 'none (' + str((result['recommendation'] or {}).get('action')) + ')'}\n"
+        )
+    )
+    return entry, section
 
 
 def _batch(
@@ -187,62 +345,57 @@ def _batch(
 ) -> None:
     if report is None:
         raise ConfigError("--batch needs --report FILE (the batch never changes a note; it writes a report).")
-    outside_vault(report, app.vault)  # before anything is sent
+    target = _report_target(report, app.vault)  # before anything is read or sent
     pairs = _pairs(pairs_file)
-    first = prepare(app, *pairs[0], provider)
-    _accepted(first, yes, json_, count=len(pairs))
     sections = [
-        f"# vaultlens review report\n\nPairs: {len(pairs)} · provider {first.provider} · model {first.model}\n"
+        f"# vaultlens review report\n\nPairs: {len(pairs)} · provider {provider.name} · model {provider.model}\n"
     ]
     summary: list[dict[str, Any]] = []
+    failures: list[tuple[int, str, str, VaultlensError]] = []
+    accepted = False
     for n, (a, b) in enumerate(pairs, 1):
         sections.append(f"\n## {n}. {a} ↔ {b}\n")
         try:
             prepared = prepare(app, a, b, provider)
-            sections.append(
-                "".join(
-                    f"- `{p}` SHA-256 `{src.file_hash}`\n"
-                    for p, src in zip(
-                        prepared.catalog.paths.values(), prepared.catalog.sources.values(), strict=True
-                    )
-                )
-            )
-            reviewed = send(app, prepared, provider, consent=True)
-            try:
-                edit = propose(app, reviewed, PlanOptions())
-                proposed, refused = (edit_diff(edit) if edit else None), None
-            except PlanRefused as exc:
-                proposed, refused = None, exc.message
-            result = _result(reviewed, None, refused)
-            summary.append(
-                {
-                    "a": a,
-                    "b": b,
-                    "ok": result["validation"]["ok"],
-                    "action": (result["recommendation"] or {}).get("action"),
-                }
-            )
-            cost = (result["usage"] or {}).get("cost")
-            sections.append(
-                f"\nTime {result['seconds']} s · usage {json.dumps(result['usage'])}"
-                + (f" · cost {cost}" if cost is not None else "")
-                + "\n"
-                f"\n### Model response\n\n```json\n{reviewed.completion.text}\n```\n"
-                f"\n### Validator\n\n{'valid' if result['validation']['ok'] else 'rejected'}\n"
-                + "".join(f"- `{d['code']}` {d['message']}\n" for d in result["validation"]["diagnostics"])
-                + "\n### Proposed operation\n\n"
-                + (
-                    f"```diff\n{proposed}```\n"
-                    if proposed
-                    else f"{refused or 'none (' + str((result['recommendation'] or {}).get('action')) + ')'}\n"
-                )
-            )
+            if not accepted:  # the first pair that could be prepared is the one shown
+                _accepted(prepared, yes, json_, count=len(pairs) - n + 1)
+                accepted = True
+            sections.append(_sources(prepared))
+            entry, section = _send_pair(app, provider, prepared)
+            summary.append({"a": a, "b": b, **entry})
+            sections.append(section)
+        except ConsentRequired:  # not accepted: the batch stops, nothing more is sent or written
+            raise
         except VaultlensError as exc:
+            failures.append((n, a, b, exc))
             summary.append({"a": a, "b": b, "ok": False, "error": exc.to_dict()})
-            sections.append(f"\nFailed: {exc.message}\n")
-    written = write_outside_vault(report, "".join(sections), app.vault)
+            sections.append(f"\nFailed: {exc.message}\n" + (f"\n{exc.hint}\n" if exc.hint else ""))
+    written = write_outside_vault(target, "".join(sections), app.vault)
+    ok = sum(1 for s in summary if s.get("ok"))
+    rejected = len(summary) - ok - len(failures)
     if json_:
-        render.print_json({"report": str(written), "pairs": summary})
+        render.print_json(
+            {
+                "report": str(written),
+                "valid": ok,
+                "rejected": rejected,
+                "failed": len(failures),
+                "pairs": summary,
+            }
+        )
     else:
-        ok = sum(1 for s in summary if s.get("ok"))
-        render.out.print(f"Reviewed {len(pairs)} pairs ({ok} valid answers); report: {escape(str(written))}")
+        render.out.print(
+            f"Reviewed {len(pairs)} pairs: {ok} valid answers, {rejected} rejected by the validator, "
+            f"{len(failures)} failed; report: {escape(str(written))}"
+        )
+    if failures:
+        n, a, b, first = failures[0]
+        render.err.print(
+            f"[yellow]{len(failures)} of {len(pairs)} pairs failed; the first, pair {n} "
+            f"({escape(a)} ↔ {escape(b)}): {escape(first.message)}[/yellow]"
+        )
+        if first.hint:
+            render.err.print(f"[yellow]hint:[/yellow] {escape(first.hint)}")
+    if ok == 0:
+        render.err.print("[bold red]error:[/bold red] no pair got a valid answer.")
+        raise typer.Exit(failures[0][3].exit_code if failures else InvalidModelOutput.exit_code)

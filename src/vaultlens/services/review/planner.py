@@ -57,6 +57,12 @@ def _anchor(catalog: Catalog, side: Side, after: str | None) -> Fragment | None:
     """The block to insert after: the chosen fragment of ``side``, or the last one (None: empty note)."""
     own = catalog.side(side)
     if after is None:
+        if not own and catalog.cut(side):  # its text goes on past what the model saw: no known last block
+            raise PlanRefused(
+                f"No whole block of {catalog.paths[side]} fits in the {catalog.max_chars:,} characters "
+                "the review sent; nothing was planned.",
+                path=catalog.paths[side],
+            )
         return own[-1] if own else None
     found = catalog.get(after)
     if found is None or found.side != side:

@@ -1,7 +1,8 @@
 """The exact prompt of a review: instructions in the system part, the notes only in the data part.
 
 The user sees this text, byte for byte, before anything is sent (and accepts it), so it is
-built once, deterministically, from the catalog. Note text is framed as untrusted data: an
+built once, deterministically, from the catalog; each note is cut at the catalog's
+``max_chars``, and the prompt says so where it is. Note text is framed as untrusted data: an
 instruction inside a note is content to compare, never an order.
 """
 
@@ -43,9 +44,13 @@ def build_prompt(catalog: Catalog, with_schema: bool) -> tuple[str, str]:
     fragments = [f.to_dict() for f in catalog.fragments]
     parts = [f"NONCE is {catalog.nonce}.", f"<data-{catalog.nonce}>"]
     for side in ("A", "B"):
-        text = catalog.sources[side].text
+        text = catalog.sent_text(side)
         fence = fence_for(text)
-        parts += [f"Note {side}: {catalog.paths[side]}", fence + "markdown", text, fence]
+        head = f"Note {side}: {catalog.paths[side]}"
+        if catalog.cut(side):
+            total = len(catalog.sources[side].text)
+            head += f" (only its first {len(text):,} of {total:,} characters; the rest is not shown)"
+        parts += [head, fence + "markdown", text, fence]
     parts += [
         "Fragment catalog (JSON):",
         json.dumps(fragments, ensure_ascii=False, indent=1),

@@ -4,26 +4,30 @@
 interface shows and the user accepts. :func:`send` enforces consent for a remote model, sends
 those messages unchanged (JSON-schema output where the provider supports it, else the schema in
 the text) and validates the answer against the catalog and the notes' current bytes.
-:func:`propose` turns a valid recommendation into an exact edit; recording it for ``apply`` is
+:func:`resolve_options` checks a user's fragment choices against the catalog before anything is
+sent (a wrong one is refused then, not after the model has answered). :func:`propose` turns a valid recommendation into an exact edit; recording it for ``apply`` is
 :func:`vaultlens.services.writes.plan_write`'s job.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from vaultlens.errors import PlanRefused
+from vaultlens.errors import InvalidInput, PlanRefused, ProviderUnreachable
 from vaultlens.llm.base import Completion, LLMProvider, Message, llm_destination
 from vaultlens.safewrite import render_diff
 from vaultlens.services.app import App, require_llm_consent
 from vaultlens.services.review.catalog import Catalog, Fragment, Side, build_catalog, current_hashes
 from vaultlens.services.review.contract import ResolvedClaim, Validation, response_schema, validate_response
-from vaultlens.services.review.planner import PlannedEdit, plan_add_link, plan_merge
+from vaultlens.services.review.planner import INSERTABLE_AFTER, PlannedEdit, plan_add_link, plan_merge
 from vaultlens.services.review.prompt import build_prompt
 
-__all__ = ["PlanOptions", "Prepared", "Reviewed", "prepare", "propose", "send"]
+__all__ = ["PlanOptions", "Prepared", "Reviewed", "prepare", "propose", "resolve_options", "send"]
+
+_SHORT_ID = re.compile(r"([AB]):(\d+)")
 
 
 @dataclass(frozen=True)
@@ -57,13 +61,14 @@ class PlanOptions:
     """Parameters of the planned edit a user may change (defaults: the planner's choice)."""
 
     link_from: Side = "A"  # add_link: the note that gets the link
-    after: str | None = None  # the fragment id to insert after (default: the last block)
+    after: str | None = None  # the fragment id to insert after (default: the last block in the catalog)
     fragment: str | None = None  # consider_merge: the block to copy (default: the recommendation's evidence)
     label: str = "See also"
 
 
 def prepare(app: App, path_a: str, path_b: str, provider: LLMProvider) -> Prepared:
-    catalog = build_catalog(app.vault, path_a, path_b, app.chunker())
+    limit = int(app.settings.index.max_file_mb * 1_000_000)
+    catalog = build_catalog(app.vault, path_a, path_b, app.chunker(), max_bytes=limit)
     system, user = build_prompt(catalog, with_schema=not provider.supports_json_schema)
     return Prepared(
         catalog,
@@ -78,20 +83,74 @@ def prepare(app: App, path_a: str, path_b: str, provider: LLMProvider) -> Prepar
 
 def send(app: App, prepared: Prepared, provider: LLMProvider, consent: bool = False) -> Reviewed:
     """Send the prepared messages (after consent for a remote model) and validate the answer."""
-    a, b = prepared.catalog.paths["A"], prepared.catalog.paths["B"]
+    catalog = prepared.catalog
+    a, b = catalog.paths["A"], catalog.paths["B"]
     size = sum(len(m.content) for m in prepared.messages)
     require_llm_consent(
-        app, provider, consent, what=f"the full text of {a} and {b} in a review prompt of {size:,} characters"
+        app,
+        provider,
+        consent,
+        what=f"the text of {a} and {b} (up to {catalog.max_chars:,} characters of each) "
+        f"in a review prompt of {size:,} characters",
     )
     started = time.monotonic()
-    completion = provider.chat(
-        list(prepared.messages), json_schema=response_schema() if prepared.json_schema else None
-    )
+    try:
+        completion = provider.chat(
+            list(prepared.messages), json_schema=response_schema() if prepared.json_schema else None
+        )
+    except ProviderUnreachable as exc:  # the provider's own hint is about Ask
+        raise ProviderUnreachable(exc.message, hint=_unreachable_hint(prepared)) from None
     seconds = time.monotonic() - started
     validation = validate_response(
         completion.text, prepared.catalog, current_hashes(app.vault, prepared.catalog)
     )
     return Reviewed(prepared, completion, validation, seconds)
+
+
+def _unreachable_hint(prepared: Prepared) -> str:
+    start = "start it with `ollama serve`" if prepared.provider == "ollama" else "start that server"
+    return (
+        f"Nothing was reviewed: {start}, or point review at a model that runs with "
+        "--set llm.provider=NAME --set llm.endpoint=URL (or the [llm] table of config.toml); "
+        "`vaultlens providers` shows the current choice."
+    )
+
+
+def _resolve(catalog: Catalog, value: str, option: str) -> Fragment:
+    found = catalog.get(value.strip())
+    short = _SHORT_ID.fullmatch(value.strip())
+    if found is None and short:
+        found = catalog.get(f"{catalog.nonce}:{short[1]}:{int(short[2])}")
+    if found is None:
+        sides = (("A", catalog.side("A")), ("B", catalog.side("B")))
+        spans = [f"{s}:0" + (f"-{s}:{len(own) - 1}" if len(own) > 1 else "") for s, own in sides if own]
+        raise InvalidInput(
+            f"{option} {value!r} names no block of this review (its blocks: {', '.join(spans) or 'none'}).",
+            hint="Give a block as SIDE:NUMBER from the fragment catalog in the prompt, e.g. A:2; "
+            "leave out the nonce in front of it, which is new for every review.",
+        )
+    return found
+
+
+def resolve_options(catalog: Catalog, options: PlanOptions) -> PlanOptions:
+    """``options`` with ``after`` and ``fragment`` as this catalog's full fragment ids (``A:2`` is
+    accepted for ``<nonce>:A:2``); :class:`InvalidInput` when one names no block of it, or a block
+    nothing can be inserted after. Call it before sending, so a mistake costs no model call."""
+    after = _resolve(catalog, options.after, "--after") if options.after else None
+    fragment = _resolve(catalog, options.fragment, "--fragment") if options.fragment else None
+    if after is not None and after.kind not in INSERTABLE_AFTER:
+        raise InvalidInput(
+            f"--after {options.after} is a {after.kind} block (lines {after.start_line}-{after.end_line} "
+            f"of {catalog.paths[after.side]}); nothing is inserted after one.",
+            hint="Choose a paragraph, list, quote or heading.",
+        )
+    if after is not None and fragment is not None and after.side == fragment.side:
+        raise InvalidInput(
+            f"--after {options.after} and --fragment {options.fragment} are blocks of the same note; "
+            "the copied block goes into the other note.",
+            hint=f"Give --after a block of {catalog.paths['B' if fragment.side == 'A' else 'A']}.",
+        )
+    return replace(options, after=after.id if after else None, fragment=fragment.id if fragment else None)
 
 
 def _merge_fragment(reviewed: Reviewed, options: PlanOptions) -> str:
