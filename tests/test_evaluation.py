@@ -183,7 +183,7 @@ def test_a_queries_file_that_is_empty_or_not_utf8_is_a_clear_error(tmp_path: Pat
     assert result.exit_code == 2 and "holds no queries" in result.stderr
     qfile.write_bytes(b'{"query": "\xff\xfe"}\n')
     result = run_cli(["eval", "queries", str(qfile)])
-    assert result.exit_code == 2 and _said("is not UTF-8 text", result.stderr)
+    assert result.exit_code == 2 and _said("queries.jsonl:1: not UTF-8 text (byte 0xff", result.stderr)
     assert "Traceback" not in result.output
 
 

@@ -8,6 +8,7 @@ a crash sees the old bytes or the new ones, never a mix.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import hashlib
 import json
@@ -93,34 +94,38 @@ def write_outside_vault(target: Path, data: bytes | str, vault: Path) -> Path:
     return resolved
 
 
-def read_text_input(path: Path, what: str) -> str:
-    """A UTF-8 file the user handed in (``what`` names its role in messages), or a clear
-    :class:`InvalidInput` when it is missing, unreadable or not UTF-8 text."""
+def read_jsonl(
+    path: Path, what: str, shape: str = "one JSON object per line"
+) -> list[tuple[int, dict[str, object]]]:
+    """The JSON objects of a UTF-8 JSON Lines file the user handed in (a BOM allowed, blank lines
+    skipped), with their 1-based line numbers. A file that cannot be read, a line that is not UTF-8
+    or not a JSON object is an :class:`InvalidInput` naming ``path:line`` (``what`` names the file's
+    role, ``shape`` says what it must hold)."""
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(
-            f"{path} is not UTF-8 text (byte {exc.start}); {what} must be UTF-8.",
-            hint="Re-save the file as UTF-8.",
-        ) from None
+        data = path.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"Cannot read {what} {path} ({exc.strerror or exc}).") from None
-
-
-def read_jsonl(path: Path, what: str) -> list[tuple[int, dict[str, object]]]:
-    """The JSON objects of a JSON Lines file with their 1-based line numbers (blank lines skipped);
-    a line that is not a JSON object is an :class:`InvalidInput` naming ``path:line``."""
     rows: list[tuple[int, dict[str, object]]] = []
-    for n, line in enumerate(read_text_input(path, what).splitlines(), 1):
+    for n, raw in enumerate(data.removeprefix(codecs.BOM_UTF8).splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"{path}:{n}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start + 1} of the line).",
+                hint=f"{what.capitalize()} holds {shape}, saved as UTF-8.",
+            ) from None
         if not line.strip():
             continue
         try:
             item = json.loads(line)
         except ValueError as exc:
             raise InvalidInput(
-                f"{path}:{n}: not valid JSON ({exc}).", hint=f"Each line of {what} is one JSON object."
+                f"{path}:{n}: not valid JSON ({exc}).", hint=f"{what.capitalize()} holds {shape}."
             ) from None
         if not isinstance(item, dict):
-            raise InvalidInput(f"{path}:{n}: expected a JSON object, got {type(item).__name__}.")
+            raise InvalidInput(
+                f"{path}:{n}: expected a JSON object, got {type(item).__name__}.",
+                hint=f"{what.capitalize()} holds {shape}.",
+            )
         rows.append((n, item))
     return rows

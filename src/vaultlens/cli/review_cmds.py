@@ -9,7 +9,6 @@ or are rejected exits non-zero (the first failure's exit code) after writing its
 
 from __future__ import annotations
 
-import codecs
 import json
 import os
 import sys
@@ -30,7 +29,7 @@ from vaultlens.errors import (
     PlanRefused,
     VaultlensError,
 )
-from vaultlens.fsutil import outside_vault, write_outside_vault
+from vaultlens.fsutil import outside_vault, read_jsonl, write_outside_vault
 from vaultlens.llm.base import LLMProvider
 from vaultlens.services import app as services
 from vaultlens.services import writes
@@ -265,32 +264,16 @@ def _report_target(report: Path, vault: Path) -> Path:
 
 def _pairs(path: Path) -> list[tuple[str, str]]:
     """The pairs of a JSONL file: one {"a": ..., "b": ...} object per line, UTF-8 (a BOM is allowed)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"Cannot read {path} ({exc.strerror or exc}).") from exc
-    shape = 'one JSON object per line, {"a": "Note A.md", "b": "Note B.md"}, saved as UTF-8'
+    shape = 'one JSON object per line, {"a": "Note A.md", "b": "Note B.md"}'
     pairs: list[tuple[str, str]] = []
-    for n, raw in enumerate(data.removeprefix(codecs.BOM_UTF8).splitlines(), 1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConfigError(
-                f"{path}:{n}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start + 1} of the line).",
-                hint=f"The pairs file holds {shape}.",
-            ) from None
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            item = None
-        if not isinstance(item, dict) or not all(isinstance(item.get(k), str) and item[k] for k in "ab"):
+    for n, item in read_jsonl(path, "the pairs file", shape):
+        a, b = item.get("a"), item.get("b")
+        if not (isinstance(a, str) and a and isinstance(b, str) and b):
             raise ConfigError(
                 f'{path}:{n}: expected a JSON object with "a" and "b" note paths.',
                 hint=f"The pairs file holds {shape}.",
             )
-        pairs.append((item["a"], item["b"]))
+        pairs.append((a, b))
     if not pairs:
         raise ConfigError(f"{path} holds no pairs.", hint=f"The pairs file holds {shape}.")
     return pairs

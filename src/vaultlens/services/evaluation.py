@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from vaultlens.errors import InvalidInput, VaultError
-from vaultlens.fsutil import read_jsonl, read_text_input
+from vaultlens.fsutil import read_jsonl
 from vaultlens.index.indexer import Progress
 from vaultlens.services import app as services
 from vaultlens.services.app import App
@@ -111,7 +111,11 @@ def beir_vault(beir_dir: Path, target: Path) -> Path:
 def _qrels(path: Path) -> dict[str, dict[str, float]]:
     """query id → {document id: gain} from a BEIR qrels TSV (header ``query-id corpus-id score``)."""
     qrels: dict[str, dict[str, float]] = defaultdict(dict)
-    rows = csv.DictReader(read_text_input(path, "a BEIR qrels file").splitlines(), delimiter="\t")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"Cannot read the BEIR qrels file {path} as UTF-8 text ({exc}).") from None
+    rows = csv.DictReader(text.splitlines(), delimiter="\t")
     for n, row in enumerate(rows, 2):
         try:
             qrels[row["query-id"]][row["corpus-id"]] = float(row["score"])
