@@ -97,3 +97,4 @@ def test_bad_requests_are_clear_errors(vault: Path, tmp_path: Path) -> None:
         ["moc", str(cluster["id"]), "--out-path", "Kitchen/index.md", "--yes", "--vault", str(vault)]
     )
     assert taken.exit_code != 0 and "already exists" in taken.stderr
+    assert "Choose another --out-path" in " ".join(taken.stderr.split())  # it was given: not "pass it"

@@ -84,7 +84,9 @@ def plan_moc(app: App, which: str, out_path: str | None = None) -> MocPlan:
     check_relative(rel)
     if (app.vault / rel).exists():
         raise VaultError(
-            f"{rel} already exists; a MOC is only written as a new note.", hint="Pass --out-path."
+            f"{rel} already exists; a MOC is only written as a new note.",
+            hint=("Choose another --out-path" if out_path else "Pass --out-path")
+            + ": a path no note has yet.",
         )
     files = [f.path for f in scan_vault(app.vault, int(app.settings.index.max_file_mb * 1_000_000)).files]
     resolver = LinkResolver([*files, rel])  # as the vault will be once the MOC exists
