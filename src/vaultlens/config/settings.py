@@ -81,11 +81,16 @@ class Rule:
     def allows(self, value: Any, sibling: Callable[[str], Any]) -> bool:
         if self.check is not None and not self.check(value):
             return False
+        return not self.broken(value, sibling)
+
+    def broken(self, value: Any, sibling: Callable[[str], Any]) -> list[float | str]:
+        """The numeric bounds ``value`` is on the wrong side of (a number, or a sibling's name)."""
+        out = []
         for op, bound in self.bounds():
             limit = sibling(bound) if isinstance(bound, str) else bound
             if not {"ge": value >= limit, "gt": value > limit, "le": value <= limit, "lt": value < limit}[op]:
-                return False
-        return True
+                out.append(bound)
+        return out
 
     def describe(self, group: str, sibling: Callable[[str], Any] | None = None) -> str:
         """The rule in words: "at least 1", "between 0 and 1", "at least index.chunk_target (1200)"."""
@@ -357,19 +362,23 @@ def _coerce(key: str, value: Any, default: Any, origin: str) -> Any:
         return value
     except OverflowError:
         found = rule(key)
-        group = key.partition(".")[0]
-        allowed_hint = f"Allowed: {key} {found.compact(group)}. " if found else ""
+        what = found.describe(key.partition(".")[0]) if found else "smaller"
         raise ConfigError(
-            f"Setting {key} must be {found.describe(group) if found else 'smaller'}, got {_show(value)} "
-            f"({_where(origin)}).",
-            hint=f"{allowed_hint}{_fix(origin)}, or remove it to use the default ({default!r}).",
+            f"Setting {key} must be {what}, got {_show(value)} ({_where(origin)}).",
+            hint=_allowed_hint(key) + f"{_fix(origin)}, or remove it to use the default ({default!r}).",
         ) from None
     except (TypeError, ValueError):
         raise ConfigError(
             f"Setting {key} must be {TYPE_WORDS.get(type(default), type(default).__name__)}, "
             f"got {_show(value)} ({_where(origin)}).",
-            hint=f"{_fix(origin)}, or remove it to use the default ({default!r}).",
+            hint=_allowed_hint(key) + f"{_fix(origin)}, or remove it to use the default ({default!r}).",
         ) from None
+
+
+def _allowed_hint(key: str) -> str:
+    """The range of a numeric setting as a hint (``Allowed: search.limit 1..10000.``); "" for a text one."""
+    found = rule(key)
+    return f"Allowed: {key} {found.compact(key.partition('.')[0])}. " if found and found.check is None else ""
 
 
 def _show(value: Any, limit: int = 40) -> str:
@@ -418,7 +427,7 @@ def _guesses(key: str) -> list[str]:
     keys = _all_keys()
     if group in GROUPS:
         names = [k.partition(".")[2] for k in keys if k.startswith(f"{group}.")]
-        return [f"{group}.{n}" for n in difflib.get_close_matches(name, names)]
+        return [f"{group}.{n}" for n in difflib.get_close_matches(name, names, n=1)]
     close = difflib.get_close_matches(key, keys, n=1) if name else []
     if not close:  # "max_retries" or "db.limit": the name alone, in whichever groups have it
         names = difflib.get_close_matches(name or group, {k.partition(".")[2] for k in keys}, n=1)
@@ -544,7 +553,11 @@ def validate(s: Settings, origins: dict[str, str] | None = None) -> None:
                 continue
             key = f"{group}.{f.name}"
             origin = origins.get(key, "default")
-            refs = [b for _, b in r.bounds() if isinstance(b, str)]
+            # name a sibling only when it alone is the problem: past a number, the value itself is wrong
+            broken = r.broken(value, sibling)
+            refs = (
+                [b for b in broken if isinstance(b, str)] if all(isinstance(b, str) for b in broken) else []
+            )
             default = getattr(type(obj)(), f.name)
             if refs:
                 told = "; ".join(
@@ -554,10 +567,9 @@ def validate(s: Settings, origins: dict[str, str] | None = None) -> None:
                 fix = f"{told}. Change one of the two."
             else:
                 fix = f"{_fix(origin)}, or remove it to use the default ({default!r})."
-            allowed_now = "" if r.check is not None else f"Allowed: {key} {r.compact(group)}. "
             raise ConfigError(
                 f"Setting {key} must be {r.describe(group, sibling)}, got {_show(value)} ({_where(origin)}).",
-                hint=allowed_now + fix,
+                hint=_allowed_hint(key) + fix,
             )
 
 
