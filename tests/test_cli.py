@@ -179,7 +179,11 @@ def _real(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess
         (["index", "--vault", "{file}"], 2, "is not a folder"),
         (["search", "x", "--vault", "{fresh}"], 4, "There is no index for"),
         (["doctor", "--vault", "{fresh}"], 4, "Run `vaultlens index` to build it."),
-        (["search", "x", "--vault", "{fresh}", "--set", "search.limit=lots"], 2, "must be a int"),
+        (
+            ["search", "x", "--vault", "{fresh}", "--set", "search.limit=lots"],
+            2,
+            "must be an int, got 'lots'",
+        ),
         (["search", "x", "--vault", "{fresh}", "--limit", "0"], 2, "--limit"),
         (["frobnicate"], 2, "No such command"),
     ],

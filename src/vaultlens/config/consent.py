@@ -32,14 +32,16 @@ def _load() -> list[str]:
     fix = "Fix it (a JSON list of destination strings) or delete it; vaultlens will then ask again."
     with translated_errors("read the consent file", path):
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except FileNotFoundError:
             return []
         except NotADirectoryError:
             ensure_home(writable=False)  # says VAULTLENS_HOME is a file (or lies under one)
             raise
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"The consent file {path} is not UTF-8 text.", hint=fix) from None
     except ValueError as exc:
         raise ConfigError(f"The consent file {path} is not valid JSON ({exc}).", hint=fix) from None
     if not isinstance(data, list) or not all(isinstance(x, str) for x in data):

@@ -44,9 +44,14 @@ def _from_file(provider: str) -> str | None:
                 f"The API key file {path} may be read by other users (mode {stat.S_IMODE(mode):o}).",
                 hint=f"Restrict it to yourself: chmod 600 {path}",
             )
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"The API key file {path} is not UTF-8 text.",
+            hint='Save it as UTF-8: one JSON object of provider name -> key, e.g. {"openrouter": "..."}.',
+        ) from None
     except ValueError:
         raise ConfigError(
             f"The API key file {path} is not valid JSON.",

@@ -13,6 +13,7 @@ every command stops before it does anything. :func:`allowed` says the range in s
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import os
@@ -46,6 +47,12 @@ DEFAULT_MODELS: dict[str, str] = {
 #: ``embedding.tier`` values: off, or the optional local model whose vectors go beside the main ones.
 TIERS = ("off", "e5")
 
+# Upper bounds shared by several settings. Every numeric setting has one, so no value can overflow
+# where it ends up (an SQLite INTEGER, a C int of a thread count, int(max_file_mb * 1e6), a timer).
+DAY_S = 86_400  # the longest timeout: a day
+HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
+
 T = TypeVar("T")
 
 
@@ -74,11 +81,16 @@ class Rule:
     def allows(self, value: Any, sibling: Callable[[str], Any]) -> bool:
         if self.check is not None and not self.check(value):
             return False
+        return not self.broken(value, sibling)
+
+    def broken(self, value: Any, sibling: Callable[[str], Any]) -> list[float | str]:
+        """The numeric bounds ``value`` is on the wrong side of (a number, or a sibling's name)."""
+        out = []
         for op, bound in self.bounds():
             limit = sibling(bound) if isinstance(bound, str) else bound
             if not {"ge": value >= limit, "gt": value > limit, "le": value <= limit, "lt": value < limit}[op]:
-                return False
-        return True
+                out.append(bound)
+        return out
 
     def describe(self, group: str, sibling: Callable[[str], Any] | None = None) -> str:
         """The rule in words: "at least 1", "between 0 and 1", "at least index.chunk_target (1200)"."""
@@ -156,16 +168,16 @@ class EmbeddingSettings:
     endpoint: str = setting(
         "", check=_is_endpoint, shape="empty (the provider's default) or an http:// or https:// URL"
     )  # "" = the provider's own default endpoint
-    dimensions: int = setting(0, ge=0)  # 0 = whatever the model returns
+    dimensions: int = setting(0, ge=0, le=65536)  # 0 = whatever the model returns
     api_key_env: str = setting(
         "OPENAI_API_KEY",
         check=lambda v: v == "" or bool(ENV_NAME.fullmatch(v)),
         shape="empty or the name of an environment variable (letters, digits, '_')",
     )
-    batch_size: int = setting(64, ge=1)
-    timeout_s: float = setting(60.0, gt=0)  # per HTTP request
+    batch_size: int = setting(64, ge=1, le=10_000)
+    timeout_s: float = setting(60.0, gt=0, le=DAY_S)  # per HTTP request
     max_retries: int = setting(4, ge=0, le=10)  # HTTP retries after the first try (backoff doubles)
-    threads: int = setting(0, ge=0)  # 0 = os.cpu_count()
+    threads: int = setting(0, ge=0, le=1024)  # 0 = os.cpu_count()
     # the optional quality tier: a second, stronger and slower local model whose vectors are
     # filled after each index run and mixed into search (embedding/tier.py); "off" = USE only
     tier: str = setting("off", check=lambda v: v in TIERS, shape="one of " + ", ".join(TIERS))
@@ -211,10 +223,10 @@ class LLMSettings:
         check=lambda v: v == "" or bool(ENV_NAME.fullmatch(v)),
         shape="empty (the provider's own variable) or the name of an environment variable",
     )
-    connect_timeout_s: float = setting(10.0, gt=0)  # to open the connection
-    read_timeout_s: float = setting(120.0, gt=0)  # the longest silence before or inside a stream
+    connect_timeout_s: float = setting(10.0, gt=0, le=DAY_S)  # to open the connection
+    read_timeout_s: float = setting(120.0, gt=0, le=DAY_S)  # the longest silence before or inside a stream
     max_retries: int = setting(3, ge=0, le=10)  # on 429, 5xx, timeouts before the first token
-    max_tokens: int = setting(1024, ge=16)  # the longest answer asked for
+    max_tokens: int = setting(1024, ge=16, le=1_000_000)  # the longest answer asked for
     temperature: float = setting(0.0, ge=0, le=2)
     history_turns: int = setting(4, ge=0, le=50)  # chat: earlier questions and answers kept
 
@@ -225,19 +237,19 @@ class LLMSettings:
 
 @dataclass(frozen=True)
 class IndexSettings:
-    chunk_target: int = setting(1200, ge=200)
-    chunk_max: int = setting(1800, ge="chunk_target")
+    chunk_target: int = setting(1200, ge=200, le=100_000)  # characters
+    chunk_max: int = setting(1800, ge="chunk_target", le=100_000)
     chunk_overlap: int = setting(200, ge=0, lt="chunk_target")
-    max_file_mb: float = setting(10.0, gt=0)
-    batch_files: int = setting(64, ge=1)
+    max_file_mb: float = setting(10.0, gt=0, le=4096)
+    batch_files: int = setting(64, ge=1, le=100_000)
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    limit: int = setting(10, ge=1)
-    sections: int = setting(3, ge=1)
-    max_query_chars: int = setting(2000, ge=1)
-    candidates: int = setting(200, ge=1)
+    limit: int = setting(10, ge=1, le=10_000)
+    sections: int = setting(3, ge=1, le=1000)
+    max_query_chars: int = setting(2000, ge=1, le=100_000)
+    candidates: int = setting(200, ge=1, le=100_000)
     # lexical share of the fused score when BM25 explains the whole query
     max_lexical_weight: float = setting(0.8, ge=0, le=1)
     tier_weight: float = setting(0.5, ge=0, le=1)  # the quality tier's share of the dense score
@@ -248,8 +260,8 @@ class DiscoverSettings:
     # coverage of one note by the other. bench/duplicates_quality.py: no negative pair is reported from
     # 0.91 up on dup-vault, ru-wiki, kepano and fastapi-docs; labelled duplicates score >= 0.956 there
     duplicate_threshold: float = setting(0.93, ge=0, le=1)
-    duplicate_limit: int = setting(100, ge=1)
-    min_chars: int = setting(32, ge=0)
+    duplicate_limit: int = setting(100, ge=1, le=1_000_000)
+    min_chars: int = setting(32, ge=0, le=1_000_000)
     # notes in two scripts (Latin "en" / Cyrillic "ru"): the lower of both directions' coverage. Measured
     # (bench/duplicates_quality.py): true translations >= 0.701, and no false one at any threshold down
     # to 0 (mutual best match and structure remove them), so this leaves recall a margin
@@ -257,15 +269,17 @@ class DiscoverSettings:
     # a section copied into a note that otherwise differs (and confirmed by its words)
     passage_threshold: float = setting(0.9, ge=0, le=1)
     # a line or heading in this many notes, or in this share of the notes when that is more, is boilerplate
-    boilerplate_notes: int = setting(5, ge=2)
+    boilerplate_notes: int = setting(5, ge=2, le=1_000_000)
     boilerplate_share: float = setting(0.05, ge=0, le=1)
     boilerplate_weight: float = setting(0.1, ge=0, le=1)  # what a boilerplate letter weighs in coverage
 
 
 @dataclass(frozen=True)
 class WatchSettings:
-    debounce_ms: int = setting(1500, ge=0)  # flush after this long without a new file event
-    max_wait_ms: int = setting(10000, ge="debounce_ms")  # flush at the latest this long after the first event
+    debounce_ms: int = setting(1500, ge=0, le=HOUR_MS)  # flush after this long without a new file event
+    max_wait_ms: int = setting(
+        10000, ge="debounce_ms", le=DAY_MS
+    )  # flush at the latest this long after the first event
 
 
 @dataclass(frozen=True)
@@ -302,8 +316,18 @@ class LoadedSettings:
     origins: dict[str, str]  # "group.name" -> "default" | file path | "env VAR" | "--set"
 
 
-def _coerce(key: str, value: Any, default: Any) -> Any:
-    """Convert a raw value (TOML or string from env/flags) to the type of the default."""
+#: What a type error says a setting takes, by the type of its default.
+TYPE_WORDS: dict[type, str] = {bool: "true or false", int: "an int", float: "a number", str: "a string"}
+INT_TEXT = re.compile(r"[+-]?[0-9_]+")  # what int() would take, were it not so long
+
+
+def _coerce(key: str, value: Any, default: Any, origin: str) -> Any:
+    """Convert a raw value (TOML or string from env/flags) to the type of the default.
+
+    A value of the wrong type is a :class:`ConfigError` saying what the setting takes; a number
+    too large to hold at all (infinity, a float overflow, an int of thousands of digits) is
+    refused with the setting's allowed range, as :func:`validate` refuses a merely large one.
+    """
     try:
         if isinstance(default, bool):
             if isinstance(value, str):
@@ -317,38 +341,137 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
             return value
         if isinstance(default, int):
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError(value)  # no silent truncation of 2.5 to 2
+                raise ValueError(value)  # no silent truncation of 2.5 to 2 (nor of inf or nan)
+            if isinstance(value, str) and INT_TEXT.fullmatch(value.strip()):
+                try:
+                    return int(value)
+                except ValueError:  # more digits than int() reads: certainly out of range
+                    raise OverflowError(value) from None
             return int(value)
         if isinstance(default, float):
             if isinstance(value, bool):
                 raise ValueError(value)
-            number = float(value)
-            if not math.isfinite(number):
+            number = float(value)  # OverflowError for an int beyond any float
+            if math.isnan(number):
                 raise ValueError(value)
+            if math.isinf(number):
+                raise OverflowError(value)
             return number
         if not isinstance(value, str):
             raise ValueError(value)
         return value
+    except OverflowError:
+        found = rule(key)
+        what = found.describe(key.partition(".")[0]) if found else "smaller"
+        raise ConfigError(
+            f"Setting {key} must be {what}, got {_show(value)} ({_where(origin)}).",
+            hint=_allowed_hint(key) + f"{_fix(origin)}, or remove it to use the default ({default!r}).",
+        ) from None
     except (TypeError, ValueError):
-        raise ConfigError(f"Setting {key} must be a {type(default).__name__}, got {value!r}.") from None
+        raise ConfigError(
+            f"Setting {key} must be {TYPE_WORDS.get(type(default), type(default).__name__)}, "
+            f"got {_show(value)} ({_where(origin)}).",
+            hint=_allowed_hint(key) + f"{_fix(origin)}, or remove it to use the default ({default!r}).",
+        ) from None
+
+
+def _allowed_hint(key: str) -> str:
+    """The range of a numeric setting as a hint (``Allowed: search.limit 1..10000.``); "" for a text one."""
+    found = rule(key)
+    return f"Allowed: {key} {found.compact(key.partition('.')[0])}. " if found and found.check is None else ""
+
+
+def _show(value: Any, limit: int = 40) -> str:
+    """A value as a message quotes it: its repr, cut short when it is long (a pasted wall of digits)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int with more digits than Python will print
+        return "a number of thousands of digits"
+    return text if len(text) <= limit else f"{text[: limit - 10]}... ({len(text)} characters)"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The tables of a config file; a file that cannot be read, is not UTF-8 or is not TOML is a
+    :class:`ConfigError` naming it (a UTF-8 byte order mark, as some editors write, is allowed)."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"Config file {path} is not valid TOML: {exc}") from None
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"Cannot read config file {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"Config file {path} is not UTF-8 text: byte 0x{raw[exc.start]:02x} on line {line} is not valid UTF-8.",
+            hint="TOML files are UTF-8: save the file as UTF-8 in your editor (or retype that line).",
+        ) from None
+    try:
+        return tomllib.loads(text.removeprefix("\ufeff"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Config file {path} is not valid TOML: {exc}") from None
+    except ValueError:  # tomllib's int() of a number with thousands of digits
+        raise ConfigError(
+            f"Config file {path} holds a number too long to read (thousands of digits).",
+            hint="Fix that number: no setting takes one that large.",
+        ) from None
+
+
+def _all_keys() -> list[str]:
+    """Every ``group.name``, in declaration order, read from the settings dataclasses themselves."""
+    return [f"{g}.{f.name}" for g, cls in GROUPS.items() for f in fields(cls)]
+
+
+def _guesses(key: str) -> list[str]:
+    """The known keys an unknown ``key`` most likely meant (difflib), closest first; maybe none."""
+    group, _, name = key.partition(".")
+    keys = _all_keys()
+    if group in GROUPS:
+        names = [k.partition(".")[2] for k in keys if k.startswith(f"{group}.")]
+        return [f"{group}.{n}" for n in difflib.get_close_matches(name, names, n=1)]
+    close = difflib.get_close_matches(key, keys, n=1) if name else []
+    if not close:  # "max_retries" or "db.limit": the name alone, in whichever groups have it
+        names = difflib.get_close_matches(name or group, {k.partition(".")[2] for k in keys}, n=1)
+        close = [k for k in keys if names and k.partition(".")[2] == names[0]]
+    return close
+
+
+def _unknown_hint(key: str) -> str:
+    """What an unknown key probably meant, and the keys of its group (all groups when that is unknown)."""
+    group = key.partition(".")[0]
+    if group in GROUPS:
+        listing = f"Known {group} settings: {', '.join(k for k in _all_keys() if k.startswith(f'{group}.'))}."
+    else:
+        listing = (
+            "Settings are GROUP.NAME; known ones: "
+            + "; ".join(f"{g}: {', '.join(f.name for f in fields(cls))}" for g, cls in GROUPS.items())
+            + "."
+        )
+    close = _guesses(key)
+    return (f"Did you mean {' or '.join(close[:3])}? " if close else "") + listing
+
+
+def _table_hint(name: str, raw: Any) -> str:
+    """For a bare ``name = value`` at the top of a config file: the table it belongs in."""
+    close = _guesses(name)
+    if not close:
+        return (
+            "Settings go in their group's table, e.g. [search] and then limit = 3 under it. "
+            + _unknown_hint(name)
+        )
+    tables = " or ".join(f"[{k.partition('.')[0]}]" for k in close)
+    if isinstance(raw, bool):
+        shown = str(raw).lower()
+    else:
+        shown = f'"{raw}"' if isinstance(raw, str) and '"' not in raw else _show(raw)
+    field_name = close[0].partition(".")[2]  # the guesses share it: one name, in one group or more
+    return f"Settings go in their group's table: write {tables} and then {field_name} = {shown} under it."
 
 
 def _check_key(key: str, where: str) -> tuple[str, str]:
     group, _, name = key.partition(".")
     cls = GROUPS.get(group)
     if cls is None or name not in {f.name for f in fields(cls)}:
-        known = ", ".join(f"{g}.{f.name}" for g, c in GROUPS.items() for f in fields(c))
-        raise ConfigError(f"Unknown setting {key!r} in {where}.", hint=f"Known settings: {known}")
+        raise ConfigError(f"Unknown setting {key!r} in {where}.", hint=_unknown_hint(key))
     return group, name
 
 
@@ -361,7 +484,7 @@ def load_settings(vault: Path | None, overrides: dict[str, str] | None = None) -
     def put(key: str, raw: Any, origin: str) -> None:
         group, name = _check_key(key, origin)
         default = getattr(getattr(defaults, group), name)
-        values[group][name] = _coerce(key, raw, default)
+        values[group][name] = _coerce(key, raw, default, origin)
         origins[key] = origin
 
     files = [user_config_file()]
@@ -374,7 +497,10 @@ def load_settings(vault: Path | None, overrides: dict[str, str] | None = None) -
         data = _read_toml(path)
         for group, table in data.items():
             if not isinstance(table, dict):
-                raise ConfigError(f"{path}: [{group}] must be a table of settings.")
+                raise ConfigError(
+                    f"{path}: [{group}] must be a table of settings.",
+                    hint=_table_hint(group, table),
+                )
             for name, raw in table.items():
                 put(f"{group}.{name}", raw, str(path))
     for var, raw in sorted(os.environ.items()):
@@ -427,7 +553,11 @@ def validate(s: Settings, origins: dict[str, str] | None = None) -> None:
                 continue
             key = f"{group}.{f.name}"
             origin = origins.get(key, "default")
-            refs = [b for _, b in r.bounds() if isinstance(b, str)]
+            # name a sibling only when it alone is the problem: past a number, the value itself is wrong
+            broken = r.broken(value, sibling)
+            refs = (
+                [b for b in broken if isinstance(b, str)] if all(isinstance(b, str) for b in broken) else []
+            )
             default = getattr(type(obj)(), f.name)
             if refs:
                 told = "; ".join(
@@ -437,10 +567,9 @@ def validate(s: Settings, origins: dict[str, str] | None = None) -> None:
                 fix = f"{told}. Change one of the two."
             else:
                 fix = f"{_fix(origin)}, or remove it to use the default ({default!r})."
-            allowed_now = "" if r.check is not None else f"Allowed: {key} {r.compact(group)}. "
             raise ConfigError(
-                f"Setting {key} must be {r.describe(group, sibling)}, got {value!r} ({_where(origin)}).",
-                hint=allowed_now + fix,
+                f"Setting {key} must be {r.describe(group, sibling)}, got {_show(value)} ({_where(origin)}).",
+                hint=_allowed_hint(key) + fix,
             )
 
 
