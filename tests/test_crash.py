@@ -260,6 +260,12 @@ def test_ctrl_c_keeps_finished_batches_and_says_so(
         assert 0 < store.counts().vectors < total
     finally:
         store.close()
+    partial = cli(["search", "note", "--vault", str(vault)], home)  # results, and a word on what is missing
+    assert partial.returncode == 0
+    assert "was cancelled before it reached every note" in " ".join(partial.stderr.split())
+    assert cli(["index", "--vault", str(vault)], home).returncode == 0
+    whole = cli(["search", "note", "--vault", str(vault)], home)
+    assert whole.returncode == 0 and "reached every note" not in whole.stderr
 
 
 def test_ctrl_c_in_a_background_rebuild_says_how_to_resume_it(vault: Path, tmp_path: Path) -> None:

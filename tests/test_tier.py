@@ -115,6 +115,7 @@ def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pyt
     stopped = status.tier
     assert stopped is not None and 0 < stopped.covered < stopped.total
     assert status.last_run is not None and status.last_run.status == "cancelled"
+    assert services.unfinished_run(app) is None  # every note is indexed: only the tier stopped
     assert status.last_run.stats.tier_embedded == stopped.covered == 2
     app._tier = shared_e5()
     resumed = services.index(app)

@@ -178,6 +178,8 @@ def search(
             else:
                 render.out.rule(q)
                 render.print_hits(hits)
+        if not json_:
+            _warn_if_partial(app)
         return
     warm = _search_warm(app, query, limit, sections)
     found = warm if warm is not None else services.search(app, query, limit, sections)
@@ -185,6 +187,23 @@ def search(
         render.print_json(render.hits_json(found))
     else:
         render.print_hits(found)
+        _warn_if_partial(app)
+
+
+def _warn_if_partial(app: services.App) -> None:
+    """Say so when the index does not hold every note yet: results alone cannot show what is missing."""
+    run = services.unfinished_run(app)
+    if run is None:
+        return
+    if run.status == "running":
+        render.err.print(
+            "[yellow]An index run is in progress; notes it has not reached are not in these results.[/yellow]"
+        )
+    else:
+        render.err.print(
+            f"[yellow]The last index run was {run.status} before it reached every note, so these results may "
+            "miss notes.[/yellow] Run `vaultlens index` to finish it."
+        )
 
 
 def _search_warm(

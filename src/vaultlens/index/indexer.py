@@ -145,6 +145,7 @@ class Indexer:
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
+        stats.complete = True  # a Ctrl-C from here on leaves only the tier unfinished
         self._fill_tier(stats)
 
     def _fill_tier(self, stats: RunStats) -> None:
@@ -230,6 +231,7 @@ class Indexer:
         stats.chunks_embedded = len(todo)
         if plan.deletes or stats.chunks_deleted:
             self.store.drop_orphan_vectors()
+        stats.complete = True  # a Ctrl-C from here on leaves only the tier unfinished
         self._fill_tier(stats)
         stats.seconds = round(time.monotonic() - started, 3)
         return stats

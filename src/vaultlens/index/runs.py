@@ -19,8 +19,9 @@ class RunStats:
     tier_embedded: int = 0  # chunk texts given a quality-tier vector (embedding.tier)
     tier_seconds: float = 0.0  # of ``seconds``, the time the tier took
     seconds: float = 0.0
+    complete: bool = False  # every note of the vault reached the index (the tier may still lack some)
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | bool]:
         return asdict(self)
 
     @classmethod

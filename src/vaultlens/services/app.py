@@ -308,6 +308,16 @@ def status(app: App) -> IndexStatus:
             )
 
 
+def unfinished_run(app: App) -> RunRecord | None:
+    """The last index run when it stopped before every note reached the index (Ctrl-C, a kill, an
+    error), so a search may miss notes; None when the index is whole or there is none."""
+    if not app.has_index():
+        return None
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        run = _last_run(app, store)
+    return run if run is not None and run.status != "ok" and not run.stats.complete else None
+
+
 def _tier_status(app: App, store: Store) -> TierStatus | None:
     """What the quality tier covers, when it is switched on or still holds vectors."""
     setting, stored = app.settings.embedding.tier, store.tier_space
