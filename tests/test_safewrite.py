@@ -203,6 +203,29 @@ def test_paths_outside_the_vault_are_refused(tmp_path: Path, path: str) -> None:
     assert not (tmp_path / "outside.md").exists()
 
 
+def test_a_link_on_the_path_is_never_written_through(tmp_path: Path) -> None:
+    """A diff names one path; a symbolic link there (to another note, or a linked folder) would put
+    the change into a file of another name, or delete it on the undo of a creation."""
+    vault = write_vault(tmp_path / "v", {"tech/Caching.md": "# Caching\n\nKeep this.\n", "a.md": "one\n"})
+    app = app_for(vault)
+    (vault / "Audits").mkdir()
+    os.symlink("../tech/Caching.md", vault / "Audits/report.md")  # a note that is a link
+    os.symlink("tech", vault / "linked")  # a folder that is a link
+    before = snapshot(vault)
+    for path in ("Audits/report.md", "linked/Caching.md", "linked/new.md"):
+        with pytest.raises(VaultError, match="symbolic link on its path"):
+            writes.plan_write(app, path, b"# Report\n", "write the report")
+    assert snapshot(vault) == before
+    # planned on a real note, which is then swapped for a link to another note with the same bytes
+    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    (vault / "b.md").write_bytes(b"one\n")
+    (vault / "a.md").unlink()
+    os.symlink("b.md", vault / "a.md")
+    with pytest.raises(VaultError, match="symbolic link on its path"):
+        apply_confirmed(app, planned)
+    assert (vault / "b.md").read_bytes() == b"one\n"
+
+
 def test_a_symlinked_folder_out_of_the_vault_is_refused_for_new_notes(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     (tmp_path / "elsewhere").mkdir()

@@ -63,31 +63,45 @@ class Recovered:
 
 
 def _target(vault: Path, rel: str) -> Path:
-    """The real path of ``rel`` inside the vault, whether or not the note exists yet.
+    """The path of ``rel`` inside the vault, whether or not the note exists yet.
 
     An existing note goes through :func:`resolve_note_path` (every refusal of the note-loading
-    seam applies). For a new one each existing folder on the way must be a folder inside the
-    vault (a symlink out of it is refused); missing folders are created only when writing.
+    seam applies). A symbolic link anywhere on the way (the note itself or a folder) is refused:
+    the diff names ``rel``, so the bytes written must be the file of that name, never the note a
+    link leads to. For a new note each existing folder on the way must be a real folder; missing
+    folders are created only when writing.
     """
-    try:
-        return resolve_note_path(vault, rel).real
-    except NoteNotFound:
-        pass
     parts = check_relative(rel)
     root = vault.resolve(strict=True)
+    try:
+        found = resolve_note_path(vault, rel)
+    except NoteNotFound:
+        pass
+    else:
+        if found.real != root.joinpath(*found.rel.split("/")):
+            raise _linked(rel, found.real.relative_to(root).as_posix())
+        return found.real
     cur = root
     for part in parts[:-1]:
         cur = cur / part
         if not os.path.lexists(cur):
             return root.joinpath(*parts)
-        real = Path(os.path.realpath(cur))
-        if not real.is_relative_to(root) or not real.is_dir():
+        if os.path.islink(cur):
+            raise _linked(rel, Path(os.path.realpath(cur)).as_posix())
+        if not cur.is_dir():
             raise VaultError(f"Refusing note path {rel!r}: {part!r} is not a folder inside the vault.")
-        cur = real
     target = cur / parts[-1]
     if os.path.lexists(target):  # a broken symlink, a folder, a socket: never a note to create
         raise VaultError(f"Refusing note path {rel!r}: something that is not a note is already there.")
     return target
+
+
+def _linked(rel: str, leads_to: str) -> VaultError:
+    return VaultError(
+        f"Refusing to write {rel!r}: a symbolic link on its path leads to {leads_to!r}, so the change "
+        "would land in a file of another name.",
+        hint="Plan the change on the file the link leads to, by its own path.",
+    )
 
 
 def current_bytes(path: Path) -> bytes | None:
