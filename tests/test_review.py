@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from scripted_chat_server import ChatStep, ScriptedChatServer
+from vaultlens.cli import review_cmds
 from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.services.review.contract import SCHEMA_ID
-from vaultlens.services.review.session import prepare, send
+from vaultlens.services.review.session import prepare, propose, send
 from vl_support import run_cli, snapshot, write_vault
 
 CACHING = "Study/Caching/Cache lifetime.md"
@@ -155,6 +156,29 @@ def test_a_note_edited_while_the_model_answers_is_source_changed(vault: Path) ->
         reviewed = send(app, prepared, provider, consent=True)
         provider.close()
     assert [d.code for d in reviewed.validation.diagnostics] == ["source_changed"]
+
+
+def test_a_note_saved_between_the_edit_and_its_plan_is_not_planned_over(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user saves the note in the instant after the planner checked it and before the edit is
+    recorded (failure injection: the save happens right after the real planner returns). A diff
+    from the note's bytes at that moment would silently take the user's line out again."""
+    edited = (vault / CACHING).read_bytes() + b"My own line, written meanwhile.\n"
+
+    def propose_then_save(*a: Any) -> Any:
+        edit = propose(*a)
+        (vault / CACHING).write_bytes(edited)
+        return edit
+
+    monkeypatch.setattr(review_cmds, "propose", propose_then_save)
+    with ReviewModel() as server:
+        result = run_cli(["review", CACHING, SYSTEMS, "--yes", "--json", *args(vault, settings(server))])
+    assert result.exit_code == 9, result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "write_conflict" and "changed after its text was read" in error["message"]
+    assert (vault / CACHING).read_bytes() == edited
+    assert json.loads(run_cli(["history", "--json", "--vault", str(vault)]).stdout) == []  # nothing planned
 
 
 def test_batch_writes_a_report_and_changes_no_note(vault: Path, tmp_path: Path) -> None:

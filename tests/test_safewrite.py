@@ -203,6 +203,17 @@ def test_paths_outside_the_vault_are_refused(tmp_path: Path, path: str) -> None:
     assert not (tmp_path / "outside.md").exists()
 
 
+def test_a_plan_based_on_bytes_the_note_no_longer_holds_is_refused(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\nmine\n", "taken.md": "someone's\n"})
+    app = app_for(vault)
+    with pytest.raises(WriteConflict, match="a.md changed after its text was read"):
+        writes.plan_write(app, "a.md", b"one\nlink\n", "link", based_on=b"one\n")
+    with pytest.raises(WriteConflict, match="taken.md exists now"):  # to be new, e.g. a MOC
+        writes.plan_write(app, "taken.md", b"# Map\n", "map", based_on=None)
+    assert writes.history(app) == []
+    assert writes.plan_write(app, "a.md", b"one\nmine\nlink\n", "link", based_on=b"one\nmine\n")
+
+
 def test_a_link_on_the_path_is_never_written_through(tmp_path: Path) -> None:
     """A diff names one path; a symbolic link there (to another note, or a linked folder) would put
     the change into a file of another name, or delete it on the undo of a creation."""

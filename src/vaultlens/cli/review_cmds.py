@@ -105,7 +105,7 @@ def _plan(app: App, reviewed: Reviewed, options: PlanOptions) -> tuple[dict[str,
         return None, exc.message
     if edit is None:
         return None, None
-    planned = writes.plan_write(app, edit.path, edit.after, edit.summary)
+    planned = writes.plan_write(app, edit.path, edit.after, edit.summary, based_on=edit.before)
     return {"op_id": planned.entry.op_id, "path": planned.entry.path, "diff": planned.diff}, None
 
 

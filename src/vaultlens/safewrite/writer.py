@@ -26,6 +26,7 @@ import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
 
 from vaultlens.errors import (
     NoteNotFound,
@@ -206,9 +207,28 @@ def _swap(target: Path, op: Operation) -> None:
 # ---- planning, applying, undoing, recovering -------------------------------------------------
 
 
-def plan(vault: Path, journal: Journal, path: str, after: bytes | None, summary: str) -> Entry:
-    """Record the operation that turns the note's current bytes into ``after`` (nothing is written)."""
+def plan(
+    vault: Path,
+    journal: Journal,
+    path: str,
+    after: bytes | None,
+    summary: str,
+    based_on: bytes | None | EllipsisType = ...,
+) -> Entry:
+    """Record the operation that turns the note's current bytes into ``after`` (nothing is written).
+
+    ``based_on``: the bytes ``after`` was computed from (None: the note was to be new). When the note
+    no longer holds them, nothing is planned: a diff from the current bytes would silently revert
+    whatever changed them (an edit made while a model was answering)."""
     _, before = _state_of(vault, path)
+    if based_on is not ... and before != based_on:
+        why = "exists now" if based_on is None else ("was deleted" if before is None else "changed")
+        raise WriteConflict(
+            f"Nothing planned: {path} {why} after its text was read for this change, so the change "
+            "would undo that. The note was left exactly as it is.",
+            hint="Run the command again on the note as it is now.",
+            path=path,
+        )
     if before == after:
         raise WriteRefused(f"Nothing to change in {path}: the planned text equals the note.", path=path)
     op = Operation(new_op_id(), path, before, after, summary)

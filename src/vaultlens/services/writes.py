@@ -10,6 +10,7 @@ command starts from a journal that does not match the notes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any
 
 from vaultlens import safewrite
@@ -41,11 +42,14 @@ def _planned(j: Journal, entry: Entry) -> Planned:
     return Planned(entry, j.operation(entry).diff)
 
 
-def plan_write(app: App, path: str, after: bytes | None, summary: str) -> Planned:
-    """Record the change of ``path`` from its current bytes to ``after``; nothing is written."""
+def plan_write(
+    app: App, path: str, after: bytes | None, summary: str, based_on: bytes | None | EllipsisType = ...
+) -> Planned:
+    """Record the change of ``path`` from its current bytes to ``after``; nothing is written.
+    ``based_on``: the bytes ``after`` was made from (None for a new note); refused if the note moved on."""
     with translated_errors("plan the write"):
         j = journal(app)
-        return _planned(j, safewrite.plan(app.vault, j, path, after, summary))
+        return _planned(j, safewrite.plan(app.vault, j, path, after, summary, based_on))
 
 
 def show(app: App, op_id: str) -> Planned:

@@ -107,6 +107,6 @@ def plan_moc(app: App, which: str, out_path: str | None = None) -> MocPlan:
     missing = [p for p in cluster["notes"] if p not in present]
     content = moc_text(title, cluster, links, unlinkable)
     planned = writes.plan_write(
-        app, rel, content.encode("utf-8"), f"Map of Content for cluster {cluster['id']}"
+        app, rel, content.encode("utf-8"), f"Map of Content for cluster {cluster['id']}", based_on=None
     )
     return MocPlan(rel, links, unlinkable, missing, planned)
