@@ -203,6 +203,27 @@ def test_paths_outside_the_vault_are_refused(tmp_path: Path, path: str) -> None:
     assert not (tmp_path / "outside.md").exists()
 
 
+def test_a_workspace_nested_past_any_limit_refuses_the_write_without_a_traceback(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n", ".obsidian/workspace.json": "[" * 200_000})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    with pytest.raises(NoteOpenInObsidian, match="cannot parse"):
+        apply_confirmed(app, planned)
+    assert (vault / "a.md").read_bytes() == b"one\n"
+
+
+def test_a_damaged_journal_entry_is_a_clear_error(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    entry = writes.journal(app).root / planned.entry.op_id / "entry.json"
+    entry.write_bytes(b'{"op_id": "\xff\xfe"}')
+    result = run_cli(["history", "--vault", str(vault)])
+    assert result.exit_code == 4 and "Traceback" not in result.output
+    said = " ".join(result.stderr.split())
+    assert "journal entry" in said and "is damaged" in said and planned.entry.op_id in said
+
+
 def test_a_plan_based_on_bytes_the_note_no_longer_holds_is_refused(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\nmine\n", "taken.md": "someone's\n"})
     app = app_for(vault)

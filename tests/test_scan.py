@@ -75,8 +75,9 @@ def test_user_ignore_filters_prefix_and_regex(tmp_path: Path) -> None:
     )
 
 
-def test_broken_app_json_is_not_fatal_and_is_reported(tmp_path: Path) -> None:
-    write_vault(tmp_path, {".obsidian/app.json": "{not json", "A.md": "a\n"})
+@pytest.mark.parametrize("broken", ["{not json", "[" * 200_000])  # the second nests past the recursion limit
+def test_broken_app_json_is_not_fatal_and_is_reported(tmp_path: Path, broken: str) -> None:
+    write_vault(tmp_path, {".obsidian/app.json": broken, "A.md": "a\n"})
     result = scan_vault(tmp_path, 10 * MB)
     assert [f.path for f in result.files] == ["A.md"]
     assert len(result.rule_problems) == 1

@@ -526,3 +526,9 @@ def test_a_wrong_type_of_a_float_says_a_number(vault: Path) -> None:
     result = run_cli(["status", "--vault", str(vault), "--set", "index.max_file_mb=lots"])
     assert result.exit_code == 2, result.output
     assert "Setting index.max_file_mb must be a number, got 'lots' (from --set)." in _plain(result.stderr)
+
+
+def test_a_config_file_nested_past_any_limit_is_a_clear_error(vault: Path) -> None:
+    (vault / ".vaultlens.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="nests tables or arrays too deeply"):
+        load_settings(vault, {})

@@ -409,6 +409,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Config file {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"Config file {path} nests tables or arrays too deeply to read.") from None
     except ValueError:  # tomllib's int() of a number with thousands of digits
         raise ConfigError(
             f"Config file {path} holds a number too long to read (thousands of digits).",

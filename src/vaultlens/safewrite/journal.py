@@ -122,7 +122,7 @@ class Journal:
     def entry(self, op_id: str) -> Entry:
         path = self._dir(op_id) / "entry.json"
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()  # not UTF-8 or not JSON: damaged, told below
         except FileNotFoundError:
             raise OperationNotFound(
                 f"No operation {op_id} in this vault's journal.",
@@ -133,8 +133,12 @@ class Journal:
             raise translate_error(exc, "read the safewrite journal", path) from exc
         try:
             return Entry(**json.loads(raw))
-        except (ValueError, TypeError) as exc:
-            raise StoreCorrupt(f"The journal entry {path} is damaged ({exc}).") from exc
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise StoreCorrupt(
+                f"The journal entry {path} is damaged ({exc}).",
+                hint=f"Writes to this vault stay refused while it is unreadable; move {path.parent} out of "
+                "the journal folder (keep it: it holds that change's before and after bytes) to go on.",
+            ) from exc
 
     def operation(self, entry: Entry) -> Operation:
         """The exact bytes of ``entry``, checked against the SHA-256 recorded with them."""

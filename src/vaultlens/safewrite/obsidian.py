@@ -50,6 +50,6 @@ def open_notes(vault: Path) -> tuple[set[str], str | None]:
             return found, f"cannot read {path} ({exc.strerror or exc})"
         try:
             _files(json.loads(raw), found)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands of levels deep
             return found, f"cannot parse {path} ({exc})"
     return found, None

@@ -107,7 +107,7 @@ def _obsidian_filters(root: Path) -> tuple[list[_Filter], list[str]]:
         config = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         return [], [f"{APP_JSON} is not UTF-8 text; its excluded files are not applied"]
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands of levels deep
         return [], [f"{APP_JSON} is not valid JSON ({exc}); its excluded files are not applied"]
     if not isinstance(config, dict):
         return [], [f"{APP_JSON} is not a JSON object; its excluded files are not applied"]
