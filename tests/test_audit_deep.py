@@ -124,6 +124,16 @@ def test_an_answer_that_is_not_json_fails_its_batch_after_one_retry(vault: Path)
     assert len(data["notes"]) == len(ELIGIBLE) - 2  # the run went on
 
 
+def test_a_run_where_no_note_could_be_analysed_is_a_failure(vault: Path) -> None:
+    """Every answer broken: the report of nothing is still written, but the exit code says so."""
+    with DeepModel(broken=set(ELIGIBLE)) as server:
+        result = run_cli(["audit", "deep", "--yes", "--json", *args(vault, settings(server))])
+    assert result.exit_code == 3, result.output
+    data = json.loads(result.stdout)
+    assert data["notes"] == {} and sorted(data["failed"]) == ELIGIBLE
+    assert "No note could be analysed" in " ".join(result.stderr.split())
+
+
 class Stop(Exception):
     pass
 

@@ -138,6 +138,7 @@ def invented(nonce: str) -> dict[str, Any]:
 def test_an_answer_with_invented_ids_is_rejected_and_nothing_is_planned(vault: Path) -> None:
     with ReviewModel(invented) as server:
         result = run_cli(["review", CACHING, SYSTEMS, "--yes", "--json", *args(vault, settings(server))])
+    assert result.exit_code == 3  # as --batch says of a rejected answer
     data = json.loads(result.stdout)
     assert data["validation"]["ok"] is False
     assert {d["code"] for d in data["validation"]["diagnostics"]} == {

@@ -12,10 +12,10 @@ from rich.markup import escape
 from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.write_cmds import AllowOpenOpt, ConfirmOpt, _confirm_and_apply, _report_recovery
-from vaultlens.errors import Cancelled, ConfigError, ConsentRequired
+from vaultlens.errors import Cancelled, ConfigError, ConsentRequired, InvalidModelOutput
 from vaultlens.services.app import App
 from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, audit_clusters, audit_structure
-from vaultlens.services.audit.deep import DeepPlan, audit_llm, plan_deep, run_deep
+from vaultlens.services.audit.deep import DeepPlan, DeepReport, audit_llm, plan_deep, run_deep
 from vaultlens.services.audit.deep_report import deep_markdown
 from vaultlens.services.audit.moc import plan_moc
 from vaultlens.services.audit.report_files import (
@@ -138,7 +138,15 @@ def deep(
     if json_:
         run = {"sent": report.sent, "from_cache": report.from_cache, "usage": report.usage}
         render.print_json({**data, "run": run, "files": {k: str(v) for k, v in written.items()}})
-        return
+    else:
+        _show_deep(report, written)
+    if report.failed and not report.notes:  # a script must not take a report of nothing for a result
+        path, why = next(iter(report.failed.items()))
+        render.err.print(f"[red]No note could be analysed[/red] (first: {escape(path)}: {escape(why)})")
+        raise typer.Exit(InvalidModelOutput.exit_code)
+
+
+def _show_deep(report: DeepReport, written: dict[str, Path]) -> None:
     render.out.print(
         f"[bold]{len(report.notes)} notes analysed[/bold] ({report.from_cache} from cache, {report.sent} sent), "
         f"{len(report.failed)} failed, {len(report.clusters.clusters)} clusters."

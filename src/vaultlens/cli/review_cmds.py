@@ -203,6 +203,8 @@ def review(
             render.print_json(result)
         else:
             _show(result)
+        if not reviewed.validation.ok:  # shown above; a script must not take a rejected answer for one
+            raise typer.Exit(InvalidModelOutput.exit_code)
     finally:
         provider.close()
 
