@@ -147,6 +147,19 @@ def test_permissions_are_kept(tmp_path: Path) -> None:
     assert (vault / "a.md").stat().st_mode & 0o7777 == 0o640
 
 
+def test_a_read_only_note_is_refused_at_plan_and_at_apply(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n", "b.md": "one\n"})
+    app = app_for(vault)
+    os.chmod(vault / "a.md", 0o444)
+    with pytest.raises(WriteRefused, match="a.md is read-only"):
+        writes.plan_write(app, "a.md", b"two\n", "edit")
+    planned = writes.plan_write(app, "b.md", b"two\n", "edit")
+    os.chmod(vault / "b.md", 0o444)  # made read-only while the diff was on screen
+    with pytest.raises(WriteRefused, match="b.md is read-only"):
+        apply_confirmed(app, planned)
+    assert (vault / "a.md").read_bytes() == (vault / "b.md").read_bytes() == b"one\n"
+
+
 def test_only_the_confirmed_diff_is_written(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)

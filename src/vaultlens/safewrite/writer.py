@@ -169,8 +169,20 @@ def _remove_litter(target: Path) -> None:
                 tmp.unlink()
 
 
+def _check_writable(target: Path, rel: str) -> None:
+    """A note its owner made read-only is refused: a rename over it would ignore that, silently."""
+    with contextlib.suppress(FileNotFoundError):
+        if not os.stat(target).st_mode & stat.S_IWUSR:
+            raise WriteRefused(
+                f"Not written: {rel} is read-only. The note was left exactly as it is.",
+                hint=f"Make it writable (chmod u+w {rel!r}) if you want vaultlens to change it.",
+                path=rel,
+            )
+
+
 def _swap(target: Path, op: Operation) -> None:
     """Replace ``op.before`` with ``op.after`` at ``target``, or raise (the note then unchanged)."""
+    _check_writable(target, op.path)
     if op.after is None:  # the undo of a creation
         if current_bytes(target) != op.before:
             raise _conflict(op, current_bytes(target))
@@ -220,7 +232,8 @@ def plan(
     ``based_on``: the bytes ``after`` was computed from (None: the note was to be new). When the note
     no longer holds them, nothing is planned: a diff from the current bytes would silently revert
     whatever changed them (an edit made while a model was answering)."""
-    _, before = _state_of(vault, path)
+    target, before = _state_of(vault, path)
+    _check_writable(target, path)
     if based_on is not ... and before != based_on:
         why = "exists now" if based_on is None else ("was deleted" if before is None else "changed")
         raise WriteConflict(
