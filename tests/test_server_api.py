@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from server_support import CHILD, NOTES, SECRET, run_async, running_server, trap_vault, with_http_session
 from vaultlens.errors import ConfigError
 from vaultlens.server.guard import check_bind, is_loopback
+from vaultlens.server.limits import MAX_BODY_BYTES
 from vaultlens.server.serve import Companion
 from vl_support import cli_env, run_cli
 
@@ -195,6 +196,23 @@ def test_a_foreign_host_header_is_refused_on_loopback(server: Companion) -> None
     assert reply.status_code == 403
     assert reply.json()["error"]["code"] == "forbidden_host"
     assert httpx.get(server.url + "/v1/status", headers={"Host": "localhost:1"}).status_code == 200
+
+
+def test_a_request_body_past_the_cap_is_refused_before_it_is_read(server: Companion) -> None:
+    """A 600 MB POST used to be read whole into memory (after the Host and token checks)."""
+    big = b"x" * (MAX_BODY_BYTES + 1)
+    reply = httpx.post(server.url + "/v1/ask", content=big, headers={"content-type": "application/json"})
+    assert reply.status_code == 413 and reply.json()["error"]["code"] == "request_too_large"
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the cap counts what arrives
+        for _ in range(MAX_BODY_BYTES // 65_536 + 2):
+            yield b"x" * 65_536
+
+    streamed = httpx.post(
+        server.url + "/v1/ask", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert streamed.status_code == 413
+    assert get(server, "/v1/status").status_code == 200  # the server goes on
 
 
 # ---- binding and tokens ---------------------------------------------------------------------------------

@@ -17,9 +17,10 @@ import re
 from typing import TYPE_CHECKING
 
 from vaultlens.errors import ConfigError, VaultlensError
+from vaultlens.server.limits import MAX_BODY_BYTES
 
 if TYPE_CHECKING:  # types only: `vaultlens search` imports this module and must stay light
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
@@ -69,6 +70,41 @@ def check_bind(host: str, token: str | None, token_env: str | None) -> None:
         )
 
 
+class RequestTooLarge(VaultlensError):
+    code = "request_too_large"
+    http_status = 413
+
+
+def _too_large() -> RequestTooLarge:
+    return RequestTooLarge(
+        f"The request body is larger than {MAX_BODY_BYTES:,} bytes; no call needs that much."
+    )
+
+
+async def _read_capped(receive: Receive) -> Receive | None:
+    """A body sent without a length (chunked), read here up to the cap and replayed to the app;
+    None once it passes the cap, so it is refused before the app reads any of it."""
+    body, more = b"", True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 def _host_name(value: str) -> str:
     """The host part of a Host header (``[::1]:8765`` -> ``[::1]``, ``localhost:80`` -> ``localhost``)."""
     if value.startswith("["):
@@ -101,6 +137,16 @@ class Guard:
         headers: dict[bytes, bytes] = dict(scope.get("headers", []))
         problem = self._problem(headers)
         if problem is None:
+            declared = headers.get(b"content-length")
+            if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+                replay = await _read_capped(receive)
+                if replay is None:
+                    await send_error(send, _too_large(), [])
+                    return
+                receive = replay
+            elif declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+                await send_error(send, _too_large(), [])
+                return
             await self.app(scope, receive, send)
             return
         extra = (

@@ -7,3 +7,4 @@ MAX_LIMIT = 100  # notes per API search / similar call
 MAX_SECTIONS = 20  # sections per note in an API search
 MAX_RESULTS = 25  # notes per MCP search or related-notes call: more only floods an agent's context
 MAX_DUPLICATES = 1_000  # pairs per duplicates call
+MAX_BODY_BYTES = 1_000_000  # a request body (a question, a JSON-RPC message): far above any real one
