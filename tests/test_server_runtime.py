@@ -21,6 +21,7 @@ from mcp import ClientSession
 import vaultlens
 from server_support import CHILD, payload, run_async, running_server, trap_vault, with_http_session
 from vaultlens.server import runtime
+from vaultlens.services import app as services
 from vl_support import bilingual_vault, cli_env, run_cli
 
 
@@ -35,7 +36,9 @@ def test_search_asks_a_running_server(
     monkeypatch.setenv("VAULTLENS_EMBEDDING__PROVIDER", "fake")  # the same settings for server and CLI
     with running_server(vault, isolated_env, watch=False, overrides={}) as server:
         direct = httpx.get(server.url + "/v1/search", params={"q": "cats sleep", "limit": 3}).json()
-        monkeypatch.setattr("vaultlens.cli.main.services", SimpleNamespace(search=_boom))
+        # no local search; the partial-index notice only reads the run table
+        local = SimpleNamespace(search=_boom, unfinished_run=services.unfinished_run)
+        monkeypatch.setattr("vaultlens.cli.main.services", local)
         served = run_cli(["search", "cats sleep", "-n", "3", "--json", "--vault", str(vault)])
         assert served.exit_code == 0, served.output
         assert json.loads(served.stdout) == direct
@@ -157,5 +160,21 @@ def test_serve_without_the_writer_lock_serves_and_says_who_keeps_the_index(
             time.sleep(0.05)
         reply = httpx.get(server.url + "/v1/search", params={"q": "cats"})
         assert reply.status_code == 200 and reply.json()[0]["path"] == "Notes/Cats.md"
+        assert httpx.get(server.url + "/v1/status").json()["watcher"]["state"] == "elsewhere"
     assert any("Another process" in line for line in said), said
     assert any(line.startswith("Serving") for line in said)
+
+
+def test_status_says_when_the_watcher_stopped_following_the_vault(tmp_path: Path, isolated_env: Path) -> None:
+    """The vault folder moved away and back: the watcher ends (its folder is another one now), and the
+    index no longer follows the vault; searches answer, and /v1/status must say so."""
+    vault = trap_vault(tmp_path / "v")
+    with running_server(vault, isolated_env) as server:
+        assert httpx.get(server.url + "/v1/status").json()["watcher"] == {"state": "watching", "reason": None}
+        vault.rename(tmp_path / "away")
+        deadline = time.monotonic() + 60
+        while server.watcher_state != "stopped" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (tmp_path / "away").rename(vault)
+        watcher = httpx.get(server.url + "/v1/status").json()["watcher"]
+    assert watcher["state"] == "stopped" and "Restart `vaultlens serve`" in watcher["reason"]

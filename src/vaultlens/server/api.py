@@ -136,9 +136,11 @@ def create_api(
     app: services.App,
     *,
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
+    watcher: Callable[[], dict[str, Any]] | None = None,
 ) -> FastAPI:
     """The FastAPI application over ``app``'s verbs (no auth here: :class:`~vaultlens.server.guard.Guard`
-    wraps the whole ASGI app, MCP included)."""
+    wraps the whole ASGI app, MCP included). ``watcher``: the state of the server's watcher, which
+    ``/v1/status`` reports (a stopped watcher means the index no longer follows the vault)."""
 
     @asynccontextmanager
     async def no_lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -180,7 +182,8 @@ def create_api(
 
     @api.get("/v1/status", summary="Index coverage, totals, model, last run")
     def status() -> dict[str, Any]:
-        return services.status(app).as_dict()
+        out = services.status(app).as_dict()
+        return out if watcher is None else {**out, "watcher": watcher()}
 
     @api.get(
         "/v1/search", response_model=list[NoteHit], summary="Notes matching a query, with their best sections"

@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio.to_thread
 import uvicorn
@@ -54,6 +55,7 @@ def build_asgi(
     token: str | None,
     on_start: Callable[[], None] | None = None,
     on_stop: Callable[[], None] | None = None,
+    watcher: Callable[[], dict[str, Any]] | None = None,
 ) -> ASGIApp:
     """The whole server as one ASGI app: the guard in front of the API and MCP's streamable HTTP."""
     mcp = build_mcp(app, host=host)
@@ -71,7 +73,7 @@ def build_asgi(
                 if on_stop is not None:
                     on_stop()
 
-    api = create_api(app, lifespan=lifespan)
+    api = create_api(app, lifespan=lifespan, watcher=watcher)
     api.router.routes.extend(mcp_http.routes)  # POST/GET/DELETE /mcp
     return Guard(api, token=token, loopback_only=is_loopback(host) and not token)
 
@@ -118,6 +120,10 @@ class Companion:
     _thread: threading.Thread | None = field(default=None, repr=False)
     _socket: socket.socket | None = field(default=None, repr=False)
     bound_port: int = 0
+    # what keeps the index current: "off" (--no-watch), "watching", "elsewhere" (another process
+    # writes the index) or "stopped" (with ``watcher_reason``): the index no longer follows the vault
+    watcher_state: str = "off"
+    watcher_reason: str | None = None
 
     def prepare(self) -> uvicorn.Server:
         """Check the bind, bind the socket, load the model; the returned server is ready to run."""
@@ -127,7 +133,7 @@ class Companion:
         provider = self.app.provider()
         if not provider.remote:
             provider.embed(["warm up"])  # load the local model now, not on the first search (seconds)
-        asgi = build_asgi(self.app, self.host, self.token, self._started, self._stopping)
+        asgi = build_asgi(self.app, self.host, self.token, self._started, self._stopping, self._watcher_info)
         config = uvicorn.Config(
             asgi, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
         )
@@ -168,8 +174,12 @@ class Companion:
         return runtime.ServerInfo(os.getpid(), self.host, self.bound_port, str(self.app.vault)).base_url
 
     # ---- lifespan: the watcher and the runtime file live exactly as long as the server ----------
+    def _watcher_info(self) -> dict[str, Any]:
+        return {"state": self.watcher_state, "reason": self.watcher_reason}
+
     def _started(self) -> None:
         if self.watch:
+            self.watcher_state = "watching"
             self._watcher = threading.Thread(target=self._watch, name="vaultlens-watch", daemon=True)
             self._watcher.start()
         runtime.announce(
@@ -201,8 +211,15 @@ class Companion:
         try:
             watch_service(self.app, flushed, self._stop_watch, consent=self.consent)
         except IndexLocked:
+            self.watcher_state = "elsewhere"
             self.say("Another process (e.g. `vaultlens watch`) is writing this index; it keeps it current.")
         except VaultlensError as exc:
+            self._watcher_stopped(exc.message)
             self.say(f"The watcher stopped: {exc.message} Searches keep answering from the index as it is.")
         except TRANSLATED as exc:
+            self._watcher_stopped(translate_error(exc).message)
             self.say(f"The watcher stopped: {translate_error(exc).message}")
+
+    def _watcher_stopped(self, why: str) -> None:
+        self.watcher_reason = f"{why} Restart `vaultlens serve` to follow the vault again."
+        self.watcher_state = "stopped"
