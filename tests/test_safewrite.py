@@ -405,6 +405,17 @@ def test_cli_apply_shows_the_diff_and_refuses_without_confirmation(tmp_path: Pat
     assert (vault / "a.md").read_bytes() == b"one\ntwo\n"
 
 
+def test_cli_apply_of_a_diff_that_can_no_longer_apply_is_refused_before_it_is_shown(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    planned = writes.plan_write(app_for(vault), "a.md", b"one\ntwo\n", "append a line")
+    (vault / "a.md").write_bytes(b"one\nmine\n")  # the user edited the note since
+    result = run_cli(["apply", planned.entry.op_id, "--vault", str(vault), "--yes"])
+    assert result.exit_code == 9, result.output
+    assert "it changed since the diff was shown" in " ".join(result.stderr.split())
+    assert planned.diff not in result.stdout  # nobody is asked to confirm a diff that cannot apply
+    assert (vault / "a.md").read_bytes() == b"one\nmine\n"
+
+
 def test_cli_undo_of_a_created_note_says_it_deleted_it(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)

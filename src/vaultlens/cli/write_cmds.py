@@ -68,7 +68,7 @@ def apply(
     """Show a planned operation's exact diff, ask, and write it only if the note is still as planned."""
     app = open_app(vault, set_)
     _report_recovery(app, json_)
-    _confirm_and_apply(app, writes.show(app, op), yes, json_, allow_open)
+    _confirm_and_apply(app, writes.to_confirm(app, op), yes, json_, allow_open)
 
 
 def undo(

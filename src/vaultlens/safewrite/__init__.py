@@ -2,7 +2,7 @@
 
 from vaultlens.safewrite.journal import FINAL_STATES, Entry, Journal
 from vaultlens.safewrite.operation import Operation, render_diff
-from vaultlens.safewrite.writer import Recovered, apply, plan, plan_undo, recover
+from vaultlens.safewrite.writer import Recovered, applicable, apply, plan, plan_undo, recover
 
 __all__ = [
     "FINAL_STATES",
@@ -10,6 +10,7 @@ __all__ = [
     "Journal",
     "Operation",
     "Recovered",
+    "applicable",
     "apply",
     "plan",
     "plan_undo",

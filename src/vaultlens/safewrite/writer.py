@@ -271,18 +271,35 @@ def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
         return journal.record(op.reversed(new_op_id()), undo_of=op_id)
 
 
+def _planned_entry(journal: Journal, op_id: str) -> Entry:
+    entry = journal.entry(op_id)
+    if entry.state != "planned":
+        raise WriteRefused(
+            f"Operation {op_id} is {entry.state.replace('_', ' ')}; only a planned operation is applied.",
+            hint="Plan the change again from the note as it is now (run the command that proposed it).",
+            op_id=op_id,
+        )
+    return entry
+
+
+def applicable(vault: Path, journal: Journal, op_id: str) -> Entry:
+    """The planned entry ``op_id`` if its note still holds the bytes its diff was computed from, so a
+    user is never asked to confirm a diff that can no longer apply (:func:`apply` checks again)."""
+    entry = _planned_entry(journal, op_id)
+    op = journal.operation(entry)
+    _, found = _state_of(vault, op.path)
+    if found != op.before:
+        raise _conflict(op, found)
+    return entry
+
+
 def apply(
     vault: Path, journal: Journal, op_id: str, *, confirmed_diff_sha: str, allow_open: bool = False
 ) -> Entry:
     """Write a planned operation whose diff the user confirmed (see the module docstring)."""
     with journal.locked():
         _recover_locked(vault, journal)
-        entry = journal.entry(op_id)
-        if entry.state != "planned":
-            raise WriteRefused(
-                f"Operation {op_id} is {entry.state.replace('_', ' ')}; only a planned operation is applied.",
-                op_id=op_id,
-            )
+        entry = _planned_entry(journal, op_id)
         if confirmed_diff_sha != entry.diff_sha:
             raise WriteRefused(
                 f"Not written: the diff that was confirmed is not operation {op_id}'s diff.",

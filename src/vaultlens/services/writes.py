@@ -19,7 +19,7 @@ from vaultlens.errors import translated_errors
 from vaultlens.safewrite import Entry, Journal, Recovered
 from vaultlens.services.app import App
 
-__all__ = ["Planned", "apply", "history", "plan_undo", "plan_write", "recover", "show"]
+__all__ = ["Planned", "apply", "history", "plan_undo", "plan_write", "recover", "show", "to_confirm"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,14 @@ def plan_write(
 def show(app: App, op_id: str) -> Planned:
     j = journal(app)
     return _planned(j, j.entry(op_id))
+
+
+def to_confirm(app: App, op_id: str) -> Planned:
+    """A planned operation to confirm; refused first when its note no longer holds what the diff was
+    computed from (or it is no longer planned), so nobody confirms a diff that cannot apply."""
+    with translated_errors("show the operation"):
+        j = journal(app)
+        return _planned(j, safewrite.applicable(app.vault, j, op_id))
 
 
 def apply(app: App, op_id: str, confirmed_diff_sha: str, allow_open: bool = False) -> Entry:
