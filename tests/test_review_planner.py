@@ -105,6 +105,14 @@ def test_a_note_edited_after_the_review_is_not_planned(tmp_path: Path) -> None:
         plan_add_link(vault, catalog, "A")
 
 
+def test_a_note_with_classic_mac_line_endings_is_refused_not_guessed(tmp_path: Path) -> None:
+    """CR alone: the link used to be appended with LF, joined to the paragraph above."""
+    vault = cache_vault(tmp_path / "v", b"# Cache lifetime\r\rValues expire after a TTL.\r")
+    catalog = build_catalog(vault, CACHING, SYSTEMS, MarkdownChunker())
+    with pytest.raises(PlanRefused, match="CR alone"):
+        plan_add_link(vault, catalog, "A")
+
+
 # ---- property: every planned insertion is exactly where it was planned, and only between blocks ---------
 
 _BLOCKS = st.sampled_from(

@@ -78,6 +78,13 @@ def insertion(source: NoteSource, anchor: Fragment | None, lines: list[str]) -> 
             "choose a paragraph, list, quote or heading.",
             path=source.path,
         )
+    if b"\r" in source.raw and b"\n" not in source.raw:
+        raise PlanRefused(
+            f"{source.path} ends its lines with CR alone (classic Mac OS); rather than guess where its "
+            "paragraphs end, nothing is planned.",
+            hint="Convert the note to LF or CRLF line endings, then review it again.",
+            path=source.path,
+        )
     eol = b"\r\n" if b"\r\n" in source.raw else b"\n"
     body = eol.join(line.encode("utf-8") for line in lines)
     text = source.text
