@@ -39,6 +39,11 @@ def twenty(root: Path) -> Path:
     return write_vault(root, {f"f{i % 3}/n{i:02d}.md": f"# Note {i}\n\nText {i}.\n" for i in range(20)})
 
 
+def state_of(app: vaultlens.App, op_id: str) -> str:
+    """An operation's state as `vaultlens history` lists it."""
+    return next(e.state for e in writes.history(app) if e.op_id == op_id)
+
+
 def apply_confirmed(app: vaultlens.App, planned: writes.Planned, allow_open: bool = False) -> writes.Entry:
     return writes.apply(app, planned.entry.op_id, sha256_hex(planned.diff), allow_open=allow_open)
 
@@ -72,7 +77,7 @@ def test_a_note_changed_between_preview_and_apply_is_not_written(tmp_path: Path)
         apply_confirmed(app, planned)
     assert caught.value.exit_code == 9 and caught.value.to_dict()["op_id"] == planned.entry.op_id
     assert (vault / "a.md").read_bytes() == b"one\nmine\n"
-    assert writes.show(app, planned.entry.op_id).entry.state == "conflict"
+    assert state_of(app, planned.entry.op_id) == "conflict"
 
 
 def test_whitespace_alone_is_a_change_compare_and_swap_does_not_normalise(tmp_path: Path) -> None:
@@ -115,7 +120,7 @@ def test_undo_after_a_later_edit_is_refused_and_keeps_the_edit(tmp_path: Path) -
         writes.plan_undo(app, done.op_id)
     assert "later edits" in caught.value.message
     assert (vault / "a.md").read_bytes() == b"one\ntwo\nthree (mine)\n"
-    assert writes.show(app, done.op_id).entry.state == "applied"
+    assert state_of(app, done.op_id) == "applied"
 
 
 def test_a_new_note_is_created_once_and_its_undo_removes_it(tmp_path: Path) -> None:
@@ -360,7 +365,7 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    assert writes.show(app, planned.entry.op_id).entry.state == "writing"
+    assert state_of(app, planned.entry.op_id) == "writing"
     before_recovery = snapshot(vault)
     assert (vault / "a.md").read_bytes() == content
     litter = [k for k in before_recovery if k.endswith(".tmp")]
@@ -371,7 +376,7 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
     assert after_recovery == {k: v for k, v in before_recovery.items() if k not in litter}, (
         "recovery writes no note; it only removes the killed writer's temporary file"
     )
-    assert writes.show(app, planned.entry.op_id).entry.state == found
+    assert state_of(app, planned.entry.op_id) == found
     assert writes.recover(app) == [], "settled once"
 
 

@@ -19,7 +19,7 @@ from vaultlens.errors import translated_errors
 from vaultlens.safewrite import Entry, Journal, Recovered
 from vaultlens.services.app import App
 
-__all__ = ["Planned", "apply", "history", "plan_undo", "plan_write", "recover", "show", "to_confirm"]
+__all__ = ["Planned", "apply", "history", "plan_undo", "plan_write", "recover", "to_confirm"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +50,6 @@ def plan_write(
     with translated_errors("plan the write"):
         j = journal(app)
         return _planned(j, safewrite.plan(app.vault, j, path, after, summary, based_on))
-
-
-def show(app: App, op_id: str) -> Planned:
-    j = journal(app)
-    return _planned(j, j.entry(op_id))
 
 
 def to_confirm(app: App, op_id: str) -> Planned:
