@@ -177,6 +177,26 @@ def test_search_after_a_first_run_stopped_before_any_chunk_says_so(vault: Path) 
     assert "no note in the vault had text" not in said
 
 
+def test_search_during_an_index_run_says_notes_may_be_missing(vault: Path) -> None:
+    assert cli("index", vault=vault)[0] == 0
+    app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
+    with app.writing():  # a run that holds the writer lock and has not finished yet
+        store = SQLiteStore(index_dir(vault))
+        try:
+            store.start_run()
+        finally:
+            store.close()
+        code, out, err = cli("search", "feline pets", vault=vault)
+    assert code == 0 and out
+    assert "An index run is in progress" in " ".join(err.split())
+    after = " ".join(
+        cli("search", "feline pets", vault=vault)[2].split()
+    )  # the writer is gone, its run unfinished
+    assert (
+        "in progress" not in after and "last index run was interrupted before it reached every note" in after
+    )
+
+
 def test_copying_an_index_keeps_working(vault: Path, tmp_path: Path) -> None:
     """A copied index folder (backup, restore) keeps its store id and its cache stays valid."""
     assert cli("index", vault=vault)[0] == 0

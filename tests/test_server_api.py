@@ -265,6 +265,15 @@ def test_serve_refuses_a_public_bind_from_the_command_line(tmp_path: Path, isola
         timeout=120,
     )
     assert unset.returncode == 2 and "NOPE_UNSET" in unset.stderr
+    pasted = subprocess.run(  # the secret itself where its variable's name goes
+        [sys.executable, "-c", CHILD, "serve", "--vault", str(vault), "--token-env", "s3cr3t token!"],
+        env=cli_env(isolated_env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert pasted.returncode == 2 and "NAME of an environment variable" in " ".join(pasted.stderr.split())
+    assert "Traceback" not in pasted.stderr
 
 
 def test_a_token_protects_every_route_and_mcp(vault: Path, tmp_path: Path) -> None:
