@@ -87,6 +87,12 @@ def outside_vault(target: Path, vault: Path) -> Path:
     return resolved
 
 
+def nearest_existing(path: Path) -> Path:
+    """``path`` itself if something is there (a dangling link counts), else its closest existing
+    ancestor: where a file or folder that is still to be created would have to go."""
+    return next(at for at in (path, *path.parents) if os.path.lexists(at))
+
+
 def write_outside_vault(target: Path, data: bytes | str, vault: Path) -> Path:
     """Write a file the user asked for (a report, a map) atomically, never inside the vault."""
     resolved = outside_vault(target, vault)

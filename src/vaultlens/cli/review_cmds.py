@@ -29,7 +29,7 @@ from vaultlens.errors import (
     PlanRefused,
     VaultlensError,
 )
-from vaultlens.fsutil import outside_vault, read_jsonl, write_outside_vault
+from vaultlens.fsutil import nearest_existing, outside_vault, read_jsonl, write_outside_vault
 from vaultlens.llm.base import LLMProvider
 from vaultlens.services import app as services
 from vaultlens.services import writes
@@ -246,9 +246,7 @@ def _report_target(report: Path, vault: Path) -> Path:
                 f"--report {report} is a folder; the report is one Markdown file.",
                 hint=f"Give a file path, e.g. --report {report / 'review-report.md'}.",
             )
-        folder = resolved.parent
-        while not folder.exists():
-            folder = folder.parent
+        folder = nearest_existing(resolved.parent)
     except OSError as exc:
         raise PermissionDenied(
             f"Cannot write the report {report}: {exc.strerror or exc}.", path=str(resolved)

@@ -18,7 +18,7 @@ from typing import Any
 from vaultlens.chunking.source import read_note
 from vaultlens.config import paths
 from vaultlens.errors import NoteNotFound, VaultError, translated_errors
-from vaultlens.fsutil import atomic_write
+from vaultlens.fsutil import atomic_write, nearest_existing
 from vaultlens.services import writes
 from vaultlens.services.app import App
 from vaultlens.services.audit.canvas import canvas_map
@@ -100,12 +100,10 @@ def _refused(folder: Path, why: str, hint: str = _OUT_HINT) -> VaultError:
 
 def _check_folder(folder: Path, real: Path, names: tuple[str, ...], hint: str = _OUT_HINT) -> None:
     """``real`` (``folder`` resolved) is a folder or can be made one, and each of ``names`` in it is a file or absent."""
-    for at in (real, *real.parents):
-        if os.path.lexists(at):
-            if not at.is_dir():
-                why = "it is a file" if at == real else f"{at} is a file"
-                raise _refused(folder, why + ", not a folder", hint)
-            break
+    at = nearest_existing(real)
+    if not at.is_dir():
+        why = "it is a file" if at == real else f"{at} is a file"
+        raise _refused(folder, why + ", not a folder", hint)
     for name in names:
         inside = real / name
         if os.path.lexists(inside) and not inside.is_file():
