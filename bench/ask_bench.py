@@ -55,7 +55,7 @@ with server:
 
 def quality(home: Path) -> None:
     os.environ["VAULTLENS_HOME"] = str(home)
-    from vaultlens.services import app as services
+    import vaultlens as services
     from vaultlens.services import ask as asking
     from vaultlens.services.app import App
 
@@ -73,7 +73,7 @@ def quality(home: Path) -> None:
                 services.index(apps[q["vault"]])
             app, relevant = apps[q["vault"]], set(q["relevant"])
             hits = services.search(app, q["query"], limit=6, sections=1)
-            context = asking.gather(app, q["query"])
+            context = asking.gather(app, app.files(), app.settings.search, q["query"])
             row = {
                 "search hit@6": float(bool({h.path for h in hits} & relevant)),
                 "ask sources hit": float(bool({s.path for s in context.sources} & relevant)),
@@ -97,8 +97,8 @@ def quality(home: Path) -> None:
 
 def latency(notes: int, questions: int, delay: float, embedder: str) -> None:
     tmp = temp_home("ask-latency")
+    import vaultlens as services
     import vaultlens.testing  # noqa: F401 - registers "fake", the model-free embedder
-    from vaultlens.services import app as services
     from vaultlens.services.app import App
 
     vault = Path(tmp.name) / "vault"

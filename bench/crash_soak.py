@@ -159,9 +159,9 @@ def findings(
     ``may_be_empty``: the round may legitimately leave no live store or an empty one (a killed
     foreground rebuild, or a round that started from such a state); the live index must then say so
     with IndexNotFound / IndexEmpty rather than answer."""
+    import vaultlens as services
     from vaultlens.errors import IndexEmpty, IndexNotFound
     from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
-    from vaultlens.services import app as services
     from vaultlens.services.app import App
 
     found: list[str] = []

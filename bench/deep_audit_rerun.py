@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+import vaultlens as services  # noqa: E402
 import vaultlens.testing  # noqa: F401,E402 - registers the deterministic "fake" provider
 from _common import machine, need_shared, save, table, temp_home, verdict  # noqa: E402
 from scripted_audit_model import DeepModel  # noqa: E402
-from vaultlens.services import app as services  # noqa: E402
 from vaultlens.services.app import App  # noqa: E402
 from vaultlens.services.audit.deep import audit_llm, plan_deep, run_deep  # noqa: E402
 
@@ -29,10 +29,11 @@ from vaultlens.services.audit.deep import audit_llm, plan_deep, run_deep  # noqa
 def _run(app: App, server: DeepModel) -> tuple[int, int, int, float]:
     """(map requests, reduce requests, notes analysed, seconds) of one deep audit."""
     server.requests.clear()
-    provider = audit_llm(app)
+    provider = audit_llm(app.settings)
     started = time.perf_counter()
     try:
-        report = run_deep(app, plan_deep(app, provider), consent=True)
+        plan = plan_deep(app, app.files(), provider, app.settings.audit.batch_notes)
+        report = run_deep(app.files(), plan, app.settings.audit.parallel, consent=True)
     finally:
         provider.close()
     return (

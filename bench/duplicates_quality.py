@@ -65,7 +65,7 @@ class Run:
 
 
 def run(vault: Path, threshold: float, overrides: dict[str, str] | None = None) -> Run:
-    from vaultlens.services import app as services
+    import vaultlens as services
 
     app = services.App.open(vault, overrides)
     try:
@@ -86,7 +86,7 @@ def run(vault: Path, threshold: float, overrides: dict[str, str] | None = None) 
 
 
 def index(vault: Path) -> None:
-    from vaultlens.services import app as services
+    import vaultlens as services
 
     app = services.App.open(vault)
     try:
@@ -155,7 +155,7 @@ def similar_ranks(
     vault: Path, cases: list[tuple[str, str]], overrides: dict[str, str] | None
 ) -> list[int | None]:
     """Rank (1-based) of the second note of each case in `similar` of the first, or None when absent."""
-    from vaultlens.services import app as services
+    import vaultlens as services
 
     app = services.App.open(vault, overrides)
     try:

@@ -105,7 +105,7 @@ def run_raw(make: Any, texts: list[str]) -> dict[str, float]:
 
 
 def run_inproc(vault: Path, home: Path) -> dict[str, Any]:
-    from vaultlens.services import app as services
+    import vaultlens as services
 
     os.environ["VAULTLENS_HOME"] = str(home)
     w0, c0 = time.perf_counter(), time.process_time()

@@ -31,7 +31,7 @@ SEED = 7
 
 
 def timed_search(app: Any, i: int) -> tuple[float, bool]:
-    from vaultlens.services import app as services
+    import vaultlens as services
 
     started = time.perf_counter()
     hits = services.search(app, f"unique{i} river", limit=5)

@@ -58,18 +58,18 @@ WORKER = textwrap.dedent(
         try:
             roll = rng.random()
             if roll < 0.25:
-                applied = [e for e in writes.history(app) if e.state == "applied" and not e.undo_of]
+                applied = [e for e in writes.history(app.vault) if e.state == "applied" and not e.undo_of]
                 if not applied:
                     continue
-                planned = writes.plan_undo(app, applied[-1].op_id)
+                planned = writes.plan_undo(app.vault, applied[-1].op_id)
             elif roll < 0.35:
-                planned = writes.plan_write(app, f"new/{seed}-{i}.md", f"# new {i}\\n".encode(), "create")
+                planned = writes.plan_write(app.vault, f"new/{seed}-{i}.md", f"# new {i}\\n".encode(), "create")
             else:
                 path = rng.choice(notes)
                 now = (vault / path).read_bytes()
                 eol = b"\\r\\n" if b"\\r\\n" in now else b"\\n"
-                planned = writes.plan_write(app, path, now + eol + f"line {seed}-{i}".encode() + eol, "append")
-            writes.apply(app, planned.entry.op_id, sha256_hex(planned.diff))
+                planned = writes.plan_write(app.vault, path, now + eol + f"line {seed}-{i}".encode() + eol, "append")
+            writes.apply(app.vault, planned.entry.op_id, sha256_hex(planned.diff))
         except VaultlensError as exc:  # an undo refused because of a later edit is fine
             if exc.code not in ("undo_refused",):
                 raise
@@ -100,7 +100,7 @@ def expected(
 ) -> dict[str, bytes | None]:
     """What every path must hold: the newest applied (or undone) operation's ``after``, else the original."""
     want: dict[str, bytes | None] = dict(originals)
-    j = writes.journal(app)
+    j = writes.journal(app.vault)
     for entry in entries:  # oldest first; operations on one path never overlap (one worker)
         if entry.state in ("applied", "undone"):
             want[entry.path] = j.operation(entry).after
@@ -111,7 +111,7 @@ def expected(
 
 def check(vault: Path, app: vaultlens.App, originals: dict[str, bytes]) -> list[str]:
     problems: list[str] = []
-    entries = writes.history(app)
+    entries = writes.history(app.vault)
     for path, content in expected(entries, app, originals).items():
         target = vault / path
         actual = target.read_bytes() if target.exists() else None
@@ -152,13 +152,15 @@ def main() -> int:
             raise SystemExit(f"the worker of round {k} failed (exit {worker.returncode})")
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
-        recovered = writes.recover(app)
+        recovered = writes.recover(app.vault)
         found.update(r.state for r in recovered)
         problems = check(vault, app, originals)
         if any(r.state == "diverged" for r in recovered):
             problems.append("recovery reported diverged")
         before = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file()}
-        if writes.recover(app) or before != {p: p.read_bytes() for p in vault.rglob("*") if p.is_file()}:
+        if writes.recover(app.vault) or before != {
+            p: p.read_bytes() for p in vault.rglob("*") if p.is_file()
+        }:
             problems.append("a second recovery found or changed something")
         if problems:
             bad_rounds.append({"round": k, "problems": problems})
@@ -166,7 +168,7 @@ def main() -> int:
             print(
                 f"{k + 1} kills, {len(bad_rounds)} bad rounds, recovered {dict(found)} ({time.monotonic() - started:.0f}s)"
             )
-    entries = writes.history(app)
+    entries = writes.history(app.vault)
     states = Counter(e.state for e in entries)
     ok = not bad_rounds
     result = {

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import vaultlens as services
 from _common import cli, machine, median, pct, save, table, temp_home, verdict
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 
 BAR_EXTRA_MS = 500

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
+import vaultlens
+import vaultlens as services
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.paths import home
 from vaultlens.errors import ConsentRequired
-from vaultlens.services import app as services
 from vaultlens.services import ask as asking
 from vaultlens.services.app import App
-from vaultlens.services.chat import ChatSession
 from vl_support import cli_env, run_cli, snapshot, write_vault
 
 NOTES = {
@@ -150,7 +150,7 @@ def test_a_note_edited_after_indexing_never_sends_its_stale_text(vault: Path) ->
     with ScriptedChatServer("Rye [S1].") as server:
         app = open_indexed(vault, llm_settings(server))
         path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
-        context = asking.gather(app, QUESTION)
+        context = asking.gather(app, app.files(), app.settings.search, QUESTION)
         services.ask(app, QUESTION)
         _, user = prompt_of(server.chats()[0])
     assert old not in user and new not in user, "neither the stale text nor unindexed new text is sent"
@@ -196,7 +196,9 @@ def test_the_pipeline_applies_the_limits_to_a_real_vault(tmp_path: Path) -> None
     vault = write_vault(tmp_path / "big", notes)
     with ScriptedChatServer("ok [S1]") as server:
         app = open_indexed(vault, llm_settings(server))
-        context = asking.gather(app, "sourdough rye starter feeding schedule")
+        context = asking.gather(
+            app, app.files(), app.settings.search, "sourdough rye starter feeding schedule"
+        )
         services.ask(app, "sourdough rye starter feeding schedule")
         _, user = prompt_of(server.chats()[0])
     per_note: dict[str, int] = {}
@@ -221,7 +223,7 @@ def test_a_question_the_vault_cannot_answer_calls_no_model(vault: Path) -> None:
 REBUILD = """
 import sys, vaultlens.testing
 from pathlib import Path
-from vaultlens.services import app as s
+import vaultlens as s
 app = s.App.open(Path(sys.argv[1]), dict(a.split("=", 1) for a in sys.argv[2:]))
 assert s.clear(app)
 print(s.index(app).files_changed)
@@ -236,7 +238,7 @@ def test_the_context_stays_frozen_while_another_process_clears_and_rebuilds(
     with ScriptedChatServer(reply, [ChatStep(gate=rebuilt)]) as server:
         settings = llm_settings(server)
         app = open_indexed(vault, settings)
-        before = asking.gather(app, QUESTION)
+        before = asking.gather(app, app.files(), app.settings.search, QUESTION)
         sent_before = json.dumps([m.as_dict() for m in before.messages], ensure_ascii=False)
         result: list[object] = []
         worker = threading.Thread(target=lambda: result.append(services.ask(app, QUESTION)))
@@ -313,10 +315,11 @@ def test_chat_rewrites_a_follow_up_and_keeps_history_bounded(vault: Path) -> Non
     ]
     with ScriptedChatServer("x", steps) as server:
         app = open_indexed(vault, {**llm_settings(server), "llm.history_turns": "1"})
-        session = ChatSession(app, services.llm(app))
-        first, _ = session.ask(QUESTION)
-        second, got = session.ask("and where do I keep it?")
-        third, _ = session.ask("how long does the loaf rise?")
+        session = vaultlens.open_chat(app)
+        first = vaultlens.chat_turn(session, QUESTION).standalone_question
+        turn = vaultlens.chat_turn(session, "and where do I keep it?")
+        second, got = turn.standalone_question, turn.answer
+        third = vaultlens.chat_turn(session, "how long does the loaf rise?").standalone_question
         session.close()
         bodies = server.chats()
     assert first == QUESTION and second == "where do I keep the rye starter jar"

@@ -37,12 +37,12 @@ def test_unchanged_notes_come_from_the_cache_and_changed_ones_are_read(
 ) -> None:
     app = App.open(vault)
     read = _count_reads(monkeypatch)
-    first = audit_structure(app).report
+    first = audit_structure(app.files()).report
     assert sorted(read) == ["a.md", "b.md", "c.md"]
     assert (audit_dir(vault) / OUTLINE_CACHE).is_file()
 
     read.clear()
-    second = audit_structure(app).report
+    second = audit_structure(app.files()).report
     assert read == []
     assert second.as_dict() == first.as_dict()
 
@@ -51,7 +51,7 @@ def test_unchanged_notes_come_from_the_cache_and_changed_ones_are_read(
     stat = (vault / "a.md").stat()
     os.utime(vault / "a.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     read.clear()
-    third = audit_structure(app).report
+    third = audit_structure(app.files()).report
     assert read == ["a.md"]
     assert third.tags["a.md"] == ["two"]
     assert [r.target for r in third.links["a.md"]] == ["c.md"]
@@ -59,15 +59,15 @@ def test_unchanged_notes_come_from_the_cache_and_changed_ones_are_read(
 
 def test_a_cache_from_other_code_or_garbage_is_ignored(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = App.open(vault)
-    audit_structure(app)
+    audit_structure(app.files())
     cache = audit_dir(vault) / OUTLINE_CACHE
     data = json.loads(cache.read_bytes())
     data["version"] = -1
     cache.write_text(json.dumps(data), encoding="utf-8")
     read = _count_reads(monkeypatch)
-    audit_structure(app)
+    audit_structure(app.files())
     assert len(read) == 3
     cache.write_bytes(b"\x00not json")
     read.clear()
-    assert audit_structure(app).report.tags["a.md"] == ["one"]
+    assert audit_structure(app.files()).report.tags["a.md"] == ["one"]
     assert len(read) == 3

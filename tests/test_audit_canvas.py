@@ -134,7 +134,7 @@ def test_the_validator_finds_what_it_forbids() -> None:
 
 
 def _canvas(vault: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    audit = audit_structure(App.open(vault))
+    audit = audit_structure(App.open(vault).files())
     return json.loads(ReportFiles.render(audit.report, audit.resolver).canvas), audit.report.as_dict()
 
 

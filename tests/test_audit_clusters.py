@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import vaultlens as services
 import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.services.audit import audit_clusters
 from vaultlens.services.audit.clusters import agglomerate

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+import vaultlens as services
 import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
 from scripted_audit_model import DeepModel, analysis
 from scripted_chat_server import ChatStep, ScriptedChatServer
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.services.audit.deep import DeepReport, audit_llm, plan_deep, run_deep
 from vaultlens.services.audit.deep_report import deep_markdown
@@ -141,7 +141,7 @@ class Stop(Exception):
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, Stop])
 def test_an_interrupted_run_resumes_to_the_same_report(vault: Path, interrupt: type[BaseException]) -> None:
     def run(app: App, full: bool = False, stop_after: int | None = None) -> tuple[DeepReport, int]:
-        provider = audit_llm(app)
+        provider = audit_llm(app.settings)
         done: list[int] = []
 
         def on_batch(n: int) -> None:
@@ -150,8 +150,8 @@ def test_an_interrupted_run_resumes_to_the_same_report(vault: Path, interrupt: t
                 raise interrupt()
 
         try:
-            plan = plan_deep(app, provider, full)
-            return run_deep(app, plan, consent=True, on_batch=on_batch), plan.to_send
+            plan = plan_deep(app, app.files(), provider, app.settings.audit.batch_notes, full)
+            return run_deep(app.files(), plan, 1, consent=True, on_batch=on_batch), plan.to_send
         finally:
             provider.close()
 
@@ -183,20 +183,22 @@ def test_nothing_is_sent_without_agreement_and_notes_stay_in_the_data_part(vault
 
 
 def test_ctrl_c_in_the_cli_says_the_run_can_go_on(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import vaultlens.cli.audit_cmds as audit_cmds
+    import vaultlens.services.verbs.auditing as auditing
 
     def ctrl_c(_: int) -> None:
         raise KeyboardInterrupt
 
-    def interrupted(app: App, plan: Any, consent: bool = False, on_batch: Any = None) -> DeepReport:
-        return real(app, plan, consent, ctrl_c)  # Ctrl-C as the first batch finishes
+    def interrupted(
+        files: Any, plan: Any, parallel: int, consent: bool = False, on_batch: Any = None
+    ) -> DeepReport:
+        return real(files, plan, parallel, consent, ctrl_c)  # Ctrl-C as the first batch finishes
 
-    real = audit_cmds.run_deep
-    monkeypatch.setattr(audit_cmds, "run_deep", interrupted)
+    real = auditing.run_deep
+    monkeypatch.setattr(auditing, "run_deep", interrupted)
     with DeepModel() as server:
         stopped = run_cli(["audit", "deep", "--yes", *args(vault, settings(server, batch=1, parallel=1))])
         assert stopped.exit_code == 130 and "audit deep` again" in stopped.stderr
-        monkeypatch.setattr(audit_cmds, "run_deep", real)
+        monkeypatch.setattr(auditing, "run_deep", real)
         server.requests.clear()
         data = _deep(vault, server)
     assert data["run"]["from_cache"] == 1 and sorted(data["notes"]) == ELIGIBLE

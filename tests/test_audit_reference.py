@@ -172,7 +172,7 @@ def both(
         pytest.skip(f"{root} is not here: the shared real vaults are needed for this comparison")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VAULTLENS_HOME", str(tmp_path_factory.mktemp("home")))
-        audited = audit_structure(App.open(root)).report.as_dict()
+        audited = audit_structure(App.open(root).files()).report.as_dict()
     return Reference(root).report(), audited
 
 

@@ -97,7 +97,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     vault = write_vault(tmp_path_factory.mktemp("traps") / "vault", VAULT)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VAULTLENS_HOME", str(tmp_path_factory.mktemp("home")))
-        return audit_structure(App.open(vault)).report.as_dict()
+        return audit_structure(App.open(vault).files()).report.as_dict()
 
 
 def targets(report: dict[str, Any], note: str) -> dict[str, str]:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+import vaultlens as services
 from scripted_server import ScriptedEmbeddingServer
 from space_support import DIMS, scripted_env, scripted_overrides
 from vaultlens.index.sqlite_store import FileRecord, NoteUpdate, SQLiteStore
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vl_support import REPO, cli_env, write_vault
 
@@ -35,7 +35,7 @@ MARK = re.compile(r"\bround(\d+)mark\b")
 SEARCHER = """
 import json, sys, time
 from pathlib import Path
-from vaultlens.services import app as services
+import vaultlens as services
 from vaultlens.services.app import App
 
 vault, stop, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])

@@ -167,7 +167,7 @@ def test_eval_beir_sends_nothing_to_a_remote_provider_without_consent(
 def test_services_refuse_without_a_grant_and_a_server_can_pass_one(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vaultlens.services import app as services
+    import vaultlens as services
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with ScriptedEmbeddingServer(dims=8) as server:

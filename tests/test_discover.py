@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import vaultlens as services
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.errors import VaultError
 from vaultlens.index.sqlite_store import SQLiteStore
-from vaultlens.services import app as services
 from vaultlens.services import discover, duplicates, pairs
 from vl_support import RecordingProvider, run_cli, run_index, write_vault
 

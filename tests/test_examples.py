@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from vaultlens.services import app as services
+import vaultlens as services
 from vaultlens.services.app import App
 from vaultlens.services.search import NoteHit
 from vl_support import REPO, file_records, snapshot

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+import vaultlens as services
 from scripted_server import ScriptedEmbeddingServer
 from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.errors import IndexEmpty, IndexLocked, SpaceMismatch
 from vaultlens.index.texts import embed_text
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.vault.parse import decode_note, parse_note
 from vl_support import (

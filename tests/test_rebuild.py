@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import vaultlens as services
 from scripted_server import ScriptedEmbeddingServer
 from space_support import DIMS, scripted_env, scripted_overrides, set_args, slow_server
 from vaultlens.config.paths import index_dir
@@ -25,7 +26,6 @@ from vaultlens.errors import SpaceMismatch
 from vaultlens.index.backends import get_backend
 from vaultlens.index.lifecycle import POINTER, IndexHome
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vl_support import VAULTLENS_BIN, bilingual_vault, chunk_keys, cli_env, run_cli, run_index, write_vault
 

@@ -18,7 +18,6 @@ import pytest
 
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.cli import review_cmds
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.services.review.contract import SCHEMA_ID
 from vaultlens.services.review.session import prepare, propose, send
@@ -110,7 +109,7 @@ def test_the_prompt_is_shown_and_nothing_is_sent_without_acceptance(vault: Path)
 def test_note_text_reaches_the_model_only_inside_the_data_part(vault: Path) -> None:
     with ReviewModel() as server:
         app = App.open(vault, settings(server))
-        provider = services.llm(app)
+        provider = app.llm()
         prepared = prepare(app, CACHING, SYSTEMS, provider)
         send(app, prepared, provider, consent=True)
         provider.close()
@@ -151,7 +150,7 @@ def test_an_answer_with_invented_ids_is_rejected_and_nothing_is_planned(vault: P
 def test_a_note_edited_while_the_model_answers_is_source_changed(vault: Path) -> None:
     with ReviewModel() as server:
         app = App.open(vault, settings(server))
-        provider = services.llm(app)
+        provider = app.llm()
         prepared = prepare(app, CACHING, SYSTEMS, provider)
         (vault / CACHING).write_text("# Cache lifetime\n\nEdited meanwhile.\n")
         reviewed = send(app, prepared, provider, consent=True)

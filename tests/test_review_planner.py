@@ -63,13 +63,13 @@ def test_planned_link_applied_then_undone_in_a_vault_of_twenty_notes(tmp_path: P
     app = vaultlens.App.open(vault, provider=HashingEmbeddingProvider())
     catalog = build_catalog(vault, CACHING, SYSTEMS, MarkdownChunker())
     edit = plan_add_link(vault, catalog, "B", after=catalog.side("B")[1].id)
-    planned = writes.plan_write(app, edit.path, edit.after, edit.summary)
-    done = writes.apply(app, planned.entry.op_id, sha256_hex(planned.diff))
+    planned = writes.plan_write(app.vault, edit.path, edit.after, edit.summary)
+    done = writes.apply(app.vault, planned.entry.op_id, sha256_hex(planned.diff))
     changed = {k for k, v in snapshot(vault).items() if original.get(k) != v}
     assert changed == {SYSTEMS}
     assert b"See also: [[Caching/Cache lifetime]]\n\n| k | v |" in (vault / SYSTEMS).read_bytes()
-    undo = writes.plan_undo(app, done.op_id)
-    writes.apply(app, undo.entry.op_id, sha256_hex(undo.diff))
+    undo = writes.plan_undo(app.vault, done.op_id)
+    writes.apply(app.vault, undo.entry.op_id, sha256_hex(undo.diff))
     assert snapshot(vault) == original
 
 

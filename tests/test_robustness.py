@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from vaultlens.services import app as services
+import vaultlens as services
 from vaultlens.services.app import App
 from vl_support import (
     BILINGUAL,

@@ -41,11 +41,11 @@ def twenty(root: Path) -> Path:
 
 def state_of(app: vaultlens.App, op_id: str) -> str:
     """An operation's state as `vaultlens history` lists it."""
-    return next(e.state for e in writes.history(app) if e.op_id == op_id)
+    return next(e.state for e in writes.history(app.vault) if e.op_id == op_id)
 
 
 def apply_confirmed(app: vaultlens.App, planned: writes.Planned, allow_open: bool = False) -> writes.Entry:
-    return writes.apply(app, planned.entry.op_id, sha256_hex(planned.diff), allow_open=allow_open)
+    return writes.apply(app.vault, planned.entry.op_id, sha256_hex(planned.diff), allow_open=allow_open)
 
 
 def test_apply_changes_only_the_target_and_undo_restores_every_byte(tmp_path: Path) -> None:
@@ -53,7 +53,9 @@ def test_apply_changes_only_the_target_and_undo_restores_every_byte(tmp_path: Pa
     app = app_for(vault)
     original = snapshot(vault)
     target = vault / "f1/n04.md"
-    planned = writes.plan_write(app, "f1/n04.md", target.read_bytes() + b"\nSee [[n05]].\n", "add a link")
+    planned = writes.plan_write(
+        app.vault, "f1/n04.md", target.read_bytes() + b"\nSee [[n05]].\n", "add a link"
+    )
     assert snapshot(vault) == original, "planning wrote nothing"
     assert "+See [[n05]]." in planned.diff
     done = apply_confirmed(app, planned)
@@ -61,17 +63,17 @@ def test_apply_changes_only_the_target_and_undo_restores_every_byte(tmp_path: Pa
     after = snapshot(vault)
     assert {k for k in original if original[k] != after[k]} == {"f1/n04.md"}
     assert set(after) == set(original), "no temporary file is left behind"
-    undo = writes.plan_undo(app, done.op_id)
+    undo = writes.plan_undo(app.vault, done.op_id)
     assert apply_confirmed(app, undo).state == "applied"
     assert snapshot(vault) == original
-    states = {e.op_id: e.state for e in writes.history(app)}
+    states = {e.op_id: e.state for e in writes.history(app.vault)}
     assert states == {done.op_id: "undone", undo.entry.op_id: "applied"}
 
 
 def test_a_note_changed_between_preview_and_apply_is_not_written(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
     (vault / "a.md").write_bytes(b"one\nmine\n")  # the user's edit after the diff was shown
     with pytest.raises(WriteConflict, match="changed since the diff was shown") as caught:
         apply_confirmed(app, planned)
@@ -83,7 +85,7 @@ def test_a_note_changed_between_preview_and_apply_is_not_written(tmp_path: Path)
 def test_whitespace_alone_is_a_change_compare_and_swap_does_not_normalise(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": b"one\r\ntwo\r\n"})
     app = app_for(vault)
-    planned = writes.plan_write(app, "a.md", b"one\r\ntwo\r\nthree\r\n", "append")
+    planned = writes.plan_write(app.vault, "a.md", b"one\r\ntwo\r\nthree\r\n", "append")
     (vault / "a.md").write_bytes(b"one\ntwo\n")  # same text once normalised, other bytes
     with pytest.raises(WriteConflict):
         apply_confirmed(app, planned)
@@ -100,24 +102,24 @@ def test_crlf_and_bom_round_trip_byte_for_byte(tmp_path: Path, original: bytes) 
     app = app_for(vault)
     eol = b"\r\n" if b"\r\n" in original else b"\n"
     changed = original.replace(b"# ", b"# Edited ", 1)
-    planned = writes.plan_write(app, "n.md", changed, "rename heading")
+    planned = writes.plan_write(app.vault, "n.md", changed, "rename heading")
     if original.startswith(b"\xef\xbb\xbf"):
         assert "<BOM>" in planned.diff
     if eol == b"\r\n":
         assert "<CR>" in planned.diff
     done = apply_confirmed(app, planned)
     assert (vault / "n.md").read_bytes() == changed
-    apply_confirmed(app, writes.plan_undo(app, done.op_id))
+    apply_confirmed(app, writes.plan_undo(app.vault, done.op_id))
     assert (vault / "n.md").read_bytes() == original
 
 
 def test_undo_after_a_later_edit_is_refused_and_keeps_the_edit(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    done = apply_confirmed(app, writes.plan_write(app, "a.md", b"one\ntwo\n", "append"))
+    done = apply_confirmed(app, writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append"))
     (vault / "a.md").write_bytes(b"one\ntwo\nthree (mine)\n")
     with pytest.raises(UndoRefused, match="has changed since") as caught:
-        writes.plan_undo(app, done.op_id)
+        writes.plan_undo(app.vault, done.op_id)
     assert "later edits" in caught.value.message
     assert (vault / "a.md").read_bytes() == b"one\ntwo\nthree (mine)\n"
     assert state_of(app, done.op_id) == "applied"
@@ -126,18 +128,18 @@ def test_undo_after_a_later_edit_is_refused_and_keeps_the_edit(tmp_path: Path) -
 def test_a_new_note_is_created_once_and_its_undo_removes_it(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    planned = writes.plan_write(app, "Maps/New MOC.md", b"# MOC\n", "new note")
+    planned = writes.plan_write(app.vault, "Maps/New MOC.md", b"# MOC\n", "new note")
     assert planned.diff.startswith("--- /dev/null\n+++ b/Maps/New MOC.md\n")
     done = apply_confirmed(app, planned)
     assert (vault / "Maps/New MOC.md").read_bytes() == b"# MOC\n"
-    apply_confirmed(app, writes.plan_undo(app, done.op_id))
+    apply_confirmed(app, writes.plan_undo(app.vault, done.op_id))
     assert not (vault / "Maps/New MOC.md").exists()
 
 
 def test_a_new_note_whose_path_appeared_meanwhile_is_refused(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    planned = writes.plan_write(app, "b.md", b"# mine\n", "new note")
+    planned = writes.plan_write(app.vault, "b.md", b"# mine\n", "new note")
     (vault / "b.md").write_bytes(b"the user's own b\n")
     with pytest.raises(WriteConflict, match="a file by that name exists now"):
         apply_confirmed(app, planned)
@@ -148,7 +150,7 @@ def test_permissions_are_kept(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     os.chmod(vault / "a.md", 0o640)
     app = app_for(vault)
-    apply_confirmed(app, writes.plan_write(app, "a.md", b"two\n", "edit"))
+    apply_confirmed(app, writes.plan_write(app.vault, "a.md", b"two\n", "edit"))
     assert (vault / "a.md").stat().st_mode & 0o7777 == 0o640
 
 
@@ -157,8 +159,8 @@ def test_a_read_only_note_is_refused_at_plan_and_at_apply(tmp_path: Path) -> Non
     app = app_for(vault)
     os.chmod(vault / "a.md", 0o444)
     with pytest.raises(WriteRefused, match="a.md is read-only"):
-        writes.plan_write(app, "a.md", b"two\n", "edit")
-    planned = writes.plan_write(app, "b.md", b"two\n", "edit")
+        writes.plan_write(app.vault, "a.md", b"two\n", "edit")
+    planned = writes.plan_write(app.vault, "b.md", b"two\n", "edit")
     os.chmod(vault / "b.md", 0o444)  # made read-only while the diff was on screen
     with pytest.raises(WriteRefused, match="b.md is read-only"):
         apply_confirmed(app, planned)
@@ -168,9 +170,9 @@ def test_a_read_only_note_is_refused_at_plan_and_at_apply(tmp_path: Path) -> Non
 def test_only_the_confirmed_diff_is_written(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    planned = writes.plan_write(app, "a.md", b"two\n", "edit")
+    planned = writes.plan_write(app.vault, "a.md", b"two\n", "edit")
     with pytest.raises(WriteRefused, match="not operation"):
-        writes.apply(app, planned.entry.op_id, sha256_hex("some other diff"))
+        writes.apply(app.vault, planned.entry.op_id, sha256_hex("some other diff"))
     assert (vault / "a.md").read_bytes() == b"one\n"
     apply_confirmed(app, planned)
     with pytest.raises(WriteRefused, match="is applied"):
@@ -194,11 +196,11 @@ def test_a_note_open_in_obsidian_is_refused_unless_overridden(tmp_path: Path) ->
     vault = write_vault(tmp_path / "v", {"a.md": "one\n", "closed.md": "x\n"})
     obsidian_open(vault, "a.md")
     app = app_for(vault)
-    planned = writes.plan_write(app, "a.md", b"two\n", "edit")
+    planned = writes.plan_write(app.vault, "a.md", b"two\n", "edit")
     with pytest.raises(NoteOpenInObsidian, match="open in Obsidian"):
         apply_confirmed(app, planned)
     assert (vault / "a.md").read_bytes() == b"one\n"
-    apply_confirmed(app, writes.plan_write(app, "closed.md", b"y\n", "edit"))  # recently closed: fine
+    apply_confirmed(app, writes.plan_write(app.vault, "closed.md", b"y\n", "edit"))  # recently closed: fine
     apply_confirmed(app, planned, allow_open=True)
     assert (vault / "a.md").read_bytes() == b"two\n"
 
@@ -207,7 +209,7 @@ def test_an_unreadable_workspace_is_not_taken_as_nothing_open(tmp_path: Path) ->
     vault = write_vault(tmp_path / "v", {"a.md": "one\n", ".obsidian/workspace.json": "{ half written"})
     app = app_for(vault)
     with pytest.raises(NoteOpenInObsidian, match="Cannot tell"):
-        apply_confirmed(app, writes.plan_write(app, "a.md", b"two\n", "edit"))
+        apply_confirmed(app, writes.plan_write(app.vault, "a.md", b"two\n", "edit"))
     assert (vault / "a.md").read_bytes() == b"one\n"
 
 
@@ -217,14 +219,14 @@ def test_an_unreadable_workspace_is_not_taken_as_nothing_open(tmp_path: Path) ->
 def test_paths_outside_the_vault_are_refused(tmp_path: Path, path: str) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     with pytest.raises(VaultError, match="Refusing note path"):
-        writes.plan_write(app_for(vault), path, b"x\n", "escape")
+        writes.plan_write(vault, path, b"x\n", "escape")
     assert not (tmp_path / "outside.md").exists()
 
 
 def test_a_workspace_nested_past_any_limit_refuses_the_write_without_a_traceback(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n", ".obsidian/workspace.json": "[" * 200_000})
     app = app_for(vault)
-    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
     with pytest.raises(NoteOpenInObsidian, match="cannot parse"):
         apply_confirmed(app, planned)
     assert (vault / "a.md").read_bytes() == b"one\n"
@@ -233,8 +235,8 @@ def test_a_workspace_nested_past_any_limit_refuses_the_write_without_a_traceback
 def test_a_damaged_journal_entry_is_a_clear_error(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
-    entry = writes.journal(app).root / planned.entry.op_id / "entry.json"
+    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
+    entry = writes.journal(app.vault).root / planned.entry.op_id / "entry.json"
     entry.write_bytes(b'{"op_id": "\xff\xfe"}')
     result = run_cli(["history", "--vault", str(vault)])
     assert result.exit_code == 4 and "Traceback" not in result.output
@@ -246,11 +248,11 @@ def test_a_plan_based_on_bytes_the_note_no_longer_holds_is_refused(tmp_path: Pat
     vault = write_vault(tmp_path / "v", {"a.md": "one\nmine\n", "taken.md": "someone's\n"})
     app = app_for(vault)
     with pytest.raises(WriteConflict, match="a.md changed after its text was read"):
-        writes.plan_write(app, "a.md", b"one\nlink\n", "link", based_on=b"one\n")
+        writes.plan_write(app.vault, "a.md", b"one\nlink\n", "link", based_on=b"one\n")
     with pytest.raises(WriteConflict, match="taken.md exists now"):  # to be new, e.g. a MOC
-        writes.plan_write(app, "taken.md", b"# Map\n", "map", based_on=None)
-    assert writes.history(app) == []
-    assert writes.plan_write(app, "a.md", b"one\nmine\nlink\n", "link", based_on=b"one\nmine\n")
+        writes.plan_write(app.vault, "taken.md", b"# Map\n", "map", based_on=None)
+    assert writes.history(app.vault) == []
+    assert writes.plan_write(app.vault, "a.md", b"one\nmine\nlink\n", "link", based_on=b"one\nmine\n")
 
 
 def test_a_link_on_the_path_is_never_written_through(tmp_path: Path) -> None:
@@ -264,10 +266,10 @@ def test_a_link_on_the_path_is_never_written_through(tmp_path: Path) -> None:
     before = snapshot(vault)
     for path in ("Audits/report.md", "linked/Caching.md", "linked/new.md"):
         with pytest.raises(VaultError, match="symbolic link on its path"):
-            writes.plan_write(app, path, b"# Report\n", "write the report")
+            writes.plan_write(app.vault, path, b"# Report\n", "write the report")
     assert snapshot(vault) == before
     # planned on a real note, which is then swapped for a link to another note with the same bytes
-    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
     (vault / "b.md").write_bytes(b"one\n")
     (vault / "a.md").unlink()
     os.symlink("b.md", vault / "a.md")
@@ -281,7 +283,7 @@ def test_a_symlinked_folder_out_of_the_vault_is_refused_for_new_notes(tmp_path: 
     (tmp_path / "elsewhere").mkdir()
     (vault / "link").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(VaultError, match="leads outside the vault|not a folder inside the vault"):
-        writes.plan_write(app_for(vault), "link/new.md", b"x\n", "escape")
+        writes.plan_write(vault, "link/new.md", b"x\n", "escape")
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
@@ -325,7 +327,7 @@ CHILD = textwrap.dedent(
         journal.Journal.set_state = set_state
 
     app = vaultlens.App.open(vault, provider=HashingEmbeddingProvider())
-    writes.apply(app, op_id, diff_sha)
+    writes.apply(app.vault, op_id, diff_sha)
     """
 )
 
@@ -343,7 +345,7 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
 ) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n", "b.md": "other\n"})
     app = app_for(vault)
-    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
+    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
     ready = tmp_path / "ready"
     child = subprocess.Popen(
         [
@@ -370,24 +372,24 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
     assert (vault / "a.md").read_bytes() == content
     litter = [k for k in before_recovery if k.endswith(".tmp")]
     assert len(litter) == (1 if moment == "before-rename" else 0)
-    recovered = writes.recover(app)
+    recovered = writes.recover(app.vault)
     assert [(r.op_id, r.state) for r in recovered] == [(planned.entry.op_id, found)]
     after_recovery = snapshot(vault)
     assert after_recovery == {k: v for k, v in before_recovery.items() if k not in litter}, (
         "recovery writes no note; it only removes the killed writer's temporary file"
     )
     assert state_of(app, planned.entry.op_id) == found
-    assert writes.recover(app) == [], "settled once"
+    assert writes.recover(app.vault) == [], "settled once"
 
 
 def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    planned = writes.plan_write(app, "a.md", b"one\ntwo\n", "append")
-    j = writes.journal(app)
+    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
+    j = writes.journal(app.vault)
     j.set_state(j.entry(planned.entry.op_id), "writing")  # what a crash right after the mark leaves
     (vault / "a.md").write_bytes(b"something else\n")
-    [finding] = writes.recover(app)
+    [finding] = writes.recover(app.vault)
     assert finding.state == "diverged"
     assert (vault / "a.md").read_bytes() == b"something else\n"
 
@@ -397,7 +399,7 @@ def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Pa
 
 def test_cli_apply_shows_the_diff_and_refuses_without_confirmation(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
-    planned = writes.plan_write(app_for(vault), "a.md", b"one\ntwo\n", "append a line")
+    planned = writes.plan_write(vault, "a.md", b"one\ntwo\n", "append a line")
     result = run_cli(["apply", planned.entry.op_id, "--vault", str(vault)])
     assert result.exit_code == 9, result.output
     assert planned.diff in result.stdout
@@ -412,7 +414,7 @@ def test_cli_apply_shows_the_diff_and_refuses_without_confirmation(tmp_path: Pat
 
 def test_cli_apply_of_a_diff_that_can_no_longer_apply_is_refused_before_it_is_shown(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
-    planned = writes.plan_write(app_for(vault), "a.md", b"one\ntwo\n", "append a line")
+    planned = writes.plan_write(vault, "a.md", b"one\ntwo\n", "append a line")
     (vault / "a.md").write_bytes(b"one\nmine\n")  # the user edited the note since
     result = run_cli(["apply", planned.entry.op_id, "--vault", str(vault), "--yes"])
     assert result.exit_code == 9, result.output
@@ -424,7 +426,7 @@ def test_cli_apply_of_a_diff_that_can_no_longer_apply_is_refused_before_it_is_sh
 def test_cli_undo_of_a_created_note_says_it_deleted_it(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    done = apply_confirmed(app, writes.plan_write(app, "new/b.md", b"fresh\n", "create"))
+    done = apply_confirmed(app, writes.plan_write(app.vault, "new/b.md", b"fresh\n", "create"))
     assert (vault / "new" / "b.md").read_bytes() == b"fresh\n"
     result = run_cli(["undo", done.op_id, "--vault", str(vault), "--yes"])
     assert result.exit_code == 0, result.output
@@ -435,7 +437,7 @@ def test_cli_undo_of_a_created_note_says_it_deleted_it(tmp_path: Path) -> None:
 def test_cli_undo_and_history(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
-    done = apply_confirmed(app, writes.plan_write(app, "a.md", b"one\ntwo\n", "append"))
+    done = apply_confirmed(app, writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append"))
     result = run_cli(["undo", done.op_id, "--vault", str(vault), "--yes"])
     assert result.exit_code == 0, result.output
     assert "-two" in result.stdout

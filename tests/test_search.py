@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import vaultlens as services
 from vaultlens.config.paths import index_dir
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import VaultlensError
 from vaultlens.index.sqlite_store import SQLiteStore
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.services.search import NOTE_TAU, NoteHit, chunk_penalties, note_penalties, rank_notes
 from vl_support import RecordingProvider, bilingual_vault, run_cli, run_index, write_vault

@@ -19,9 +19,9 @@ import pytest
 from mcp import ClientSession
 
 import vaultlens
+import vaultlens as services
 from server_support import CHILD, payload, run_async, running_server, trap_vault, with_http_session
 from vaultlens.server import runtime
-from vaultlens.services import app as services
 from vl_support import bilingual_vault, cli_env, run_cli
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import vaultlens as services
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.paths import index_dir
 from vaultlens.errors import StoreError
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vl_support import bilingual_vault, db_rows, run_cli, run_index
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import vaultlens as services
 from vaultlens.config.paths import index_dir
 from vaultlens.embedding.base import Vectors
 from vaultlens.embedding.tier import E5Tier, TierProvider
@@ -24,7 +25,6 @@ from vaultlens.errors import Cancelled, ConfigError
 from vaultlens.index import tier_fill
 from vaultlens.index.indexer import Indexer
 from vaultlens.index.sqlite_store import SQLiteStore
-from vaultlens.services import app as services
 from vaultlens.services.app import App
 from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes
 from vl_support import VAULTLENS_BIN, cli_env, db_rows, run_cli, write_vault

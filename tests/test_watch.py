@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from vaultlens.services.watch import watch
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -32,14 +33,13 @@ from watchdog.events import (
     FileOpenedEvent,
 )
 
+import vaultlens as services
 from vaultlens.errors import StoreError, VaultError
 from vaultlens.index import watcher
 from vaultlens.index.indexer import Indexer
 from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.index.watcher import Batch, Coalescer, FlushReport
-from vaultlens.services import app as services
 from vaultlens.services.app import App
-from vaultlens.services.watch import watch
 from vl_support import (
     VAULTLENS_BIN,
     RecordingProvider,

@@ -1,7 +1,8 @@
 """vaultlens: a local-first knowledge layer for Markdown / Obsidian vaults.
 
-The public API is the service facade every interface uses (the CLI today; the HTTP API, the
-MCP server and the web page next): open an :class:`App` for a vault, then call the verbs::
+The public API is the facade every interface uses (the CLI, the HTTP API, MCP and the web page):
+open an :class:`App` for a vault, then call the verbs; each returns a typed result whose
+``as_dict()`` is the JSON the CLI"s ``--json``, the API and MCP share::
 
     import vaultlens
 
@@ -10,56 +11,168 @@ MCP server and the web page next): open an :class:`App` for a vault, then call t
     for hit in vaultlens.search(app, "how do I cache static files"):
         print(hit.path, hit.score, [s.heading_path for s in hit.sections])
 
-An App may be shared between threads. Errors are :class:`VaultlensError` subclasses with a
-``code``, an ``exit_code`` and an ``http_status``. ``vaultlens.testing`` holds a deterministic
-embedding provider for tests that need no model.
+A verb that would send note text off the machine (ask, review, audit_deep, a remote embedding
+provider) or write a note (apply) first raises a :class:`ConfirmationRequired` whose
+``proposal`` says exactly what and where; show it, then call again with the grant
+(``consent=True`` or ``confirmed=proposal``). An App may be shared between threads. Errors are
+:class:`VaultlensError` subclasses with a ``code``, an ``exit_code`` and an ``http_status``.
+``vaultlens.testing`` holds a deterministic embedding provider for tests that need no model.
+
+Names are imported on first use, so ``vaultlens --help`` loads no model, numpy or HTTP client.
 """
 
-from vaultlens.errors import ConsentRequired, VaultlensError
-from vaultlens.index.rebuild import RebuildResult
-from vaultlens.index.runs import RunRecord, RunStats
-from vaultlens.services.app import (
-    App,
-    ask,
-    clear,
-    dismiss,
-    doctor,
-    duplicates,
-    index,
-    list_notes,
-    note,
-    providers,
-    rebuild,
-    rebuild_in_background,
-    search,
-    similar,
-    status,
-)
-from vaultlens.services.ask import AskAnswer, Source
-from vaultlens.services.discover import SimilarNote, SimilarResult
-from vaultlens.services.duplicates import DuplicatePair, DuplicateReport
-from vaultlens.services.layout import ExactGroup
-from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice  # companion: note slices and listings
-from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
-from vaultlens.services.search import NoteHit
-from vaultlens.services.section import Section
-from vaultlens.services.watch import watch
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vaultlens.errors import (
+        ConfirmationRequired,
+        ConsentRequired,
+        Proposal,
+        VaultlensError,
+        WriteUnconfirmed,
+    )
+    from vaultlens.index.rebuild import RebuildResult
+    from vaultlens.index.runs import RunRecord, RunStats
+    from vaultlens.index.watcher import FlushReport
+    from vaultlens.safewrite import Entry, Recovered
+    from vaultlens.services.app import App
+    from vaultlens.services.ask import AskAnswer, Source
+    from vaultlens.services.audit.moc import MocPlan
+    from vaultlens.services.chat import ChatSession, ChatTurn
+    from vaultlens.services.discover import SimilarNote, SimilarResult
+    from vaultlens.services.duplicates import DuplicatePair, DuplicateReport
+    from vaultlens.services.evaluation import GroupScore
+    from vaultlens.services.layout import ExactGroup
+    from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice
+    from vaultlens.services.providers import ProviderInfo
+    from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
+    from vaultlens.services.review.batch import BatchReport
+    from vaultlens.services.review.outcome import ReviewResult
+    from vaultlens.services.search import NoteHit
+    from vaultlens.services.section import Section
+    from vaultlens.services.verbs.asking import ask, chat_turn, open_chat
+    from vaultlens.services.verbs.auditing import (
+        StructureResult,
+        TopicsResult,
+        audit_clusters_only,
+        audit_deep,
+        audit_structure,
+        moc,
+    )
+    from vaultlens.services.verbs.changing import (
+        PlanOptions,
+        apply,
+        history,
+        plan_undo,
+        recover,
+        review,
+        review_batch,
+        to_confirm,
+    )
+    from vaultlens.services.verbs.finding import dismiss, duplicates, list_notes, note, search, similar
+    from vaultlens.services.verbs.indexing import (
+        clear,
+        doctor,
+        index,
+        rebuild,
+        rebuild_in_background,
+        status,
+        unfinished_run,
+        watch,
+    )
+    from vaultlens.services.verbs.inspecting import eval_beir, eval_queries, providers
+    from vaultlens.services.writes import Planned
+else:
+    # The subpackage vaultlens.index first (importing it later would rebind the name to it); then the
+    # verb of the same name, which imports the index machinery only when called.
+    importlib.import_module("vaultlens.index")
+
+    def index(*args: Any, **kwargs: Any) -> Any:
+        """Bring the index up to date with the vault: see :func:`vaultlens.services.verbs.indexing.index`."""
+        from vaultlens.services.verbs.indexing import index as run
+
+        return run(*args, **kwargs)
+
+
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(
+        ["ConfirmationRequired", "ConsentRequired", "Proposal", "VaultlensError", "WriteUnconfirmed"],
+        "vaultlens.errors",
+    ),
+    **dict.fromkeys(["RebuildResult"], "vaultlens.index.rebuild"),
+    **dict.fromkeys(["RunRecord", "RunStats"], "vaultlens.index.runs"),
+    **dict.fromkeys(["FlushReport"], "vaultlens.index.watcher"),
+    **dict.fromkeys(["Entry", "Recovered"], "vaultlens.safewrite"),
+    **dict.fromkeys(["App"], "vaultlens.services.app"),
+    **dict.fromkeys(["AskAnswer", "Source"], "vaultlens.services.ask"),
+    **dict.fromkeys(["MocPlan"], "vaultlens.services.audit.moc"),
+    **dict.fromkeys(["ChatSession", "ChatTurn"], "vaultlens.services.chat"),
+    **dict.fromkeys(["SimilarNote", "SimilarResult"], "vaultlens.services.discover"),
+    **dict.fromkeys(["DuplicatePair", "DuplicateReport"], "vaultlens.services.duplicates"),
+    **dict.fromkeys(["GroupScore"], "vaultlens.services.evaluation"),
+    **dict.fromkeys(["ExactGroup"], "vaultlens.services.layout"),
+    **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice"], "vaultlens.services.notes"),
+    **dict.fromkeys(["ProviderInfo"], "vaultlens.services.providers"),
+    **dict.fromkeys(
+        ["DoctorReport", "FileProblem", "IndexStatus", "SpaceChange"], "vaultlens.services.results"
+    ),
+    **dict.fromkeys(["BatchReport"], "vaultlens.services.review.batch"),
+    **dict.fromkeys(["ReviewResult"], "vaultlens.services.review.outcome"),
+    **dict.fromkeys(["NoteHit"], "vaultlens.services.search"),
+    **dict.fromkeys(["Section"], "vaultlens.services.section"),
+    **dict.fromkeys(["ask", "chat_turn", "open_chat"], "vaultlens.services.verbs.asking"),
+    **dict.fromkeys(
+        ["StructureResult", "TopicsResult", "audit_clusters_only", "audit_deep", "audit_structure", "moc"],
+        "vaultlens.services.verbs.auditing",
+    ),
+    **dict.fromkeys(
+        ["PlanOptions", "apply", "history", "plan_undo", "recover", "review", "review_batch", "to_confirm"],
+        "vaultlens.services.verbs.changing",
+    ),
+    **dict.fromkeys(
+        ["dismiss", "duplicates", "list_notes", "note", "search", "similar"],
+        "vaultlens.services.verbs.finding",
+    ),
+    **dict.fromkeys(
+        ["clear", "doctor", "index", "rebuild", "rebuild_in_background", "status", "unfinished_run", "watch"],
+        "vaultlens.services.verbs.indexing",
+    ),
+    **dict.fromkeys(["eval_beir", "eval_queries", "providers"], "vaultlens.services.verbs.inspecting"),
+    **dict.fromkeys(["Planned"], "vaultlens.services.writes"),
+}
 
 __all__ = [
     "App",
     "AskAnswer",
+    "BatchReport",
+    "ChatSession",
+    "ChatTurn",
+    "ConfirmationRequired",
     "ConsentRequired",
     "DoctorReport",
     "DuplicatePair",
     "DuplicateReport",
+    "Entry",
     "ExactGroup",
     "FileProblem",
+    "FlushReport",
+    "GroupScore",
     "IndexStatus",
+    "MocPlan",
     "NoteEntry",
     "NoteHit",
     "NoteList",
     "NoteSlice",
+    "PlanOptions",
+    "Planned",
+    "Proposal",
+    "ProviderInfo",
     "RebuildResult",
+    "Recovered",
+    "ReviewResult",
     "RunRecord",
     "RunStats",
     "Section",
@@ -67,20 +180,53 @@ __all__ = [
     "SimilarResult",
     "Source",
     "SpaceChange",
+    "StructureResult",
+    "TopicsResult",
     "VaultlensError",
+    "WriteUnconfirmed",
+    "apply",
     "ask",
+    "audit_clusters_only",
+    "audit_deep",
+    "audit_structure",
+    "chat_turn",
     "clear",
     "dismiss",
     "doctor",
     "duplicates",
+    "eval_beir",
+    "eval_queries",
+    "history",
     "index",
-    "providers",
     "list_notes",
+    "moc",
     "note",
+    "open_chat",
+    "plan_undo",
+    "providers",
     "rebuild",
     "rebuild_in_background",
+    "recover",
+    "review",
+    "review_batch",
     "search",
     "similar",
     "status",
+    "to_confirm",
+    "unfinished_run",
     "watch",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name from its module on first use (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vaultlens' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

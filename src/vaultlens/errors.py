@@ -7,7 +7,9 @@ what to do. Interfaces render them in one place each, never as a traceback.
 
     VaultlensError                  code                 exit  http
      ├── ConfigError                config                  2   400  bad config file, unknown setting, bad value
-     ├── ConsentRequired            consent_required        7   403  note text would leave the machine; ask first
+     ├── ConfirmationRequired       (abstract)                    a verb stopped before an act the user must agree to (a Proposal)
+     │    ├── ConsentRequired       consent_required        7   403  note text would leave the machine; ask first
+     │    └── WriteUnconfirmed      write_refused           9   409  a note would be written; confirm its exact diff first
      ├── VaultError                 vault                   2   400  vault path missing / not a folder, bad input path
      │    └── NoteNotFound          note_not_found          2   404  no indexed note by that name
      ├── EmptyQuery                 empty_query             2   400  a search with nothing to search for
@@ -49,11 +51,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 
 class VaultlensError(Exception):
@@ -88,7 +92,57 @@ class ConfigError(VaultlensError):
     http_status = 400
 
 
-class ConsentRequired(VaultlensError):
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """Exactly what a verb would do that needs the user's yes: note text sent where, or a note written how.
+
+    Every interface shows it its own way (the CLI prints it and asks, a server returns it with
+    403/409, a page shows the diff) and calls the verb again with the grant. ``preview`` is the
+    exact prompt or diff when one exists before the yes ("" when the text is chosen afterwards,
+    as in Ask); ``token`` is its SHA-256, which a write's confirmation must bring back.
+    """
+
+    kind: Literal["send", "write"]
+    destination: str  # a model and its endpoint, or the note's vault-relative path
+    what: str  # a sentence: what would be sent or written
+    preview: str = ""
+    op_id: str | None = None  # a write: the planned operation a yes applies
+    remarks: tuple[str, ...] = ()  # e.g. a note of which only the start is sent
+    # What the verb prepared (a prompt with its nonce, a batch plan), so the call with the grant
+    # sends exactly what was shown; never serialised. A server keeps it by ``token``.
+    payload: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def token(self) -> str:
+        return hashlib.sha256(self.preview.encode("utf-8")).hexdigest()
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "destination": self.destination, "what": self.what}
+        if self.preview:
+            out.update(preview=self.preview, token=self.token)
+        if self.op_id:
+            out["op_id"] = self.op_id
+        if self.remarks:
+            out["remarks"] = list(self.remarks)
+        return out
+
+
+class ConfirmationRequired(VaultlensError):
+    """A verb stopped before an act the user must agree to; :attr:`proposal` says exactly what.
+
+    Nothing was sent or written. The caller shows the proposal, asks, and calls the verb again
+    with the grant (``consent=True`` for a send, ``confirmed=`` the accepted proposal or its token
+    for a write)."""
+
+    def __init__(self, proposal: Proposal, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.proposal = proposal
+
+    def details(self) -> dict[str, Any]:
+        return {"proposal": self.proposal.as_dict()}
+
+
+class ConsentRequired(ConfirmationRequired):
     """Note text would leave this machine for a destination the user has not agreed to.
 
     Interfaces catch it and ask: the CLI shows ``what`` and ``destination`` and asks (or takes
@@ -101,11 +155,18 @@ class ConsentRequired(VaultlensError):
     http_status = 403
 
     def __init__(
-        self, destination: str, what: str, *, message: str | None = None, hint: str | None = None
+        self,
+        destination: str,
+        what: str,
+        *,
+        message: str | None = None,
+        hint: str | None = None,
+        preview: str = "",
+        remarks: tuple[str, ...] = (),
+        payload: object = None,
     ) -> None:
-        self.destination = destination
-        self.what = what
         super().__init__(
+            Proposal("send", destination, what, preview, remarks=remarks, payload=payload),
             message or f"vaultlens needs your agreement before it sends {what} to {destination}.",
             hint=hint
             or (
@@ -113,9 +174,30 @@ class ConsentRequired(VaultlensError):
                 "or choose a local provider with --set embedding.provider=local."
             ),
         )
+        self.destination = destination
+        self.what = what
 
     def details(self) -> dict[str, Any]:
-        return {"destination": self.destination, "what": self.what}
+        return {"destination": self.destination, "what": self.what, **super().details()}
+
+
+class WriteUnconfirmed(ConfirmationRequired):
+    """A planned write waits for the user to confirm its exact diff (nothing was written)."""
+
+    code = "write_refused"
+    exit_code = 9
+    http_status = 409
+
+    def __init__(self, proposal: Proposal, *, message: str | None = None, hint: str | None = None) -> None:
+        super().__init__(
+            proposal,
+            message or f"Not written: confirm the diff of {proposal.op_id} first.",
+            hint=hint or "Show it to the user and call again with its token (the CLI asks, or pass --yes).",
+        )
+        self.op_id = proposal.op_id
+
+    def details(self) -> dict[str, Any]:
+        return {"path": self.proposal.destination, "op_id": self.op_id, **super().details()}
 
 
 class VaultError(VaultlensError):

@@ -11,20 +11,22 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.text import Text
 
 from vaultlens.cli import render
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app, with_consent
+from vaultlens.cli.confirm import confirmed
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.errors import Cancelled
-from vaultlens.services import app as services
-from vaultlens.services.ask import AskAnswer
-from vaultlens.services.chat import ChatSession
+
+if TYPE_CHECKING:
+    from vaultlens.errors import Proposal
+    from vaultlens.services.ask import AskAnswer
+    from vaultlens.services.chat import ChatSession, ChatTurn
 
 LLMYesOpt = Annotated[
     bool,
@@ -58,6 +60,8 @@ class StreamView:
         self.live.update(Text("".join(self.parts)))
 
     def finish(self, text: str) -> None:
+        from rich.markdown import Markdown  # markdown-it: only once there is an answer to draw
+
         if self.live is not None:
             self.live.update(Markdown(text))
             self.live.stop()
@@ -108,10 +112,14 @@ def ask(
     extractive: ExtractiveOpt = False,
 ) -> None:
     """Answer a question from your vault only, citing the notes it comes from ([S1], [S2], ...)."""
+    from vaultlens.services.verbs import asking
+
     app = open_app(vault, set_)
     view = StreamView(enabled=not json_)
     try:
-        got = with_consent(yes, lambda consent: services.ask(app, question, view.write, consent, extractive))
+        got = confirmed(
+            lambda grant: asking.ask(app, question, view.write, grant is not None, extractive), yes, json_
+        )
     except KeyboardInterrupt:
         view.abandon()
         raise Cancelled("Stopped while the answer was streaming; nothing was saved.") from None
@@ -131,8 +139,10 @@ def chat(
 ) -> None:
     """Ask follow-up questions (one per line; an empty line or Ctrl-D ends). Each follow-up is
     rewritten into a standalone question before the vault is searched; history is bounded."""
+    from vaultlens.services.verbs import asking
+
     app = open_app(vault, set_)
-    session = ChatSession(app, None if extractive else services.llm(app))
+    session = asking.open_chat(app, extractive)
     interactive = sys.stdin.isatty()
     try:
         while True:
@@ -143,11 +153,10 @@ def chat(
                 return
             view = StreamView(enabled=not json_)
             question = line.strip()
-            alone, got = with_consent(yes, functools.partial(session.ask, question, view.write))
+            turn = confirmed(functools.partial(_turn, session, question, view), yes, json_)
+            alone, got = turn.standalone_question, turn.answer
             if json_:
-                sys.stdout.write(
-                    json.dumps({"standalone_question": alone, **got.as_dict()}, ensure_ascii=False) + "\n"
-                )
+                sys.stdout.write(json.dumps(turn.as_dict(), ensure_ascii=False) + "\n")
                 sys.stdout.flush()
                 continue
             if alone != question:
@@ -160,10 +169,18 @@ def chat(
         session.close()
 
 
+def _turn(session: ChatSession, question: str, view: StreamView, grant: Proposal | None) -> ChatTurn:
+    from vaultlens.services.verbs import asking
+
+    return asking.chat_turn(session, question, view.write, grant is not None)
+
+
 def providers(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Which embedding and LLM providers are configured, where they run and which data each receives."""
+    from vaultlens.services.verbs import inspecting
+
     app = open_app(vault, set_)
-    rows = services.providers(app)
+    rows = inspecting.providers(app)
     if json_:
         render.print_json([r.as_dict() for r in rows])
         return

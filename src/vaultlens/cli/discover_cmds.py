@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
-from vaultlens.services import app as services
-from vaultlens.services.duplicates import LineRange
-from vaultlens.services.section import Section
+
+if TYPE_CHECKING:
+    from vaultlens.services.duplicates import LineRange
+    from vaultlens.services.section import Section
 
 duplicates_cli = typer.Typer(
     help="Potential duplicate notes: exact copies and near-duplicates by meaning.",
@@ -32,9 +32,11 @@ def similar(
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Notes to show.")] = None,
 ) -> None:
     """Notes related to NOTE, section by section, from the index (no embedding call)."""
-    result = services.similar(open_app(vault, set_), note, limit)
+    from vaultlens.services.verbs import finding
+
+    result = finding.similar(open_app(vault, set_), note, limit)
     if json_:
-        render.print_json(asdict(result))
+        render.print_json(result.as_dict())
         return
     if result.notice:
         render.out.print(f"[yellow]{escape(result.notice)}[/yellow]")
@@ -73,10 +75,12 @@ def duplicates(
     """List potential duplicates. A candidate is an invitation to look, never an action."""
     if ctx.invoked_subcommand is not None:
         return
+    from vaultlens.services.verbs import finding
+
     app = open_app(vault, set_)
-    report = services.duplicates(app, threshold, limit)
+    report = finding.duplicates(app, threshold, limit)
     if json_:
-        render.print_json(asdict(report))
+        render.print_json(report.as_dict())
         return
     out = render.out
     if report.exact:
@@ -139,7 +143,9 @@ def dismiss(
     json_: JsonOpt = False,
 ) -> None:
     """Hide the pair A–B from `duplicates` until either note changes."""
-    pa, pb = services.dismiss(open_app(vault, set_), a, b)
+    from vaultlens.services.verbs import finding
+
+    pa, pb = finding.dismiss(open_app(vault, set_), a, b)
     if json_:
         render.print_json({"dismissed": [pa, pb]})
     else:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -17,20 +18,20 @@ from rich.markup import escape
 from vaultlens.cli import render
 from vaultlens.cli.ask_cmds import ask, chat, providers
 from vaultlens.cli.audit_cmds import audit_cli, moc
+from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides, with_consent
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides
 from vaultlens.cli.review_cmds import review
 from vaultlens.cli.serve_cmds import mcp, serve
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.cli.write_cmds import apply, history, undo
-from vaultlens.config import paths
-from vaultlens.config.settings import allowed, as_rows
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
-from vaultlens.index.runs import RunStats
-from vaultlens.services import app as services
-from vaultlens.services import evaluation
-from vaultlens.services.evaluation import GroupScore
-from vaultlens.services.search import NoteHit
+
+if TYPE_CHECKING:
+    from vaultlens.index.runs import RunStats
+    from vaultlens.services.app import App
+    from vaultlens.services.evaluation import GroupScore
+    from vaultlens.services.search import NoteHit
 
 cli = typer.Typer(
     name="vaultlens",
@@ -40,18 +41,19 @@ cli = typer.Typer(
     pretty_exceptions_enable=False,
 )
 config_cli = typer.Typer(help="Inspect settings.", no_args_is_help=True)
-cli.add_typer(config_cli, name="config")
-cli.command()(similar)
-cli.command()(watch)
-cli.add_typer(duplicates_cli, name="duplicates")
-# ask your vault (issue 11)
-cli.command()(ask)
-cli.command()(chat)
-cli.command()(providers)
-cli.add_typer(audit_cli, name="audit")  # audit structure (no model), audit deep
-cli.command()(moc)  # a Map of Content for a saved cluster, through safewrite
-cli.command()(serve)  # companion: HTTP API + MCP (cli/serve_cmds.py)
-cli.command()(mcp)
+eval_cli = typer.Typer(help="Measure retrieval quality on labelled data.", no_args_is_help=True)
+
+# --help lists the commands by what they are for, in the order a newcomer meets them; each
+# panel's commands are registered in the order they are listed (see the end of this module).
+KEEP, FIND, ASK, CHANGE, AUDIT, SERVE, INSPECT = (
+    "Keep the index",
+    "Find",
+    "Ask",
+    "Change notes",
+    "Audit",
+    "Serve",
+    "Inspect",
+)
 
 
 def _show_stats(stats: RunStats, json_: bool, vault: Path) -> None:
@@ -81,16 +83,16 @@ def _print_stats(stats: RunStats, vault: Path) -> None:
         )
 
 
-@cli.command()
 def index(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False, yes: YesOpt = False) -> None:
     """Index the vault, or bring the index up to date (only changed chunks are embedded)."""
+    from vaultlens.services.verbs import indexing
+
     app = open_app(vault, set_)
     with render.RichProgress() as progress:
-        stats = with_consent(yes, lambda consent: services.index(app, progress, consent))
+        stats = confirmed(lambda grant: indexing.index(app, progress, grant is not None), yes, json_)
     _show_stats(stats, json_, app.vault)
 
 
-@cli.command()
 def rebuild(
     vault: VaultOpt = None,
     set_: SetOpt = None,
@@ -109,37 +111,35 @@ def rebuild(
     ] = 30.0,
 ) -> None:
     """Build the index again from scratch with the current settings (e.g. after changing the model)."""
+    from vaultlens.services.verbs import indexing
+
     app = open_app(vault, set_)
     if not background:
         with render.RichProgress() as progress:
-            stats = with_consent(yes, lambda consent: services.rebuild(app, progress, consent))
+            stats = confirmed(lambda grant: indexing.rebuild(app, progress, grant is not None), yes, json_)
         _show_stats(stats, json_, app.vault)
         return
     if not json_:
         render.out.print(f"Building the new index next to {app.index_dir}; searches keep using it meanwhile.")
     with render.RichProgress() as progress:
-        result = with_consent(
-            yes, lambda consent: services.rebuild_in_background(app, progress, switch_wait, consent)
+        result = confirmed(
+            lambda grant: indexing.rebuild_in_background(app, progress, switch_wait, grant is not None),
+            yes,
+            json_,
         )
     if json_:
-        render.print_json(
-            {
-                **result.stats.as_dict(),
-                "index_dir": str(result.index_dir),
-                "resumed": result.resumed,
-                "catch_up": result.catch_up.as_dict(),
-            }
-        )
+        render.print_json(result.as_dict())
         return
     _print_stats(result.stats, app.vault)
     render.out.print(f"Switched to the new index in {result.index_dir}; the old one was deleted.")
 
 
-@cli.command()
 def clear(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Empty the index. It stays empty until you run `vaultlens index` again."""
+    from vaultlens.services.verbs import indexing
+
     app = open_app(vault, set_)
-    cleared = services.clear(app)
+    cleared = indexing.clear(app)
     if json_:
         render.print_json({"vault": str(app.vault), "cleared": cleared})
     elif cleared:
@@ -148,7 +148,6 @@ def clear(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -
         render.out.print(f"There is no index for {escape(str(app.vault))}: nothing to clear.")
 
 
-@cli.command()
 def search(
     query: Annotated[
         str,
@@ -164,17 +163,18 @@ def search(
     sections: Annotated[int | None, typer.Option(min=1, help="Sections per note.")] = None,
 ) -> None:
     """Find notes by meaning and by words; results are grouped per note with their best sections."""
+    from vaultlens.services.verbs import finding
+
     app = open_app(vault, set_)
     if query == "-":
         for line in sys.stdin:
             q = line.strip()
             if not q:
                 continue
-            hits = services.search(app, q, limit, sections)
+            hits = finding.search(app, q, limit, sections)
             if json_:
-                sys.stdout.write(
-                    json.dumps({"query": q, "results": render.hits_json(hits)}, ensure_ascii=False) + "\n"
-                )
+                results = [h.as_dict() for h in hits]
+                sys.stdout.write(json.dumps({"query": q, "results": results}, ensure_ascii=False) + "\n")
             else:
                 render.out.rule(q)
                 render.print_hits(hits)
@@ -182,17 +182,19 @@ def search(
             _warn_if_partial(app)
         return
     warm = _search_warm(app, query, limit, sections)
-    found = warm if warm is not None else services.search(app, query, limit, sections)
+    found = warm if warm is not None else finding.search(app, query, limit, sections)
     if json_:
-        render.print_json(render.hits_json(found))
+        render.print_json([h.as_dict() for h in found])
     else:
         render.print_hits(found)
         _warn_if_partial(app)
 
 
-def _warn_if_partial(app: services.App) -> None:
+def _warn_if_partial(app: App) -> None:
     """Say so when the index does not hold every note yet: results alone cannot show what is missing."""
-    run = services.unfinished_run(app)
+    from vaultlens.services.verbs import indexing
+
+    run = indexing.unfinished_run(app)
     if run is None:
         return
     if run.status == "running":
@@ -206,9 +208,7 @@ def _warn_if_partial(app: services.App) -> None:
         )
 
 
-def _search_warm(
-    app: services.App, query: str, limit: int | None, sections: int | None
-) -> list[NoteHit] | None:
+def _search_warm(app: App, query: str, limit: int | None, sections: int | None) -> list[NoteHit] | None:
     """Ask a `vaultlens serve` running for this vault with the same settings (its model is
     loaded); None when there is none, and the search runs here."""
     from vaultlens.server.runtime import search_via_server
@@ -216,22 +216,24 @@ def _search_warm(
     return search_via_server(app, query, limit, sections)
 
 
-@cli.command()
 def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Coverage of the index: indexed, skipped and failed files with reasons, totals, last run."""
+    from vaultlens.services.verbs import indexing
+
     app = open_app(vault, set_)
-    info = services.status(app)
+    info = indexing.status(app)
     if json_:
         render.print_json(info.as_dict())
         return
     render.print_status(info)
 
 
-@cli.command()
 def doctor(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Check the index's integrity and consistency; exits non-zero on any problem."""
+    from vaultlens.services.verbs import indexing
+
     app = open_app(vault, set_)
-    report = services.doctor(app)
+    report = indexing.doctor(app)
     if json_:
         render.print_json(report.as_dict())
     else:
@@ -240,9 +242,10 @@ def doctor(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) 
         raise typer.Exit(1)
 
 
-@config_cli.command("show")
 def config_show(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Print the effective settings and where each value came from."""
+    from vaultlens.config.settings import allowed, as_rows
+
     app = open_app(vault, set_)
     rows = as_rows(app.loaded)
     if json_:
@@ -253,20 +256,15 @@ def config_show(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = Fa
         render.out.print(f"{key:<26} = {value!r:<28} [dim]# {escape(origin)}{escape(rng)}[/dim]")
 
 
-eval_cli = typer.Typer(help="Measure retrieval quality on labelled data.", no_args_is_help=True)
-cli.add_typer(eval_cli, name="eval")
-
-
 def _print_scores(scores: list[GroupScore], json_: bool) -> None:
     if json_:
-        render.print_json([s.__dict__ for s in scores])
+        render.print_json([s.as_dict() for s in scores])
         return
     for s in scores:
         cells = "  ".join(f"{k} {v:.3f}" for k, v in s.metrics.items())
         render.out.print(f"{s.group:<22} n={s.n:<4} {cells}", soft_wrap=True)  # one line a group
 
 
-@eval_cli.command("beir")
 def eval_beir(
     folder: Annotated[Path, typer.Argument(help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv.")],
     set_: SetOpt = None,
@@ -274,16 +272,16 @@ def eval_beir(
     yes: YesOpt = False,
 ) -> None:
     """nDCG@10, Recall@100 and MRR@10 of search on a BEIR data set (written as one note per document)."""
-    work = paths.home() / "eval"
+    from vaultlens.services.verbs import inspecting
+
     overrides = parse_overrides(set_)
     with render.RichProgress() as progress:
-        scores = with_consent(
-            yes, lambda consent: evaluation.eval_beir(folder, work, overrides, progress, consent=consent)
+        scores = confirmed(
+            lambda grant: inspecting.eval_beir(folder, overrides, progress, grant is not None), yes, json_
         )
     _print_scores(scores, json_)
 
 
-@eval_cli.command("queries")
 def eval_queries(
     file: Annotated[
         Path, typer.Argument(help="queries.jsonl with vault, query, relevant, lang, cross_lingual.")
@@ -293,16 +291,34 @@ def eval_queries(
     yes: YesOpt = False,
 ) -> None:
     """hit@1, hit@5 and MRR on a labelled query file, per vault, language and cross-lingual flag."""
+    from vaultlens.services.verbs import inspecting
+
     overrides = parse_overrides(set_)
     with render.RichProgress() as progress:
-        scores = with_consent(
-            yes, lambda consent: evaluation.eval_queries(file, overrides, progress, consent=consent)
+        scores = confirmed(
+            lambda grant: inspecting.eval_queries(file, overrides, progress, grant is not None), yes, json_
         )
     _print_scores(scores, json_)
 
 
-for _write_command in (review, apply, undo, history):  # after the index and search commands in --help
-    cli.command()(_write_command)
+_PANELS: list[tuple[str, list[Callable[..., None] | tuple[str, typer.Typer]]]] = [
+    (KEEP, [index, watch, rebuild, clear]),
+    (FIND, [search, similar, ("duplicates", duplicates_cli)]),
+    (ASK, [ask, chat]),
+    (CHANGE, [review, apply, undo, history]),
+    (AUDIT, [("audit", audit_cli), moc]),  # audit structure (no model), audit deep; a MOC from its clusters
+    (SERVE, [serve, mcp]),  # companion: HTTP API + MCP (cli/serve_cmds.py)
+    (INSPECT, [status, doctor, providers, ("config", config_cli), ("eval", eval_cli)]),
+]
+for _panel, _commands in _PANELS:
+    for _command in _commands:
+        if isinstance(_command, tuple):
+            cli.add_typer(_command[1], name=_command[0], rich_help_panel=_panel)
+        else:
+            cli.command(rich_help_panel=_panel)(_command)
+config_cli.command("show")(config_show)
+eval_cli.command("beir")(eval_beir)
+eval_cli.command("queries")(eval_queries)
 
 
 def main() -> None:

@@ -1,21 +1,21 @@
-"""Options every command shares, and turning them into an :class:`App`."""
+"""Options every command shares, and turning them into an :class:`App`.
+
+Commands import the facade (:mod:`vaultlens.services.verbs`) inside their bodies, so ``--help``
+and a command that needs no model load no model, numpy or HTTP client.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
-from vaultlens.cli import render
-from vaultlens.errors import ConfigError, ConsentRequired, VaultError
-from vaultlens.services.app import App
+from vaultlens.errors import ConfigError, VaultError
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from vaultlens.services.app import App
 
 VaultOpt = Annotated[
     Path | None,
@@ -43,6 +43,9 @@ def parse_overrides(sets: list[str] | None) -> dict[str, str]:
 
 
 def open_app(vault: Path | None, sets: list[str] | None) -> App:
+    """The App for ``--vault`` (or $VAULTLENS_VAULT, or the current folder) with ``--set`` overrides."""
+    from vaultlens.services.app import App  # the index machinery: only once a command runs
+
     from_env = vault is None and bool(os.environ.get("VAULTLENS_VAULT"))
     root = vault or Path(os.environ.get("VAULTLENS_VAULT") or ".")
     try:
@@ -53,30 +56,3 @@ def open_app(vault: Path | None, sets: list[str] | None) -> App:
         raise type(exc)(
             f"{exc.message.rstrip('.')} (the folder comes from $VAULTLENS_VAULT).", hint=exc.hint
         ) from None
-
-
-def with_consent(yes: bool, run: Callable[[bool], T]) -> T:
-    """Run a service; when it needs consent to send note text off this machine, say what goes
-    where and ask (remembered per destination), or take ``--yes``, then run it again with it."""
-    try:
-        return run(False)
-    except ConsentRequired as exc:
-        render.err.print(
-            f"[yellow]vaultlens will send {escape(exc.what)} to {escape(exc.destination)}.[/yellow]"
-        )
-        if not yes:
-            if not sys.stdin.isatty():
-                raise ConsentRequired(
-                    exc.destination,
-                    exc.what,
-                    message=f"Not sending note text to {exc.destination} without your agreement.",
-                    hint="Run the command in a terminal to answer, or pass --yes.",
-                ) from None
-            if not typer.confirm("Send it there?", default=False):
-                raise ConsentRequired(
-                    exc.destination,
-                    exc.what,
-                    message="Nothing was sent.",
-                    hint="Choose a local provider with --set embedding.provider=local.",
-                ) from None
-        return run(True)

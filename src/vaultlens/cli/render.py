@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,9 +20,10 @@ from rich.progress import (
 )
 
 from vaultlens.errors import VaultlensError
-from vaultlens.services.results import DoctorReport, IndexStatus, TierStatus
-from vaultlens.services.results import hits_json as hits_json  # the one serialiser of search hits
-from vaultlens.services.search import NoteHit
+
+if TYPE_CHECKING:
+    from vaultlens.services.results import DoctorReport, IndexStatus, TierStatus
+    from vaultlens.services.search import NoteHit
 
 # no :emoji: codes: a fragment id such as 3f2a1b9c:A:1, a path or a note's text must print as written
 out = Console(highlight=False, emoji=False)

@@ -15,16 +15,18 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, with_consent
+from vaultlens.cli.confirm import confirmed
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
-from vaultlens.index.runs import RunStats
-from vaultlens.index.watcher import FlushReport
-from vaultlens.services.watch import watch as watch_service
+
+if TYPE_CHECKING:
+    from vaultlens.index.runs import RunStats
+    from vaultlens.index.watcher import FlushReport
 
 
 def _count(n: int, noun: str) -> str:
@@ -79,6 +81,8 @@ def watch(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False, y
 
 
 def _watch(vault: VaultOpt, set_: SetOpt, json_: bool, yes: bool) -> None:
+    from vaultlens.services.verbs import indexing
+
     app = open_app(vault, set_)
     stop = threading.Event()
     # SIGTERM stops like Ctrl-C: the current flush is committed or rolled back, the lock released
@@ -102,7 +106,7 @@ def _watch(vault: VaultOpt, set_: SetOpt, json_: bool, yes: bool) -> None:
                 )
 
         try:
-            with_consent(yes, lambda consent: watch_service(app, on_flush, stop, bar, consent))
+            confirmed(lambda grant: indexing.watch(app, on_flush, stop, bar, grant is not None), yes, json_)
         except KeyboardInterrupt:
             startup.close()
             if json_:

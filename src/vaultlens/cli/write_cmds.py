@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
+from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
-from vaultlens.errors import WriteRefused
-from vaultlens.services import writes
-from vaultlens.services.app import App
+
+if TYPE_CHECKING:
+    from vaultlens.errors import Proposal
+    from vaultlens.safewrite import Entry
+    from vaultlens.services.app import App
 
 OpArg = Annotated[str, typer.Argument(help="Operation id (see `vaultlens history`).")]
 ConfirmOpt = Annotated[
@@ -24,8 +26,11 @@ AllowOpenOpt = Annotated[
 ]
 
 
-def _report_recovery(app: App, json_: bool) -> None:
-    for item in writes.recover(app):
+def report_recovery(app: App, json_: bool) -> None:
+    """Settle writes a crash interrupted before anything else, and say what was found."""
+    from vaultlens.services.verbs import changing
+
+    for item in changing.recover(app):
         if not json_:
             render.err.print(
                 f"[yellow]Interrupted write {item.op_id} ({escape(item.path)}):[/yellow] "
@@ -33,25 +38,19 @@ def _report_recovery(app: App, json_: bool) -> None:
             )
 
 
-def _confirm_and_apply(app: App, planned: writes.Planned, yes: bool, json_: bool, allow_open: bool) -> None:
-    entry = planned.entry
-    if not json_:
-        render.out.print(f"[bold]{escape(entry.summary)}[/bold]  [dim]{entry.op_id}[/dim]")
-        sys.stdout.write(planned.diff)  # exactly the text whose SHA-256 is confirmed, no markup
-        sys.stdout.flush()
-    if not yes:
-        if json_ or not sys.stdin.isatty():
-            raise WriteRefused(
-                f"Not written: confirm the diff of {entry.op_id} first.",
-                hint="Run the command in a terminal to answer, or pass --yes.",
-                op_id=entry.op_id,
-            )
-        if not typer.confirm(f"Write this change to {entry.path}?", default=False):
-            render.err.print("Nothing was written.")
-            raise typer.Exit(1)
-    done = writes.apply(app, entry.op_id, planned.entry.diff_sha, allow_open=allow_open)
+def apply_confirmed(app: App, op_id: str, yes: bool, json_: bool, allow_open: bool) -> None:
+    """Show the operation's exact diff, ask (or take --yes), write it, and say what was done."""
+    from vaultlens.services.verbs import changing
+
+    shown: list[Proposal] = []
+
+    def run(grant: Proposal | None) -> Entry:
+        shown.extend([grant] if grant is not None else [])
+        return changing.apply(app, op_id, grant, allow_open)
+
+    done = confirmed(run, yes, json_)
     if json_:
-        render.print_json({**done.to_dict(), "diff": planned.diff})
+        render.print_json({**done.as_dict(), "diff": shown[-1].preview})
     else:
         verb = "Deleted" if done.after_sha is None else "Written"  # the undo of a creation removes the note
         render.out.print(f"[green]{verb}[/green] {escape(done.path)} ({done.op_id}).")
@@ -67,8 +66,8 @@ def apply(
 ) -> None:
     """Show a planned operation's exact diff, ask, and write it only if the note is still as planned."""
     app = open_app(vault, set_)
-    _report_recovery(app, json_)
-    _confirm_and_apply(app, writes.to_confirm(app, op), yes, json_, allow_open)
+    report_recovery(app, json_)
+    apply_confirmed(app, op, yes, json_, allow_open)
 
 
 def undo(
@@ -80,16 +79,20 @@ def undo(
     allow_open: AllowOpenOpt = False,
 ) -> None:
     """Put a note back as it was before OP, only if nobody changed it since (later edits are kept)."""
+    from vaultlens.services.verbs import changing
+
     app = open_app(vault, set_)
-    _report_recovery(app, json_)
-    _confirm_and_apply(app, writes.plan_undo(app, op), yes, json_, allow_open)
+    report_recovery(app, json_)
+    apply_confirmed(app, changing.plan_undo(app, op).entry.op_id, yes, json_, allow_open)
 
 
 def history(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Every change vaultlens planned or made in this vault, and its state."""
-    entries = writes.history(open_app(vault, set_))
+    from vaultlens.services.verbs import changing
+
+    entries = changing.history(open_app(vault, set_))
     if json_:
-        render.print_json([e.to_dict() for e in entries])
+        render.print_json([e.as_dict() for e in entries])
         return
     if not entries:
         render.out.print("No changes recorded for this vault.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
@@ -31,6 +32,15 @@ class RebuildResult:
     catch_up: RunStats  # edits made during the build, applied under the live lock
     index_dir: Path  # the new live folder
     resumed: bool  # an earlier, interrupted build was continued
+
+    def as_dict(self) -> dict[str, Any]:
+        """The build's counters, and where the new index lives, whether it resumed, the catch-up's counters."""
+        return {
+            **self.stats.as_dict(),
+            "index_dir": str(self.index_dir),
+            "resumed": self.resumed,
+            "catch_up": self.catch_up.as_dict(),
+        }
 
 
 def rebuild_background(

@@ -61,7 +61,7 @@ class Entry:
     undone_by: str | None = None
     events: list[dict[str, str]] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -102,7 +102,7 @@ class Journal:
         return entry
 
     def _save(self, entry: Entry) -> None:
-        text = json.dumps(entry.to_dict(), ensure_ascii=False, indent=2) + "\n"
+        text = json.dumps(entry.as_dict(), ensure_ascii=False, indent=2) + "\n"
         with translated_errors("write the safewrite journal", self.root):
             atomic_write(self._dir(entry.op_id) / "entry.json", text, mode=0o600)
 

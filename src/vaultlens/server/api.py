@@ -21,7 +21,6 @@ import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import asdict
 from importlib.metadata import version
 from typing import Annotated, Any
 
@@ -34,13 +33,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vaultlens.errors import TRANSLATED, InvalidInput, VaultlensError, translate_error
 from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_SECTIONS
-from vaultlens.services import app as services
 from vaultlens.services import notes
+from vaultlens.services.app import App
 from vaultlens.services.discover import SimilarResult
 from vaultlens.services.duplicates import DuplicateReport
 from vaultlens.services.notes import NoteList, NoteSlice
-from vaultlens.services.results import hits_json
 from vaultlens.services.search import NoteHit
+from vaultlens.services.verbs import asking, finding, indexing
 
 log = logging.getLogger("vaultlens.server")
 
@@ -71,13 +70,13 @@ def _event(kind: str, data: Any) -> bytes:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-def ask_stream(app: services.App, body: AskBody) -> JSONResponse | StreamingResponse:
+def ask_stream(app: App, body: AskBody) -> JSONResponse | StreamingResponse:
     """Run Ask in a worker thread and relay what it streams (see the module docstring)."""
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def work() -> None:
         try:
-            got = services.ask(
+            got = asking.ask(
                 app, body.question, lambda piece: events.put(("token", piece)), body.consent, body.extractive
             )
             events.put(("done", got.as_dict()))
@@ -133,7 +132,7 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def create_api(
-    app: services.App,
+    app: App,
     *,
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
     watcher: Callable[[], dict[str, Any]] | None = None,
@@ -182,7 +181,7 @@ def create_api(
 
     @api.get("/v1/status", summary="Index coverage, totals, model, last run")
     def status() -> dict[str, Any]:
-        out = services.status(app).as_dict()
+        out = indexing.status(app).as_dict()
         return out if watcher is None else {**out, "watcher": watcher()}
 
     @api.get(
@@ -195,7 +194,7 @@ def create_api(
             int | None, Query(ge=1, le=MAX_SECTIONS, description="Sections per note.")
         ] = None,
     ) -> JSONResponse:
-        return _json(hits_json(services.search(app, q, limit, sections)))
+        return _json([h.as_dict() for h in finding.search(app, q, limit, sections)])
 
     @api.get("/v1/similar", response_model=SimilarResult, summary="Notes related to one note")
     def similar(
@@ -204,7 +203,7 @@ def create_api(
         ],
         limit: Annotated[int | None, Query(ge=1, le=MAX_LIMIT)] = None,
     ) -> JSONResponse:
-        return _json(asdict(services.similar(app, path, limit, untrusted=True)))
+        return _json(finding.similar(app, path, limit, untrusted=True).as_dict())
 
     @api.get(
         "/v1/duplicates", response_model=DuplicateReport, summary="Exact copies and near-duplicate pairs"
@@ -213,7 +212,7 @@ def create_api(
         threshold: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
         limit: Annotated[int | None, Query(ge=1, le=MAX_DUPLICATES)] = None,
     ) -> JSONResponse:
-        return _json(asdict(services.duplicates(app, threshold, limit)))
+        return _json(finding.duplicates(app, threshold, limit).as_dict())
 
     @api.get("/v1/notes", response_model=NoteSlice, summary="A bounded slice of one note's text")
     def note(
@@ -225,7 +224,7 @@ def create_api(
             int, Query(ge=1, le=notes.MAX_SLICE, description="Code points to return.")
         ] = notes.DEFAULT_SLICE,
     ) -> JSONResponse:
-        return _json(asdict(services.note(app, path, offset, length)))
+        return _json(finding.note(app, path, offset, length).as_dict())
 
     @api.get(
         "/v1/notes/list", response_model=NoteList, summary="Indexed notes under a folder, one page at a time"
@@ -237,7 +236,7 @@ def create_api(
         cursor: Annotated[str | None, Query(max_length=4 * notes.MAX_PATH_CHARS)] = None,
         limit: Annotated[int, Query(ge=1, le=notes.MAX_PAGE)] = notes.DEFAULT_PAGE,
     ) -> JSONResponse:
-        return _json(asdict(services.list_notes(app, folder, cursor, limit)))
+        return _json(finding.list_notes(app, folder, cursor, limit).as_dict())
 
     @api.post(
         "/v1/ask",

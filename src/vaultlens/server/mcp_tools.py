@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
@@ -26,9 +25,9 @@ from pydantic import Field
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 from vaultlens.server.envelope import envelope
 from vaultlens.server.limits import MAX_QUERY_CHARS, MAX_RESULTS
-from vaultlens.services import app as services
 from vaultlens.services import notes
-from vaultlens.services.results import hits_json
+from vaultlens.services.app import App
+from vaultlens.services.verbs import finding, indexing
 
 T = TypeVar("T")
 
@@ -66,7 +65,7 @@ async def _call(verb: Callable[[], T]) -> T:
         raise ToolError(json.dumps({"error": translate_error(exc).to_dict()}, ensure_ascii=False)) from exc
 
 
-def build_mcp(app: services.App, *, host: str = "127.0.0.1") -> FastMCP:
+def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
     """The MCP server for ``app``; ``host`` is the HTTP bind (it turns on the SDK's DNS-rebinding check)."""
     mcp = FastMCP(
         "vaultlens",
@@ -82,8 +81,8 @@ def build_mcp(app: services.App, *, host: str = "127.0.0.1") -> FastMCP:
     async def search_notes(query: Query, limit: Limit = 8) -> dict[str, Any]:
         """Find notes by meaning and by words. Returns notes with a score and their best sections
         (heading path, line range, snippet). Read a whole section with get_note."""
-        hits = await _call(lambda: services.search(app, query, limit))
-        return envelope("search_results", {"query": query, "results": hits_json(hits)})
+        hits = await _call(lambda: finding.search(app, query, limit))
+        return envelope("search_results", {"query": query, "results": [h.as_dict() for h in hits]})
 
     @mcp.tool(annotations=READ_ONLY, title="Read a note")
     async def get_note(
@@ -96,19 +95,19 @@ def build_mcp(app: services.App, *, host: str = "127.0.0.1") -> FastMCP:
     ) -> dict[str, Any]:
         """Read a slice of one note's text. The result has the note's total_length, its
         content_hash and next_offset (null at the end): call again with offset=next_offset for more."""
-        part = await _call(lambda: services.note(app, path, offset, length))
-        return envelope("note_slice", asdict(part))
+        part = await _call(lambda: finding.note(app, path, offset, length))
+        return envelope("note_slice", part.as_dict())
 
     @mcp.tool(annotations=READ_ONLY, title="Find related notes")
     async def find_related_notes(path: NotePath, limit: Limit = 8) -> dict[str, Any]:
         """Notes on the same topics as the given note, with the pair of sections that match best."""
-        result = await _call(lambda: services.similar(app, path, limit, untrusted=True))
-        return envelope("related_notes", asdict(result))
+        result = await _call(lambda: finding.similar(app, path, limit, untrusted=True))
+        return envelope("related_notes", result.as_dict())
 
     @mcp.tool(annotations=READ_ONLY, title="Vault status")
     async def vault_status() -> dict[str, Any]:
         """What is indexed: note and chunk counts, skipped files with reasons, the model, the last run."""
-        info = await _call(lambda: services.status(app))
+        info = await _call(lambda: indexing.status(app))
         return envelope("vault_status", info.as_dict())
 
     @mcp.tool(annotations=READ_ONLY, title="List notes")
@@ -128,7 +127,7 @@ def build_mcp(app: services.App, *, host: str = "127.0.0.1") -> FastMCP:
         ] = None,
     ) -> dict[str, Any]:
         """Indexed notes under a folder, sorted by path, with titles; up to 100 per page."""
-        page = await _call(lambda: services.list_notes(app, folder, cursor))
-        return envelope("note_list", asdict(page))
+        page = await _call(lambda: finding.list_notes(app, folder, cursor))
+        return envelope("note_list", page.as_dict())
 
     return mcp

@@ -34,7 +34,7 @@ from vaultlens.server.api import create_api
 from vaultlens.server.guard import Guard, check_bind, is_loopback
 from vaultlens.server.mcp_tools import build_mcp
 from vaultlens.services.app import App
-from vaultlens.services.watch import watch as watch_service
+from vaultlens.services.verbs.indexing import watch as watch_service
 
 Say = Callable[[str], None]
 

@@ -26,16 +26,15 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from vaultlens.chunking.chunker import Chunk, MarkdownChunker
-from vaultlens.chunking.source import NotText, load_note
+from vaultlens.chunking.chunker import Chunk
+from vaultlens.chunking.source import NotText
+from vaultlens.config.settings import SearchSettings
 from vaultlens.errors import EmptyQuery, VaultlensError
 from vaultlens.llm.base import LLMProvider, Message, OnText, Usage
+from vaultlens.services.context import IndexReader, VaultFiles
 from vaultlens.services.search import NoteHit, rank_notes
-
-if TYPE_CHECKING:
-    from vaultlens.services.app import App
 
 CANDIDATE_NOTES = 12
 CANDIDATE_CHUNKS = 3
@@ -133,25 +132,29 @@ class AskAnswer:
         }
 
 
-def gather(app: App, question: str) -> AskContext:
+WHAT_IS_SENT = (
+    f"your questions and, per answer, up to {CONTEXT_CHARS:,} characters of matching note text "
+    f"(at most {SOURCE_NOTES} notes; in chat also earlier questions and answers)"
+)
+
+
+def gather(index: IndexReader, files: VaultFiles, search: SearchSettings, question: str) -> AskContext:
     """Steps 1-4 of the module docstring: the frozen context for ``question``."""
-    s = app.settings
-    question = question.strip()[: s.search.max_query_chars]
+    question = question.strip()[: search.max_query_chars]
     if not question:
         raise EmptyQuery("The question is empty.", hint='Try: vaultlens ask "how do I cache static files"')
-    with app.reading() as store:
-        store.check_space(app.provider().space)
-        tier = app.search_tier(store)
-        hits = rank_notes(store, app.provider(), question, s.search, CANDIDATE_NOTES, CANDIDATE_CHUNKS, tier)
+    with index.reading() as store:
+        provider = index.provider()
+        store.check_space(provider.space)
+        tier = index.search_tier(store)
+        hits = rank_notes(store, provider, question, search, CANDIDATE_NOTES, CANDIDATE_CHUNKS, tier)
         stored = {sec.chunk_id: store.chunk_by_id(sec.chunk_id) for h in hits for sec in h.sections}
     # the index is released: from here on only the vault's files are read
     best = max((h.similarity for h in hits), default=0.0)
     if not hits or all(h.weak and h.similarity < ASK_WEAK_SIMILARITY for h in hits):
         return AskContext(question, (), (), best_similarity=best)
-    x = s.index
-    chunker = MarkdownChunker(x.chunk_target, x.chunk_max, x.chunk_overlap)
     stale: list[str] = []
-    chosen = select(current_chunks(app, hits, stored, chunker, stale))
+    chosen = select(current_chunks(files, hits, stored, stale))
     sources = tuple(
         Source(f"S{n}", c.path, c.heading_path, c.start_line + 1, c.end_line, c.id, c.text, c.frontmatter)
         for n, c in enumerate(chosen, 1)
@@ -161,19 +164,14 @@ def gather(app: App, question: str) -> AskContext:
 
 
 def current_chunks(
-    app: App,
-    hits: list[NoteHit],
-    stored: dict[str, Chunk | None],
-    chunker: MarkdownChunker,
-    dropped: list[str],
+    files: VaultFiles, hits: list[NoteHit], stored: dict[str, Chunk | None], dropped: list[str]
 ) -> Iterator[list[Chunk]]:
     """Per hit (in rank order) its candidate chunks as they are in the file now. Lazy, so notes past
     the last one :func:`select` takes are never read; the ids of chunks dropped because their note
     changed (or vanished) since it was indexed are appended to ``dropped``."""
-    max_bytes = int(app.settings.index.max_file_mb * 1_000_000)
     for hit in hits:
         try:
-            now = {c.id: c for c in load_note(app.vault, hit.path, chunker, max_bytes).chunks}
+            now = {c.id: c for c in files.load(hit.path).chunks}
         except (VaultlensError, NotText):  # removed, unreadable or no longer text: nothing to send
             dropped.extend(sec.chunk_id for sec in hit.sections)
             continue

@@ -11,14 +11,16 @@ lives only in memory: nothing of a conversation is written anywhere. Without a m
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from vaultlens.llm.base import LLMProvider, Message, OnText
 from vaultlens.llm.structured import structured
-from vaultlens.services import app as services
-from vaultlens.services.app import App
 from vaultlens.services.ask import AskAnswer
+
+# Ask one standalone question (text, stream callback, consent) with the session's model or none.
+Answerer = Callable[[str, "OnText | None", bool], AskAnswer]
 
 HISTORY_ANSWER_CHARS = 1500
 
@@ -36,14 +38,30 @@ REWRITE_PROMPT = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ChatTurn:
+    """One exchange: the question as retrieval saw it, and its answer."""
+
+    standalone_question: str
+    answer: AskAnswer
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"standalone_question": self.standalone_question, **self.answer.as_dict()}
+
+
 @dataclass
 class ChatSession:
-    app: App
-    provider: LLMProvider | None = None  # None with extractive answers
+    """A conversation's bounded history, the model that rewrites follow-ups (None: extractive), and
+    how to answer and how to ask consent (both given by the facade)."""
+
+    answerer: Answerer
+    require_consent: Callable[[bool], None]  # raises ConsentRequired before text goes to a remote model
+    provider: LLMProvider | None = None
+    history_turns: int = 0
     history: deque[tuple[str, str]] = field(default_factory=deque)
 
     def __post_init__(self) -> None:
-        self.history = deque(self.history, maxlen=max(self.app.settings.llm.history_turns, 1))
+        self.history = deque(self.history, maxlen=max(self.history_turns, 1))
 
     def standalone(self, follow_up: str, consent: bool = False) -> str:
         """``follow_up`` as a question retrieval can use on its own."""
@@ -52,7 +70,7 @@ class ChatSession:
             return follow_up
         if self.provider is None:
             return f"{self.history[-1][0]} {follow_up}"
-        services.require_llm_consent(self.app, self.provider, consent)
+        self.require_consent(consent)
         lines = []
         for q, a in self.history:
             cut = a if len(a) <= HISTORY_ANSWER_CHARS else a[:HISTORY_ANSWER_CHARS] + "…"
@@ -65,17 +83,13 @@ class ChatSession:
         value, _ = structured(self.provider, messages, REWRITE_SCHEMA)
         return str(value["question"]).strip() or follow_up
 
-    def ask(
-        self, question: str, on_text: OnText | None = None, consent: bool = False
-    ) -> tuple[str, AskAnswer]:
-        """(the standalone question, its answer); the exchange joins the bounded history."""
+    def ask(self, question: str, on_text: OnText | None = None, consent: bool = False) -> ChatTurn:
+        """The standalone question and its answer; the exchange joins the bounded history."""
         alone = self.standalone(question, consent)
-        got = services.ask(
-            self.app, alone, on_text, consent, extractive=self.provider is None, provider=self.provider
-        )
-        if self.app.settings.llm.history_turns:
+        got = self.answerer(alone, on_text, consent)
+        if self.history_turns:
             self.history.append((alone, got.answer))
-        return alone, got
+        return ChatTurn(alone, got)
 
     def close(self) -> None:
         if self.provider is not None:

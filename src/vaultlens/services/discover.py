@@ -19,6 +19,7 @@ from vaultlens.errors import NoteNotFound, VaultError
 from vaultlens.index.store import Store
 from vaultlens.services.layout import ALNUM, layout, profile
 from vaultlens.services.section import Section
+from vaultlens.services.serial import AsDict
 from vaultlens.vault.links import LinkResolver
 
 
@@ -38,7 +39,7 @@ class SimilarNote:
 
 
 @dataclass(frozen=True, slots=True)
-class SimilarResult:
+class SimilarResult(AsDict):
     path: str
     notice: str | None
     results: list[SimilarNote]

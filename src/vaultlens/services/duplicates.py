@@ -23,6 +23,7 @@ from vaultlens.services.discover import SectionMatch
 from vaultlens.services.layout import ExactGroup
 from vaultlens.services.passages import Span, find_passages
 from vaultlens.services.section import Section
+from vaultlens.services.serial import AsDict
 from vaultlens.services.translations import find_translations
 
 
@@ -59,7 +60,7 @@ class DuplicatePair:
 
 
 @dataclass
-class DuplicateReport:
+class DuplicateReport(AsDict):
     threshold: float
     translation_threshold: float = 0.0
     passage_threshold: float = 0.0

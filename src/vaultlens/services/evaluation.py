@@ -17,11 +17,12 @@ from typing import NamedTuple
 
 from vaultlens.errors import InvalidInput, VaultError
 from vaultlens.fsutil import read_jsonl
-from vaultlens.index.indexer import Progress
-from vaultlens.services import app as services
-from vaultlens.services.app import App
+from vaultlens.services.search import NoteHit
+from vaultlens.services.serial import AsDict
 
 Ranker = Callable[[str], list[str]]
+# Open a vault, bring its index up to date, and return its search (query, notes wanted) -> hits.
+OpenVault = Callable[[Path], Callable[[str, int], list[NoteHit]]]
 
 
 def ndcg_at(ranked: list[str], gains: dict[str, float], k: int) -> float:
@@ -45,7 +46,7 @@ def rr_at(ranked: list[str], relevant: Iterable[str], k: int | None = None) -> f
 
 
 @dataclass(frozen=True)
-class GroupScore:
+class GroupScore(AsDict):
     group: str
     n: int
     metrics: dict[str, float]
@@ -128,14 +129,7 @@ def _qrels(path: Path) -> dict[str, dict[str, float]]:
     return qrels
 
 
-def eval_beir(
-    beir_dir: Path,
-    work: Path,
-    overrides: dict[str, str] | None = None,
-    progress: Progress | None = None,
-    split: str = "test",
-    consent: bool = False,
-) -> list[GroupScore]:
+def eval_beir(beir_dir: Path, work: Path, open_vault: OpenVault, split: str = "test") -> list[GroupScore]:
     if not (beir_dir / "corpus.jsonl").is_file():
         raise VaultError(f"{beir_dir} is not a BEIR folder (no corpus.jsonl).")
     qfile = beir_dir / "queries.jsonl"
@@ -148,11 +142,10 @@ def eval_beir(
             f"{len(missing)} query ids of qrels/{split}.tsv are not in {qfile} (first: {missing[0]!r})."
         )
     vault = beir_vault(beir_dir, work / (beir_dir.resolve().name or "beir"))
-    app = App.open(vault, overrides)
-    services.index(app, progress, consent)
+    search = open_vault(vault)
     rows = []
     for position, (qid, gains) in enumerate(qrels.items()):
-        hits = services.search(app, queries[qid], limit=100, sections=1)
+        hits = search(queries[qid], 100)
         ranked = [h.path.removesuffix(".md") for h in hits]
         relevant = [d for d, g in gains.items() if g > 0]
         rows.append(
@@ -207,12 +200,7 @@ def _labelled_query(path: Path, n: int, q: dict[str, object]) -> LabelledQuery:
     return LabelledQuery(vault, query, lang, relevant, q)
 
 
-def eval_queries(
-    queries_file: Path,
-    overrides: dict[str, str] | None = None,
-    progress: Progress | None = None,
-    consent: bool = False,
-) -> list[GroupScore]:
+def eval_queries(queries_file: Path, open_vault: OpenVault) -> list[GroupScore]:
     """hit@1, hit@5 and MRR per vault and direction (query language → note language), per query
     language, per half of the file (odd and even lines) and overall, each group with its hit@5 on
     either half; vault paths are relative to the file's parent's parent."""
@@ -227,13 +215,12 @@ def eval_queries(
                 hint="A query's vault path is relative to the folder above the queries file's folder "
                 "(vault vaults/x for eval/queries.jsonl means vaults/x beside eval/).",
             )
-    apps: dict[str, App] = {}
+    searches: dict[str, Callable[[str, int], list[NoteHit]]] = {}
     groups: dict[str, list[dict[str, float]]] = defaultdict(list)
     for position, q in enumerate(items):
-        if q.vault not in apps:
-            apps[q.vault] = App.open(base / q.vault, overrides)
-            services.index(apps[q.vault], progress, consent)
-        hits = services.search(apps[q.vault], q.query, limit=20, sections=1)
+        if q.vault not in searches:
+            searches[q.vault] = open_vault(base / q.vault)
+        hits = searches[q.vault](q.query, 20)
         ranked = [h.path for h in hits]
         row = {
             "hit@1": float(bool(set(ranked[:1]) & set(q.relevant))),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from vaultlens.chunking.source import RawNote, read_note
 from vaultlens.errors import InvalidInput, NoteNotFound, VaultError
 from vaultlens.index.store import Store
+from vaultlens.services.serial import AsDict
 from vaultlens.vault.parse import NotText, decode_note
 from vaultlens.vault.safepath import check_untrusted, resolve_note_path
 from vaultlens.vault.scan import VaultFile, VaultRules
@@ -31,7 +32,7 @@ MAX_PATH_CHARS = 1_024  # longer than any real vault path (most file systems sto
 
 
 @dataclass(frozen=True, slots=True)
-class NoteSlice:
+class NoteSlice(AsDict):
     """``text`` = the note's text (BOM dropped, LF line endings) from ``offset`` (code points)."""
 
     path: str  # as spelled on disk, vault-relative
@@ -50,7 +51,7 @@ class NoteEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class NoteList:
+class NoteList(AsDict):
     folder: str  # "" = the whole vault
     total: int  # notes in the folder (all pages)
     notes: list[NoteEntry] = field(default_factory=list)

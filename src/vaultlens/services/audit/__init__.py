@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from vaultlens.config import paths
 from vaultlens.errors import translated_errors
-from vaultlens.services.app import App
 from vaultlens.services.audit.clusters import ClusterReport, cluster_notes
 from vaultlens.services.audit.graph import read_vault
 from vaultlens.services.audit.structure import StructureReport, build_report
+from vaultlens.services.context import IndexReader, VaultFiles
 from vaultlens.vault.links import LinkResolver
 
 __all__ = [
@@ -39,19 +39,19 @@ class StructureAudit:
     resolver: LinkResolver  # every file of the vault at audit time, to name notes by unambiguous links
 
 
-def audit_structure(app: App) -> StructureAudit:
+def audit_structure(files: VaultFiles) -> StructureAudit:
     """Read the whole vault (no index needed) and report its structure; writes nothing but its outline cache
     under VAULTLENS_HOME."""
-    with translated_errors("audit the vault structure", path=app.vault):
-        cache = paths.audit_dir(app.vault) / OUTLINE_CACHE
-        graph = read_vault(app.vault, int(app.settings.index.max_file_mb * 1_000_000), cache)
-        return StructureAudit(build_report(str(app.vault), graph), graph.resolver)
+    with translated_errors("audit the vault structure", path=files.root):
+        cache = paths.audit_dir(files.root) / OUTLINE_CACHE
+        graph = read_vault(files.root, files.max_bytes, cache)
+        return StructureAudit(build_report(str(files.root), graph), graph.resolver)
 
 
 def audit_clusters(
-    app: App, threshold: float = CLUSTER_THRESHOLD, min_size: int = CLUSTER_MIN_SIZE
+    index: IndexReader, threshold: float = CLUSTER_THRESHOLD, min_size: int = CLUSTER_MIN_SIZE
 ) -> ClusterReport:
     """Topic clusters from the index's stored note vectors, named from headings and terms: no model, no
     embedding call (``audit deep --no-llm``). Needs an index (IndexNotFound otherwise)."""
-    with translated_errors("cluster the notes", path=app.index_dir), app.reading() as store:
+    with translated_errors("cluster the notes"), index.reading() as store:
         return cluster_notes(store, threshold, min_size)

@@ -24,16 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultlens.chunking.source import read_note
 from vaultlens.config import paths
+from vaultlens.config.settings import Settings
 from vaultlens.errors import InvalidModelOutput, VaultlensError, translated_errors
 from vaultlens.llm.base import LLMProvider, Message, Usage, llm_destination
 from vaultlens.llm.registry import make_llm
 from vaultlens.llm.structured import schema_problems, structured
-from vaultlens.services.app import App, require_llm_consent
 from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, audit_clusters, deep_cache
 from vaultlens.services.audit.clusters import ClusterReport
 from vaultlens.services.audit.graph import REPORT_PROPERTY
+from vaultlens.services.consent import require_llm_consent
+from vaultlens.services.context import IndexReader, VaultFiles
 from vaultlens.services.review.prompt import fence_for
 from vaultlens.vault.parse import decode_note
 
@@ -161,6 +162,20 @@ class DeepPlan:
         """Map requests' tokens, estimated as code points / 4 (the reduce request comes on top)."""
         return sum(len(m.content) for b in self.batches for m in b.messages) // 4
 
+    def where(self) -> str:
+        """The destination, or the local model and its endpoint."""
+        p = self.provider
+        return self.destination or f"{p.name} model {p.model} at {p.endpoint} (this machine)"
+
+    def summary(self) -> str:
+        """How much goes where, and what it costs, before anything is sent."""
+        return (
+            f"Deep audit: {len(self.eligible)} notes, {len(self.cached)} cached; {self.to_send} notes in "
+            f"{len(self.batches)} requests (about {self.est_tokens:,} tokens, code points / 4) and one summary "
+            f"request go to {self.where()}. Cost: those tokens at the provider's price (the API's own count "
+            "is shown after the run)."
+        )
+
     @property
     def what(self) -> str:
         return (
@@ -207,42 +222,43 @@ def _map_messages(notes: list[NoteInput]) -> tuple[Message, ...]:
     return (Message("system", MAP_SYSTEM), Message("user", _data_part(secrets.token_hex(8), parts)))
 
 
-def audit_llm(app: App) -> LLMProvider:
+def audit_llm(settings: Settings) -> LLMProvider:
     """The configured chat model, allowed a map answer long enough for a whole batch (``llm.max_tokens``
     suits one Ask answer; five notes' analyses cut at 1,024 tokens would fail as invalid JSON)."""
-    s = app.settings.llm
-    room = ANSWER_TOKENS_PER_NOTE * app.settings.audit.batch_notes
+    s = settings.llm
+    room = ANSWER_TOKENS_PER_NOTE * settings.audit.batch_notes
     return make_llm(dataclasses.replace(s, max_tokens=max(s.max_tokens, room)))
 
 
-def _eligible(app: App) -> list[str]:
-    with app.reading() as store:
+def _eligible(index: IndexReader) -> list[str]:
+    with index.reading() as store:
         return sorted(
             p for p, r in store.file_records().items() if r.kind == "note" and r.status == "indexed"
         )
 
 
 def plan_deep(
-    app: App,
+    index: IndexReader,
+    files: VaultFiles,
     provider: LLMProvider,
+    batch_notes: int,
     full: bool = False,
     threshold: float = CLUSTER_THRESHOLD,
     min_size: int = CLUSTER_MIN_SIZE,
 ) -> DeepPlan:
     """Read the indexed notes (reports left out), look each up in the cache (``full``: ignore it), cluster
     them from stored vectors and build every map request still needed. Sends nothing."""
-    max_bytes = int(app.settings.index.max_file_mb * 1_000_000)
-    folder = paths.audit_dir(app.vault) / "deep-cache"
-    with translated_errors("plan the deep audit", path=app.index_dir):
-        paths_ = _eligible(app)
-    clusters = audit_clusters(app, threshold, min_size)
+    folder = paths.audit_dir(files.root) / "deep-cache"
+    with translated_errors("plan the deep audit"):
+        paths_ = _eligible(index)
+    clusters = audit_clusters(index, threshold, min_size)
     eligible: list[str] = []
     cached: dict[str, dict[str, Any]] = {}
     unreadable: dict[str, str] = {}
     pending: list[NoteInput] = []
     for path in paths_:
         try:
-            raw = read_note(app.vault, path, max_bytes)
+            raw = files.read(path)
             text = decode_note(raw.raw)
         except (VaultlensError, ValueError) as exc:
             unreadable[path] = str(exc)
@@ -257,7 +273,7 @@ def plan_deep(
         else:
             pending.append(NoteInput(path, text, key))
     reports = set(paths_) - set(eligible) - set(unreadable)
-    size = app.settings.audit.batch_notes
+    size = batch_notes
     batches = [
         Batch(tuple(chunk), _map_messages(chunk))
         for chunk in (pending[i : i + size] for i in range(0, len(pending), size))
@@ -328,19 +344,20 @@ def _reduce_messages(clusters: ClusterReport, notes: dict[str, dict[str, Any]]) 
 
 
 def run_deep(
-    app: App,
+    files: VaultFiles,
     plan: DeepPlan,
+    parallel: int,
     consent: bool = False,
     on_batch: Callable[[int], None] | None = None,
 ) -> DeepReport:
-    """Send the plan's map requests (``audit.parallel`` at once), cache each result as it comes, then the
-    reduce. ``on_batch`` gets the number of notes of each finished batch; an exception from it (Ctrl-C)
+    """Send the plan's map requests (``parallel`` at once: audit.parallel), cache each result as it comes,
+    then the reduce. ``on_batch`` gets the number of notes of each finished batch; an exception from it (Ctrl-C)
     stops the run with what finished already cached."""
-    require_llm_consent(app, plan.provider, consent, what=plan.what)
+    require_llm_consent(files, plan.provider, consent, what=plan.what)
     notes = dict(plan.cached)
     failed = dict(plan.unreadable)
     used: list[Usage | None] = []
-    pool = ThreadPoolExecutor(max_workers=app.settings.audit.parallel, thread_name_prefix="audit-map")
+    pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="audit-map")
     try:
         futures: dict[Future[Mapped], Batch] = {pool.submit(_map, plan.provider, b): b for b in plan.batches}
         for future in as_completed(futures):

@@ -11,17 +11,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vaultlens.config import paths
 from vaultlens.errors import VaultError, VaultlensError
 from vaultlens.services import writes
-from vaultlens.services.app import App
 from vaultlens.services.audit.report_files import CLUSTERS_JSON
+from vaultlens.services.context import VaultFiles
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.safepath import check_relative
-from vaultlens.vault.scan import scan_vault
 
 __all__ = ["MocPlan", "load_cluster", "moc_text", "plan_moc"]
 
@@ -38,9 +37,9 @@ class MocPlan:
     planned: writes.Planned
 
 
-def load_cluster(app: App, which: str) -> dict[str, Any]:
+def load_cluster(vault: Path, which: str) -> dict[str, Any]:
     """The saved cluster ``which``: its id, or its name (case-insensitive)."""
-    file = paths.audit_dir(app.vault) / CLUSTERS_JSON
+    file = paths.audit_dir(vault) / CLUSTERS_JSON
     try:
         clusters: list[dict[str, Any]] = json.loads(file.read_text(encoding="utf-8"))["clusters"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -74,23 +73,23 @@ def moc_text(title: str, cluster: dict[str, Any], links: dict[str, str], unlinka
     return "\n".join(out) + "\n"
 
 
-def plan_moc(app: App, which: str, out_path: str | None = None) -> MocPlan:
+def plan_moc(files: VaultFiles, which: str, out_path: str | None = None) -> MocPlan:
     """Plan the MOC of cluster ``which`` as a new note (refused if ``out_path`` exists); nothing is written."""
-    cluster = load_cluster(app, which)
+    cluster = load_cluster(files.root, which)
     title = str(cluster["name"])
     rel = out_path or _default_path(title)
     if not rel.endswith(".md"):
         rel += ".md"
     check_relative(rel)
-    if (app.vault / rel).exists():
+    if (files.root / rel).exists():
         raise VaultError(
             f"{rel} already exists; a MOC is only written as a new note.",
             hint=("Choose another --out-path" if out_path else "Pass --out-path")
             + ": a path no note has yet.",
         )
-    files = [f.path for f in scan_vault(app.vault, int(app.settings.index.max_file_mb * 1_000_000)).files]
-    resolver = LinkResolver([*files, rel])  # as the vault will be once the MOC exists
-    present = set(files)
+    notes = [f.path for f in files.scan().files]
+    resolver = LinkResolver([*notes, rel])  # as the vault will be once the MOC exists
+    present = set(notes)
     links: dict[str, str] = {}
     unlinkable: list[str] = []
     for path in cluster["notes"]:
@@ -107,6 +106,6 @@ def plan_moc(app: App, which: str, out_path: str | None = None) -> MocPlan:
     missing = [p for p in cluster["notes"] if p not in present]
     content = moc_text(title, cluster, links, unlinkable)
     planned = writes.plan_write(
-        app, rel, content.encode("utf-8"), f"Map of Content for cluster {cluster['id']}", based_on=None
+        files.root, rel, content.encode("utf-8"), f"Map of Content for cluster {cluster['id']}", based_on=None
     )
     return MocPlan(rel, links, unlinkable, missing, planned)

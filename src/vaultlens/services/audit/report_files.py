@@ -20,7 +20,6 @@ from vaultlens.config import paths
 from vaultlens.errors import NoteNotFound, VaultError, translated_errors
 from vaultlens.fsutil import atomic_write, nearest_existing
 from vaultlens.services import writes
-from vaultlens.services.app import App
 from vaultlens.services.audit.canvas import canvas_map
 from vaultlens.services.audit.clusters import ClusterReport, clusters_markdown
 from vaultlens.services.audit.dashboard import dashboard_markdown
@@ -110,14 +109,14 @@ def _check_folder(folder: Path, real: Path, names: tuple[str, ...], hint: str = 
             raise _refused(folder, f"{name} there is not a file", hint)
 
 
-def check_out(app: App, folder: Path) -> str | None:
+def check_out(vault: Path, folder: Path) -> str | None:
     """Check the structure audit's ``--out`` before anything is read or written: the vault-relative folder
     when it lies inside the vault ("" for the root), None for a folder outside it.
 
     Refused (:class:`VaultError`): a file, or a path under one; a folder where one of the reports' names is
     not a file; inside the vault, a hidden folder or one whose path a note could not have.
     """
-    into = inside_vault(app.vault, folder)
+    into = inside_vault(vault, folder)
     real = folder.expanduser().resolve()
     if into:
         hidden = next((part for part in into.split("/") if part.startswith(".")), None)
@@ -131,23 +130,23 @@ def check_out(app: App, folder: Path) -> str | None:
     return into
 
 
-def check_outside(app: App, folder: Path | None, names: tuple[str, ...]) -> None:
+def check_outside(vault: Path, folder: Path | None, names: tuple[str, ...]) -> None:
     """Check a deep audit's ``--out`` before any work: outside the vault, a folder (or none yet), and none of
     ``names`` in it a folder. None (the default audit folder) passes."""
     if folder is None:
         return
-    if inside_vault(app.vault, folder) is not None:
+    if inside_vault(vault, folder) is not None:
         raise _refused(folder, "it is inside the vault, and these reports go only outside it", _OUTSIDE_HINT)
     _check_folder(folder, folder.expanduser().resolve(), names, _OUTSIDE_HINT)
 
 
-def write_outside(app: App, files: ReportFiles, folder: Path | None) -> dict[str, Path]:
+def write_outside(vault: Path, files: ReportFiles, folder: Path | None) -> dict[str, Path]:
     """Write the three files into ``folder`` (default: the vault's audit folder under VAULTLENS_HOME).
 
     Refuses a folder inside the vault: that goes through :func:`plan_into_vault` and the user's confirmation.
     """
-    target = folder.expanduser() if folder is not None else paths.audit_dir(app.vault)
-    if inside_vault(app.vault, target) is not None:
+    target = folder.expanduser() if folder is not None else paths.audit_dir(vault)
+    if inside_vault(vault, target) is not None:
         raise VaultError(
             f"{target} is inside the vault; audit files are written there only as confirmed new notes.",
             hint="Use the CLI's --out with a folder in the vault to review and confirm them, or pick a folder "
@@ -170,10 +169,10 @@ CLUSTER_FILES = (CLUSTERS_MD, CLUSTERS_JSON)
 DEEP_FILES = (*CLUSTER_FILES, DEEP_MD, DEEP_JSON)
 
 
-def _outside_target(app: App, folder: Path | None, what: str) -> Path:
+def _outside_target(vault: Path, folder: Path | None, what: str) -> Path:
     """``folder`` (default: the vault's audit folder, created), refused when it lies inside the vault."""
-    target = folder.expanduser() if folder is not None else paths.audit_dir(app.vault)
-    if inside_vault(app.vault, target) is not None:
+    target = folder.expanduser() if folder is not None else paths.audit_dir(vault)
+    if inside_vault(vault, target) is not None:
         raise VaultError(
             f"{target} is inside the vault; {what} is written outside it.",
             hint="Pick a folder outside the vault, or leave --out out.",
@@ -183,9 +182,9 @@ def _outside_target(app: App, folder: Path | None, what: str) -> Path:
     return target
 
 
-def write_deep(app: App, markdown: str, data: dict[str, Any], folder: Path | None) -> dict[str, Path]:
+def write_deep(vault: Path, markdown: str, data: dict[str, Any], folder: Path | None) -> dict[str, Path]:
     """The deep audit's Markdown report and JSON in ``folder`` (default: the vault's audit folder)."""
-    target = _outside_target(app, folder, "the deep audit report")
+    target = _outside_target(vault, folder, "the deep audit report")
     written = {DEEP_MD: target / DEEP_MD, DEEP_JSON: target / DEEP_JSON}
     with translated_errors(f"write the deep audit report to {target}", path=target):
         atomic_write(written[DEEP_MD], markdown)
@@ -193,10 +192,10 @@ def write_deep(app: App, markdown: str, data: dict[str, Any], folder: Path | Non
     return written
 
 
-def write_clusters(app: App, report: ClusterReport, folder: Path | None) -> dict[str, Path]:
+def write_clusters(vault: Path, report: ClusterReport, folder: Path | None) -> dict[str, Path]:
     """The clusters' Markdown report and JSON (the saved clusters a Map of Content is built from) in ``folder``
     (default: the vault's audit folder); a folder inside the vault is refused like for the structure audit."""
-    target = _outside_target(app, folder, "the cluster report")
+    target = _outside_target(vault, folder, "the cluster report")
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     written = {CLUSTERS_MD: target / CLUSTERS_MD, CLUSTERS_JSON: target / CLUSTERS_JSON}
     with translated_errors(f"write the cluster report to {target}", path=target):
@@ -215,16 +214,16 @@ class VaultPlan:
     up_to_date: list[str] = field(default_factory=list)  # vault-relative paths
 
 
-def _holds(app: App, rel: str, data: bytes) -> bool:
+def _holds(vault: Path, rel: str, data: bytes) -> bool:
     """Whether note ``rel`` already holds the report ``data`` (the dashboard's time aside)."""
     try:
-        current = read_note(app.vault, rel).raw
+        current = read_note(vault, rel).raw
     except NoteNotFound:
         return False
     return current == data or _GENERATED.sub(b"", current, 1) == _GENERATED.sub(b"", data, 1)
 
 
-def plan_into_vault(app: App, files: ReportFiles, folder: str) -> VaultPlan:
+def plan_into_vault(vault: Path, files: ReportFiles, folder: str) -> VaultPlan:
     """Plan the dashboard and the Canvas map as notes in the vault folder ``folder`` (safewrite; nothing is
     written until the user confirms each diff); one the vault already holds is up to date, not planned. The
     JSON report is not a note and stays outside."""
@@ -232,8 +231,8 @@ def plan_into_vault(app: App, files: ReportFiles, folder: str) -> VaultPlan:
     for name, data in ((DASHBOARD, files.dashboard), (MAP, files.canvas)):
         rel = str(PurePosixPath(folder) / name) if folder else name
         check_relative(rel)
-        if _holds(app, rel, data):
+        if _holds(vault, rel, data):
             plan.up_to_date.append(rel)
         else:
-            plan.planned.append(writes.plan_write(app, rel, data, f"vault structure audit: {name}"))
+            plan.planned.append(writes.plan_write(vault, rel, data, f"vault structure audit: {name}"))
     return plan

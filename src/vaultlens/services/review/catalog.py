@@ -45,7 +45,7 @@ class Fragment:
     start: int  # code-point offsets into the side's decoded text (block end includes its newline)
     end: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "side": self.side, "kind": self.kind,
             "start_line": self.start_line, "end_line": self.end_line, "text": self.text,

@@ -78,7 +78,7 @@ class Diagnostic:
     message: str
     field: str = ""
 
-    def to_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message, "field": self.field}
 
 
@@ -103,8 +103,8 @@ class Validation:
     def ok(self) -> bool:
         return self.review is not None and not self.diagnostics
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "diagnostics": [d.to_dict() for d in self.diagnostics]}
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "diagnostics": [d.as_dict() for d in self.diagnostics]}
 
 
 def _parse(raw: str, out: Validation) -> RelationshipReview | None:

@@ -41,7 +41,7 @@ def build_prompt(catalog: Catalog, with_schema: bool) -> tuple[str, str]:
     """(system, user) for ``catalog``; ``with_schema`` puts the JSON schema into the text for providers
     that cannot constrain their output to it. The data tags carry the catalog's random nonce, so a
     note that contains ``</data>`` cannot end the data part early."""
-    fragments = [f.to_dict() for f in catalog.fragments]
+    fragments = [f.as_dict() for f in catalog.fragments]
     parts = [f"NONCE is {catalog.nonce}.", f"<data-{catalog.nonce}>"]
     for side in ("A", "B"):
         text = catalog.sent_text(side)

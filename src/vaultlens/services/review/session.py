@@ -19,7 +19,8 @@ from typing import Any
 from vaultlens.errors import InvalidInput, PlanRefused, ProviderUnreachable
 from vaultlens.llm.base import Completion, LLMProvider, Message, llm_destination
 from vaultlens.safewrite import render_diff
-from vaultlens.services.app import App, require_llm_consent
+from vaultlens.services.consent import require_llm_consent
+from vaultlens.services.context import VaultFiles
 from vaultlens.services.review.catalog import Catalog, Fragment, Side, build_catalog, current_hashes
 from vaultlens.services.review.contract import ResolvedClaim, Validation, response_schema, validate_response
 from vaultlens.services.review.planner import INSERTABLE_AFTER, PlannedEdit, plan_add_link, plan_merge
@@ -66,9 +67,8 @@ class PlanOptions:
     label: str = "See also"
 
 
-def prepare(app: App, path_a: str, path_b: str, provider: LLMProvider) -> Prepared:
-    limit = int(app.settings.index.max_file_mb * 1_000_000)
-    catalog = build_catalog(app.vault, path_a, path_b, app.chunker(), max_bytes=limit)
+def prepare(files: VaultFiles, path_a: str, path_b: str, provider: LLMProvider) -> Prepared:
+    catalog = build_catalog(files.root, path_a, path_b, files.chunker, max_bytes=files.max_bytes)
     system, user = build_prompt(catalog, with_schema=not provider.supports_json_schema)
     return Prepared(
         catalog,
@@ -81,13 +81,13 @@ def prepare(app: App, path_a: str, path_b: str, provider: LLMProvider) -> Prepar
     )
 
 
-def send(app: App, prepared: Prepared, provider: LLMProvider, consent: bool = False) -> Reviewed:
+def send(files: VaultFiles, prepared: Prepared, provider: LLMProvider, consent: bool = False) -> Reviewed:
     """Send the prepared messages (after consent for a remote model) and validate the answer."""
     catalog = prepared.catalog
     a, b = catalog.paths["A"], catalog.paths["B"]
     size = sum(len(m.content) for m in prepared.messages)
     require_llm_consent(
-        app,
+        files,
         provider,
         consent,
         what=f"the text of {a} and {b} (up to {catalog.max_chars:,} characters of each) "
@@ -102,7 +102,7 @@ def send(app: App, prepared: Prepared, provider: LLMProvider, consent: bool = Fa
         raise ProviderUnreachable(exc.message, hint=_unreachable_hint(prepared)) from None
     seconds = time.monotonic() - started
     validation = validate_response(
-        completion.text, prepared.catalog, current_hashes(app.vault, prepared.catalog)
+        completion.text, prepared.catalog, current_hashes(files.root, prepared.catalog)
     )
     return Reviewed(prepared, completion, validation, seconds)
 
@@ -167,7 +167,7 @@ def _merge_fragment(reviewed: Reviewed, options: PlanOptions) -> str:
     raise PlanRefused("The recommendation cites no block to copy; choose one with --fragment.")
 
 
-def propose(app: App, reviewed: Reviewed, options: PlanOptions) -> PlannedEdit | None:
+def propose(files: VaultFiles, reviewed: Reviewed, options: PlanOptions) -> PlannedEdit | None:
     """The exact edit for a valid recommendation; None for keep_separate / manual_review."""
     review = reviewed.validation.review
     if review is None or not reviewed.validation.ok:
@@ -175,17 +175,18 @@ def propose(app: App, reviewed: Reviewed, options: PlanOptions) -> PlannedEdit |
     catalog = reviewed.prepared.catalog
     action = review.recommendation.action
     if action == "add_link":
-        limit = int(app.settings.index.max_file_mb * 1_000_000)
-        return plan_add_link(app.vault, catalog, options.link_from, options.after, options.label, limit)
+        return plan_add_link(
+            files.root, catalog, options.link_from, options.after, options.label, files.max_bytes
+        )
     if action == "consider_merge":
-        return plan_merge(app.vault, catalog, _merge_fragment(reviewed, options), options.after)
+        return plan_merge(files.root, catalog, _merge_fragment(reviewed, options), options.after)
     return None
 
 
 def _quote(fragment: Fragment | None, catalog: Catalog) -> dict[str, Any] | None:
     if fragment is None:
         return None
-    return {**fragment.to_dict(), "path": catalog.paths[fragment.side]}
+    return {**fragment.as_dict(), "path": catalog.paths[fragment.side]}
 
 
 def claim_dict(claim: ResolvedClaim, catalog: Catalog) -> dict[str, Any]:

@@ -1,0 +1,221 @@
+"""``review --batch``: every pair of a JSONL file reviewed, one Markdown report, no note planned.
+
+Everything a user can get wrong (the report path, the pairs file) is checked before a prompt is
+shown or sent. The first pair that can be prepared is the prompt the user accepts for the batch
+(with "and N more like it"); a pair that fails is recorded in the report and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vaultlens.errors import (
+    ConfigError,
+    ConsentRequired,
+    InvalidInput,
+    PermissionDenied,
+    PlanRefused,
+    Proposal,
+    VaultlensError,
+)
+from vaultlens.fsutil import nearest_existing, outside_vault, read_jsonl, write_outside_vault
+from vaultlens.llm.base import LLMProvider
+from vaultlens.services.context import VaultFiles
+from vaultlens.services.review.outcome import ReviewResult, cuts, destination
+from vaultlens.services.review.session import PlanOptions, Prepared, edit_diff, prepare, propose, send
+
+PAIRS_SHAPE = 'one JSON object per line, {"a": "Note A.md", "b": "Note B.md"}'
+
+
+@dataclass(frozen=True, slots=True)
+class PairOutcome:
+    a: str
+    b: str
+    ok: bool
+    action: str | None = None
+    error: VaultlensError | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"a": self.a, "b": self.b, "ok": self.ok}
+        if self.error is not None:
+            out["error"] = self.error.to_dict()
+        else:
+            out["action"] = self.action
+        return out
+
+
+@dataclass
+class BatchReport:
+    """The batch's outcome: the report file, and per pair whether the answer was valid or why it failed."""
+
+    report: Path
+    pairs: list[PairOutcome] = field(default_factory=list)
+
+    @property
+    def valid(self) -> int:
+        return sum(1 for p in self.pairs if p.ok)
+
+    @property
+    def failures(self) -> list[tuple[int, PairOutcome]]:
+        return [(n, p) for n, p in enumerate(self.pairs, 1) if p.error is not None]
+
+    @property
+    def rejected(self) -> int:
+        return len(self.pairs) - self.valid - len(self.failures)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "report": str(self.report),
+            "valid": self.valid,
+            "rejected": self.rejected,
+            "failed": len(self.failures),
+            "pairs": [p.as_dict() for p in self.pairs],
+        }
+
+
+def report_target(report: Path, vault: Path) -> Path:
+    """The report's resolved path, checked before any note is read or prompt sent: outside the
+    vault, not a folder, in a folder that is (or can be made) writable."""
+    resolved = outside_vault(report, vault)
+    try:
+        if resolved.is_dir():
+            raise InvalidInput(
+                f"--report {report} is a folder; the report is one Markdown file.",
+                hint=f"Give a file path, e.g. --report {report / 'review-report.md'}.",
+            )
+        folder = nearest_existing(resolved.parent)
+    except OSError as exc:
+        raise PermissionDenied(
+            f"Cannot write the report {report}: {exc.strerror or exc}.", path=str(resolved)
+        ) from None
+    if not folder.is_dir():
+        raise InvalidInput(f"Cannot write the report {report}: {folder} is a file, not a folder.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionDenied(
+            f"Cannot write the report {report}: permission denied for the folder {folder}.",
+            hint="Choose a folder you may write to.",
+            path=str(folder),
+        )
+    return resolved
+
+
+def read_pairs(path: Path) -> list[tuple[str, str]]:
+    """The pairs of a JSONL file: one {"a": ..., "b": ...} object per line, UTF-8 (a BOM is allowed)."""
+    pairs: list[tuple[str, str]] = []
+    for n, item in read_jsonl(path, "the pairs file", PAIRS_SHAPE):
+        a, b = item.get("a"), item.get("b")
+        if not (isinstance(a, str) and a and isinstance(b, str) and b):
+            raise ConfigError(
+                f'{path}:{n}: expected a JSON object with "a" and "b" note paths.',
+                hint=f"The pairs file holds {PAIRS_SHAPE}.",
+            )
+        pairs.append((a, b))
+    if not pairs:
+        raise ConfigError(f"{path} holds no pairs.", hint=f"The pairs file holds {PAIRS_SHAPE}.")
+    return pairs
+
+
+def proposal_for(prepared: Prepared, count: int = 1) -> ConsentRequired:
+    """The prompt to accept before anything is sent (``count``: the pairs it stands for)."""
+    what = "the review prompt shown" + (f" and {count - 1} more like it" if count > 1 else "")
+    return ConsentRequired(
+        destination(prepared),
+        what,
+        message="Not sent: accept the prompt first.",
+        hint="Show the prompt and call again with the grant (the CLI asks, or pass --yes).",
+        preview=prepared.prompt_text,
+        remarks=tuple(c.remark() for c in cuts(prepared)),
+        payload=prepared,
+    )
+
+
+def accepted(confirmed: Proposal | None, a: str, b: str) -> Prepared | None:
+    """The prepared prompt the user accepted for the pair (a, b), if ``confirmed`` holds it."""
+    prepared = confirmed.payload if confirmed is not None else None
+    if isinstance(prepared, Prepared) and (prepared.catalog.paths["A"], prepared.catalog.paths["B"]) == (
+        a,
+        b,
+    ):
+        return prepared
+    return None
+
+
+def _sources(prepared: Prepared) -> str:
+    """A report's lines naming both notes with their SHA-256 (and how much of a long one was sent)."""
+    catalog = prepared.catalog
+    cut = {c.side: c for c in cuts(prepared)}
+    return "".join(
+        f"- `{catalog.paths[side]}` SHA-256 `{catalog.sources[side].file_hash}`"
+        + (
+            f" (only its first {cut[side].sent:,} of {cut[side].chars:,} characters sent)"
+            if side in cut
+            else ""
+        )
+        + "\n"
+        for side in ("A", "B")
+    )
+
+
+def _section(files: VaultFiles, provider: LLMProvider, prepared: Prepared) -> tuple[PairOutcome, str]:
+    """Send one prepared pair: its outcome, and its report section after the notes' lines."""
+    reviewed = send(files, prepared, provider, consent=True)
+    try:
+        edit = propose(files, reviewed, PlanOptions())
+        proposed, refused = (edit_diff(edit) if edit else None), None
+    except PlanRefused as exc:
+        proposed, refused = None, exc.message
+    result = ReviewResult(reviewed, None, refused).as_dict()
+    action = (result["recommendation"] or {}).get("action")
+    cost = (result["usage"] or {}).get("cost")
+    section = (
+        f"\nTime {result['seconds']} s · usage {json.dumps(result['usage'])}"
+        + (f" · cost {cost}" if cost is not None else "")
+        + "\n"
+        f"\n### Model response\n\n```json\n{reviewed.completion.text}\n```\n"
+        f"\n### Validator\n\n{'valid' if result['validation']['ok'] else 'rejected'}\n"
+        + "".join(f"- `{d['code']}` {d['message']}\n" for d in result["validation"]["diagnostics"])
+        + "\n### Proposed operation\n\n"
+        + (f"```diff\n{proposed}```\n" if proposed else f"{refused or 'none (' + str(action) + ')'}\n")
+    )
+    a, b = prepared.catalog.paths["A"], prepared.catalog.paths["B"]
+    return PairOutcome(a, b, reviewed.validation.ok, action), section
+
+
+def run_batch(
+    files: VaultFiles,
+    provider: LLMProvider,
+    pairs: list[tuple[str, str]],
+    target: Path,
+    confirmed: Proposal | None,
+    on_pair: Callable[[int], None] | None = None,
+) -> BatchReport:
+    """Review every pair; without ``confirmed``, stop at the first pair that can be prepared with its
+    proposal (:class:`ConsentRequired`): nothing is sent and no report is written."""
+    sections = [
+        f"# vaultlens review report\n\nPairs: {len(pairs)} · provider {provider.name} · model {provider.model}\n"
+    ]
+    result = BatchReport(target)
+    for n, (a, b) in enumerate(pairs, 1):
+        sections.append(f"\n## {n}. {a} ↔ {b}\n")
+        try:
+            prepared = accepted(confirmed, a, b) or prepare(files, a, b, provider)
+            if confirmed is None:
+                raise proposal_for(prepared, count=len(pairs) - n + 1)
+            sections.append(_sources(prepared))
+            outcome, section = _section(files, provider, prepared)
+            result.pairs.append(PairOutcome(a, b, outcome.ok, outcome.action))
+            sections.append(section)
+        except ConsentRequired:  # not accepted: the batch stops, nothing more is sent or written
+            raise
+        except VaultlensError as exc:
+            result.pairs.append(PairOutcome(a, b, False, error=exc))
+            sections.append(f"\nFailed: {exc.message}\n" + (f"\n{exc.hint}\n" if exc.hint else ""))
+        if on_pair is not None:
+            on_pair(n)
+    result.report = write_outside_vault(target, "".join(sections), files.root)
+    return result

@@ -1,0 +1,64 @@
+"""Asking the vault: one question (Ask) or a conversation (chat), answered only from the notes.
+
+The pipeline lives in :mod:`vaultlens.services.ask` and :mod:`vaultlens.services.chat`; these
+verbs wire it to an App: the index and the files to read, the configured model, and consent
+before a remote model receives note text (:class:`~vaultlens.errors.ConsentRequired` otherwise).
+"""
+
+from __future__ import annotations
+
+from vaultlens.errors import translated_errors
+from vaultlens.llm.base import LLMProvider, OnText
+from vaultlens.services import ask as asking
+from vaultlens.services.app import App
+from vaultlens.services.ask import AskAnswer
+from vaultlens.services.chat import ChatSession, ChatTurn
+from vaultlens.services.consent import require_llm_consent
+
+__all__ = ["ask", "chat_turn", "open_chat"]
+
+
+def ask(
+    app: App,
+    question: str,
+    on_text: OnText | None = None,
+    consent: bool = False,
+    extractive: bool = False,
+    provider: LLMProvider | None = None,
+) -> AskAnswer:
+    """Answer ``question`` from the vault only, citing sources (``extractive``: passages, no model).
+
+    ``provider``: a model to use instead of the configured one (the caller closes it)."""
+    with translated_errors(path=app.index_dir):
+        files = app.files()
+        if extractive:
+            return asking.extractive(asking.gather(app, files, app.settings.search, question))
+        model = provider or app.llm()
+        try:
+            require_llm_consent(files, model, consent, asking.WHAT_IS_SENT)
+            context = asking.gather(app, files, app.settings.search, question)  # index released here
+            return asking.answer(context, model, on_text)
+        finally:
+            if provider is None:
+                model.close()
+
+
+def open_chat(app: App, extractive: bool = False) -> ChatSession:
+    """A conversation over Ask with the configured model (none when ``extractive``); close it when done."""
+    model = None if extractive else app.llm()
+
+    def answer(question: str, on_text: OnText | None, consent: bool) -> AskAnswer:
+        return ask(app, question, on_text, consent, extractive=model is None, provider=model)
+
+    def require(consent: bool) -> None:
+        if model is not None:
+            require_llm_consent(app.files(), model, consent, asking.WHAT_IS_SENT)
+
+    return ChatSession(answer, require, model, app.settings.llm.history_turns)
+
+
+def chat_turn(
+    session: ChatSession, question: str, on_text: OnText | None = None, consent: bool = False
+) -> ChatTurn:
+    """One follow-up: rewritten into a standalone question (with the model), searched, answered."""
+    return session.ask(question, on_text, consent)

@@ -1,0 +1,123 @@
+"""Changing notes: review a pair (one, or a batch with its report), then plan, apply, undo, history.
+
+No verb here writes a note without a confirmation: a review's valid recommendation becomes a
+*planned* operation; :func:`apply` writes it only when called with the proposal the user saw
+(:class:`~vaultlens.errors.WriteUnconfirmed` carries it otherwise). A review first proposes its
+exact prompt (:class:`~vaultlens.errors.ConsentRequired`) and sends it only when called again
+with that proposal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vaultlens.errors import ConfigError, InvalidInput, PlanRefused, Proposal
+from vaultlens.safewrite import Entry, Recovered
+from vaultlens.services import writes
+from vaultlens.services.app import App
+from vaultlens.services.review import batch
+from vaultlens.services.review.batch import BatchReport
+from vaultlens.services.review.outcome import ReviewResult
+from vaultlens.services.review.session import PlanOptions, prepare, propose, resolve_options, send
+from vaultlens.services.writes import Planned
+
+__all__ = [
+    "PlanOptions",
+    "apply",
+    "history",
+    "plan_undo",
+    "recover",
+    "review",
+    "review_batch",
+    "to_confirm",
+]
+
+
+def review(
+    app: App, a: str, b: str, options: PlanOptions | None = None, confirmed: Proposal | None = None
+) -> ReviewResult:
+    """Ask the configured model how notes ``a`` and ``b`` relate; a valid recommendation becomes a
+    planned edit (``options``: where and how). Without ``confirmed``: :class:`ConsentRequired` with
+    the exact prompt; with it, that prompt is sent."""
+    provider = app.llm()
+    try:
+        files = app.files()
+        prepared = batch.accepted(confirmed, a, b) or prepare(files, a, b, provider)
+        chosen = resolve_options(prepared.catalog, options or PlanOptions())  # before anything is sent
+        if confirmed is None:
+            raise batch.proposal_for(prepared)
+        reviewed = send(files, prepared, provider, consent=True)
+        try:
+            edit = propose(files, reviewed, chosen)
+        except PlanRefused as exc:
+            return ReviewResult(reviewed, None, exc.message)
+        if edit is None:
+            return ReviewResult(reviewed)
+        planned = writes.plan_write(app.vault, edit.path, edit.after, edit.summary, based_on=edit.before)
+        return ReviewResult(reviewed, planned)
+    finally:
+        provider.close()
+
+
+def review_batch(app: App, pairs_file: Path, report: Path, confirmed: Proposal | None = None) -> BatchReport:
+    """Review every pair of a JSONL file into a Markdown report outside the vault; plans no edit.
+    Without ``confirmed``: :class:`ConsentRequired` with the first pair's exact prompt."""
+    target = batch.report_target(report, app.vault)  # before anything is read or sent
+    pairs = batch.read_pairs(pairs_file)
+    provider = app.llm()
+    try:
+        return batch.run_batch(app.files(), provider, pairs, target, confirmed)
+    finally:
+        provider.close()
+
+
+def check_review_arguments(
+    a: str | None, b: str | None, pairs: Path | None, report: Path | None, options: PlanOptions
+) -> None:
+    """Refuse combinations that would silently ignore part of what the user asked for."""
+    if pairs is not None and (a or b):
+        given = " ".join(repr(x) for x in (a, b) if x)
+        raise InvalidInput(
+            f"Give either two notes or --batch, not both (got {given} and --batch {pairs}).",
+            hint="Review one pair with `vaultlens review A B`, or put every pair into the --batch file.",
+        )
+    if pairs is None and report is not None:
+        raise InvalidInput(
+            "--report is for --batch; a single review prints its result.",
+            hint="Use `vaultlens review --batch pairs.jsonl --report report.md`, or leave out --report.",
+        )
+    if pairs is not None and (options.after or options.fragment):
+        raise InvalidInput(
+            "--after and --fragment choose the edit of one review; --batch plans no edit.",
+            hint="Review the pair on its own (vaultlens review A B) to choose where an edit goes.",
+        )
+    if pairs is not None and report is None:
+        raise ConfigError("--batch needs --report FILE (the batch never changes a note; it writes a report).")
+    if pairs is None and not (a and b):
+        raise ConfigError("Give two notes (vaultlens review A B) or --batch pairs.jsonl --report report.md.")
+
+
+def to_confirm(app: App, op_id: str) -> Planned:
+    """A planned operation and its exact diff, refused when it can no longer apply."""
+    return writes.to_confirm(app.vault, op_id)
+
+
+def apply(app: App, op_id: str, confirmed: Proposal | str | None = None, allow_open: bool = False) -> Entry:
+    """Write planned operation ``op_id``; without ``confirmed`` (the proposal shown, or its token):
+    :class:`~vaultlens.errors.WriteUnconfirmed` with the exact diff."""
+    return writes.apply(app.vault, op_id, confirmed, allow_open)
+
+
+def plan_undo(app: App, op_id: str) -> Planned:
+    """Plan putting an applied operation's original bytes back (refused if the note changed since)."""
+    return writes.plan_undo(app.vault, op_id)
+
+
+def history(app: App) -> list[Entry]:
+    """Every change vaultlens planned or made in this vault, oldest first."""
+    return writes.history(app.vault)
+
+
+def recover(app: App) -> list[Recovered]:
+    """Settle writes a crash interrupted (no note is written); what was found, per operation."""
+    return writes.recover(app.vault)

@@ -1,0 +1,84 @@
+"""Finding notes: search by meaning and words, related notes, duplicates, and reading notes.
+
+Each verb reads one snapshot of the index (:meth:`App.reading`); ``similar`` and ``duplicates``
+use stored vectors only, so they call no model. ``note`` and ``list_notes`` give programs and
+agents (HTTP API, MCP) bounded slices and pages of the vault (see :mod:`vaultlens.services.notes`).
+"""
+
+from __future__ import annotations
+
+from vaultlens.errors import VaultError, translated_errors
+from vaultlens.services import discover, notes
+from vaultlens.services import duplicates as dups
+from vaultlens.services.app import App
+from vaultlens.services.search import NoteHit, rank_notes
+
+__all__ = ["dismiss", "duplicates", "list_notes", "note", "search", "similar"]
+
+
+def search(app: App, query: str, limit: int | None = None, sections: int | None = None) -> list[NoteHit]:
+    """Notes matching ``query`` by meaning and by words, inside one snapshot."""
+    s = app.settings.search
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        store.check_space(app.provider().space)
+        tier = app.search_tier(store)
+        return rank_notes(store, app.provider(), query, s, limit or s.limit, sections or s.sections, tier)
+
+
+def similar(
+    app: App, note: str, limit: int | None = None, *, untrusted: bool = False
+) -> discover.SimilarResult:
+    """Notes related to ``note`` from stored vectors only (no embedding call).
+
+    ``untrusted``: ``note`` comes from a program or an agent (API, MCP), so it must also pass
+    :func:`~vaultlens.services.notes.check_untrusted_arg` (no absolute paths, no encoded tricks)."""
+    if untrusted:
+        notes.check_untrusted_arg(note)
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        path = discover.resolve_note(store, str(app.vault), note)
+        d = app.settings.discover
+        return discover.similar(store, path, limit or app.settings.search.limit, d.min_chars, settings=d)
+
+
+def duplicates(app: App, threshold: float | None = None, limit: int | None = None) -> dups.DuplicateReport:
+    """Exact copies; whole-note pairs (near_duplicate, contained at ``threshold``; translation); shared passages; same-named notes."""
+    d = app.settings.discover
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        return dups.duplicates(
+            store,
+            d.duplicate_threshold if threshold is None else threshold,
+            d.duplicate_limit if limit is None else limit,
+            d.min_chars,
+            settings=d,
+        )
+
+
+def dismiss(app: App, a: str, b: str) -> tuple[str, str]:
+    """Hide a candidate duplicate pair until either note changes."""
+    with translated_errors(path=app.index_dir):
+        with app.reading() as store:
+            pa = discover.resolve_note(store, str(app.vault), a)
+            pb = discover.resolve_note(store, str(app.vault), b)
+        if pa == pb:
+            raise VaultError(
+                f"{a!r} and {b!r} are the same note ({pa}); a note cannot duplicate itself.",
+                hint="Pass the two notes of a pair that `vaultlens duplicates` listed.",
+            )
+        with app.live.lease() as store:
+            store.dismiss_pair(pa, pb)
+        return pa, pb
+
+
+def note(app: App, path: str, offset: int = 0, length: int = notes.DEFAULT_SLICE) -> notes.NoteSlice:
+    """A bounded slice of one note's text, with its total length and content hash (no index needed)."""
+    with translated_errors(path=app.index_dir):
+        files = app.files()
+        return notes.note_slice(files.rules(), path, offset, length, files.max_bytes)
+
+
+def list_notes(
+    app: App, folder: str = "", cursor: str | None = None, limit: int = notes.DEFAULT_PAGE
+) -> notes.NoteList:
+    """One page of the indexed notes under ``folder``, sorted by path."""
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        return notes.list_notes(store, app.files().rules(), folder, cursor, limit)

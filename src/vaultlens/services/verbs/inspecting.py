@@ -1,0 +1,59 @@
+"""Inspecting the setup: which providers receive what, and how well search does on labelled data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from vaultlens.config import paths
+from vaultlens.errors import translated_errors
+from vaultlens.index.indexer import Progress
+from vaultlens.services import evaluation
+from vaultlens.services.app import App
+from vaultlens.services.evaluation import GroupScore, OpenVault
+from vaultlens.services.providers import ProviderInfo, describe_providers
+from vaultlens.services.search import NoteHit
+from vaultlens.services.verbs.finding import search
+from vaultlens.services.verbs.indexing import index
+
+__all__ = ["eval_beir", "eval_queries", "providers"]
+
+
+def providers(app: App) -> list[ProviderInfo]:
+    """What is configured for embeddings and for the LLM, and which data each one receives."""
+    with translated_errors(path=app.index_dir):
+        return describe_providers(app.settings, app.provider, app.tier())
+
+
+def _open_vault(overrides: dict[str, str] | None, progress: Progress | None, consent: bool) -> OpenVault:
+    """Each vault as a user would search it: its settings with ``overrides``, indexed, then searched."""
+
+    def open_vault(vault: Path) -> Callable[[str, int], list[NoteHit]]:
+        app = App.open(vault, overrides)
+        index(app, progress, consent)
+        return lambda query, limit: search(app, query, limit, sections=1)
+
+    return open_vault
+
+
+def eval_beir(
+    folder: Path,
+    overrides: dict[str, str] | None = None,
+    progress: Progress | None = None,
+    consent: bool = False,
+    split: str = "test",
+) -> list[GroupScore]:
+    """nDCG@10, Recall@100 and MRR@10 on a BEIR folder (its corpus written as one note per
+    document under VAULTLENS_HOME), with the tune/held halves."""
+    work = paths.home() / "eval"
+    return evaluation.eval_beir(folder, work, _open_vault(overrides, progress, consent), split)
+
+
+def eval_queries(
+    file: Path,
+    overrides: dict[str, str] | None = None,
+    progress: Progress | None = None,
+    consent: bool = False,
+) -> list[GroupScore]:
+    """hit@1, hit@5 and MRR on a labelled query file, per vault, direction, language and half."""
+    return evaluation.eval_queries(file, _open_vault(overrides, progress, consent))
