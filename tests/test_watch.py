@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-from vaultlens.services.watch import watch
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -40,6 +39,7 @@ from vaultlens.index.indexer import Indexer
 from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.index.watcher import Batch, Coalescer, FlushReport
 from vaultlens.services.app import App
+from vaultlens.services.verbs.indexing import watch
 from vl_support import (
     VAULTLENS_BIN,
     RecordingProvider,
