@@ -97,6 +97,7 @@ def test_consent_required_carries_destination_and_what() -> None:
         "hint": exc.hint,
         "destination": exc.destination,
         "what": exc.what,
+        "proposal": {"kind": "send", "destination": exc.destination, "what": exc.what},
     }
     assert isinstance(exc, VaultlensError) and not isinstance(exc, ConfigError)
 

@@ -8,6 +8,7 @@ by settings through the registry, so these tests load no model.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import time
@@ -41,8 +42,21 @@ def fake_app(vault: Path) -> vaultlens.App:
 
 def test_the_package_exports_the_facade() -> None:
     assert set(vaultlens.__all__) <= set(dir(vaultlens))
-    for verb in ("index", "search", "similar", "duplicates", "status", "doctor", "clear", "rebuild", "watch"):
-        assert callable(getattr(vaultlens, verb)), verb
+    assert vaultlens.__all__ == sorted(vaultlens.__all__)
+    verbs = (
+        "index", "rebuild", "rebuild_in_background", "clear", "watch", "status", "doctor",  # keep the index
+        "search", "similar", "duplicates", "dismiss", "note", "list_notes",  # find
+        "ask", "open_chat", "chat_turn",  # ask
+        "review", "review_batch", "apply", "plan_undo", "history", "recover", "to_confirm",  # change notes
+        "audit_structure", "audit_clusters_only", "audit_deep", "moc",  # audit
+        "providers", "eval_beir", "eval_queries",  # inspect
+    )  # fmt: skip
+    for name in vaultlens.__all__:
+        assert getattr(vaultlens, name) is not None, name
+    for verb in verbs:
+        assert verb in vaultlens.__all__ and callable(getattr(vaultlens, verb)), verb
+    importlib.import_module("vaultlens.index.store")  # the subpackage of the same name keeps the verb's name
+    assert callable(vaultlens.index) and vaultlens.index.__module__ == "vaultlens"
 
 
 def test_an_injected_provider_is_used_and_results_are_typed(tmp_path: Path) -> None:

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+import vaultlens
 from scripted_chat_server import ChatStep, ScriptedChatServer
-from vaultlens.cli import review_cmds
 from vaultlens.services.app import App
 from vaultlens.services.review.contract import SCHEMA_ID
 from vaultlens.services.review.session import prepare, propose, send
+from vaultlens.services.verbs import changing
 from vl_support import run_cli, snapshot, write_vault
 
 CACHING = "Study/Caching/Cache lifetime.md"
@@ -102,7 +103,7 @@ def test_the_prompt_is_shown_and_nothing_is_sent_without_acceptance(vault: Path)
         result = run_cli(["review", CACHING, SYSTEMS, *args(vault, settings(server))])
         assert server.chats() == []
     assert result.exit_code == 7, result.output
-    assert "Not sent" in result.output
+    assert "Nothing was sent" in result.output
     assert "Every entry lives five minutes." in result.stderr  # the exact prompt was shown
 
 
@@ -110,8 +111,8 @@ def test_note_text_reaches_the_model_only_inside_the_data_part(vault: Path) -> N
     with ReviewModel() as server:
         app = App.open(vault, settings(server))
         provider = app.llm()
-        prepared = prepare(app, CACHING, SYSTEMS, provider)
-        send(app, prepared, provider, consent=True)
+        prepared = prepare(app.files(), CACHING, SYSTEMS, provider)
+        send(app.files(), prepared, provider, consent=True)
         provider.close()
         [body] = server.chats()
     system, user = (m["content"] for m in body["messages"])
@@ -125,6 +126,26 @@ def test_note_text_reaches_the_model_only_inside_the_data_part(vault: Path) -> N
         == 2
     )
     assert "untrusted" in system
+
+
+def test_review_proposes_the_exact_prompt_and_sends_that_one_when_granted(vault: Path) -> None:
+    """The confirmation protocol through the facade: the first call sends nothing and returns the
+    prompt as a proposal; the call with that proposal sends exactly it (the same nonce), once."""
+    with ReviewModel() as server:
+        app = App.open(vault, settings(server))
+        with pytest.raises(vaultlens.ConsentRequired) as asked:
+            vaultlens.review(app, CACHING, SYSTEMS)
+        assert server.chats() == [], "nothing is sent before the grant"
+        proposal = asked.value.proposal
+        assert proposal.kind == "send" and "Every entry lives five minutes." in proposal.preview
+        assert asked.value.to_dict()["proposal"]["token"] == proposal.token
+        result = vaultlens.review(app, CACHING, SYSTEMS, confirmed=proposal)
+        [body] = server.chats()
+    sent = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in body["messages"])
+    assert sent == proposal.preview, "the prompt sent is the one shown"
+    assert (
+        result.ok and result.plan is not None and result.as_dict()["plan"]["op_id"] == result.plan.entry.op_id
+    )
 
 
 def invented(nonce: str) -> dict[str, Any]:
@@ -151,9 +172,9 @@ def test_a_note_edited_while_the_model_answers_is_source_changed(vault: Path) ->
     with ReviewModel() as server:
         app = App.open(vault, settings(server))
         provider = app.llm()
-        prepared = prepare(app, CACHING, SYSTEMS, provider)
+        prepared = prepare(app.files(), CACHING, SYSTEMS, provider)
         (vault / CACHING).write_text("# Cache lifetime\n\nEdited meanwhile.\n")
-        reviewed = send(app, prepared, provider, consent=True)
+        reviewed = send(app.files(), prepared, provider, consent=True)
         provider.close()
     assert [d.code for d in reviewed.validation.diagnostics] == ["source_changed"]
 
@@ -171,7 +192,7 @@ def test_a_note_saved_between_the_edit_and_its_plan_is_not_planned_over(
         (vault / CACHING).write_bytes(edited)
         return edit
 
-    monkeypatch.setattr(review_cmds, "propose", propose_then_save)
+    monkeypatch.setattr(changing, "propose", propose_then_save)
     with ReviewModel() as server:
         result = run_cli(["review", CACHING, SYSTEMS, "--yes", "--json", *args(vault, settings(server))])
     assert result.exit_code == 9, result.output

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -19,7 +18,6 @@ import pytest
 from mcp import ClientSession
 
 import vaultlens
-import vaultlens as services
 from server_support import CHILD, payload, run_async, running_server, trap_vault, with_http_session
 from vaultlens.server import runtime
 from vl_support import bilingual_vault, cli_env, run_cli
@@ -37,8 +35,7 @@ def test_search_asks_a_running_server(
     with running_server(vault, isolated_env, watch=False, overrides={}) as server:
         direct = httpx.get(server.url + "/v1/search", params={"q": "cats sleep", "limit": 3}).json()
         # no local search; the partial-index notice only reads the run table
-        local = SimpleNamespace(search=_boom, unfinished_run=services.unfinished_run)
-        monkeypatch.setattr("vaultlens.cli.main.services", local)
+        monkeypatch.setattr("vaultlens.cli.main._search_here", _boom)
         served = run_cli(["search", "cats sleep", "-n", "3", "--json", "--vault", str(vault)])
         assert served.exit_code == 0, served.output
         assert json.loads(served.stdout) == direct

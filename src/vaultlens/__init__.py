@@ -73,17 +73,9 @@ if TYPE_CHECKING:
         to_confirm,
     )
     from vaultlens.services.verbs.finding import dismiss, duplicates, list_notes, note, search, similar
-    from vaultlens.services.verbs.indexing import (
-        clear,
-        doctor,
-        index,
-        rebuild,
-        rebuild_in_background,
-        status,
-        unfinished_run,
-        watch,
-    )
+    from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
     from vaultlens.services.verbs.inspecting import eval_beir, eval_queries, providers
+    from vaultlens.services.verbs.status import doctor, status, unfinished_run
     from vaultlens.services.writes import Planned
 else:
     # The subpackage vaultlens.index first (importing it later would rebind the name to it); then the
@@ -137,10 +129,10 @@ _WHERE: dict[str, str] = {
         "vaultlens.services.verbs.finding",
     ),
     **dict.fromkeys(
-        ["clear", "doctor", "index", "rebuild", "rebuild_in_background", "status", "unfinished_run", "watch"],
-        "vaultlens.services.verbs.indexing",
+        ["clear", "index", "rebuild", "rebuild_in_background", "watch"], "vaultlens.services.verbs.indexing"
     ),
     **dict.fromkeys(["eval_beir", "eval_queries", "providers"], "vaultlens.services.verbs.inspecting"),
+    **dict.fromkeys(["doctor", "status", "unfinished_run"], "vaultlens.services.verbs.status"),
     **dict.fromkeys(["Planned"], "vaultlens.services.writes"),
 }
 

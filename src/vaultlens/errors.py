@@ -7,9 +7,9 @@ what to do. Interfaces render them in one place each, never as a traceback.
 
     VaultlensError                  code                 exit  http
      ├── ConfigError                config                  2   400  bad config file, unknown setting, bad value
-     ├── ConfirmationRequired       (abstract)                    a verb stopped before an act the user must agree to (a Proposal)
+     ├── ConfirmationRequired       confirmation_required   7   403  a verb stopped before an act the user must agree to (a Proposal)
      │    ├── ConsentRequired       consent_required        7   403  note text would leave the machine; ask first
-     │    └── WriteUnconfirmed      write_refused           9   409  a note would be written; confirm its exact diff first
+     │    └── WriteUnconfirmed      write_unconfirmed       9   409  a note would be written; confirm its exact diff first
      ├── VaultError                 vault                   2   400  vault path missing / not a folder, bad input path
      │    └── NoteNotFound          note_not_found          2   404  no indexed note by that name
      ├── EmptyQuery                 empty_query             2   400  a search with nothing to search for
@@ -134,6 +134,10 @@ class ConfirmationRequired(VaultlensError):
     with the grant (``consent=True`` for a send, ``confirmed=`` the accepted proposal or its token
     for a write)."""
 
+    code = "confirmation_required"
+    exit_code = 7
+    http_status = 403
+
     def __init__(self, proposal: Proposal, message: str, *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.proposal = proposal
@@ -184,7 +188,7 @@ class ConsentRequired(ConfirmationRequired):
 class WriteUnconfirmed(ConfirmationRequired):
     """A planned write waits for the user to confirm its exact diff (nothing was written)."""
 
-    code = "write_refused"
+    code = "write_unconfirmed"
     exit_code = 9
     http_status = 409
 

@@ -163,15 +163,13 @@ def search(
     sections: Annotated[int | None, typer.Option(min=1, help="Sections per note.")] = None,
 ) -> None:
     """Find notes by meaning and by words; results are grouped per note with their best sections."""
-    from vaultlens.services.verbs import finding
-
     app = open_app(vault, set_)
     if query == "-":
         for line in sys.stdin:
             q = line.strip()
             if not q:
                 continue
-            hits = finding.search(app, q, limit, sections)
+            hits = _search_here(app, q, limit, sections)
             if json_:
                 results = [h.as_dict() for h in hits]
                 sys.stdout.write(json.dumps({"query": q, "results": results}, ensure_ascii=False) + "\n")
@@ -182,7 +180,7 @@ def search(
             _warn_if_partial(app)
         return
     warm = _search_warm(app, query, limit, sections)
-    found = warm if warm is not None else finding.search(app, query, limit, sections)
+    found = warm if warm is not None else _search_here(app, query, limit, sections)
     if json_:
         render.print_json([h.as_dict() for h in found])
     else:
@@ -192,9 +190,9 @@ def search(
 
 def _warn_if_partial(app: App) -> None:
     """Say so when the index does not hold every note yet: results alone cannot show what is missing."""
-    from vaultlens.services.verbs import indexing
+    from vaultlens.services.verbs import status
 
-    run = indexing.unfinished_run(app)
+    run = status.unfinished_run(app)
     if run is None:
         return
     if run.status == "running":
@@ -208,6 +206,13 @@ def _warn_if_partial(app: App) -> None:
         )
 
 
+def _search_here(app: App, query: str, limit: int | None, sections: int | None) -> list[NoteHit]:
+    """Search in this process (the model is loaded here)."""
+    from vaultlens.services.verbs.finding import search as find
+
+    return find(app, query, limit, sections)
+
+
 def _search_warm(app: App, query: str, limit: int | None, sections: int | None) -> list[NoteHit] | None:
     """Ask a `vaultlens serve` running for this vault with the same settings (its model is
     loaded); None when there is none, and the search runs here."""
@@ -218,10 +223,10 @@ def _search_warm(app: App, query: str, limit: int | None, sections: int | None) 
 
 def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Coverage of the index: indexed, skipped and failed files with reasons, totals, last run."""
-    from vaultlens.services.verbs import indexing
+    from vaultlens.services.verbs.status import status as index_status
 
     app = open_app(vault, set_)
-    info = indexing.status(app)
+    info = index_status(app)
     if json_:
         render.print_json(info.as_dict())
         return
@@ -230,10 +235,10 @@ def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) 
 
 def doctor(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
     """Check the index's integrity and consistency; exits non-zero on any problem."""
-    from vaultlens.services.verbs import indexing
+    from vaultlens.services.verbs.status import doctor as check
 
     app = open_app(vault, set_)
-    report = indexing.doctor(app)
+    report = check(app)
     if json_:
         render.print_json(report.as_dict())
     else:

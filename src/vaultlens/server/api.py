@@ -39,7 +39,8 @@ from vaultlens.services.discover import SimilarResult
 from vaultlens.services.duplicates import DuplicateReport
 from vaultlens.services.notes import NoteList, NoteSlice
 from vaultlens.services.search import NoteHit
-from vaultlens.services.verbs import asking, finding, indexing
+from vaultlens.services.verbs import asking, finding
+from vaultlens.services.verbs.status import status as index_status
 
 log = logging.getLogger("vaultlens.server")
 
@@ -181,7 +182,7 @@ def create_api(
 
     @api.get("/v1/status", summary="Index coverage, totals, model, last run")
     def status() -> dict[str, Any]:
-        out = indexing.status(app).as_dict()
+        out = index_status(app).as_dict()
         return out if watcher is None else {**out, "watcher": watcher()}
 
     @api.get(

@@ -27,7 +27,8 @@ from vaultlens.server.envelope import envelope
 from vaultlens.server.limits import MAX_QUERY_CHARS, MAX_RESULTS
 from vaultlens.services import notes
 from vaultlens.services.app import App
-from vaultlens.services.verbs import finding, indexing
+from vaultlens.services.verbs import finding
+from vaultlens.services.verbs.status import status as index_status
 
 T = TypeVar("T")
 
@@ -107,7 +108,7 @@ def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
     @mcp.tool(annotations=READ_ONLY, title="Vault status")
     async def vault_status() -> dict[str, Any]:
         """What is indexed: note and chunk counts, skipped files with reasons, the model, the last run."""
-        info = await _call(lambda: indexing.status(app))
+        info = await _call(lambda: index_status(app))
         return envelope("vault_status", info.as_dict())
 
     @mcp.tool(annotations=READ_ONLY, title="List notes")

@@ -1,0 +1,108 @@
+"""What the index holds and whether it is sound: status, doctor, and an unfinished last run.
+
+Reads only (one snapshot each), so a command that asks loads no indexer, watcher or model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from vaultlens.errors import VaultlensError, translated_errors
+from vaultlens.index.runs import RunRecord
+from vaultlens.index.store import Store, space_matches
+from vaultlens.services.app import App
+from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange, TierStatus
+from vaultlens.vault.scan import paths_sharing_a_file
+
+__all__ = ["doctor", "status", "unfinished_run"]
+
+
+def status(app: App) -> IndexStatus:
+    """Coverage: indexed, skipped and failed files with reasons, totals, model, last run."""
+    with translated_errors(path=app.index_dir):
+        base = IndexStatus(
+            str(app.vault), str(app.index_dir), indexed=False, rule_problems=app.files().rule_problems()
+        )
+        if not app.has_index():
+            return base
+        with app.reading() as store:
+            records = store.file_records()
+            counts = store.counts()
+            return replace(
+                base,
+                indexed=True,
+                cleared=store.cleared,
+                files={"indexed": 0, "skipped": 0, "failed": 0, **counts.files},
+                notes=counts.notes,
+                chunks=counts.chunks,
+                vectors=counts.vectors,
+                size_bytes=store.size_bytes(),
+                embedding_space=store.space,
+                space_change=_space_change(app, store),
+                problems=[
+                    FileProblem(r.path, r.status, r.reason)
+                    for r in sorted(records.values(), key=lambda r: r.path)
+                    if r.reason
+                ],
+                last_run=_last_run(app, store),
+                rechunk_pending=store.get_meta("chunker") not in (None, app.chunker().signature),
+                tier=_tier_status(app, store),
+            )
+
+
+def unfinished_run(app: App) -> RunRecord | None:
+    """The last index run when it stopped before every note reached the index (Ctrl-C, a kill, an
+    error), so a search may miss notes; None when the index is whole or there is none."""
+    if not app.has_index():
+        return None
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        run = _last_run(app, store)
+    return run if run is not None and run.status != "ok" and not run.stats.complete else None
+
+
+def _tier_status(app: App, store: Store) -> TierStatus | None:
+    """What the quality tier covers, when it is switched on or still holds vectors."""
+    setting, stored = app.settings.embedding.tier, store.tier_space
+    if setting == "off" and stored is None:
+        return None
+    have, total = store.tier_coverage()
+    return TierStatus(setting, None if stored is None else stored.describe(), have, total)
+
+
+def _last_run(app: App, store: Store) -> RunRecord | None:
+    """The last run; one still marked running whose process is gone (kill -9, power loss) is interrupted."""
+    run = store.last_run()
+    if run is not None and run.status == "running":
+        try:
+            busy = app.home.writer_lock().busy()
+        except VaultlensError:  # a read-only index: it cannot be probed, so it is not called interrupted
+            return run
+        if not busy:
+            return replace(run, status="interrupted")
+    return run
+
+
+def _space_change(app: App, store: Store) -> SpaceChange | None:
+    """None when the settings' space is the index's; else the configured space and the rebuild estimate."""
+    stored = store.space
+    try:
+        configured = app.provider().space
+    except VaultlensError as exc:  # a provider that cannot be built here
+        return SpaceChange(None, None, exc.message)
+    if stored is None or space_matches(stored, configured):
+        return None
+    estimate = store.rebuild_estimate(configured)
+    return SpaceChange(configured.describe(), estimate, estimate.describe())
+
+
+def doctor(app: App) -> DoctorReport:
+    """Integrity and consistency of the index, and vault rules that do not work as the user meant."""
+    with translated_errors(path=app.index_dir):
+        with app.reading() as store:
+            records = store.file_records()
+            problems = store.problems()
+            unused = store.unused_vectors()
+        indexed = [p for p, r in records.items() if r.status == "indexed"]
+        for real, rels in paths_sharing_a_file(app.vault, indexed).items():
+            problems.append(f"{real} is indexed under {len(rels)} paths: {', '.join(rels)}")
+        return DoctorReport(problems, app.files().rule_problems(), unused)
