@@ -59,6 +59,9 @@ class Recovered:
     state: State
     detail: str
 
+    def as_dict(self) -> dict[str, str]:
+        return {"op_id": self.op_id, "path": self.path, "state": self.state, "detail": self.detail}
+
 
 # ---- where a note is, and what it holds -------------------------------------------------------
 

@@ -36,6 +36,15 @@ class MocPlan:
     missing: list[str]  # notes of the saved cluster that are no longer in the vault
     planned: writes.Planned
 
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "links": self.links,
+            "unlinkable": self.unlinkable,
+            "missing": self.missing,
+            "planned": self.planned.as_dict(),
+        }
+
 
 def load_cluster(vault: Path, which: str) -> dict[str, Any]:
     """The saved cluster ``which``: its id, or its name (case-insensitive)."""
