@@ -16,7 +16,7 @@ import pytest
 from scripted_server import ScriptedEmbeddingServer, Step, expected_unit
 from vaultlens.config.settings import BUNDLED_MODEL, DEFAULT_MODELS, EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, remote_destination
-from vaultlens.embedding.http import OllamaProvider, OpenAICompatibleProvider
+from vaultlens.embedding.http import OllamaProvider, OpenAICompatibleProvider, is_loopback
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.embedding.registry import make_provider, provider_names, register_provider, unregister_provider
 from vaultlens.errors import ConfigError, ProviderError, ProviderTimeout, SpaceMismatch
@@ -217,6 +217,23 @@ def test_registry_requires_an_api_key_for_a_remote_openai_endpoint(monkeypatch) 
         provider="openai", model="m", endpoint="http://127.0.0.1:1234/v1", api_key_env="VL_NONE"
     )
     assert make_provider(local).remote is False  # a loopback server needs no key
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "loopback"),
+    [
+        ("http://127.0.0.1:11434", True),
+        ("http://127.8.9.10/v1", True),
+        ("http://[::1]:8080/v1", True),
+        ("http://LocalHost:1234", True),
+        ("https://127.attacker.example/v1", False),  # DNS decides where this goes: notes would leave
+        ("https://localhost.attacker.example/v1", False),
+        ("https://api.openai.com/v1", False),
+    ],
+)
+def test_only_this_machine_counts_as_loopback(endpoint: str, loopback: bool) -> None:
+    """A loopback endpoint needs no key and no consent, so a look-alike host name must not pass."""
+    assert is_loopback(endpoint) is loopback
 
 
 # ---- the indexer over a remote provider -------------------------------------------------------------

@@ -7,6 +7,7 @@ into :class:`ProviderError` so nothing above this module sees httpx.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import time
 from collections.abc import Sequence
@@ -32,8 +33,15 @@ def retry_pause(retry_after: str, attempt: int, backoff_s: float) -> float:
 
 
 def is_loopback(endpoint: str) -> bool:
+    """True when ``endpoint`` can only be this machine: ``localhost`` or a loopback address. A host
+    name that merely starts with ``127.`` is resolved by DNS and may be anywhere: it is remote."""
     host = urlparse(endpoint).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _HTTPProvider:

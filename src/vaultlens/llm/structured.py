@@ -4,66 +4,38 @@ Where the API constrains output to a schema (OpenAI ``response_format``, Ollama 
 llama.cpp's grammar) it is asked to; every answer is still parsed and validated here, because a
 server may ignore the request. Where it cannot, the schema goes into the prompt and the answer
 is validated the same way; one invalid answer earns one retry that quotes the problem, a second
-is an :class:`~vaultlens.errors.InvalidModelOutput`. The validator covers the JSON-schema subset
-vaultlens' own schemas use (type, properties, required, additionalProperties, items, enum,
-minLength, maxLength, minItems, maxItems); no third-party validator is needed for it.
+is an :class:`~vaultlens.errors.InvalidModelOutput`. Answers are validated with ``jsonschema``
+(the draft a schema declares, else 2020-12), so any schema a provider accepts is checked in full.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Sequence
 from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.validators import validator_for
 
 from vaultlens.errors import InvalidModelOutput
 from vaultlens.llm.base import LLMProvider, Message, SchemaRefused, Usage
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "null": (type(None),),
-}
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def schema_problems(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
-    """Every way ``value`` breaks ``schema`` (empty when it validates), as ``$.path: problem``."""
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        ok = isinstance(value, _TYPES.get(kind, (object,)))
-        if kind in ("integer", "number") and isinstance(value, bool):
-            ok = False
-        if not ok:
-            return [f"{where}: expected {kind}, got {type(value).__name__}"]
-    problems: list[str] = []
-    if "enum" in schema and value not in schema["enum"]:
-        problems.append(f"{where}: {value!r} is not one of {schema['enum']}")
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            problems.append(f"{where}: shorter than {schema['minLength']}")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            problems.append(f"{where}: longer than {schema['maxLength']}")
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            problems.append(f"{where}: fewer than {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            problems.append(f"{where}: more than {schema['maxItems']} items")
-        for i, item in enumerate(value):
-            problems += schema_problems(item, schema.get("items", {}), f"{where}[{i}]")
-    if isinstance(value, dict):
-        props: dict[str, Any] = schema.get("properties", {})
-        problems += [f"{where}: missing {k!r}" for k in schema.get("required", []) if k not in value]
-        if schema.get("additionalProperties") is False:
-            problems += [f"{where}: unexpected {k!r}" for k in value if k not in props]
-        for k, sub in props.items():
-            if k in value:
-                problems += schema_problems(value[k], sub, f"{where}.{k}")
-    return problems
+def schema_problems(value: Any, schema: dict[str, Any]) -> list[str]:
+    """Every way ``value`` breaks ``schema`` (empty when it validates), as ``$.path: problem``.
+
+    A long value is shortened in its problem: the text goes back to the model in a retry and into
+    error messages.
+    """
+    validator = validator_for(schema, default=Draft202012Validator)(schema)
+    return [
+        f"{e.json_path}: {e.message.replace(repr(e.instance), reprlib.repr(e.instance))}"
+        for e in validator.iter_errors(value)
+    ]
 
 
 def parse_json_answer(text: str) -> Any:
