@@ -345,3 +345,30 @@ def test_the_write_check_sees_writes(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert len(_writes(sample)) == 6
+
+
+APP_MODULE = "vaultlens.services.app"
+SEES_THE_APP = ("vaultlens.services.verbs", "vaultlens.server", "vaultlens.cli")  # the facade and interfaces
+
+
+def app_importers(path: Path, module: str) -> list[str]:
+    """Whether ``path`` (module ``module``) imports the App while it is a feature module: only the verbs
+    (services/verbs/), the interfaces and the package root may; a feature receives narrow dependencies."""
+    if module in (APP_MODULE, "vaultlens") or module.startswith(SEES_THE_APP):
+        return []
+    return sorted(m for m in _imports(path, module) if m == APP_MODULE or m.startswith(APP_MODULE + "."))
+
+
+def test_only_the_verbs_and_the_interfaces_see_the_app() -> None:
+    """Feature services take VaultFiles / an IndexReader / settings, so how a service gets its store or
+    files changes in services/verbs/ alone (services/context.py)."""
+    found = {
+        p.relative_to(SRC).as_posix(): hits for p in _sources() if (hits := app_importers(p, _module_name(p)))
+    }
+    assert found == {}, f"feature modules that import the App: {found}"
+
+
+def test_the_app_check_sees_a_feature_importing_the_app(tmp_path: Path) -> None:
+    sample = _sample(tmp_path, "from vaultlens.services.app import App\n")
+    assert app_importers(sample, "vaultlens.services.ask") == ["vaultlens.services.app.App"]
+    assert app_importers(sample, "vaultlens.services.verbs.asking") == []
