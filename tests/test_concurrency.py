@@ -21,12 +21,11 @@ from pathlib import Path
 
 import pytest
 
-import vaultlens as services
+import vaultlens
 from scripted_server import ScriptedEmbeddingServer
 from space_support import DIMS, scripted_env, scripted_overrides
-from vaultlens.index.sqlite_store import FileRecord, NoteUpdate, SQLiteStore
-from vaultlens.services.app import App
-from vl_support import REPO, cli_env, write_vault
+from vaultlens.index.store import FileRecord, NoteUpdate, Store
+from vl_support import REPO, cli_env, open_app, opened_store, write_vault
 
 N_NOTES = 100
 BIRDS = ("pelican", "heron")  # the query word is in half the notes: the rest only come from dense rows
@@ -35,14 +34,13 @@ MARK = re.compile(r"\bround(\d+)mark\b")
 SEARCHER = """
 import json, sys, time
 from pathlib import Path
-import vaultlens as services
-from vaultlens.services.app import App
+import vaultlens
 
-vault, stop, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-app = App.open(vault)
+vault, stop, n, backend = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+app = vaultlens.App.open(vault, {"index.backend": backend})
 while not stop.exists():
     try:
-        hits = services.search(app, "pelican", limit=n, sections=1)
+        hits = vaultlens.search(app, "pelican", limit=n, sections=1)
         print(json.dumps({"notes": [h.path for h in hits], "text": [h.sections[0].snippet for h in hits]}))
     except Exception as exc:  # every error is a failure the test reports
         print(json.dumps({"error": repr(exc)}))
@@ -67,16 +65,16 @@ def _note(i: int, bird: str, k: int) -> str:
 
 
 def test_searches_see_one_complete_generation_while_another_process_writes(
-    tmp_path: Path, isolated_env: Path
+    tmp_path: Path, isolated_env: Path, backend: str
 ) -> None:
     vault = tmp_path / "vault"
     write_round(vault, 0)
     with ScriptedEmbeddingServer(dims=DIMS) as server:
-        app = App.open(vault, {**scripted_overrides(server), "index.batch_files": "1000"})
-        services.index(app)
+        app = open_app(vault, backend, {**scripted_overrides(server), "index.batch_files": "1000"})
+        vaultlens.index(app)
         stop = tmp_path / "stop"
         searcher = subprocess.Popen(
-            [sys.executable, "-c", SEARCHER, str(vault), str(stop), str(3 * N_NOTES)],
+            [sys.executable, "-c", SEARCHER, str(vault), str(stop), str(3 * N_NOTES), backend],
             env=cli_env(isolated_env, **scripted_env(server)),
             cwd=REPO,
             stdout=subprocess.PIPE,
@@ -92,7 +90,7 @@ def test_searches_see_one_complete_generation_while_another_process_writes(
             while len(lines) < 300 and time.monotonic() < deadline and searcher.poll() is None:
                 rounds += 1
                 write_round(vault, rounds)
-                services.index(app)
+                vaultlens.index(app)
         finally:
             stop.touch()
             searcher.wait(timeout=30)
@@ -113,13 +111,15 @@ def test_searches_see_one_complete_generation_while_another_process_writes(
     assert len(seen) >= 3, f"searches saw too few generations to mean anything: {sorted(seen)}"
 
 
-def _update(store: SQLiteStore, path: str) -> None:
+def _update(store: Store, path: str) -> None:
     store.apply(updates=[NoteUpdate(FileRecord(path, "note", 1, 1, "h", "skipped", "test"))])
 
 
-def test_a_long_reader_does_not_block_the_writer_and_keeps_its_snapshot(tmp_path: Path) -> None:
-    reader, writer = SQLiteStore(tmp_path / "ix"), SQLiteStore(tmp_path / "ix")
-    try:
+def test_a_long_reader_does_not_block_the_writer_and_keeps_its_snapshot(tmp_path: Path, backend: str) -> None:
+    with (
+        opened_store(tmp_path / "ix", backend, create=True) as reader,
+        opened_store(tmp_path / "ix", backend) as writer,
+    ):
         _update(writer, "a.md")
         with reader.snapshot() as gen:
             before = reader.file_records()
@@ -129,13 +129,9 @@ def test_a_long_reader_does_not_block_the_writer_and_keeps_its_snapshot(tmp_path
             assert writer.generation == gen + 1
             assert reader.generation == gen and reader.file_records() == before
         assert reader.generation == gen + 1 and "b.md" in reader.file_records()
-    finally:
-        reader.close()
-        writer.close()
 
 
-def test_threads_of_one_store_get_their_own_snapshots(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "ix")
+def test_threads_of_one_store_get_their_own_snapshots(tmp_path: Path, backend: str) -> None:
     holding, release = threading.Event(), threading.Event()
     seen: list[int] = []
 
@@ -146,7 +142,7 @@ def test_threads_of_one_store_get_their_own_snapshots(tmp_path: Path) -> None:
             release.wait(10)
             seen.append(store.generation)
 
-    try:
+    with opened_store(tmp_path / "ix", backend, create=True) as store:
         t = threading.Thread(target=long_reader)
         t.start()
         assert holding.wait(10)
@@ -155,24 +151,22 @@ def test_threads_of_one_store_get_their_own_snapshots(tmp_path: Path) -> None:
         release.set()
         t.join(10)
         assert seen == [seen[0], seen[0]], "the reader saw a commit made during its snapshot"
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize("n_threads", [4])
-def test_concurrent_searches_in_one_process(tmp_path: Path, n_threads: int) -> None:
+def test_concurrent_searches_in_one_process(tmp_path: Path, backend: str, n_threads: int) -> None:
     vault = tmp_path / "vault"
     write_round(vault, 0)
     with ScriptedEmbeddingServer(dims=DIMS) as server:
-        app = App.open(vault, scripted_overrides(server))
-        services.index(app)
+        app = open_app(vault, backend, scripted_overrides(server))
+        vaultlens.index(app)
         errors: list[str] = []
         counts: list[int] = []
 
         def search_loop() -> None:
             for _ in range(15):
                 try:
-                    counts.append(len(services.search(app, "pelican", limit=N_NOTES)))
+                    counts.append(len(vaultlens.search(app, "pelican", limit=N_NOTES)))
                 except Exception as exc:
                     errors.append(repr(exc))
 
@@ -181,7 +175,7 @@ def test_concurrent_searches_in_one_process(tmp_path: Path, n_threads: int) -> N
             t.start()
         for k in range(1, 4):
             write_round(vault, k)
-            services.index(App.open(vault, scripted_overrides(server)))
+            vaultlens.index(open_app(vault, backend, scripted_overrides(server)))
         for t in threads:
             t.join(60)
     assert not errors, errors[:3]

@@ -2,8 +2,8 @@
 
 After every kill the index passes `vaultlens doctor`, the next run embeds exactly what was missing
 (strictly less than a full run), and the final index equals a clean full index of the same vault.
-Kill points are chosen from what the store has committed, observed from outside through a
-read-only SQLite connection, plus a seeded delay.
+Kill points are chosen from what the store has committed, observed from outside through the
+store's backend (the one the child is told to use), plus a seeded delay.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,9 +20,18 @@ from pathlib import Path
 import pytest
 
 from vaultlens.config.paths import index_dir
+from vaultlens.errors import IndexNotFound
 from vaultlens.index.indexer import COMMIT_CHUNKS
-from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
-from vl_support import VAULTLENS_BIN, chunk_keys, cli_env, run_index, settings, write_vault
+from vl_support import (
+    VAULTLENS_BIN,
+    backend_args,
+    chunk_keys,
+    cli_env,
+    opened_store,
+    run_index,
+    settings,
+    write_vault,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -93,30 +101,27 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(vault: Path, tmp_path_factory: pytest.TempPathFactory, use_provider) -> tuple[set, int]:
+def reference(
+    vault: Path, tmp_path_factory: pytest.TempPathFactory, use_provider, backend: str
+) -> tuple[set, int]:
     """A clean full index of the same vault in its own home: its chunk keys and distinct texts."""
     store_dir = tmp_path_factory.mktemp("reference-home") / "index"
     s = settings(vault, **{"index.batch_files": str(BATCH)})
-    stats = run_index(vault, store_dir, use_provider, s)
-    keys = chunk_keys(store_dir)
+    stats = run_index(vault, store_dir, use_provider, s, backend)
+    keys = chunk_keys(store_dir, backend)
     total = stats.chunks_embedded
     assert len(keys) == total == N_NOTES  # one chunk a note, every text distinct
     assert COMMIT_CHUNKS > BATCH  # so batches are cut by note count, every BATCH chunks
     return keys, total
 
 
-def vectors_committed(store_dir: Path) -> int:
+def vectors_committed(store_dir: Path, backend: str) -> int:
     """Vectors a new reader sees right now (0 while the store does not exist yet)."""
     try:
-        con = sqlite3.connect(f"file:{store_dir / DB_NAME}?mode=ro", uri=True, timeout=5)
-    except sqlite3.OperationalError:
+        with opened_store(store_dir, backend) as store:
+            return store.counts().vectors
+    except IndexNotFound:
         return 0
-    try:
-        return int(con.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
-    except sqlite3.OperationalError:  # schema not created yet
-        return 0
-    finally:
-        con.close()
 
 
 _SPAWNED: list[subprocess.Popen[bytes]] = []
@@ -133,11 +138,11 @@ def _no_leftover_indexer() -> Iterator[None]:
             proc.wait()
 
 
-def start_index(vault: Path, home: Path, log: Path, *command: str) -> subprocess.Popen[bytes]:
+def start_index(vault: Path, home: Path, log: Path, backend: str, *command: str) -> subprocess.Popen[bytes]:
     """``vaultlens index`` (or ``command``) on ``vault`` in the background, stderr to ``log``."""
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [str(VAULTLENS_BIN), *(command or ("index",)), "--vault", str(vault)],
+            [str(VAULTLENS_BIN), *(command or ("index",)), "--vault", str(vault), *backend_args(backend)],
             env=cli_env(home, **BATCH_ENV),
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -147,11 +152,11 @@ def start_index(vault: Path, home: Path, log: Path, *command: str) -> subprocess
 
 
 def wait_for_vectors(
-    proc: subprocess.Popen[bytes], store_dir: Path, at_least: int, timeout: float = 300
+    proc: subprocess.Popen[bytes], store_dir: Path, backend: str, at_least: int, timeout: float = 300
 ) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        n = vectors_committed(store_dir)
+        n = vectors_committed(store_dir, backend)
         if n >= at_least:
             return n
         assert proc.poll() is None, (
@@ -161,9 +166,9 @@ def wait_for_vectors(
     raise AssertionError(f"no {at_least} committed vectors within {timeout}s")
 
 
-def cli(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+def cli(args: list[str], home: Path, backend: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(VAULTLENS_BIN), *args],
+        [str(VAULTLENS_BIN), *args, *backend_args(backend)],
         env=cli_env(home, **BATCH_ENV),
         capture_output=True,
         text=True,
@@ -171,12 +176,9 @@ def cli(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def store_problems(store_dir: Path) -> list[str]:
-    store = SQLiteStore(store_dir)
-    try:
+def store_problems(store_dir: Path, backend: str) -> list[str]:
+    with opened_store(store_dir, backend) as store:
         return store.problems()
-    finally:
-        store.close()
 
 
 def _kill_points() -> list:
@@ -197,7 +199,7 @@ KILL_POINTS = _kill_points()
 
 @pytest.mark.parametrize(("wait_vectors", "delay"), KILL_POINTS)
 def test_kill_9_mid_run_then_resume(
-    vault: Path, reference: tuple[set, int], tmp_path: Path, wait_vectors: int, delay: float
+    vault: Path, reference: tuple[set, int], tmp_path: Path, backend: str, wait_vectors: int, delay: float
 ) -> None:
     ref_keys, total = reference
     home = tmp_path / "home"
@@ -205,38 +207,38 @@ def test_kill_9_mid_run_then_resume(
         mp.setenv("VAULTLENS_HOME", str(home))
         store_dir = index_dir(vault)
 
-    proc = start_index(vault, home, tmp_path / "run1.log")
-    wait_for_vectors(proc, store_dir, wait_vectors)
+    proc = start_index(vault, home, tmp_path / "run1.log", backend)
+    wait_for_vectors(proc, store_dir, backend, wait_vectors)
     time.sleep(delay)
     assert proc.poll() is None, "the run finished before the kill; the kill point is too late"
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == -signal.SIGKILL
 
     # the killed run left a consistent index: doctor passes, nothing half-written
-    assert store_problems(store_dir) == []
-    doctor = cli(["doctor", "--vault", str(vault)], home)
+    assert store_problems(store_dir, backend) == []
+    doctor = cli(["doctor", "--vault", str(vault)], home, backend)
     assert doctor.returncode == 0, doctor.stderr
-    present = vectors_committed(store_dir)
+    present = vectors_committed(store_dir, backend)
     assert 0 < present < total
     assert present % BATCH == 0  # only whole batches were kept
 
-    resumed = cli(["index", "--vault", str(vault), "--json"], home)
+    resumed = cli(["index", "--vault", str(vault), "--json"], home, backend)
     assert resumed.returncode == 0, resumed.stderr
     stats = json.loads(resumed.stdout)
     assert stats["chunks_embedded"] + present == total  # only what was missing
     assert stats["chunks_embedded"] < total
     assert stats["files_changed"] == N_NOTES - present
 
-    assert chunk_keys(store_dir) == ref_keys  # the same index a clean full run builds
-    assert vectors_committed(store_dir) == total
-    assert store_problems(store_dir) == []
-    assert cli(["doctor", "--vault", str(vault)], home).returncode == 0
-    again = json.loads(cli(["index", "--vault", str(vault), "--json"], home).stdout)
+    assert chunk_keys(store_dir, backend) == ref_keys  # the same index a clean full run builds
+    assert vectors_committed(store_dir, backend) == total
+    assert store_problems(store_dir, backend) == []
+    assert cli(["doctor", "--vault", str(vault)], home, backend).returncode == 0
+    again = json.loads(cli(["index", "--vault", str(vault), "--json"], home, backend).stdout)
     assert (again["chunks_embedded"], again["files_changed"]) == (0, 0)
 
 
 def test_ctrl_c_keeps_finished_batches_and_says_so(
-    vault: Path, reference: tuple[set, int], tmp_path: Path
+    vault: Path, reference: tuple[set, int], tmp_path: Path, backend: str
 ) -> None:
     _, total = reference
     home = tmp_path / "home"
@@ -244,46 +246,49 @@ def test_ctrl_c_keeps_finished_batches_and_says_so(
         mp.setenv("VAULTLENS_HOME", str(home))
         store_dir = index_dir(vault)
     log = tmp_path / "run.log"
-    proc = start_index(vault, home, log)
-    wait_for_vectors(proc, store_dir, 1)
+    proc = start_index(vault, home, log, backend)
+    wait_for_vectors(proc, store_dir, backend, 1)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=120) == 130
     err = log.read_text(encoding="utf-8", errors="replace")
     assert "Indexing stopped" in err and "chunks embedded so far are saved" in err
     assert "vaultlens index" in err  # the hint says how to finish
     assert "Traceback" not in err
-    assert store_problems(store_dir) == []
-    store = SQLiteStore(store_dir)
-    try:
+    assert store_problems(store_dir, backend) == []
+    with opened_store(store_dir, backend) as store:
         run = store.last_run()
         assert run is not None and run.status == "cancelled"
         assert 0 < store.counts().vectors < total
-    finally:
-        store.close()
-    partial = cli(["search", "note", "--vault", str(vault)], home)  # results, and a word on what is missing
+    partial = cli(
+        ["search", "note", "--vault", str(vault)], home, backend
+    )  # results, and a word on what is missing
     assert partial.returncode == 0
     assert "was cancelled before it reached every note" in " ".join(partial.stderr.split())
-    assert cli(["index", "--vault", str(vault)], home).returncode == 0
-    whole = cli(["search", "note", "--vault", str(vault)], home)
+    assert cli(["index", "--vault", str(vault)], home, backend).returncode == 0
+    whole = cli(["search", "note", "--vault", str(vault)], home, backend)
     assert whole.returncode == 0 and "reached every note" not in whole.stderr
 
 
-def test_ctrl_c_in_a_background_rebuild_says_how_to_resume_it(vault: Path, tmp_path: Path) -> None:
+def test_ctrl_c_in_a_background_rebuild_says_how_to_resume_it(
+    vault: Path, tmp_path: Path, backend: str
+) -> None:
     """`index` updates the live index and never resumes a staged build, so the hint must name
     `rebuild --background`; the live index keeps answering meanwhile."""
     home = tmp_path / "home"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VAULTLENS_HOME", str(home))
         root = index_dir(vault)
-    assert cli(["index", "--vault", str(vault)], home).returncode == 0
+    assert cli(["index", "--vault", str(vault)], home, backend).returncode == 0
     log = tmp_path / "rebuild.log"
-    proc = start_index(vault, home, log, "rebuild", "--background")
-    wait_for_vectors(proc, root / "r1", 1)
+    proc = start_index(vault, home, log, backend, "rebuild", "--background")
+    wait_for_vectors(proc, root / "r1", backend, 1)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=120) == 130
     err = " ".join(log.read_text(encoding="utf-8", errors="replace").split())
     assert "live index is untouched" in err and "vaultlens rebuild --background" in err
     assert "Traceback" not in err
-    assert cli(["search", "note", "--vault", str(vault)], home).returncode == 0
-    resumed = json.loads(cli(["rebuild", "--background", "--vault", str(vault), "--json"], home).stdout)
+    assert cli(["search", "note", "--vault", str(vault)], home, backend).returncode == 0
+    resumed = json.loads(
+        cli(["rebuild", "--background", "--vault", str(vault), "--json"], home, backend).stdout
+    )
     assert resumed["resumed"] is True

@@ -1,4 +1,4 @@
-"""`similar` and `duplicates`: real SQLite stores in tmp dirs, the real bundled model."""
+"""`similar` and `duplicates`: real stores of each backend in tmp dirs, the real bundled model."""
 
 from __future__ import annotations
 
@@ -9,13 +9,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import vaultlens as services
+import vaultlens
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.errors import VaultError
-from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.index.store import Store
 from vaultlens.services import discover, duplicates, pairs
-from vl_support import RecordingProvider, run_cli, run_index, write_vault
+from vl_support import (
+    RecordingProvider,
+    backend_args,
+    open_app,
+    opened_store,
+    run_cli,
+    run_index,
+    write_vault,
+)
 
 BREAD = (
     "Sourdough bread needs a lively starter made of flour and water. Feed the starter daily, let the "
@@ -101,20 +109,21 @@ VAULT = {
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory: pytest.TempPathFactory, use_provider: LocalUSEProvider) -> Iterator[Path]:
+def indexed(
+    tmp_path_factory: pytest.TempPathFactory, use_provider: LocalUSEProvider, backend: str
+) -> Iterator[Path]:
     """The test vault indexed once into a real store; yields the store directory."""
     root = tmp_path_factory.mktemp("discover")
     vault = write_vault(root / "vault", VAULT)
     store_dir = root / "store"
-    run_index(vault, store_dir, use_provider)
+    run_index(vault, store_dir, use_provider, backend=backend)
     yield store_dir
 
 
 @pytest.fixture
-def store(indexed: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(indexed)
-    yield s
-    s.close()
+def store(indexed: Path, backend: str) -> Iterator[Store]:
+    with opened_store(indexed, backend) as s:
+        yield s
 
 
 def _pairs(report: duplicates.DuplicateReport) -> dict[frozenset[str], duplicates.DuplicatePair]:
@@ -129,7 +138,7 @@ MIN_CHARS = DiscoverSettings().min_chars
 
 
 # ---- similar -----------------------------------------------------------------------------------
-def test_multi_topic_note_finds_a_note_for_each_topic_with_the_right_sections(store: SQLiteStore) -> None:
+def test_multi_topic_note_finds_a_note_for_each_topic_with_the_right_sections(store: Store) -> None:
     result = discover.similar(store, "multi.md", 4, MIN_CHARS)
     top = [r.path for r in result.results[:3]]
     assert "bread.md" in top and "k8s.md" in top, top
@@ -144,29 +153,31 @@ def test_multi_topic_note_finds_a_note_for_each_topic_with_the_right_sections(st
     assert by_path["bread.md"].score > 0.6 and by_path["k8s.md"].score > 0.6
 
 
-def test_too_short_note_gets_a_notice_and_no_results(store: SQLiteStore) -> None:
+def test_too_short_note_gets_a_notice_and_no_results(store: Store) -> None:
     result = discover.similar(store, "short.md", 10, MIN_CHARS)
     assert result.results == []
     assert result.notice is not None and "too little text" in result.notice
 
 
 def test_similar_makes_no_embedding_call(
-    tmp_path: Path, indexed: Path, use_provider: LocalUSEProvider, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, backend: str, use_provider: LocalUSEProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = write_vault(tmp_path / "v", {"multi.md": VAULT["multi.md"], "bread.md": VAULT["bread.md"]})
-    app = services.App.open(vault)
-    services.index(app)
+    indexing = open_app(vault, backend)
+    vaultlens.index(indexing)
+    indexing.close()
     recorder = RecordingProvider(use_provider)
-    app._provider = recorder  # type: ignore[assignment]
+    app = open_app(vault, backend, provider=recorder)
+    # a guard, not a substitute: any local embedding, through the recorder or around it, fails the test
     monkeypatch.setattr(LocalUSEProvider, "embed", lambda *a, **k: pytest.fail("embedding call"))
-    result = services.similar(app, "multi")
+    result = vaultlens.similar(app, "multi")
     app.close()
     assert [r.path for r in result.results] == ["bread.md"]
     assert recorder.calls == []
 
 
 # ---- duplicates --------------------------------------------------------------------------------
-def test_duplicates_finds_copies_edits_and_contained_notes(store: SQLiteStore) -> None:
+def test_duplicates_finds_copies_edits_and_contained_notes(store: Store) -> None:
     report = duplicates.duplicates(store, 0.95, 100, MIN_CHARS)
     exact, pairs = _exact(report), _pairs(report)
     assert exact[frozenset(("release.md", "backup/release copy.md"))] == "identical"
@@ -182,7 +193,7 @@ def test_duplicates_finds_copies_edits_and_contained_notes(store: SQLiteStore) -
         assert frozenset((p.a, p.b)) not in exact
 
 
-def test_unrelated_notes_and_same_names_are_not_duplicates(store: SQLiteStore) -> None:
+def test_unrelated_notes_and_same_names_are_not_duplicates(store: Store) -> None:
     report = duplicates.duplicates(store, 0.95, 100, MIN_CHARS)
     pairs = _pairs(report)
     for a, b in [("garden.md", "chess.md"), ("bread.md", "k8s.md"), ("a/notes.md", "b/notes.md")]:
@@ -193,47 +204,49 @@ def test_unrelated_notes_and_same_names_are_not_duplicates(store: SQLiteStore) -
     assert report.excluded_short >= 1
 
 
-def test_dismissed_pair_is_hidden_until_a_note_changes(tmp_path: Path) -> None:
+def test_dismissed_pair_is_hidden_until_a_note_changes(tmp_path: Path, backend: str) -> None:
     files = {k: VAULT[k] for k in ("release.md", "drafts/release edit.md", "garden.md")}
     vault = write_vault(tmp_path / "v", files)
-    app = services.App.open(vault)
-    services.index(app)
+    app = open_app(vault, backend)
+    vaultlens.index(app)
     key = frozenset(("release.md", "drafts/release edit.md"))
-    assert key in _pairs(services.duplicates(app))
-    services.dismiss(app, "release", "drafts/release edit.md")
-    assert key not in _pairs(services.duplicates(app))
+    assert key in _pairs(vaultlens.duplicates(app))
+    vaultlens.dismiss(app, "release", "drafts/release edit.md")
+    assert key not in _pairs(vaultlens.duplicates(app))
     (vault / "drafts/release edit.md").write_text(LIGHT_EDIT + "\nOne more line.\n", encoding="utf-8")
-    services.index(app)
-    assert key in _pairs(services.duplicates(app))
+    vaultlens.index(app)
+    assert key in _pairs(vaultlens.duplicates(app))
     app.close()
 
 
 # ---- CLI ---------------------------------------------------------------------------------------
 @pytest.fixture
-def cli_vault(tmp_path: Path) -> Path:
+def cli_vault(tmp_path: Path, backend: str) -> list[str]:
+    """``--vault V`` and the backend's ``--set``, for every command of a test on one indexed vault."""
     vault = write_vault(tmp_path / "v", VAULT)
-    assert run_cli(["index", "--vault", str(vault)]).exit_code == 0
-    return vault
+    args = ["--vault", str(vault), *backend_args(backend)]
+    assert run_cli(["index", *args]).exit_code == 0
+    return args
 
 
-def test_cli_json_shapes_and_errors(cli_vault: Path) -> None:
-    r = run_cli(["similar", "multi", "--vault", str(cli_vault), "--json", "--limit", "3"])
+def test_cli_json_shapes_and_errors(cli_vault: list[str]) -> None:
+    r = run_cli(["similar", "multi", *cli_vault, "--json", "--limit", "3"])
     assert r.exit_code == 0, r.output
     items = json.loads(r.stdout)["results"]
     assert items and all(isinstance(i["path"], str) and isinstance(i["score"], float) for i in items)
-    r = run_cli(["duplicates", "--vault", str(cli_vault), "--json"])
+    r = run_cli(["duplicates", *cli_vault, "--json"])
     assert r.exit_code == 0, r.output
     pairs = json.loads(r.stdout)["pairs"]
     assert pairs and all({"a", "b", "score"} <= set(p) for p in pairs)
 
-    r = run_cli(["similar", "no such note", "--vault", str(cli_vault)])
+    r = run_cli(["similar", "no such note", *cli_vault])
     assert r.exit_code != 0 and "no such note" in r.output and "Traceback" not in r.output
-    r = run_cli(["similar", "notes", "--vault", str(cli_vault)])
+    r = run_cli(["similar", "notes", *cli_vault])
     assert r.exit_code != 0 and "Traceback" not in r.output
     assert "a/notes.md" in r.output and "b/notes.md" in r.output
 
 
-def test_resolve_note_errors(store: SQLiteStore) -> None:
+def test_resolve_note_errors(store: Store) -> None:
     with pytest.raises(VaultError, match="several notes"):
         discover.resolve_note(store, "/vault", "notes")
     with pytest.raises(VaultError, match="No indexed note"):

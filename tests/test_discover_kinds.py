@@ -1,4 +1,4 @@
-"""`duplicates` kinds beyond whole-note copies, and boilerplate: real SQLite stores, the real bundled model.
+"""`duplicates` kinds beyond whole-note copies, and boilerplate: real stores of each backend, the real bundled model.
 
 - ``translation``: the same note in English and Russian, found by meaning across scripts and
   confirmed by the structure a translation keeps; a Russian note on a neighbouring topic is not one.
@@ -21,9 +21,9 @@ import pytest
 
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
-from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.index.store import Store
 from vaultlens.services import discover, duplicates, layout, pairs, translations
-from vl_support import run_cli, run_index, write_vault
+from vl_support import backend_args, opened_store, run_cli, run_index, write_vault
 
 EN_CACHE = """# HTTP caching
 
@@ -198,17 +198,18 @@ VAULT: dict[str, str] = {
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory: pytest.TempPathFactory, use_provider: LocalUSEProvider) -> Iterator[Path]:
+def indexed(
+    tmp_path_factory: pytest.TempPathFactory, use_provider: LocalUSEProvider, backend: str
+) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("kinds")
-    run_index(write_vault(root / "vault", VAULT), root / "store", use_provider)
+    run_index(write_vault(root / "vault", VAULT), root / "store", use_provider, backend=backend)
     yield root / "store"
 
 
 @pytest.fixture
-def store(indexed: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(indexed)
-    yield s
-    s.close()
+def store(indexed: Path, backend: str) -> Iterator[Store]:
+    with opened_store(indexed, backend) as s:
+        yield s
 
 
 def _by_pair(pairs: list[duplicates.DuplicatePair]) -> dict[frozenset[str], duplicates.DuplicatePair]:
@@ -224,7 +225,7 @@ def _lines_of(text: str, first: str, last: str) -> tuple[int, int]:
 
 
 # ---- translations ----------------------------------------------------------------------------------
-def test_a_translation_is_its_own_kind_with_both_languages(store: SQLiteStore) -> None:
+def test_a_translation_is_its_own_kind_with_both_languages(store: Store) -> None:
     report = duplicates.duplicates(store, 0.93, 100, 32)
     pairs = _by_pair(report.pairs)
     pair = pairs[frozenset(("en/http caching.md", "ru/Кеширование HTTP.md"))]
@@ -249,7 +250,7 @@ def test_lines_are_compared_by_their_letters_without_markup() -> None:
     assert layout.line_key('$ <font color="#4E9A06">fastapi</font> dev') == "fastapidev"
 
 
-def test_the_language_of_each_note_is_its_script(store: SQLiteStore) -> None:
+def test_the_language_of_each_note_is_its_script(store: Store) -> None:
     lay = layout.layout(store)
     prof = layout.profile(store, lay, DiscoverSettings())
     lang = {lay.notes[i]: prof.lang[i] for i in range(len(lay.notes))}
@@ -266,7 +267,7 @@ def test_structure_a_translation_keeps() -> None:
 
 
 # ---- shared passages --------------------------------------------------------------------------------
-def test_a_shared_passage_is_reported_apart_with_the_lines_on_both_sides(store: SQLiteStore) -> None:
+def test_a_shared_passage_is_reported_apart_with_the_lines_on_both_sides(store: Store) -> None:
     report = duplicates.duplicates(store, 0.93, 100, 32)
     key = frozenset(("import/evernote.md", "import/notion.md"))
     assert key not in _by_pair(report.pairs)  # not a duplicate as a whole
@@ -280,7 +281,7 @@ def test_a_shared_passage_is_reported_apart_with_the_lines_on_both_sides(store: 
 
 
 # ---- boilerplate ---------------------------------------------------------------------------------------
-def test_template_sections_weigh_less_in_similar(store: SQLiteStore) -> None:
+def test_template_sections_weigh_less_in_similar(store: Store) -> None:
     off = discover.similar(store, "t/tea.md", 3, 32, settings=DiscoverSettings(boilerplate_weight=1.0))
     on = discover.similar(store, "t/tea.md", 3, 32)
     # without down-weighting the shared template drives the match: an unrelated note, via "Sources"
@@ -293,7 +294,7 @@ def test_template_sections_weigh_less_in_similar(store: SQLiteStore) -> None:
     assert {r.path: r.score for r in on.results}.get(top_off.path, 0.0) < top_off.score - 0.3
 
 
-def test_template_sections_weigh_less_in_duplicates(store: SQLiteStore) -> None:
+def test_template_sections_weigh_less_in_duplicates(store: Store) -> None:
     key = frozenset(("t/bread.md", "t/bread and rye.md"))
     off = duplicates.duplicates(store, 0.93, 100, 32, settings=DiscoverSettings(boilerplate_weight=1.0))
     on = duplicates.duplicates(store, 0.93, 100, 32)
@@ -308,7 +309,7 @@ def test_template_sections_weigh_less_in_duplicates(store: SQLiteStore) -> None:
             assert pair_key not in _by_pair(on.pairs) and pair_key not in _by_pair(on.shared_passages)
 
 
-def test_boilerplate_rows_are_discounted(store: SQLiteStore) -> None:
+def test_boilerplate_rows_are_discounted(store: Store) -> None:
     lay = layout.layout(store)
     prof = layout.profile(store, lay, DiscoverSettings())
     share = prof.boiler_share()
@@ -328,9 +329,11 @@ def _same_profile(a: layout.Profile, b: layout.Profile) -> None:
 
 
 def test_the_text_scan_is_kept_per_generation_and_checked_when_read(
-    store: SQLiteStore, indexed: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store, indexed: Path, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A new process reuses the scan kept beside the vector cache; a damaged or foreign one is read again."""
+    if backend != "sqlite":
+        pytest.skip("SQLite-specific: damages the file the SQLite backend keeps the scan in")
     for f in indexed.glob("matrix-*.npz"):
         f.unlink()
     layout._LAYOUTS.clear()
@@ -383,7 +386,7 @@ def test_line_hashes_are_the_same_in_every_process() -> None:
 
 
 # ---- the limit ----------------------------------------------------------------------------------------
-def test_a_cut_list_says_so(store: SQLiteStore) -> None:
+def test_a_cut_list_says_so(store: Store) -> None:
     full = duplicates.duplicates(store, 0.93, 100, 32)
     assert not full.truncated and full.total_pairs == len(full.pairs) >= 2
     cut = duplicates.duplicates(store, 0.93, 1, 32)
@@ -391,10 +394,11 @@ def test_a_cut_list_says_so(store: SQLiteStore) -> None:
     assert cut.pairs[0] == full.pairs[0]  # the highest score is kept
 
 
-def test_cli_json_and_text_say_when_the_list_was_cut(tmp_path: Path) -> None:
+def test_cli_json_and_text_say_when_the_list_was_cut(tmp_path: Path, backend: str) -> None:
     vault = write_vault(tmp_path / "v", VAULT)
-    assert run_cli(["index", "--vault", str(vault)]).exit_code == 0
-    r = run_cli(["duplicates", "--vault", str(vault), "--json", "--limit", "1"])
+    on = ["--vault", str(vault), *backend_args(backend)]
+    assert run_cli(["index", *on]).exit_code == 0
+    r = run_cli(["duplicates", *on, "--json", "--limit", "1"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["truncated"] is True and data["total_pairs"] >= 2 and len(data["pairs"]) == 1
@@ -402,9 +406,9 @@ def test_cli_json_and_text_say_when_the_list_was_cut(tmp_path: Path) -> None:
         assert {"a", "b", "score", "kind", "languages"} <= set(p)
     passage = next(p for p in data["shared_passages"] if p["kind"] == "shared_passage")
     assert {"start_line", "end_line", "heading_path"} <= set(passage["passages"][0]["a"])
-    pairs = json.loads(run_cli(["duplicates", "--vault", str(vault), "--json"]).stdout)["pairs"]
+    pairs = json.loads(run_cli(["duplicates", *on, "--json"]).stdout)["pairs"]
     assert any(p["kind"] == "translation" and p["languages"] == ["en", "ru"] for p in pairs)
-    text = run_cli(["duplicates", "--vault", str(vault), "--limit", "1"])
+    text = run_cli(["duplicates", *on, "--limit", "1"])
     assert text.exit_code == 0 and "Showing 1 of" in " ".join(text.stdout.split())
     assert "Shared passages" in text.stdout
 
@@ -462,7 +466,7 @@ RYE_HISTORY_RU = (
 
 
 def test_notes_without_structure_need_a_margin_and_the_same_content(
-    tmp_path: Path, use_provider: LocalUSEProvider
+    tmp_path: Path, use_provider: LocalUSEProvider, backend: str
 ) -> None:
     """No headings, code or links to compare: a translation needs ``BARE_MARGIN`` more than the threshold,
     and a Russian note on the same subject that says something else is never paired."""
@@ -470,9 +474,8 @@ def test_notes_without_structure_need_a_margin_and_the_same_content(
         tmp_path / "vault",
         {"en/rye.md": RYE, "ru/рожь.md": RYE_RU, "ru/история ржи.md": RYE_HISTORY_RU},
     )
-    run_index(vault, tmp_path / "store", use_provider)
-    store = SQLiteStore(tmp_path / "store")
-    try:
+    run_index(vault, tmp_path / "store", use_provider, backend=backend)
+    with opened_store(tmp_path / "store", backend) as store:
         found = {
             t: _by_pair(
                 duplicates.duplicates(
@@ -481,8 +484,6 @@ def test_notes_without_structure_need_a_margin_and_the_same_content(
             )
             for t in (0.0, 0.5, DiscoverSettings().translation_threshold)
         }
-    finally:
-        store.close()
     key = frozenset(("en/rye.md", "ru/рожь.md"))
     score = found[0.0][key].score  # the bundled model rates this one-paragraph translation about 0.66
     assert found[0.5][key].kind == "translation"

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from vaultlens.index.indexer import Indexer
-from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.testing import HashingEmbeddingProvider
 from vl_support import (
     cli_env,
+    opened_store,
     run_cli,
     run_without_file_access,
     settings,
@@ -130,15 +130,12 @@ def test_a_folder_link_to_the_vault_root_is_never_indexed_twice(tmp_path: Path) 
     (vault / "loopd").mkdir()
     (vault / "loopd" / "up").symlink_to("..")
     # the watcher's flush: a new folder is listed, events under it are classified one by one
-    store = SQLiteStore(tmp_path / "store")
     s = settings(vault, **{"embedding.provider": "fake"})
-    indexer = Indexer(vault, store, HashingEmbeddingProvider(), s)
-    try:
+    with opened_store(tmp_path / "store", create=True) as store:
+        indexer = Indexer(vault, store, HashingEmbeddingProvider(), s)
         indexer.run()
         indexer.sync(upserts=["loopd/up/Cats.md", "loopd/up/Sky/Stars.md"], folders=["loopd", "loopd/up"])
         records = store.file_records()
-    finally:
-        store.close()
     assert {p: r.status for p, r in records.items()} == {
         "Cats.md": "indexed",
         "Sky/Stars.md": "indexed",

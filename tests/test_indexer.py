@@ -60,8 +60,7 @@ def rec(use_provider) -> RecordingProvider:
 
 def index(vault: Path, rec: RecordingProvider, **overrides: str):
     rec.reset()
-    app = App.open(vault, overrides or None)
-    app._provider = rec
+    app = App.open(vault, overrides or None, provider=rec)
     try:
         return services.index(app)
     finally:

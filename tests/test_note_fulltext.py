@@ -1,5 +1,8 @@
 """The note-level full-text table: kept in step with the notes through edits, touches, moves,
-deletes and clear, and built from the chunk-level table when an older index is migrated."""
+deletes and clear, and built from the chunk-level table when an older index is migrated.
+
+SQLite-specific: the table (notes_fts), its migration and its doctor check are the SQLite
+backend's own, so these tests open SQLiteStore and the file directly."""
 
 from __future__ import annotations
 

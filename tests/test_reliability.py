@@ -19,8 +19,9 @@ import pytest
 import vaultlens
 from vaultlens.config.paths import index_dir
 from vaultlens.errors import IndexNotFound, VaultlensError
+from vaultlens.index.backends import get_backend
 from vaultlens.index.sqlite_store import SQLiteStore
-from vl_support import run_cli, write_vault
+from vl_support import opened_store, run_cli, write_vault
 
 FAKE = ["--set", "embedding.provider=fake"]
 CATS = "# Pets\n\nFeline pets purr, chase mice and sleep on warm windowsills all afternoon.\n"
@@ -73,7 +74,8 @@ def test_a_reader_of_the_old_store_closing_late_leaves_the_rebuilt_store_intact(
     """A reader (another process) still holding the store a foreground rebuild wiped and re-created
     closes only after the rebuild: the new store keeps every commit and stays healthy."""
     assert cli("index", vault=vault)[0] == 0
-    reader = SQLiteStore(index_dir(vault))  # a slow search in another process, on the old store
+    # a slow search in another process, on the old store
+    reader = get_backend().open(index_dir(vault), create=False)
     assert reader.counts().chunks == 3
     swap_a_and_c(vault)
     app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
@@ -128,7 +130,7 @@ def test_doctor_detects_a_cache_that_differs_from_the_stored_vectors(vault: Path
     assert cli("index", vault=vault)[0] == 0
     top(vault, "feline pets")
     live = index_dir(vault)
-    store = SQLiteStore(live)
+    store = SQLiteStore(live)  # SQLite-specific: damages the SQLite backend's vector cache file
     ids_file, vec_file = store._cache_files(store.generation)
     store.close()
     vecs = np.load(vec_file)
@@ -165,11 +167,8 @@ def test_search_on_an_empty_index_says_so(vault: Path) -> None:
 def test_search_after_a_first_run_stopped_before_any_chunk_says_so(vault: Path) -> None:
     """Ctrl-C during the first `index`, before its first batch: the index exists but holds nothing,
     and the reason is the stopped run, not the vault's notes."""
-    store = SQLiteStore(index_dir(vault))  # the state the indexer leaves: a run row, no chunk
-    try:
+    with opened_store(index_dir(vault), create=True) as store:  # what the indexer leaves: a run, no chunk
         store.finish_run(store.start_run(), "cancelled", {})
-    finally:
-        store.close()
     code, out, err = cli("search", "feline pets", vault=vault)
     said = " ".join(err.split())
     assert code == 4 and out == ""
@@ -181,11 +180,8 @@ def test_search_during_an_index_run_says_notes_may_be_missing(vault: Path) -> No
     assert cli("index", vault=vault)[0] == 0
     app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
     with app.writing():  # a run that holds the writer lock and has not finished yet
-        store = SQLiteStore(index_dir(vault))
-        try:
+        with opened_store(index_dir(vault)) as store:
             store.start_run()
-        finally:
-            store.close()
         code, out, err = cli("search", "feline pets", vault=vault)
     assert code == 0 and out
     assert "An index run is in progress" in " ".join(err.split())
@@ -280,18 +276,16 @@ def test_an_empty_folder_indexes_with_a_hint(tmp_path: Path) -> None:
 
 def test_status_says_a_killed_run_was_interrupted_and_why_a_run_failed(vault: Path) -> None:
     assert cli("index", vault=vault)[0] == 0
-    store = SQLiteStore(index_dir(vault))
-    store.start_run()  # what a run killed with -9 leaves behind
-    store.close()
+    with opened_store(index_dir(vault)) as store:
+        store.start_run()  # what a run killed with -9 leaves behind
     info = json.loads(cli("status", "--json", vault=vault)[1])
     assert info["last_run"]["status"] == "interrupted"
     code, out, _ = cli("status", vault=vault)
     assert "interrupted" in out
 
-    store = SQLiteStore(index_dir(vault))
-    run = store.start_run()
-    store.finish_run(run, "failed", {"files_scanned": 1, "error": "Cannot reach ollama at http://x"})
-    store.close()
+    with opened_store(index_dir(vault)) as store:
+        run = store.start_run()
+        store.finish_run(run, "failed", {"files_scanned": 1, "error": "Cannot reach ollama at http://x"})
     info = json.loads(cli("status", "--json", vault=vault)[1])
     assert info["last_run"]["status"] == "failed" and "Cannot reach ollama" in info["last_run"]["error"]
 
@@ -326,9 +320,8 @@ def test_doctor_notices_a_note_indexed_under_two_paths(tmp_path: Path) -> None:
     (vault / "link").symlink_to(vault / "real", target_is_directory=True)
     assert cli("index", vault=vault)[0] == 0
     assert cli("doctor", vault=vault)[0] == 0
-    store = SQLiteStore(index_dir(vault))
-    store.apply(updates=[NoteUpdate(FileRecord("link/Note.md", "note", 1, 1, "h", "indexed"))])
-    store.close()
+    with opened_store(index_dir(vault)) as store:
+        store.apply(updates=[NoteUpdate(FileRecord("link/Note.md", "note", 1, 1, "h", "indexed"))])
     code, _, err = cli("doctor", vault=vault)
     assert code == 1 and "real/Note.md is indexed under 2 paths: link/Note.md, real/Note.md" in " ".join(
         err.split()
@@ -343,7 +336,7 @@ def test_a_reader_never_creates_a_store_that_vanished_under_it(
     assert cli("index", vault=vault)[0] == 0
     app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
     live = app.home.live_dir()
-    for p in live.glob("index.sqlite*"):
+    for p in live.glob("index.sqlite*"):  # SQLite-specific: the store's files vanish
         p.unlink()
     monkeypatch.setattr(type(app.backend), "exists", lambda self, location: True)  # checked just before
     with pytest.raises(IndexNotFound):

