@@ -6,7 +6,7 @@ committed generation holds exactly one marker in every note, and every chunk get
 search asks for all notes while only half contain the query word: the other half can only come
 from the dense matrix. A search that mixed generations loses them (the matrix names rows of
 another generation than the chunk rows it reads) or shows two markers; with the snapshot
-disabled in ``services.app.find`` this test fails.
+disabled in the search verb (``App.reading``) this test fails.
 """
 
 from __future__ import annotations
