@@ -53,6 +53,7 @@ def test_the_package_exports_the_facade() -> None:
     )  # fmt: skip
     for name in vaultlens.__all__:
         assert getattr(vaultlens, name) is not None, name
+    assert set(vaultlens._WHERE) == set(vaultlens.__all__), "every export is found lazily, and only those"
     for verb in verbs:
         assert verb in vaultlens.__all__ and callable(getattr(vaultlens, verb)), verb
     importlib.import_module("vaultlens.index.store")  # the subpackage of the same name keeps the verb's name
