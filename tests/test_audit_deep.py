@@ -20,7 +20,7 @@ from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.services.app import App
 from vaultlens.services.audit.deep import DeepReport, audit_llm, plan_deep, run_deep
 from vaultlens.services.audit.deep_report import deep_markdown
-from vl_support import run_cli, write_vault
+from vl_support import check_shape, run_cli, write_vault
 
 TOPICS = {
     "Kitchen": "sourdough starter flour water bake bread oven crust loaf rye dough knead proof",
@@ -70,6 +70,7 @@ def _deep(vault: Path, server: DeepModel, *extra: str) -> dict[str, Any]:
 def test_a_rerun_sends_only_the_changed_note(vault: Path) -> None:
     with DeepModel() as server:
         first = _deep(vault, server)
+        check_shape("audit_deep", first)
         assert sorted(p for r in server.map_requests() for p in r) == ELIGIBLE  # the report note is left out
         assert len(server.map_requests()) == 5 and server.reduce_requests() == 1  # 9 notes, 2 a request
         assert {k: first["run"][k] for k in ("sent", "from_cache")} == {"sent": 9, "from_cache": 0}

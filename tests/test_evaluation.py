@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vaultlens.services.evaluation import ndcg_at, recall_at, rr_at
-from vl_support import run_cli, write_vault
+from vl_support import check_shape, run_cli, write_vault
 
 
 def test_metrics_on_hand_computed_rankings() -> None:
@@ -77,6 +77,7 @@ def test_eval_queries_groups_by_direction_language_and_half(tmp_path: Path, use_
 
     result = run_cli(["eval", "queries", str(qfile), "--json"])
     assert result.exit_code == 0, result.output
+    check_shape("eval_queries", json.loads(result.stdout))
     groups = {g["group"]: g for g in json.loads(result.stdout)}
     assert set(groups) == {
         "all", "lang en", "lang ru", "mini en→ru", "mini ru→ru", "en→ru", "ru→ru", "cross-lingual",

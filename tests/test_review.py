@@ -22,7 +22,7 @@ from vaultlens.services.app import App
 from vaultlens.services.review.contract import SCHEMA_ID
 from vaultlens.services.review.session import prepare, propose, send
 from vaultlens.services.verbs import changing
-from vl_support import run_cli, snapshot, write_vault
+from vl_support import check_shape, run_cli, snapshot, write_vault
 
 CACHING = "Study/Caching/Cache lifetime.md"
 SYSTEMS = "Study/Systems/Cache lifetime.md"
@@ -139,6 +139,7 @@ def test_review_proposes_the_exact_prompt_and_sends_that_one_when_granted(vault:
         proposal = asked.value.proposal
         assert proposal.kind == "send" and "Every entry lives five minutes." in proposal.preview
         assert asked.value.to_dict()["proposal"]["token"] == proposal.token
+        check_shape("review_consent_required", asked.value.to_dict())
         result = vaultlens.review(app, CACHING, SYSTEMS, confirmed=proposal)
         [body] = server.chats()
     sent = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in body["messages"])
@@ -146,6 +147,7 @@ def test_review_proposes_the_exact_prompt_and_sends_that_one_when_granted(vault:
     assert (
         result.ok and result.plan is not None and result.as_dict()["plan"]["op_id"] == result.plan.entry.op_id
     )
+    check_shape("review", result.as_dict())
 
 
 def invented(nonce: str) -> dict[str, Any]:
@@ -214,6 +216,7 @@ def test_batch_writes_a_report_and_changes_no_note(vault: Path, tmp_path: Path) 
                           *args(vault, settings(server))])  # fmt: skip
         assert len(server.chats()) == 2
     assert result.exit_code == 0, result.output
+    check_shape("review_batch", json.loads(result.stdout))
     text = report.read_text()
     assert text.count("### Model response") == 2 and "SHA-256" in text and "+See also:" in text
     assert snapshot(vault) == original

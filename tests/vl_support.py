@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import hashlib
 import io
+import json
 import os
 import sqlite3
 import subprocess
@@ -346,3 +347,31 @@ def file_records(app: App) -> dict[str, FileRecord]:
     """The live index's file records, read in one snapshot."""
     with app.reading() as store:
         return store.file_records()
+
+
+# ---- JSON shapes (tests/golden/): what the CLI's --json, the API and MCP print, per verb ----------
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE_GOLDEN = (
+    os.environ.get("VAULTLENS_UPDATE_GOLDEN") == "1"
+)  # read at import: tests run without VAULTLENS_*
+
+
+def shape(value: object) -> object:
+    """The JSON with every value replaced by its type name (a list by the shape of its first item)."""
+    if isinstance(value, dict):
+        return {str(k): shape(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shape(value[0])] if value else []
+    return "null" if value is None else type(value).__name__
+
+
+def check_shape(name: str, data: object) -> None:
+    """``data`` has the shape pinned in tests/golden/<name>.json (VAULTLENS_UPDATE_GOLDEN=1 rewrites it)."""
+    golden = GOLDEN / f"{name}.json"
+    got = shape(data)
+    if UPDATE_GOLDEN:
+        golden.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return
+    assert golden.is_file(), f"no golden shape for {name}: run with VAULTLENS_UPDATE_GOLDEN=1 and review it"
+    assert json.loads(golden.read_text(encoding="utf-8")) == got, f"the JSON shape of {name} changed"
