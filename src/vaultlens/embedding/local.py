@@ -10,8 +10,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from vaultlens.config.settings import BUNDLED_MODEL, EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
 from vaultlens.errors import ConfigError
@@ -60,6 +58,8 @@ class LocalUSEProvider:
         return self._model
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         out = self._load().encode([t[:MAX_CHARS] for t in texts])
