@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_HOME := .demo-home
 
-.PHONY: demo test check lint fmt bench clean real-llm-smoke
+.PHONY: demo test test-fast check lint fmt bench clean real-llm-smoke
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,11 @@ check: $(BIN)/.installed  ## lint and type-check, changing nothing
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: check  ## the whole suite (what CI runs)
+test: check  ## the whole suite (what CI runs), slow tests included
 	$(BIN)/python -m pytest -q
+
+test-fast: $(BIN)/.installed  ## the quick loop while editing: no lint, no tests marked slow
+	$(BIN)/python -m pytest -q -m "not slow"
 
 fmt: $(BIN)/.installed
 	$(BIN)/ruff format src tests bench

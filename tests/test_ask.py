@@ -356,6 +356,7 @@ def test_chat_command_reads_questions_until_an_empty_line(vault: Path) -> None:
     assert turns[1]["answer"] == "Fridge [S1]."
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_streaming_leaves_nothing_behind(vault: Path, isolated_env: Path) -> None:
     words = " ".join(f"w{n}" for n in range(40))
     interrupted = threading.Event()  # the stream pauses after its first piece until SIGINT was handled

@@ -216,6 +216,7 @@ def test_status_before_any_index_says_so(tmp_path: Path, isolated_env: Path) -> 
     assert not (isolated_env / "indexes").exists()  # looking creates nothing
 
 
+@pytest.mark.slow
 def test_bytes_that_are_not_utf8_in_a_query_or_a_vault_path_are_a_clear_error(
     vault: Path, indexed: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -64,6 +64,7 @@ def _note(i: int, bird: str, k: int) -> str:
     return f"# Note {i}\n\nThe {bird} flies over lake {i}. round{k}mark is the edit.\n"
 
 
+@pytest.mark.slow
 def test_searches_see_one_complete_generation_while_another_process_writes(
     tmp_path: Path, isolated_env: Path, backend: str
 ) -> None:
@@ -153,6 +154,7 @@ def test_threads_of_one_store_get_their_own_snapshots(tmp_path: Path, backend: s
         assert seen == [seen[0], seen[0]], "the reader saw a commit made during its snapshot"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_threads", [4])
 def test_concurrent_searches_in_one_process(tmp_path: Path, backend: str, n_threads: int) -> None:
     vault = tmp_path / "vault"

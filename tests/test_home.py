@@ -171,6 +171,7 @@ def test_cli_index_into_a_read_only_home_names_vaultlens_home(vault: Path, isola
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="uses POSIX permissions")
 @pytest.mark.parametrize("journal", ["left by the last run", "checkpointed away"])
 def test_a_read_only_index_does_not_ask_for_a_rebuild(vault: Path, isolated_env: Path, journal: str) -> None:

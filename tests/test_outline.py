@@ -113,6 +113,7 @@ a^notid
             p.body_start_line,
         )
 
+    @pytest.mark.slow
     def test_real_vaults_agree_with_parse_note(self) -> None:
         notes = sorted((SHARED / "vaults").rglob("*.md")) if (SHARED / "vaults").is_dir() else []
         if not notes:

@@ -79,6 +79,7 @@ def test_backoff_grows_between_retries() -> None:
     assert t[2] - t[1] >= 0.4
 
 
+@pytest.mark.slow
 def test_retry_after_header_is_honoured() -> None:
     script = [Step(status=429, headers={"Retry-After": "1"})]
     with ScriptedEmbeddingServer(script=script) as server:

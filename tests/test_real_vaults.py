@@ -16,6 +16,7 @@ from vaultlens.vault.scan import scan_vault
 VAULTS = ["vaults/ru-wiki", "vaults/kepano", "vaults/fastapi-docs", "eval/dup-vault"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", VAULTS)
 def test_every_real_note_chunks_within_the_contract(shared_dir: Path, name: str) -> None:
     root = shared_dir / name

@@ -92,6 +92,7 @@ def test_a_reader_of_the_old_store_closing_late_leaves_the_rebuilt_store_intact(
     assert top(vault, "feline pets") == "c.md"
 
 
+@pytest.mark.slow
 def test_searches_racing_a_foreground_rebuild_leave_no_wrong_cache(vault: Path) -> None:
     assert cli("index", vault=vault)[0] == 0
     swap_a_and_c(vault)

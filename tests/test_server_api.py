@@ -234,6 +234,7 @@ def test_a_non_loopback_bind_without_a_token_is_refused() -> None:
             check_bind("0.0.0.0", "t" if wrong == "a b" else None, wrong)
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_public_bind_from_the_command_line(tmp_path: Path, isolated_env: Path) -> None:
     vault = trap_vault(tmp_path / "v")
     done = subprocess.run(

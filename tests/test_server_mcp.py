@@ -131,6 +131,7 @@ def test_every_tool_over_stdio(server: Companion, vault: Path) -> None:
     _check_tour(run_async(lambda: with_stdio_session(vault, home, _tour)))
 
 
+@pytest.mark.slow
 def test_mcp_over_stdio_without_an_index_says_how_to_build_one(tmp_path: Path, isolated_env: Path) -> None:
     vault = trap_vault(tmp_path / "fresh")
 
@@ -153,6 +154,7 @@ def test_tool_errors_carry_the_error_code_as_json(server: Companion) -> None:
     assert body["error"]["code"] == "vault" and "'..'" in body["error"]["message"]
 
 
+@pytest.mark.slow
 def test_a_client_that_sends_garbage_and_leaves_ends_the_session_without_a_traceback(
     tmp_path: Path, isolated_env: Path
 ) -> None:

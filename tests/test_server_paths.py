@@ -139,6 +139,7 @@ def test_every_attack_is_refused_over_mcp_http(server: Companion, vault: Path) -
     assert failures == []
 
 
+@pytest.mark.slow
 def test_every_attack_is_refused_over_mcp_stdio(server: Companion, vault: Path, tmp_path: Path) -> None:
     home = Path(server.app.home.root).parents[1]  # the index built for the server
     failures = run_async(lambda: with_stdio_session(vault, home, lambda s: _mcp_attacks(s, vault)))

@@ -78,6 +78,7 @@ def test_search_falls_back_silently_without_a_live_server(
         assert runtime.search_via_server(app, "cats", None, None) is None
 
 
+@pytest.mark.slow
 def test_serve_process_watches_edits_and_cleans_up_on_sigterm(
     tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -162,6 +163,7 @@ def test_serve_without_the_writer_lock_serves_and_says_who_keeps_the_index(
     assert any(line.startswith("Serving") for line in said)
 
 
+@pytest.mark.slow
 def test_status_says_when_the_watcher_stopped_following_the_vault(tmp_path: Path, isolated_env: Path) -> None:
     """The vault folder moved away and back: the watcher ends (its folder is another one now), and the
     index no longer follows the vault; searches answer, and /v1/status must say so."""

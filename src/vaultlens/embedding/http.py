@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from typing import Any, Self
 from urllib.parse import urlparse
 
-import httpx
-
 from vaultlens.config.settings import EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
 from vaultlens.errors import ConfigError, ProviderError, ProviderTimeout
+
+# httpx is imported where a client is built or called: importing this module (the provider
+# registry does, for every command) costs nothing until a remote provider is used
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
@@ -71,6 +72,8 @@ class _HTTPProvider:
         self.backoff_s = backoff_s
         self.remote = not is_loopback(self.endpoint)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        import httpx
+
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
         self.space = EmbeddingSpace(self.name, model, self.endpoint, dimensions)
 
@@ -99,6 +102,8 @@ class _HTTPProvider:
         return (os.environ.get(s.api_key_env) or None) if s.api_key_env else None
 
     def _post(self, url: str, payload: dict[str, Any]) -> Any:
+        import httpx
+
         where = f"{self.name} at {url}"
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries

@@ -15,8 +15,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from vaultlens.config.settings import BUNDLED_MODEL, EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
 from vaultlens.errors import ConfigError
@@ -78,6 +76,8 @@ class LocalUSEProvider:
         return cls(threads=s.threads, batch_size=s.batch_size)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         out = _shared_model(self._threads).encode([t[:MAX_CHARS] for t in texts])

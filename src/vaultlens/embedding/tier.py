@@ -19,8 +19,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-import numpy as np
-
 from vaultlens.config.settings import EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
 from vaultlens.errors import ConfigError
@@ -70,6 +68,8 @@ class E5Tier:
         return self._model
 
     def _run(self, texts: Sequence[str], query: bool) -> Vectors:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, E5_DIMENSIONS), dtype=np.float32)
         with self._lock:

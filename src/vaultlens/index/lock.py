@@ -18,9 +18,6 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-import portalocker
-from portalocker.exceptions import AlreadyLocked, LockException
-
 from vaultlens.errors import IndexLocked, StoreError, translated_errors
 
 LOCK_NAME = "writer.lock"
@@ -78,6 +75,9 @@ class WriterLock:
         return False
 
     def acquire(self) -> None:
+        import portalocker  # imported by writers only: readers and --help skip its start-up cost
+        from portalocker.exceptions import AlreadyLocked, LockException
+
         with translated_errors("open the writer lock", self.path):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -102,6 +102,9 @@ class WriterLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        import portalocker
+        from portalocker.exceptions import LockException
+
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
         with contextlib.suppress(LockException, OSError):

@@ -24,10 +24,7 @@ import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
@@ -46,6 +43,10 @@ from vaultlens.index.store import (
     space_matches,
 )
 from vaultlens.vault.model import Link
+
+if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and note lists skip it
+    import numpy as np
+    import numpy.typing as npt
 
 SCHEMA_VERSION = 5
 _IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
@@ -328,6 +329,8 @@ class SQLiteStore(Store):
         return [(r[0], r[1] or "", self._chunk(r[2:])) for r in rows]
 
     def add_tier_vectors(self, space: EmbeddingSpace, vectors: dict[str, Vectors]) -> None:
+        import numpy as np
+
         with self.transaction() as db:
             stored = self.tier_space
             if stored is not None and not space_matches(stored, space):
@@ -393,6 +396,8 @@ class SQLiteStore(Store):
         touch: Sequence[FileRecord] = (),
     ) -> None:
         """Apply one batch atomically: new vectors, replaced notes, deleted paths, refreshed stamps."""
+        import numpy as np
+
         with self.transaction() as db:
             for embed_hash, vec in (vectors or {}).items():
                 db.execute(
@@ -548,6 +553,8 @@ class SQLiteStore(Store):
 
     def _load_matrix(self, gen: int, tier: bool) -> tuple[ChunkKeys, Vectors]:
         """The matrix of generation ``gen`` (the caller's snapshot), built once under the matrix lock."""
+        import numpy as np
+
         cached = self._matrix.get(tier)
         if cached is not None and cached[0] == gen:  # built by the thread we waited for
             return cached[1], cached[2]
@@ -568,6 +575,8 @@ class SQLiteStore(Store):
         return rowids, vecs
 
     def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
+        import numpy as np
+
         rowids, vecs = self.matrix()
         if rowids.size == 0 or k <= 0:
             return rowids[:0], np.zeros(0, dtype=np.float32)
@@ -577,6 +586,8 @@ class SQLiteStore(Store):
         return rowids[top], dense[top]
 
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         rowids, vecs = self.matrix()
         out = np.full(keys.shape[0], np.nan, dtype=np.float32)
         if rowids.size == 0 or keys.size == 0:
@@ -589,6 +600,8 @@ class SQLiteStore(Store):
 
     def cache_problems(self) -> list[str]:
         """A vector cache that differs from the stored vectors (it would serve wrong results)."""
+        import numpy as np
+
         with self.snapshot() as gen:
             ids_file, vec_file = self._cache_files(gen)
             if not vec_file.exists():
@@ -603,6 +616,8 @@ class SQLiteStore(Store):
             return []
 
     def _read_matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:
+        import numpy as np
+
         space = self.tier_space if tier else self.space
         dims = space.dimensions if space else 0
         table = "tier_vectors" if tier else "vectors"
@@ -620,6 +635,8 @@ class SQLiteStore(Store):
         return self.directory / f"{stem}.ids.npy", self.directory / f"{stem}.vecs.npy"
 
     def _write_cache(self, gen: int, tier: bool, rowids: ChunkKeys, vecs: Vectors) -> None:
+        import numpy as np
+
         try:
             ids_file, vec_file = self._cache_files(gen, tier)
             for target, arr in ((ids_file, rowids), (vec_file, vecs)):  # vectors last: readers check it
@@ -632,6 +649,8 @@ class SQLiteStore(Store):
     def load_derived(self, name: str, generation: int) -> dict[str, npt.NDArray[Any]] | None:
         """Arrays saved by :meth:`save_derived`, from ``matrix-<store id>-<generation>.<name>.npz``
         beside the vector cache; None when missing or unreadable (no pickles are ever loaded)."""
+        import numpy as np
+
         try:
             with np.load(self._derived_file(name, generation), allow_pickle=False) as npz:
                 return {k: npz[k] for k in npz.files}
@@ -640,6 +659,8 @@ class SQLiteStore(Store):
 
     def save_derived(self, name: str, generation: int, arrays: dict[str, npt.NDArray[Any]]) -> None:
         """Written atomically beside the vector cache and dropped with it (a newer generation or a wipe)."""
+        import numpy as np
+
         try:
             with atomic_file(self._derived_file(name, generation), durable=False) as fh:
                 named: dict[str, Any] = dict(arrays)  # names -> arrays (numpy types **kwargs loosely)
@@ -800,6 +821,8 @@ class SQLiteStore(Store):
 
     def chunk_layout(self) -> tuple[ChunkKeys, list[str], npt.NDArray[np.bool_]]:
         """(rowids, note path, is-front-matter) of every chunk, ordered by rowid like :meth:`matrix`."""
+        import numpy as np
+
         data = self.db.execute("SELECT rowid, path, frontmatter FROM chunks ORDER BY rowid").fetchall()
         rowids = np.fromiter((r[0] for r in data), dtype=np.int64, count=len(data))
         frontmatter = np.fromiter((bool(r[2]) for r in data), dtype=np.bool_, count=len(data))

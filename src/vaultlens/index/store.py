@@ -21,10 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
@@ -32,7 +29,11 @@ from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.vault.model import Link
 
-ChunkKeys = npt.NDArray[np.int64]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+ChunkKeys: TypeAlias = "npt.NDArray[np.int64]"  # a string: numpy loads with the first vector, not here
 
 
 def space_matches(stored: EmbeddingSpace, space: EmbeddingSpace) -> bool:

@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import functools
 import json
-import ssl
 import time
 from collections.abc import Sequence
-from typing import Any, Self
-
-import certifi
-import httpx
+from typing import TYPE_CHECKING, Any, Self
 
 from vaultlens.config.keys import KeySource, find_key, redact
 from vaultlens.config.settings import LLMSettings
@@ -36,11 +32,22 @@ from vaultlens.errors import (
 )
 from vaultlens.llm.base import Completion, Message, OnText, SchemaRefused, Usage
 
+# httpx, ssl and certifi are imported where a client is built or called: importing this module
+# (the provider registry does, for every command) costs nothing until a chat provider is used
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+
 
 @functools.cache
 def _tls() -> ssl.SSLContext:
     """One TLS context per process: loading the CA bundle took 80 ms per client under load, a
     third of the time-to-first-token budget, so chat and follow-ups share it."""
+    import ssl
+
+    import certifi
+
     return ssl.create_default_context(cafile=certifi.where())
 
 
@@ -99,6 +106,8 @@ class ChatHTTPProvider:
         self.backoff_s = backoff_s
         self._key = api_key
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        import httpx
+
         timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
         self._client = httpx.Client(timeout=timeout, headers=headers, verify=_tls())
 
@@ -162,6 +171,8 @@ class ChatHTTPProvider:
         on_text: OnText | None = None,
         json_schema: dict[str, Any] | None = None,
     ) -> Completion:
+        import httpx
+
         url, payload = self._request(messages, json_schema)
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries

@@ -10,15 +10,16 @@ import codecs
 import re
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-from mdit_py_plugins.front_matter import front_matter_plugin
 
 from vaultlens.vault.links import extract_links, extract_tags, masked_spans, normalize_tag
 from vaultlens.vault.model import Block, BlockKind, Heading, ParsedNote
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 _OPEN_KINDS: dict[str, BlockKind] = {
     "heading_open": "heading",
@@ -44,6 +45,10 @@ class NotText(ValueError):
 
 @lru_cache(maxsize=1)
 def _md() -> MarkdownIt:
+    # imported on the first parse: commands that never parse a note (status, --help) skip markdown-it
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.front_matter import front_matter_plugin
+
     # without text_join, escapes (``\[``) stay separate ``text_special`` tokens, so heading text can
     # tell a written ``[[`` from an escaped one; block parsing (maps, kinds) is unaffected
     return MarkdownIt("commonmark").enable("table").use(front_matter_plugin).disable("text_join")

@@ -25,12 +25,13 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import pathspec
+from typing import TYPE_CHECKING, Any, Literal
 
 from vaultlens.errors import VaultError
 from vaultlens.vault.safepath import REFUSED_CHARACTERS, refused_character
+
+if TYPE_CHECKING:
+    import pathspec
 
 IGNORE_FILE = ".vaultlensignore"
 FileKind = Literal["note", "canvas", "base", "attachment"]
@@ -160,6 +161,8 @@ def _ignore_spec(root: Path) -> tuple[pathspec.PathSpec[Any] | None, list[str]]:
         return None, [f"{IGNORE_FILE} cannot be read ({exc.strerror}); its patterns are not applied"]
     except UnicodeDecodeError:
         return None, [f"{IGNORE_FILE} is not UTF-8 text; its patterns are not applied"]
+    import pathspec  # only for a vault that has the file
+
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines), []
     except ValueError:
