@@ -1,5 +1,6 @@
-"""Commands import only what they use: ``--help`` no model, numpy or HTTP client; ``status`` no
-indexer, watcher, LLM client, web server or MCP. Checked in a fresh interpreter, as a user runs them."""
+"""Commands import only what they use: ``--help`` no model, numpy or HTTP client; ``status`` not
+numpy, markdown-it, an HTTP client, the indexer, the watcher, an LLM client, a web server or MCP.
+Checked in a fresh interpreter, as a user runs them."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ HEAVY_FOR_HELP = [
     "vaultlens.index.",
 ]
 HEAVY_FOR_STATUS = [
+    "numpy",
+    "httpx",
+    "markdown_it",
     "fastapi",
     "mcp",
     "watchdog",

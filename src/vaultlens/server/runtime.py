@@ -23,7 +23,6 @@ from vaultlens.fsutil import atomic_write, sha256_hex
 from vaultlens.index.lock import process_alive
 from vaultlens.server.guard import is_loopback
 from vaultlens.services.app import App
-from vaultlens.services.results import hit_from_json
 from vaultlens.services.search import NoteHit
 
 RUNTIME_FILE = "serve.json"
@@ -116,6 +115,6 @@ def search_via_server(app: App, query: str, limit: int | None, sections: int | N
         reply = httpx.get(f"{info.base_url}/v1/search", params=params, headers=headers, timeout=timeout)
         if reply.status_code != 200:
             return None  # the local path raises the same error with its own wording and exit code
-        return [hit_from_json(item) for item in reply.json()]
+        return [NoteHit.from_dict(item) for item in reply.json()]
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         return None

@@ -1,4 +1,4 @@
-"""Typed results of the index verbs (status, doctor, search), with the JSON form every interface prints."""
+"""Typed results of status and doctor, with the JSON form every interface prints."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from typing import Any
 from vaultlens.embedding.base import EmbeddingSpace
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
-from vaultlens.services.search import NoteHit
-from vaultlens.services.section import Section
 from vaultlens.services.serial import AsDict
 
 
@@ -108,9 +106,3 @@ class DoctorReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "healthy": self.healthy}
-
-
-def hit_from_json(item: dict[str, Any]) -> NoteHit:
-    """The inverse of :meth:`NoteHit.as_dict` for one item (a hit a running server sent back)."""
-    sections = [{**sec, "heading_path": tuple(sec["heading_path"])} for sec in item["sections"]]
-    return NoteHit(**{**item, "sections": [Section(**sec) for sec in sections]})

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +69,14 @@ class NoteHit(AsDict):
     sections: list[Section] = field(default_factory=list)
     similarity: float = 0.0  # the raw cosine of the note's best section with the query
     weak: bool = False  # low similarity and no lexical evidence: nothing here really matches
+
+    @classmethod
+    def from_dict(cls, item: dict[str, Any]) -> NoteHit:
+        """The inverse of :meth:`as_dict` (a hit a running server sent back)."""
+        sections = [
+            Section(**{**sec, "heading_path": tuple(sec["heading_path"])}) for sec in item["sections"]
+        ]
+        return cls(**{**item, "sections": sections})
 
 
 def rank_notes(
