@@ -150,6 +150,18 @@ def test_review_proposes_the_exact_prompt_and_sends_that_one_when_granted(vault:
     check_shape("review", result.as_dict())
 
 
+def test_a_grant_for_another_prompt_sends_nothing(vault: Path) -> None:
+    """A proposal accepted for one pair is no grant for another: that pair's own prompt is proposed."""
+    with ReviewModel() as server:
+        app = App.open(vault, settings(server))
+        with pytest.raises(vaultlens.ConsentRequired) as first:
+            vaultlens.review(app, CACHING, SYSTEMS)
+        with pytest.raises(vaultlens.ConsentRequired) as other:
+            vaultlens.review(app, CACHING, "Other.md", confirmed=first.value.proposal)
+        assert server.chats() == []
+    assert "Unrelated." in other.value.proposal.preview and other.value.proposal != first.value.proposal
+
+
 def invented(nonce: str) -> dict[str, Any]:
     data = link_answer(nonce)
     data["claims"][0]["evidenceA"] = f"{nonce}:A:9"

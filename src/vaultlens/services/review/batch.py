@@ -199,6 +199,8 @@ def run_batch(
     sections = [
         f"# vaultlens review report\n\nPairs: {len(pairs)} · provider {provider.name} · model {provider.model}\n"
     ]
+    if confirmed is not None and not any(accepted(confirmed, a, b) for a, b in pairs):
+        confirmed = None  # a grant for another prompt does not cover this batch
     result = BatchReport(target)
     for n, (a, b) in enumerate(pairs, 1):
         sections.append(f"\n## {n}. {a} ↔ {b}\n")

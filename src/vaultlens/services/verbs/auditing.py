@@ -124,7 +124,7 @@ def audit_deep(
             plan = dataclasses.replace(shown, provider=provider)  # the plan shown; this call's client
         else:
             plan = plan_deep(app, files, provider, app.settings.audit.batch_notes, full, threshold, min_size)
-        if confirmed is None:
+        if not isinstance(shown, DeepPlan):  # no grant, or one for something else: show this plan first
             raise ConsentRequired(
                 plan.where(),
                 plan.what,

@@ -42,9 +42,10 @@ def review(
     provider = app.llm()
     try:
         files = app.files()
-        prepared = batch.accepted(confirmed, a, b) or prepare(files, a, b, provider)
+        shown = batch.accepted(confirmed, a, b)  # the prompt the user saw for this pair, if any
+        prepared = shown or prepare(files, a, b, provider)
         chosen = resolve_options(prepared.catalog, options or PlanOptions())  # before anything is sent
-        if confirmed is None:
+        if shown is None:  # no grant, or one for another prompt: show this one first
             raise batch.proposal_for(prepared)
         reviewed = send(files, prepared, provider, consent=True)
         try:
