@@ -225,7 +225,7 @@ import sys, vaultlens.testing
 from pathlib import Path
 import vaultlens as s
 app = s.App.open(Path(sys.argv[1]), dict(a.split("=", 1) for a in sys.argv[2:]))
-assert s.clear(app)
+assert s.clear(app).cleared
 print(s.index(app).files_changed)
 """
 

@@ -43,12 +43,12 @@ if TYPE_CHECKING:
     from vaultlens.services.audit.moc import MocPlan
     from vaultlens.services.chat import ChatSession, ChatTurn
     from vaultlens.services.discover import SimilarNote, SimilarResult
-    from vaultlens.services.duplicates import DuplicatePair, DuplicateReport
+    from vaultlens.services.duplicates import Dismissed, DuplicatePair, DuplicateReport
     from vaultlens.services.evaluation import GroupScore
     from vaultlens.services.layout import ExactGroup
     from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice
     from vaultlens.services.providers import ProviderInfo
-    from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange
+    from vaultlens.services.results import Cleared, DoctorReport, FileProblem, IndexStatus, SpaceChange
     from vaultlens.services.review.batch import BatchReport
     from vaultlens.services.review.outcome import ReviewResult
     from vaultlens.services.search import NoteHit
@@ -103,13 +103,13 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["MocPlan"], "vaultlens.services.audit.moc"),
     **dict.fromkeys(["ChatSession", "ChatTurn"], "vaultlens.services.chat"),
     **dict.fromkeys(["SimilarNote", "SimilarResult"], "vaultlens.services.discover"),
-    **dict.fromkeys(["DuplicatePair", "DuplicateReport"], "vaultlens.services.duplicates"),
+    **dict.fromkeys(["Dismissed", "DuplicatePair", "DuplicateReport"], "vaultlens.services.duplicates"),
     **dict.fromkeys(["GroupScore"], "vaultlens.services.evaluation"),
     **dict.fromkeys(["ExactGroup"], "vaultlens.services.layout"),
     **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice"], "vaultlens.services.notes"),
     **dict.fromkeys(["ProviderInfo"], "vaultlens.services.providers"),
     **dict.fromkeys(
-        ["DoctorReport", "FileProblem", "IndexStatus", "SpaceChange"], "vaultlens.services.results"
+        ["Cleared", "DoctorReport", "FileProblem", "IndexStatus", "SpaceChange"], "vaultlens.services.results"
     ),
     **dict.fromkeys(["BatchReport"], "vaultlens.services.review.batch"),
     **dict.fromkeys(["ReviewResult"], "vaultlens.services.review.outcome"),
@@ -142,8 +142,10 @@ __all__ = [
     "BatchReport",
     "ChatSession",
     "ChatTurn",
+    "Cleared",
     "ConfirmationRequired",
     "ConsentRequired",
+    "Dismissed",
     "DoctorReport",
     "DuplicatePair",
     "DuplicateReport",

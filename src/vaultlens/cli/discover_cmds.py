@@ -145,8 +145,10 @@ def dismiss(
     """Hide the pair A–B from `duplicates` until either note changes."""
     from vaultlens.services.verbs import finding
 
-    pa, pb = finding.dismiss(open_app(vault, set_), a, b)
+    done = finding.dismiss(open_app(vault, set_), a, b)
     if json_:
-        render.print_json({"dismissed": [pa, pb]})
+        render.print_json(done.as_dict())
     else:
-        render.out.print(f"Dismissed {escape(pa)} ↔ {escape(pb)}; it comes back if either note changes.")
+        render.out.print(
+            f"Dismissed {escape(done.a)} ↔ {escape(done.b)}; it comes back if either note changes."
+        )

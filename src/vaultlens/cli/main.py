@@ -139,10 +139,10 @@ def clear(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -
     from vaultlens.services.verbs import indexing
 
     app = open_app(vault, set_)
-    cleared = indexing.clear(app)
+    done = indexing.clear(app)
     if json_:
-        render.print_json({"vault": str(app.vault), "cleared": cleared})
-    elif cleared:
+        render.print_json(done.as_dict())
+    elif done.cleared:
         render.out.print(f"Index for {escape(str(app.vault))} cleared.")
     else:
         render.out.print(f"There is no index for {escape(str(app.vault))}: nothing to clear.")

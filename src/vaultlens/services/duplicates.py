@@ -59,6 +59,17 @@ class DuplicatePair:
     passages: list[Passage] = field(default_factory=list)  # shared_passage only
 
 
+@dataclass(frozen=True, slots=True)
+class Dismissed:
+    """A pair hidden from ``duplicates`` until either note changes, as the vault names them."""
+
+    a: str
+    b: str
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"dismissed": [self.a, self.b]}
+
+
 @dataclass
 class DuplicateReport(AsDict):
     threshold: float

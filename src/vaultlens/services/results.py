@@ -22,6 +22,14 @@ class TierStatus(AsDict):
 
 
 @dataclass(frozen=True, slots=True)
+class Cleared(AsDict):
+    """What ``clear`` did: the vault, and whether there was an index to empty."""
+
+    vault: str
+    cleared: bool
+
+
+@dataclass(frozen=True, slots=True)
 class FileProblem:
     path: str
     status: str  # indexed (with a note, e.g. malformed front matter) | skipped | failed

@@ -53,7 +53,7 @@ def duplicates(app: App, threshold: float | None = None, limit: int | None = Non
         )
 
 
-def dismiss(app: App, a: str, b: str) -> tuple[str, str]:
+def dismiss(app: App, a: str, b: str) -> dups.Dismissed:
     """Hide a candidate duplicate pair until either note changes."""
     with translated_errors(path=app.index_dir):
         with app.reading() as store:
@@ -66,7 +66,7 @@ def dismiss(app: App, a: str, b: str) -> tuple[str, str]:
             )
         with app.live.lease() as store:
             store.dismiss_pair(pa, pb)
-        return pa, pb
+        return dups.Dismissed(pa, pb)
 
 
 def note(app: App, path: str, offset: int = 0, length: int = notes.DEFAULT_SLICE) -> notes.NoteSlice:

@@ -17,6 +17,7 @@ from vaultlens.index.store import Store
 from vaultlens.index.watcher import FlushReport, Watcher
 from vaultlens.services.app import App
 from vaultlens.services.consent import require_embedding_consent
+from vaultlens.services.results import Cleared
 
 __all__ = ["clear", "index", "rebuild", "rebuild_in_background", "watch"]
 
@@ -33,18 +34,18 @@ def index(app: App, progress: Progress | None = None, consent: bool = False) -> 
             return Indexer(app.vault, store, app.provider(), app.settings, progress, app.tier()).run()
 
 
-def clear(app: App) -> bool:
+def clear(app: App) -> Cleared:
     """Empty the index; it stays empty until the user indexes again (no unfinished rebuild revives it).
 
-    Returns False when there was no index to clear."""
+    ``cleared`` is False when there was no index to clear."""
     with translated_errors(path=app.index_dir):
         if not app.has_index():
-            return False
+            return Cleared(str(app.vault), False)
         with app.writing():
             with app.live.lease() as store:
                 store.clear()
             app.home.discard_stale_staging()
-        return True
+        return Cleared(str(app.vault), True)
 
 
 def rebuild(app: App, progress: Progress | None = None, consent: bool = False) -> RunStats:
