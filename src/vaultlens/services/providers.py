@@ -17,7 +17,7 @@ from vaultlens.embedding.tier import TierProvider
 from vaultlens.errors import VaultlensError
 from vaultlens.llm.base import llm_destination
 from vaultlens.llm.http_chat import ChatHTTPProvider
-from vaultlens.llm.registry import llm_names, make_llm
+from vaultlens.llm.registry import make_llm
 from vaultlens.services.serial import AsDict
 
 EMBEDDING_RECEIVES = (
@@ -113,7 +113,3 @@ def describe_providers(
     finally:
         chat.close()
     return rows
-
-
-def known_llm_providers() -> list[str]:
-    return llm_names()
