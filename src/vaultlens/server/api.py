@@ -31,7 +31,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from vaultlens.errors import TRANSLATED, ConsentRequired, InvalidInput, VaultlensError, translate_error
+from vaultlens.errors import TRANSLATED, ConsentRequired, VaultlensError, translate_error
+from vaultlens.server.envelope import invalid_arguments
 from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_SECTIONS
 from vaultlens.services import notes
 from vaultlens.services.app import App
@@ -140,14 +141,6 @@ def _json(data: Any) -> JSONResponse:
     return JSONResponse(data)
 
 
-def _validation_message(exc: RequestValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "body", "path"))
-        parts.append(f"{where or 'request'}: {err.get('msg', 'invalid')}")
-    return "Invalid request: " + "; ".join(parts) + "."
-
-
 def create_api(
     app: App,
     *,
@@ -179,7 +172,7 @@ def create_api(
 
     @api.exception_handler(RequestValidationError)
     async def on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(InvalidInput(_validation_message(exc)))
+        return error_response(invalid_arguments(exc.errors(), skip=("query", "body", "path")))
 
     @api.exception_handler(StarletteHTTPException)
     async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
