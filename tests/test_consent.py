@@ -87,6 +87,12 @@ def test_a_grant_for_one_call_only_is_neither_stored_nor_borrowed() -> None:
     require_consent(DEST, WHAT)  # still counts for the terminal
 
 
+def test_the_default_advice_names_no_provider_setting() -> None:
+    """Each check names its own way out (embedding or LLM); a refusal built without one must not
+    send an LLM user to the embedding setting."""
+    assert "provider" not in (ConsentRequired("LLM openai model m at https://x", WHAT).hint or "")
+
+
 def test_grant_writes_a_private_json_list_atomically() -> None:
     grant(DEST)
     grant(DEST)  # once is enough

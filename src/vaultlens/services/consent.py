@@ -41,7 +41,13 @@ def require_embedding_consent(
         f"the text of your notes, in chunks of up to {chunk_max} characters"
         " (a single longer table row stays whole)"
     )
-    require_consent(destination, what, granted_now=consent)
+    require_consent(
+        destination,
+        what,
+        granted_now=consent,
+        hint="Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), "
+        "or choose the bundled local model with --set embedding.provider=local.",
+    )
 
 
 def require_llm_consent(
