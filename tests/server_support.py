@@ -135,12 +135,17 @@ async def with_http_session(
         return await use(session)
 
 
-async def with_stdio_session(vault: Path, home: Path, use: Callable[[ClientSession], Awaitable[T]]) -> T:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-c", CHILD, "mcp", "--vault", str(vault), "--set", "embedding.provider=fake"],
-        env=cli_env(home),
-    )
+async def with_stdio_session(
+    vault: Path, home: Path, use: Callable[[ClientSession], Awaitable[T]], home_option: bool = False
+) -> T:
+    """A `vaultlens mcp` child; ``home_option``: the data folder comes as --home, and the child's
+    environment has no VAULTLENS_HOME (as from a client that passes only a few variables)."""
+    env = cli_env(home)
+    args = ["-c", CHILD, "mcp", "--vault", str(vault), "--set", "embedding.provider=fake"]
+    if home_option:
+        del env["VAULTLENS_HOME"]
+        args += ["--home", str(home)]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await use(session)

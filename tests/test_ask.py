@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -424,3 +425,27 @@ def test_providers_lists_what_each_provider_receives(vault: Path) -> None:
     assert "12,000 characters" in rows["llm"]["receives"]
     text = run_cli(["providers", "--vault", str(vault), "--set", "embedding.provider=fake"])
     assert "receives:" in text.stdout and "llama3.2" in text.stdout
+
+
+@pytest.mark.parametrize("command", ["ask", "chat"])
+def test_declining_the_prompt_in_a_terminal_names_the_llm_ways_out(
+    vault: Path, isolated_env: Path, command: str
+) -> None:
+    """A real terminal (a pty) answers "n": nothing is sent, and the hint is about the LLM
+    (llm.provider, --extractive), not the embedding provider."""
+    with ScriptedChatServer("Rye [S1].") as server:
+        remote = llm_settings(server, endpoint=server.url.replace("127.0.0.1", "0.0.0.0") + "/v1")
+        assert run_cli(["index", *cli_args(vault, remote)]).exit_code == 0
+        args = [command, *([QUESTION] if command == "ask" else []), *cli_args(vault, remote)]
+        leader, follower = pty.openpty()
+        try:
+            os.write(leader, (f"{QUESTION}\n" if command == "chat" else "").encode() + b"n\n")
+            done = subprocess.run([sys.executable, "-c", RUN_CLI, *args], stdin=follower,
+                                  env=cli_env(isolated_env), capture_output=True, text=True, timeout=60)  # fmt: skip
+        finally:
+            os.close(leader)
+            os.close(follower)
+        assert server.chats() == []
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 7 and "Send it to LLM openai-compatible model chat-test" in done.stdout, said
+    assert "--set llm.provider=" in said and "--extractive" in said and "embedding.provider" not in said

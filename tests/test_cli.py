@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from vaultlens.config.paths import index_dir
-from vl_support import BILINGUAL, VAULTLENS_BIN, bilingual_vault, cli_env, run_cli, write_vault
+from vl_support import BILINGUAL, REPO, VAULTLENS_BIN, bilingual_vault, cli_env, run_cli, write_vault
 
 
 @pytest.fixture(scope="module")
@@ -260,3 +262,22 @@ def test_a_vault_from_the_environment_says_so_when_it_is_wrong(tmp_path: Path, i
     )
     assert proc.returncode == 2
     assert "$VAULTLENS_VAULT" in proc.stderr and "does not exist" in proc.stderr
+
+
+def test_the_readme_names_exactly_the_commands_without_json() -> None:
+    """The README's "every command but ... takes --json" is checked against the commands themselves."""
+    from typer.main import get_command
+
+    from vaultlens.cli.main import cli
+
+    def without_json(command: Any, name: str) -> list[str]:
+        if hasattr(command, "commands"):  # a group: its subcommands
+            return [
+                n for sub, c in command.commands.items() for n in without_json(c, f"{name} {sub}".strip())
+            ]
+        options = {o for p in command.params for o in getattr(p, "opts", ())}
+        return [] if "--json" in options else [name]
+
+    said = re.search(r"Every command but (.+?) \(", (REPO / "README.md").read_text(encoding="utf-8"))
+    assert said, "the README says which commands take --json"
+    assert sorted(re.findall(r"`([^`]+)`", said[1])) == sorted(without_json(get_command(cli), ""))

@@ -78,6 +78,21 @@ def test_require_consent_refuses_then_remembers_a_grant() -> None:
         require_consent(DEST.replace("emb-test", "other-model"), WHAT)  # another model asks again
 
 
+def test_a_grant_for_one_call_only_is_neither_stored_nor_borrowed() -> None:
+    require_consent(DEST, WHAT, granted_now=True, remember=False)  # a server's request with its yes
+    assert not consent_file().exists()
+    grant(DEST)  # a yes given in the terminal
+    with pytest.raises(ConsentRequired):
+        require_consent(DEST, WHAT, remember=False)
+    require_consent(DEST, WHAT)  # still counts for the terminal
+
+
+def test_the_default_advice_names_no_provider_setting() -> None:
+    """Each check names its own way out (embedding or LLM); a refusal built without one must not
+    send an LLM user to the embedding setting."""
+    assert "provider" not in (ConsentRequired("LLM openai model m at https://x", WHAT).hint or "")
+
+
 def test_grant_writes_a_private_json_list_atomically() -> None:
     grant(DEST)
     grant(DEST)  # once is enough

@@ -15,7 +15,8 @@ import pytest
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from server_support import running_server
 from test_ask import NOTES, QUESTION
-from vl_support import write_vault
+from vaultlens.config.consent import consent_file
+from vl_support import run_cli, write_vault
 
 
 def events(reply: httpx.Response) -> list[tuple[str, Any]]:
@@ -89,3 +90,53 @@ def test_a_stream_cut_midway_ends_with_an_error_event(companion: str, model: Scr
     got = events(ask(companion, question=QUESTION))
     assert [k for k, _ in got][:3] == ["token"] * 3
     assert got[-1][0] == "error" and got[-1][1]["code"] == "malformed_stream"
+
+
+# ---- consent through the API is per request ---------------------------------------------------------
+
+
+@pytest.fixture
+def remote(tmp_path: Path, model: ScriptedChatServer) -> Iterator[tuple[str, list[str]]]:
+    """A companion whose model counts as remote (0.0.0.0 reaches the loopback server but is not a
+    loopback name), and the `--vault`/`--set` arguments of a CLI run with the same settings."""
+    vault = write_vault(tmp_path / "vault", NOTES)
+    overrides = {"embedding.provider": "fake", "llm.provider": "openai-compatible", "llm.model": "chat-test",
+                 "llm.endpoint": model.url.replace("127.0.0.1", "0.0.0.0") + "/v1", "llm.max_retries": "0"}  # fmt: skip
+    args = ["--vault", str(vault), *[a for k, v in overrides.items() for a in ("--set", f"{k}={v}")]]
+    with running_server(vault, tmp_path / "home", watch=False, overrides=overrides) as server:
+        yield server.url, args
+
+
+def refused_for_consent(reply: httpx.Response) -> dict[str, Any]:
+    assert reply.status_code == 403, reply.text
+    error: dict[str, Any] = reply.json()["error"]
+    assert error["code"] == "consent_required" and error["destination"].startswith("LLM openai-compatible")
+    return error
+
+
+def test_consent_given_with_one_request_does_not_cover_the_next_or_the_cli(
+    remote: tuple[str, list[str]], model: ScriptedChatServer
+) -> None:
+    url, args = remote
+    error = refused_for_consent(ask(url, question=QUESTION))
+    assert '"consent": true' in error["hint"] and model.chats() == []
+    assert [k for k, _ in events(ask(url, question=QUESTION, consent=True))][-1] == "done"
+    assert len(model.chats()) == 1
+    refused_for_consent(ask(url, question=QUESTION))  # the next request without the flag
+    assert len(model.chats()) == 1, "nothing was sent for the request without consent"
+    assert not consent_file().exists(), "a request's consent is never stored"
+    cli = run_cli(["ask", QUESTION, *args])  # the terminal still asks (no terminal here: refused)
+    assert cli.exit_code == 7 and "will send your questions" in cli.stderr and len(model.chats()) == 1
+
+
+def test_a_yes_given_in_the_terminal_does_not_cover_api_requests(
+    remote: tuple[str, list[str]], model: ScriptedChatServer
+) -> None:
+    url, args = remote
+    agreed = run_cli(["ask", QUESTION, "--yes", *args])
+    assert agreed.exit_code == 0, agreed.output
+    assert any(d.startswith("LLM openai-compatible") for d in json.loads(consent_file().read_text()))
+    assert run_cli(["ask", QUESTION, *args]).exit_code == 0  # remembered for the terminal
+    assert len(model.chats()) == 2
+    refused_for_consent(ask(url, question=QUESTION))
+    assert len(model.chats()) == 2, "the terminal's yes sent nothing for the program"

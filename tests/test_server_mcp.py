@@ -145,12 +145,60 @@ def test_mcp_over_stdio_without_an_index_says_how_to_build_one(tmp_path: Path, i
     assert note["data"]["text"].startswith("# Cats")
 
 
+def test_home_option_finds_an_index_the_client_environment_does_not_name(
+    server: Companion, vault: Path
+) -> None:
+    home = server.app.home.root.parents[1]
+
+    async def use(session: ClientSession) -> tuple[dict[str, Any], dict[str, Any]]:
+        found = payload(await session.call_tool("search_notes", {"query": "cats sleep"}))
+        return found, payload(await session.call_tool("vault_status", {}))
+
+    found, status = run_async(lambda: with_stdio_session(vault, home, use, home_option=True))
+    assert found["data"]["results"][0]["path"] == "Notes/Cats.md"
+    assert status["data"]["indexed"] is True
+
+
+def test_vault_status_without_an_index_is_an_error_naming_the_way_out(tmp_path: Path) -> None:
+    vault = trap_vault(tmp_path / "fresh")
+    home = tmp_path / "elsewhere"
+
+    async def use(session: ClientSession) -> str:
+        return error_of(await session.call_tool("vault_status", {}))
+
+    error = json.loads(run_async(lambda: with_stdio_session(vault, home, use)))["error"]
+    assert error["code"] == "index_not_found" and str(home) in error["message"]
+    assert (
+        "vaultlens index" in error["hint"] and "--home" in error["hint"] and "VAULTLENS_HOME" in error["hint"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("search_notes", {"query": ""}, "Invalid request: query: String should have at least 1 character."),
+        ("search_notes", {"query": "cats", "limit": 26}, "limit: Input should be less than or equal to 25"),
+        ("get_note", {}, "Invalid request: path: Field required."),
+        ("get_note", {"path": "Long.md", "offset": "x"}, "offset: Input should be a valid integer"),
+        ("no_such_tool", {}, "Unknown tool: no_such_tool"),
+    ],
+)
+def test_refused_arguments_come_back_in_the_one_error_shape(
+    server: Companion, tool: str, arguments: dict[str, Any], message: str
+) -> None:
+    async def use(session: ClientSession) -> str:
+        return error_of(await session.call_tool(tool, arguments))
+
+    body = json.loads(run_async(lambda: with_http_session(server.url, use)))  # the whole text is JSON
+    assert set(body) == {"error"} and body["error"]["code"] == "invalid_input", body
+    assert message in body["error"]["message"] and "pydantic" not in body["error"]["message"]
+
+
 def test_tool_errors_carry_the_error_code_as_json(server: Companion) -> None:
     async def use(session: ClientSession) -> str:
         return error_of(await session.call_tool("get_note", {"path": "../secret.md"}))
 
-    text = run_async(lambda: with_http_session(server.url, use))
-    body = json.loads(text[text.index("{") :])
+    body = json.loads(run_async(lambda: with_http_session(server.url, use)))
     assert body["error"]["code"] == "vault" and "'..'" in body["error"]["message"]
 
 

@@ -172,11 +172,7 @@ class ConsentRequired(ConfirmationRequired):
         super().__init__(
             Proposal("send", destination, what, preview, remarks=remarks, payload=payload),
             message or f"vaultlens needs your agreement before it sends {what} to {destination}.",
-            hint=hint
-            or (
-                "Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), "
-                "or choose a local provider with --set embedding.provider=local."
-            ),
+            hint=hint or "Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes).",
         )
         self.destination = destination
         self.what = what

@@ -25,6 +25,14 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a setting for this run, e.g. --set search.limit=5 (repeatable)."),
 ]
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--home",
+        help="vaultlens's data folder (indexes, consent, keys), as $VAULTLENS_HOME; for MCP clients, "
+        "which start the server with only a few environment variables.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 YesOpt = Annotated[
     bool,
@@ -42,9 +50,15 @@ def parse_overrides(sets: list[str] | None) -> dict[str, str]:
     return overrides
 
 
-def open_app(vault: Path | None, sets: list[str] | None) -> App:
-    """The App for ``--vault`` (or $VAULTLENS_VAULT, or the current folder) with ``--set`` overrides."""
+def open_app(vault: Path | None, sets: list[str] | None, data_home: Path | None = None) -> App:
+    """The App for ``--vault`` (or $VAULTLENS_VAULT, or the current folder) with ``--set`` overrides.
+
+    ``data_home`` (``--home``) becomes $VAULTLENS_HOME for this process, so everything that reads
+    the data folder (the index, the user config beside it, consent, keys, serve.json) agrees."""
     from vaultlens.services.app import App  # the index machinery: only once a command runs
+
+    if data_home is not None:
+        os.environ["VAULTLENS_HOME"] = str(data_home.expanduser().absolute())
 
     from_env = vault is None and bool(os.environ.get("VAULTLENS_VAULT"))
     root = vault or Path(os.environ.get("VAULTLENS_VAULT") or ".")

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.options import SetOpt, VaultOpt, YesOpt, open_app
+from vaultlens.cli.options import HomeOpt, SetOpt, VaultOpt, YesOpt, open_app
 from vaultlens.cli.watch_cmds import describe
 
 
@@ -37,11 +37,12 @@ def serve(
     watch: Annotated[
         bool, typer.Option("--watch/--no-watch", help="Keep the index current while serving.")
     ] = True,
+    data_home: HomeOpt = None,
 ) -> None:
     """Serve the vault read-only: HTTP API under /v1, MCP at /mcp, the index kept current."""
     from vaultlens.server.serve import Companion
 
-    app = open_app(vault, set_)
+    app = open_app(vault, set_, data_home)
     token = os.environ.get(token_env) if token_env else None
 
     def say(line: str) -> None:
@@ -65,13 +66,13 @@ def serve(
     render.err.print("Stopped serving.")
 
 
-def mcp(vault: VaultOpt = None, set_: SetOpt = None) -> None:
+def mcp(vault: VaultOpt = None, set_: SetOpt = None, data_home: HomeOpt = None) -> None:
     """Run the read-only MCP server over stdio (for Claude Desktop, Claude Code, Cursor, Codex...)."""
     import anyio
 
     from vaultlens.server.mcp_tools import build_mcp
 
-    app = open_app(vault, set_)
+    app = open_app(vault, set_, data_home)
     server = build_mcp(app)
 
     def warm() -> None:  # load the model while the client connects; a first search waits for it

@@ -68,15 +68,21 @@ def grant(destination: str) -> None:
         atomic_write(path, json.dumps([*items, destination], indent=2) + "\n", mode=0o600)
 
 
-def require_consent(destination: str, what: str, granted_now: bool = False, hint: str | None = None) -> None:
+def require_consent(
+    destination: str, what: str, granted_now: bool = False, hint: str | None = None, remember: bool = True
+) -> None:
     """Return when note text may go to ``destination``; raise ``ConsentRequired`` otherwise.
 
     ``what`` says what would be sent (shown to the user). ``granted_now=True`` means the
-    caller has just asked the user and got a yes: it is remembered and the call returns.
-    ``hint`` replaces the default advice of the error (an LLM names other ways out).
+    caller has just asked the user and got a yes. ``remember=True`` (the command line, a script)
+    keeps that yes in the consent file and lets an earlier one count. ``remember=False`` (a
+    server's request) makes ``granted_now`` the only answer: it is not stored, and no stored
+    grant counts, so a program can neither switch the terminal's question off nor ride on a yes
+    the user gave in the terminal. ``hint`` replaces the default advice of the error.
     """
     if granted_now:
-        grant(destination)
+        if remember:
+            grant(destination)
         return
-    if not granted(destination):
+    if not remember or not granted(destination):
         raise ConsentRequired(destination, what, hint=hint)

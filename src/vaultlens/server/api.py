@@ -31,7 +31,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from vaultlens.errors import TRANSLATED, InvalidInput, VaultlensError, translate_error
+from vaultlens.errors import TRANSLATED, ConsentRequired, VaultlensError, translate_error
+from vaultlens.server.envelope import invalid_arguments
 from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_SECTIONS
 from vaultlens.services import notes
 from vaultlens.services.app import App
@@ -63,8 +64,16 @@ class AskBody(BaseModel):
     consent: bool = Field(
         False,
         description="The user agreed to send the question and matching note text to the configured "
-        "remote LLM (without it, a remote model answers 403 consent_required naming what and where).",
+        "remote LLM, for this request only: it is never remembered, and a yes given in the terminal "
+        "does not count here (without it, a remote model answers 403 consent_required naming what "
+        "and where).",
     )
+
+
+PER_REQUEST = (
+    'Nothing was sent. Ask the user, then send the request again with "consent": true (it covers '
+    'that request only), or with "extractive": true to answer without a model.'
+)
 
 
 def _event(kind: str, data: Any) -> bytes:
@@ -78,7 +87,12 @@ def ask_stream(app: App, body: AskBody) -> JSONResponse | StreamingResponse:
     def work() -> None:
         try:
             got = asking.ask(
-                app, body.question, lambda piece: events.put(("token", piece)), body.consent, body.extractive
+                app,
+                body.question,
+                lambda piece: events.put(("token", piece)),
+                body.consent,
+                body.extractive,
+                remember=False,  # a request's consent is its own, never stored, never borrowed
             )
             events.put(("done", got.as_dict()))
         except Exception as exc:  # every failure reaches the client as the one error shape
@@ -87,7 +101,10 @@ def ask_stream(app: App, body: AskBody) -> JSONResponse | StreamingResponse:
     threading.Thread(target=work, name="vaultlens-ask", daemon=True).start()
     first = events.get()
     if first[0] == "error":
-        return error_response(first[1])
+        error = first[1]
+        if isinstance(error, ConsentRequired):  # the way on for a program: this request's own flag
+            error = ConsentRequired(error.destination, error.what, hint=PER_REQUEST)
+        return error_response(error)
 
     def stream() -> Iterator[bytes]:
         kind, data = first
@@ -124,14 +141,6 @@ def _json(data: Any) -> JSONResponse:
     return JSONResponse(data)
 
 
-def _validation_message(exc: RequestValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "body", "path"))
-        parts.append(f"{where or 'request'}: {err.get('msg', 'invalid')}")
-    return "Invalid request: " + "; ".join(parts) + "."
-
-
 def create_api(
     app: App,
     *,
@@ -163,7 +172,7 @@ def create_api(
 
     @api.exception_handler(RequestValidationError)
     async def on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(InvalidInput(_validation_message(exc)))
+        return error_response(invalid_arguments(exc.errors(), skip=("query", "body", "path")))
 
     @api.exception_handler(StarletteHTTPException)
     async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:

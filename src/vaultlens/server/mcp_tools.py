@@ -3,8 +3,10 @@
 The same :class:`FastMCP` instance runs over stdio (``vaultlens mcp``) and over streamable HTTP
 at ``/mcp`` inside ``vaultlens serve``. Each tool maps its arguments to one verb and wraps the
 result in the untrusted-data envelope (:mod:`vaultlens.server.envelope`). Arguments are bounded
-in the tool's JSON schema, so the SDK refuses out-of-range values before a tool runs. There are
-no write tools: an agent can read the vault, never change it.
+in the tool's JSON schema, so the SDK refuses out-of-range values before a tool runs. Every failed
+call, a refused argument included, is a tool error whose text is exactly the one error shape
+``{"error": {"code", "message", "hint"}}``, so an agent reads a code, not pydantic's or the SDK's
+wording. There are no write tools: an agent can read the vault, never change it.
 
 Tools are ``async`` and run the verb in a worker thread: the SDK calls a plain function on its
 event loop, where a search would stall every other request.
@@ -13,20 +15,22 @@ event loop, where a search would stall every other request.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import ContentBlock, ToolAnnotations
+from pydantic import Field, ValidationError
 
-from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
-from vaultlens.server.envelope import envelope
+from vaultlens.config.paths import home
+from vaultlens.errors import IndexNotFound, InvalidInput, VaultlensError, translate_error
+from vaultlens.server.envelope import envelope, invalid_arguments
 from vaultlens.server.limits import MAX_QUERY_CHARS, MAX_RESULTS
 from vaultlens.services import notes
 from vaultlens.services.app import App
+from vaultlens.services.results import IndexStatus
 from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.status import status as index_status
 
@@ -56,19 +60,56 @@ NotePath = Annotated[
 Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS, description=f"How many notes (1-{MAX_RESULTS}).")]
 
 
+NO_INDEX_HINT = (
+    "Run `vaultlens index --vault <vault>` to build it. If it was built under another data folder "
+    "(VAULTLENS_HOME), start `vaultlens mcp` with --home <folder> or give the client's server entry "
+    '"env": {"VAULTLENS_HOME": "<folder>"}: MCP clients pass the server only a few variables.'
+)
+
+
+def refusal(failed: ToolError) -> VaultlensError:
+    """The one error a failed call reports: the SDK wraps whatever a tool raised (pydantic's
+    refusal of an argument, our errors) in a ToolError whose cause is the original."""
+    cause = failed.__cause__
+    if cause is None:  # the SDK's own refusal, such as an unknown tool
+        return InvalidInput(str(failed))
+    if isinstance(cause, ValidationError):
+        return invalid_arguments(cause.errors())
+    error = translate_error(cause)
+    if isinstance(error, IndexNotFound):
+        return IndexNotFound(error.message, hint=NO_INDEX_HINT)
+    return error
+
+
+class VaultMCP(FastMCP):
+    """FastMCP whose failed calls are the one error shape (see the module docstring)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any]
+    ) -> Sequence[ContentBlock] | dict[str, Any]:
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as exc:
+            raise ToolError(json.dumps({"error": refusal(exc).to_dict()}, ensure_ascii=False)) from exc
+
+
 async def _call(verb: Callable[[], T]) -> T:
-    """Run ``verb`` in a worker thread; a vaultlens error becomes a tool error with its code."""
-    try:
-        return await anyio.to_thread.run_sync(verb)
-    except VaultlensError as exc:
-        raise ToolError(json.dumps({"error": exc.to_dict()}, ensure_ascii=False)) from exc
-    except TRANSLATED as exc:
-        raise ToolError(json.dumps({"error": translate_error(exc).to_dict()}, ensure_ascii=False)) from exc
+    """Run ``verb`` in a worker thread (what it raises reaches :func:`refusal` through the SDK)."""
+    return await anyio.to_thread.run_sync(verb)
+
+
+def _indexed_status(app: App) -> IndexStatus:
+    """The status, or ``index_not_found`` when there is no index: every other tool would fail, so
+    saying "no error" here would send an agent looking for the wrong cause."""
+    info = index_status(app)
+    if not info.indexed:
+        raise IndexNotFound(f"There is no index for {app.vault} under {home()}.")
+    return info
 
 
 def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
     """The MCP server for ``app``; ``host`` is the HTTP bind (it turns on the SDK's DNS-rebinding check)."""
-    mcp = FastMCP(
+    mcp = VaultMCP(
         "vaultlens",
         instructions=INSTRUCTIONS,
         host=host,
@@ -107,8 +148,9 @@ def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
 
     @mcp.tool(annotations=READ_ONLY, title="Vault status")
     async def vault_status() -> dict[str, Any]:
-        """What is indexed: note and chunk counts, skipped files with reasons, the model, the last run."""
-        info = await _call(lambda: index_status(app))
+        """What is indexed: note and chunk counts, skipped files with reasons, the model, the last run
+        (an error when the vault has no index)."""
+        info = await _call(lambda: _indexed_status(app))
         return envelope("vault_status", info.as_dict())
 
     @mcp.tool(annotations=READ_ONLY, title="List notes")

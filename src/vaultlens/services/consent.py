@@ -2,8 +2,9 @@
 
 Privacy is enforced in the services, not in an interface: a verb that would send note text to a
 remote embedding provider or LLM raises :class:`~vaultlens.errors.ConsentRequired` (a proposal
-naming what and where) unless the destination was granted before or the caller passes
-``consent=True`` for this call. While the vault's ignore rules cannot be applied, nothing is
+naming what and where) unless the caller passes ``consent=True`` for this call or, for the
+command line and scripts, the destination was granted before (a server's request counts only its
+own ``consent``: see :func:`~vaultlens.config.consent.require_consent`). While the vault's ignore rules cannot be applied, nothing is
 sent at all: notes the user excluded could be among it.
 """
 
@@ -40,12 +41,21 @@ def require_embedding_consent(
         f"the text of your notes, in chunks of up to {chunk_max} characters"
         " (a single longer table row stays whole)"
     )
-    require_consent(destination, what, granted_now=consent)
+    require_consent(
+        destination,
+        what,
+        granted_now=consent,
+        hint="Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), "
+        "or choose the bundled local model with --set embedding.provider=local.",
+    )
 
 
-def require_llm_consent(files: VaultFiles, llm: LLMProvider, consent: bool, what: str) -> None:
+def require_llm_consent(
+    files: VaultFiles, llm: LLMProvider, consent: bool, what: str, remember: bool = True
+) -> None:
     """Refuse (ConsentRequired) before note text goes to a remote LLM nobody agreed to (same
-    mechanism and file as the embedding grants; the destination names the LLM)."""
+    mechanism and file as the embedding grants; the destination names the LLM). ``remember``:
+    see :func:`~vaultlens.config.consent.require_consent` (False: ``consent`` covers this call only)."""
     destination = llm_destination(llm)
     if destination is None:
         return
@@ -54,6 +64,7 @@ def require_llm_consent(files: VaultFiles, llm: LLMProvider, consent: bool, what
         destination,
         what,
         granted_now=consent,
+        remember=remember,
         hint="Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), "
         "use a local model (--set llm.provider=ollama), or answer without a model: --extractive.",
     )

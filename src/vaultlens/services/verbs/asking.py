@@ -25,17 +25,20 @@ def ask(
     consent: bool = False,
     extractive: bool = False,
     provider: LLMProvider | None = None,
+    remember: bool = True,
 ) -> AskAnswer:
     """Answer ``question`` from the vault only, citing sources (``extractive``: passages, no model).
 
-    ``provider``: a model to use instead of the configured one (the caller closes it)."""
+    ``provider``: a model to use instead of the configured one (the caller closes it).
+    ``remember=False`` (a server's request): ``consent`` covers this call only; it is not stored
+    and a grant remembered from the command line does not count."""
     with translated_errors(path=app.index_dir):
         files = app.files()
         if extractive:
             return asking.extractive(asking.gather(app, files, app.settings.search, question))
         model = provider or app.llm()
         try:
-            require_llm_consent(files, model, consent, asking.WHAT_IS_SENT)
+            require_llm_consent(files, model, consent, asking.WHAT_IS_SENT, remember)
             context = asking.gather(app, files, app.settings.search, question)  # index released here
             return asking.answer(context, model, on_text)
         finally:
