@@ -48,16 +48,26 @@ def _declined(exc: ConfirmationRequired, asked: bool) -> ConfirmationRequired:
     """The refusal when the user said no (``asked``) or could not be asked."""
     p = exc.proposal
     if isinstance(exc, WriteUnconfirmed):
-        return (
-            WriteUnconfirmed(p, hint=_ANSWER)
-            if not asked
-            else WriteUnconfirmed(p, message="Nothing was written.")
+        if not asked:
+            return WriteUnconfirmed(p, hint=_ANSWER)
+        return WriteUnconfirmed(
+            p,
+            message="Nothing was written.",
+            hint=f"It stays planned: `vaultlens apply {p.op_id}` shows it again.",
         )
     if not asked:
         return ConsentRequired(
             p.destination, p.what, message=f"Nothing was sent to {p.destination}: agree first.", hint=_ANSWER
         )
-    return ConsentRequired(p.destination, p.what, message="Nothing was sent.", hint=exc.hint)
+    return ConsentRequired(p.destination, p.what, message="Nothing was sent.", hint=_other_ways(exc.hint))
+
+
+def _other_ways(hint: str | None) -> str:
+    """The verb's advice after a "no", without what the message already said."""
+    advice = (hint or "").removeprefix("Nothing was sent.").strip()
+    if not advice or advice.startswith("Show "):  # advice for a program that has not asked yet
+        return "Run the command again to see what would be sent, or pass --yes to send it without asking."
+    return advice
 
 
 def confirmed(run: Callable[[Proposal | None], T], yes: bool, json_: bool = False) -> T:
