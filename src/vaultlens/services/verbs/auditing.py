@@ -36,6 +36,7 @@ from vaultlens.services.audit.report_files import (
     write_deep,
     write_outside,
 )
+from vaultlens.vault.links import LinkResolver
 
 __all__ = ["StructureResult", "TopicsResult", "audit_clusters_only", "audit_deep", "audit_structure", "moc"]
 
@@ -141,7 +142,8 @@ def audit_deep(
     finally:
         provider.close()
     write_clusters(app.vault, report.clusters, out)  # the saved clusters `moc` builds from
-    written = write_deep(app.vault, deep_markdown(report), report.as_dict(), out)
+    resolver = LinkResolver(f.path for f in files.scan().files)
+    written = write_deep(app.vault, deep_markdown(report, resolver), report.as_dict(), out)
     return TopicsResult(report.clusters, written, report)
 
 
