@@ -142,7 +142,7 @@ WHAT_IS_SENT = (
 
 def gather(index: IndexReader, files: VaultFiles, search: SearchSettings, question: str) -> AskContext:
     """Steps 1-4 of the module docstring: the frozen context for ``question``."""
-    question = question.strip()[: search.max_query_chars]
+    question = search.bounded_query(question)
     if not question:
         raise EmptyQuery("The question is empty.", hint='Try: vaultlens ask "how do I cache static files"')
     with index.reading() as store:
