@@ -36,18 +36,20 @@ __all__ = [
 _FENCE_RUN_RE = {"`": re.compile("````*"), "~": re.compile("~~~~*")}
 # Inline constructs, each matched whole so that a note costs one Python step per construct, not per character.
 # Every alternative starts with a literal character, which lets the regex engine skip plain text in C.
+# A repeated group never backtracks, as an atomic group ``(?>(?:...)*)``, not a possessive ``(?:...)*+``: before
+# 3.11.5, CPython matched possessive repeats of groups wrongly (gh-106052, gh-100061); ``[...]++`` is unaffected.
 _INLINE_RE = re.compile(
     r"""
-      \\[\\`%<$](?:\\[\\`%<$])*+                  # escaped openers (or backslashes) are text
+      \\[\\`%<$](?>(?:\\[\\`%<$])*)               # escaped openers (or backslashes) are text
     | `(?P<bt>`*+)                                # code span: a run of backticks ...
-        (?:[^`\n]++                               # ... then text,
+        (?>(?:[^`\n]++                            # ... then text,
           |\n(?![ \t\r]*+(?:\n|\Z)|[ \t>]*+(?:```|~~~))  # line breaks that end neither paragraph nor block,
           |(?!`(?P=bt)(?!`))`++                   # backtick runs of another length,
-        )*+
+        )*)
         `(?P=bt)(?!`)                             # ... up to a run of exactly the same length
     | ``*+                                        # a run with no closer: literal backticks
-    | %%(?:[^%]++|%(?!%))*+(?:%%|\Z)              # Obsidian comment; Obsidian hides the rest if unclosed
-    | (?P<math>\$\$(?:[^$]++|\$(?!\$))*+\$\$         # math block or display math (LaTeX), closed
+    | %%(?>(?:[^%]++|%(?!%))*)(?:%%|\Z)           # Obsidian comment; Obsidian hides the rest if unclosed
+    | (?P<math>\$\$(?>(?:[^$]++|\$(?!\$))*)\$\$      # math block or display math (LaTeX), closed
       |\$(?=[^\s$])[^$\n]*?(?<=[^\s\\])\$(?!\d))    # inline math: no space inside the dollars, no digit after
     | \$++                                        # a dollar that opens no math: text ("costs $5")
     | <!--                                        # HTML comment, closed by str.find (see masked_spans)
@@ -233,10 +235,10 @@ _WIKILINK_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 _MD_LINK_RE = re.compile(
     r"""
     \[
-      (?P<text>(?:[^\[\]\\]++|\\.|\[(?:[^\[\]\\]++|\\.)*+\])*+)   # link text, one level of nested brackets
+      (?P<text>(?>(?:[^\[\]\\]++|\\.|\[(?>(?:[^\[\]\\]++|\\.)*)\])*))   # link text, one level of nested brackets
     \]\(
       [ \t]*+\n?[ \t]*+
-      (?:<(?P<angle>[^<>\n]*+)>|(?P<bare>(?:[^\s()\\]++|\\.|\((?:[^\s()\\]++|\\.)*+\))++))  # <dest> or dest
+      (?:<(?P<angle>[^<>\n]*+)>|(?P<bare>(?>(?:[^\s()\\]++|\\.|\((?>(?:[^\s()\\]++|\\.)*)\))+)))  # <dest> or dest
       (?:\s+(?:"[^"]*"|'[^']*'|\([^()]*\)))?                # optional title
       \s*
     \)
