@@ -28,12 +28,14 @@ SYNTHESIS = {"clusters": [{"id": 1, "name": "Named by the model", "description":
 
 
 class DeepModel(ScriptedChatServer):
-    """Map: an entry per ``Note Nk: path`` of the data part (none for ``broken`` paths: an invalid entry).
+    """Map: an entry per ``Note Nk: path`` of the data part (none for ``broken`` paths: an invalid entry;
+    ``says`` replaces fields of a path's entry).
     Reduce: SYNTHESIS. A scripted step with its own reply or an error status is served as scripted."""
 
-    def __init__(self, broken: set[str] | None = None) -> None:
+    def __init__(self, broken: set[str] | None = None, says: dict[str, dict[str, Any]] | None = None) -> None:
         super().__init__()
         self.broken = broken or set()
+        self.says = says or {}  # path -> fields that replace its analysis's (what a misbehaving model writes)
 
     def _respond(self, handler: BaseHTTPRequestHandler, body: Any, step: Any) -> None:
         if isinstance(body, dict) and "messages" in body and step.status < 400 and step.reply is None:
@@ -41,7 +43,7 @@ class DeepModel(ScriptedChatServer):
             if body["messages"][0]["content"].startswith("You analyse notes"):
                 entries = []
                 for nid, path in _NOTE.findall(user):
-                    entry = {"id": nid, **analysis(path)}
+                    entry = {"id": nid, **analysis(path), **self.says.get(path, {})}
                     if path in self.broken:
                         del entry["main_idea"]
                     entries.append(entry)

@@ -21,6 +21,7 @@ import vaultlens as services
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.paths import home
+from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.errors import ConsentRequired
 from vaultlens.services import ask as asking
 from vaultlens.services.app import App
@@ -219,6 +220,21 @@ def test_a_question_the_vault_cannot_answer_calls_no_model(vault: Path) -> None:
     assert got.answer == asking.NOT_IN_VAULT and got.sources == () and got.invalid_citations == ()
     data = json.loads(result.stdout)
     assert data["answer"] == "Not in your vault." and data["sources"] == [] and data["usage"] is None
+
+
+@pytest.mark.parametrize("question", ["a", "A?", "the", "x"])
+def test_a_question_of_stop_words_or_one_character_calls_no_model(
+    vault: Path, use_provider: LocalUSEProvider, question: str
+) -> None:
+    """ "a" matches most notes lexically, which made every hit strong and sent ~12,000 characters:
+    for such a question only the similarity counts (the real model: the fake one has no semantics)."""
+    with ScriptedChatServer("should not be asked") as server:
+        settings = {k: v for k, v in llm_settings(server).items() if k != "embedding.provider"}
+        app = App.open(vault, settings, provider=use_provider)
+        services.index(app)
+        got = services.ask(app, question)
+        assert server.chats() == []
+    assert got.answer == asking.NOT_IN_VAULT and got.sources == ()
 
 
 REBUILD = """

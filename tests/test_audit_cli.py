@@ -90,6 +90,25 @@ def test_into_the_vault_only_after_confirmation(vault: Path) -> None:
     assert again["notes"] == ["Hub.md", "Leaf.md", "Lonely.md"]
 
 
+def test_a_relative_out_is_taken_from_the_vault_not_the_current_folder(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    refused = run_cli(["audit", "structure", "--vault", str(vault), "--out", "Audits"])
+    assert refused.exit_code == 9, refused.stderr  # a folder in the vault: each note a diff to confirm
+    done = run_cli(["audit", "structure", "--vault", str(vault), "--out", "Audits", "--yes"])
+    assert done.exit_code == 0, done.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert sorted(p.name for p in (vault / "Audits").iterdir()) == ["vault-map.canvas", "vault-structure.md"]
+    assert f"The dashboard and map go into the vault folder {vault / 'Audits'}." in done.stdout
+    sibling = run_cli(["audit", "structure", "--vault", str(vault), "--out", "../reports"])
+    assert sibling.exit_code == 0, sibling.stderr
+    assert f"Wrote {vault.parent / 'reports' / 'vault-structure.json'}" in sibling.stdout
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_json_with_an_out_folder_inside_the_vault_is_refused(vault: Path) -> None:
     result = run_cli(["audit", "structure", "--vault", str(vault), "--out", str(vault), "--json"])
     assert result.exit_code == 2

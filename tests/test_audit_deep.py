@@ -20,6 +20,7 @@ from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.services.app import App
 from vaultlens.services.audit.deep import DeepReport, audit_llm, plan_deep, run_deep
 from vaultlens.services.audit.deep_report import deep_markdown
+from vaultlens.vault.links import LinkResolver
 from vl_support import check_shape, run_cli, write_vault
 
 TOPICS = {
@@ -117,6 +118,22 @@ def test_a_malformed_entry_fails_only_its_note(vault: Path) -> None:
     assert again["failed"] == {} and sorted(again["notes"]) == ELIGIBLE
 
 
+def test_the_report_shows_model_text_as_text_and_marks_links_to_no_note(vault: Path) -> None:
+    hostile = {
+        "main_idea": "<script>alert(1)</script>\n## Injected heading & more",
+        "suggested_links": ["Sky 1", "[[Kitchen/Kitchen 2]]", "Nowhere <b>"],
+    }
+    with DeepModel(says={"Kitchen/Kitchen 0.md": hostile}) as server:
+        data = _deep(vault, server)
+    assert (
+        data["notes"]["Kitchen/Kitchen 0.md"]["main_idea"] == hostile["main_idea"]
+    )  # the JSON keeps it as said
+    report = Path(data["files"]["vault-deep-audit.md"]).read_text(encoding="utf-8")
+    assert "<script>" not in report and "\n## Injected" not in report
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; ## Injected heading &amp; more" in report
+    assert "Suggested links: [[Sky/Sky 1]], [[Kitchen/Kitchen 2]], Nowhere &lt;b&gt; (no such note)" in report
+
+
 def test_an_answer_that_is_not_json_fails_its_batch_after_one_retry(vault: Path) -> None:
     with DeepModel() as server:
         server.script.extend([ChatStep(reply="not json"), ChatStep(reply="still not json")])
@@ -164,7 +181,8 @@ def test_an_interrupted_run_resumes_to_the_same_report(vault: Path, interrupt: t
         assert sent == len(ELIGIBLE) - 2  # the two finished notes were kept
         reference, _ = run(app, full=True)
     assert resumed.as_dict() == reference.as_dict()
-    assert deep_markdown(resumed) == deep_markdown(reference)
+    resolver = LinkResolver(ELIGIBLE)
+    assert deep_markdown(resumed, resolver) == deep_markdown(reference, resolver)
 
 
 def test_nothing_is_sent_without_agreement_and_notes_stay_in_the_data_part(vault: Path) -> None:

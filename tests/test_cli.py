@@ -97,6 +97,24 @@ def test_search_stdin_emits_one_json_line_per_query(vault: Path) -> None:
         assert all({"path", "score"} <= r.keys() for r in o["results"])
 
 
+def test_a_query_longer_than_max_query_chars_is_cut_and_the_cli_says_so(vault: Path) -> None:
+    query = "хачапури и вино в квеври " * 4
+    kept = len(query.strip()[:20])
+    cut = ["--set", "search.max_query_chars=20", "--vault", str(vault)]
+    note = f"note: the query is {len(query.strip())} characters long; only its first {kept} are used"
+    result = run_cli(["search", query, "--json", *cut])
+    assert result.exit_code == 0, result.output
+    assert isinstance(json.loads(result.stdout), list)  # the JSON keeps its shape; the notice is on stderr
+    assert note in result.stderr
+    lines = run_cli(["search", "-", "--json", *cut], stdin=f"{query}\nквеври\n")
+    assert lines.stderr.count("note: the query is") == 1  # the short one is used whole
+    asked = run_cli(["ask", query, "--extractive", "--json", *cut])
+    assert asked.exit_code == 0, asked.output
+    assert note.replace("query", "question") in asked.stderr
+    assert json.loads(asked.stdout)["question"] == query.strip()[:20]
+    assert "note:" not in run_cli(["search", "квеври", *cut]).stderr
+
+
 def test_status_json_and_text(vault: Path) -> None:
     result = run_cli(["status", "--json", "--vault", str(vault)])
     assert result.exit_code == 0, result.output

@@ -195,3 +195,15 @@ def test_malformed_beir_judgements_are_a_clear_error(tmp_path: Path) -> None:
     beir = _beir(tmp_path / "b2", [{"_id": "d1", "text": "rye"}], qrels="q9\td1\t1\n")
     result = run_cli(["eval", "beir", str(beir)])
     assert result.exit_code == 2 and _said("are not in", result.stderr) and _said("'q9'", result.stderr)
+
+
+def test_cli_text_does_not_wrap_whatever_the_path_length(tmp_path: Path) -> None:
+    """The fresh-machine failure: the path in the message pushed the asserted phrase across
+    column 80, where Rich broke the line. Tests read CLI text from a console wider than any path."""
+    folder = tmp_path.joinpath(*(c * 200 for c in "defgh"))
+    folder.mkdir(parents=True)
+    qfile = folder / "queries.jsonl"
+    qfile.write_text("\n\n", encoding="utf-8")
+    result = run_cli(["eval", "queries", str(qfile)])
+    assert result.exit_code == 2
+    assert f"error: {qfile} holds no queries." in result.stderr

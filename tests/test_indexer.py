@@ -81,6 +81,21 @@ def store_keys(vault: Path) -> set[tuple[str, str]]:
     return {(str(a), str(b)) for a, b in rows}
 
 
+def test_the_index_stores_no_link_or_tag_from_indented_code_and_keeps_emoji_tags(
+    tmp_path: Path, rec: RecordingProvider
+) -> None:
+    note = "# N\n\nSee [[Real]] #🚀launch\n\n    [[InCode]] #codetag\n"
+    vault = write_vault(tmp_path / "v", {"N.md": note, "Real.md": "# Real\n", "InCode.md": "# InCode\n"})
+    index(vault, rec)
+    app = App.open(vault)
+    try:
+        assert file_records(app)["N.md"].tags == ("🚀launch",)
+        with app.reading() as store:
+            assert [link.target for link in store.links(["N.md"])["N.md"]] == ["Real"]
+    finally:
+        app.close()
+
+
 def test_first_run_indexes_every_note(vault: Path, rec: RecordingProvider) -> None:
     stats = index(vault, rec)
     expected = all_expected(vault)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import random
+import re
 import unicodedata
 
 import pytest
 
+from vaultlens.chunking import chunker
+from vaultlens.vault import links, outline, parse, scan
 from vaultlens.vault.links import (
     LinkResolver,
     Resolution,
@@ -584,3 +587,16 @@ class TestShortestLinktext:
                 suffix = "/".join(parts[-k:])
                 for shorter in {suffix, suffix.removesuffix(".md")}:
                     assert r.resolve(shorter, path) != resolved(path), (path, text, shorter)
+
+
+def test_no_pattern_repeats_a_group_possessively() -> None:
+    """Possessive repeats of groups matched wrongly before CPython 3.11.5 (gh-106052, gh-100061): the
+    parser's patterns use atomic groups instead, so they mean the same on every 3.11 patch release."""
+    possessive_group = re.compile(r"(?<!\\)\)(?:[*+?]|\{\d*,?\d*\})\+")
+    found = [
+        f"{module.__name__}.{name}"
+        for module in (links, parse, outline, scan, chunker)
+        for name, value in vars(module).items()
+        if isinstance(value, re.Pattern) and possessive_group.search(value.pattern)
+    ]
+    assert found == []

@@ -177,3 +177,55 @@ def test_outline_reads_crlf_and_bom_through_decode(tmp_path: Path) -> None:
     o = outline_note(decode_note(raw), "n.md")
     assert o.tags == ("x",) and o.block_ids == ("b1",) and o.headings[0].text == "H"
     assert [p.link.target for p in o.property_links] == ["Hub"]
+
+
+class TestObsidianCodeAndEmojiTags:
+    """One rule for the audit (outline_note) and the index (parse_note): an indented code block holds no
+    link or tag, and a tag may start with an emoji."""
+
+    NOTE = (
+        "Intro [[Real]] #🚀launch\n"
+        "\n"
+        "    [[InCode]] #codetag\n"
+        "\n"
+        "    still code [[AlsoCode]]\n"
+        "\tand a tab: #tabbed\n"
+        "after #after\n"
+        "\n"
+        "- item\n"
+        "\n"
+        "    [[ItemText]] #itemtag\n"
+        "\n"
+        "paragraph\n"
+        "    [[Continued]]\n"
+    )
+    LINKS = ["Real", "ItemText", "Continued"]
+    TAGS = ("🚀launch", "after", "itemtag")
+
+    def test_the_audit_reads_them_as_obsidian_does(self) -> None:
+        outline = outline_note(self.NOTE, "n.md")
+        assert [link.target for link in outline.links] == self.LINKS
+        assert outline.tags == self.TAGS
+
+    def test_the_index_parse_reads_them_the_same_way(self) -> None:
+        parsed = parse_note(self.NOTE, "n.md")
+        assert [link.target for link in parsed.links] == self.LINKS
+        assert parsed.tags == self.TAGS
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "    [[x]] #t",  # the note's first line
+            "para\n\n    ```\n\n[[y]]",  # an indented "```" is code, not a fence that runs to the end
+        ],
+    )
+    def test_indented_code_masks_only_itself(self, text: str) -> None:
+        assert [link.target for link in extract_links(text)] == (["y"] if "[[y]]" in text else [])
+        assert extract_tags(text) == []
+
+    @pytest.mark.parametrize(
+        ("text", "tags"),
+        [("#🚀launch", ["🚀launch"]), ("#⭐️fav and #a👨‍👩‍👧b", ["⭐️fav", "a👨‍👩‍👧b"]), ("x#🚀no", [])],
+    )
+    def test_a_tag_may_start_with_an_emoji(self, text: str, tags: list[str]) -> None:
+        assert extract_tags(text) == tags

@@ -20,6 +20,7 @@ from vaultlens.services.review.catalog import Fragment, build_catalog
 from vaultlens.services.review.planner import INSERTABLE_AFTER, insertion, plan_add_link, plan_merge
 from vaultlens.testing import HashingEmbeddingProvider
 from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.model import block_phrase
 from vl_support import snapshot, write_vault
 
 CACHING = "Study/Caching/Cache lifetime.md"
@@ -176,3 +177,13 @@ def test_an_insertion_changes_only_the_planned_place_and_never_inside_code_table
     added = [b for b in reparsed.note.blocks if "See also: [[X]]" in reparsed.text[b.start : b.end]]
     assert len(added) == 1 and added[0].kind == "paragraph", "the link is a paragraph of its own"
     assert reparsed.text[added[0].start : added[0].end].strip() == "See also: [[X]]"
+
+
+def test_refusals_name_a_block_with_its_article() -> None:
+    assert [block_phrase(k) for k in ("code", "table", "html", "hr", "other")] == [
+        "a code block",
+        "a table block",
+        "an HTML block",
+        "a horizontal rule",
+        "an unrecognised block",
+    ]

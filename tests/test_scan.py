@@ -133,7 +133,7 @@ def test_one_bad_filter_keeps_every_other_filter_and_is_reported(tmp_path: Path)
         ('["Archive/"]', ".obsidian/app.json is not a JSON object; its excluded files are not applied"),
         (
             '{"userIgnoreFilters": "Archive/"}',
-            ".obsidian/app.json userIgnoreFilters is a str, not a list; no excluded files are applied",
+            ".obsidian/app.json userIgnoreFilters is not a list; no excluded files are applied",
         ),
         (
             b'{"userIgnoreFilters": ["\xff"]}',

@@ -30,6 +30,8 @@ from server_support import (
 )
 from vaultlens.errors import VaultError
 from vaultlens.server.serve import Companion
+from vaultlens.services.app import App
+from vaultlens.services.verbs.finding import note
 from vaultlens.vault.safepath import check_untrusted
 
 
@@ -176,3 +178,16 @@ def test_the_textual_attacks_are_refused_before_any_file_is_touched(name: str, r
             check_untrusted(rel)
     else:
         assert ".obsidian" in rel or check_untrusted(rel)
+
+
+@pytest.mark.parametrize(
+    ("rel", "what"),
+    [("pic.png", "an attachment"), ("board.canvas", "a Canvas file"), ("t.base", "a Bases file")],
+)
+def test_a_file_that_is_not_a_note_is_named_for_what_it_is(tmp_path: Path, rel: str, what: str) -> None:
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / rel).write_text("{}\n", encoding="utf-8")
+    with pytest.raises(VaultError) as refused:
+        note(App.open(vault), rel)
+    assert f"{rel!r}: it is {what}, not a Markdown note." in refused.value.message

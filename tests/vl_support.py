@@ -31,6 +31,9 @@ from vaultlens.vault.parse import line_starts
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 VAULTLENS_BIN = VENV_BIN / "vaultlens"
+# Rich wraps at the terminal's width (80 without one), so a test reading CLI text would depend on the
+# length of its temporary path: every CLI run in the tests gets a console wider than any path
+CLI_COLUMNS = 10_000
 
 
 def write_vault(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -163,12 +166,15 @@ class CliResult:
 
 def run_cli(args: Sequence[str], stdin: str = "") -> CliResult:
     """Run ``vaultlens ARGS`` in this process through the console script's own entry point."""
+    from vaultlens.cli import render
     from vaultlens.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     old = sys.argv, sys.stdin
     sys.argv = ["vaultlens", *args]
     sys.stdin = io.StringIO(stdin)
+    widths = render.out.width, render.err.width
+    render.out.width = render.err.width = CLI_COLUMNS
     code = 0
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -178,6 +184,7 @@ def run_cli(args: Sequence[str], stdin: str = "") -> CliResult:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.argv, sys.stdin = old
+        render.out.width, render.err.width = widths
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
@@ -185,7 +192,7 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
     """Environment for a real `vaultlens` subprocess: this test's home, no other VAULTLENS_* vars."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTLENS_")}
     env["VAULTLENS_HOME"] = str(home)
-    env["COLUMNS"] = "200"
+    env["COLUMNS"] = str(CLI_COLUMNS)
     env.update(extra)
     return env
 

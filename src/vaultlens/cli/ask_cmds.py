@@ -115,6 +115,7 @@ def ask(
     from vaultlens.services.verbs import asking
 
     app = open_app(vault, set_)
+    render.note_if_cut(question, app.settings.search, "question")
     view = StreamView(enabled=not json_)
     try:
         got = confirmed(
@@ -155,6 +156,7 @@ def chat(
             question = line.strip()
             turn = confirmed(functools.partial(_turn, session, question, view), yes, json_)
             alone, got = turn.standalone_question, turn.answer
+            render.note_if_cut(alone, app.settings.search, "question")
             if json_:
                 sys.stdout.write(json.dumps(turn.as_dict(), ensure_ascii=False) + "\n")
                 sys.stdout.flush()

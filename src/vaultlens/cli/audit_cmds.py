@@ -28,8 +28,9 @@ OutOpt = Annotated[
     typer.Option(
         "--out",
         help="Folder for the dashboard, Canvas map and JSON (default: the vault's audit folder in the "
-        "vaultlens data folder). A folder inside the vault gets the dashboard and map as new notes, "
-        "each shown as a diff and written only after you confirm it.",
+        "vaultlens data folder). A relative path is taken from the vault's folder, not the current one. "
+        "A folder inside the vault gets the dashboard and map as new notes, each shown as a diff and "
+        "written only after you confirm it.",
     ),
 ]
 
@@ -59,6 +60,8 @@ def structure(
         render.out.print(f"Wrote [cyan]{escape(str(path))}[/cyan]")
     if result.into is not None:
         report_recovery(app, json_)
+        where = app.vault / result.into.folder
+        render.out.print(f"The dashboard and map go into the vault folder [cyan]{escape(str(where))}[/cyan].")
         for rel in result.into.up_to_date:
             render.out.print(f"[green]Already up to date[/green] {escape(rel)} (nothing to write).")
         for planned in result.into.planned:

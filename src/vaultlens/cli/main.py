@@ -169,6 +169,7 @@ def search(
             q = line.strip()
             if not q:
                 continue
+            render.note_if_cut(q, app.settings.search)
             hits = _search_here(app, q, limit, sections)
             if json_:
                 results = [h.as_dict() for h in hits]
@@ -179,6 +180,7 @@ def search(
         if not json_:
             _warn_if_partial(app)
         return
+    render.note_if_cut(query, app.settings.search)
     warm = _search_warm(app, query, limit, sections)
     found = warm if warm is not None else _search_here(app, query, limit, sections)
     if json_:

@@ -22,6 +22,7 @@ from rich.progress import (
 from vaultlens.errors import VaultlensError
 
 if TYPE_CHECKING:
+    from vaultlens.config.settings import SearchSettings
     from vaultlens.services.results import DoctorReport, IndexStatus, TierStatus
     from vaultlens.services.search import NoteHit
 
@@ -54,6 +55,16 @@ def print_hits(hits: list[NoteHit]) -> None:
                 f"   [green]L{sec.start_line}-{sec.end_line}[/green] {escape(where)}  [dim]{sec.score or 0:.3f}[/dim]"
             )
             out.print(f"      {escape(sec.snippet)}", soft_wrap=False, overflow="ellipsis", no_wrap=True)
+
+
+def note_if_cut(query: str, search: SearchSettings, what: str = "query") -> None:
+    """Say on stderr (so --json output keeps its shape) that only the start of a long query is used."""
+    kept, given = len(search.bounded_query(query)), len(query.strip())
+    if kept < given:
+        err.print(
+            f"[yellow]note:[/yellow] the {what} is {given:,} characters long; only its first {kept:,} are used "
+            "(search.max_query_chars)."
+        )
 
 
 def print_error(exc: VaultlensError) -> None:

@@ -261,6 +261,10 @@ class SearchSettings:
     max_lexical_weight: float = setting(0.8, ge=0, le=1)
     tier_weight: float = setting(0.5, ge=0, le=1)  # the quality tier's share of the dense score
 
+    def bounded_query(self, query: str) -> str:
+        """``query`` as search and Ask read it: stripped, then its first ``max_query_chars`` code points."""
+        return query.strip()[: self.max_query_chars]
+
 
 @dataclass(frozen=True)
 class DiscoverSettings:

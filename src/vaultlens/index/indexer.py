@@ -260,6 +260,9 @@ class Indexer:
         stats.files_scanned = len(notes)
         stats.files_deleted = len(gone)
         stats.chunks_deleted += sum(records[p].n_chunks for p in gone)
+        # files_skipped counts every file the index holds as skipped after this run, as `status` does:
+        # those the scan skipped and notes read and rejected, whether this run or an earlier one
+        stats.files_skipped += len(skipped)
         for skip in skipped:
             old = records.get(skip.path)
             if old is None or old.status != "skipped" or old.reason != skip.reason:
@@ -281,9 +284,11 @@ class Indexer:
                 and old.status != "failed"
                 and (old.size, old.mtime_ns) == (f.size, f.mtime_ns)
             ):
+                stats.files_skipped += old.status == "skipped"
                 continue  # tier 1
             item = self._read(f, old)
             if isinstance(item, FileRecord):
+                stats.files_skipped += item.status == "skipped"
                 plan.touch.append(item)  # tier 2: same bytes, new stamp
                 continue
             stats.files_changed += 1

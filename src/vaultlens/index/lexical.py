@@ -53,6 +53,13 @@ def _stop_terms() -> frozenset[str]:
     return frozenset(terms(_STOP_EN))
 
 
+def carries_terms(text: str) -> bool:
+    """Whether a query has a term that can be lexical evidence: one of two or more characters that is not
+    a stop word. "a", "?" or "the" match nearly every note, so their lexical hits say nothing."""
+    stop = _stop_terms()
+    return any(len(t) > 1 and t not in stop for t in terms(text))
+
+
 def query_terms(text: str) -> list[str]:
     """The query's distinct terms without stop words (all of them if only stop words remain)."""
     distinct = list(dict.fromkeys(terms(text)))

@@ -11,7 +11,7 @@ class RunStats:
     files_scanned: int = 0
     files_changed: int = 0
     files_deleted: int = 0
-    files_skipped: int = 0
+    files_skipped: int = 0  # files held as skipped after the run (as `status` counts them), not only new ones
     files_failed: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0

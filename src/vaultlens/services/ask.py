@@ -17,7 +17,8 @@ The pipeline (docs/architecture.md, "Ask"):
    id that is not in the map is reported in ``invalid_citations``, never turned into a path.
 
 "Not in your vault" is a correct answer: when every candidate is a weak match (the search's
-similarity/lexical signal) or no candidate chunk is still current, no model is called at all.
+similarity/lexical signal; similarity alone for a question of stop words or single characters) or no
+candidate chunk is still current, no model is called at all.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from vaultlens.chunking.chunker import Chunk
 from vaultlens.chunking.source import NotText
 from vaultlens.config.settings import SearchSettings
 from vaultlens.errors import EmptyQuery, VaultlensError
+from vaultlens.index.lexical import carries_terms
 from vaultlens.llm.base import LLMProvider, Message, OnText, Usage
 from vaultlens.services.context import IndexReader, VaultFiles
 from vaultlens.services.search import NoteHit, rank_notes
@@ -140,7 +142,7 @@ WHAT_IS_SENT = (
 
 def gather(index: IndexReader, files: VaultFiles, search: SearchSettings, question: str) -> AskContext:
     """Steps 1-4 of the module docstring: the frozen context for ``question``."""
-    question = question.strip()[: search.max_query_chars]
+    question = search.bounded_query(question)
     if not question:
         raise EmptyQuery("The question is empty.", hint='Try: vaultlens ask "how do I cache static files"')
     with index.reading() as store:
@@ -151,7 +153,10 @@ def gather(index: IndexReader, files: VaultFiles, search: SearchSettings, questi
         stored = {sec.chunk_id: store.chunk_by_id(sec.chunk_id) for h in hits for sec in h.sections}
     # the index is released: from here on only the vault's files are read
     best = max((h.similarity for h in hits), default=0.0)
-    if not hits or all(h.weak and h.similarity < ASK_WEAK_SIMILARITY for h in hits):
+    # a question of stop words or single characters ("a", "?") matches most notes lexically: only the
+    # similarity can tell whether anything answers it
+    evidence = carries_terms(question)
+    if not hits or all((h.weak or not evidence) and h.similarity < ASK_WEAK_SIMILARITY for h in hits):
         return AskContext(question, (), (), best_similarity=best)
     stale: list[str] = []
     chosen = select(current_chunks(files, hits, stored, stale))

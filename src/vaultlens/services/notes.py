@@ -80,7 +80,8 @@ def read_untrusted(vault_rules: VaultRules, rel: str, max_bytes: int) -> RawNote
             hint="Only Markdown notes the index would list can be read; see `vaultlens status`.",
         )
     if listed.kind != "note":
-        raise VaultError(f"Refusing note path {rel!r}: it is a {listed.kind} file, not a Markdown note.")
+        what = {"canvas": "a Canvas file", "base": "a Bases file"}.get(listed.kind, "an attachment")
+        raise VaultError(f"Refusing note path {rel!r}: it is {what}, not a Markdown note.")
     return read_note(vault_rules.root, found.rel, max_bytes)
 
 

@@ -89,7 +89,7 @@ def rank_notes(
     tier: TierProvider | None = None,
 ) -> list[NoteHit]:
     """Notes best matching ``query``, each with its strongest sections (``tier``: blend in its model)."""
-    query = query.strip()[: s.max_query_chars]
+    query = s.bounded_query(query)
     if not query:
         raise EmptyQuery("The query is empty.", hint='Try: vaultlens search "how do I cache static files"')
     try:

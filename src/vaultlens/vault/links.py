@@ -36,18 +36,20 @@ __all__ = [
 _FENCE_RUN_RE = {"`": re.compile("````*"), "~": re.compile("~~~~*")}
 # Inline constructs, each matched whole so that a note costs one Python step per construct, not per character.
 # Every alternative starts with a literal character, which lets the regex engine skip plain text in C.
+# A repeated group never backtracks, as an atomic group ``(?>(?:...)*)``, not a possessive ``(?:...)*+``: before
+# 3.11.5, CPython matched possessive repeats of groups wrongly (gh-106052, gh-100061); ``[...]++`` is unaffected.
 _INLINE_RE = re.compile(
     r"""
-      \\[\\`%<$](?:\\[\\`%<$])*+                  # escaped openers (or backslashes) are text
+      \\[\\`%<$](?>(?:\\[\\`%<$])*)               # escaped openers (or backslashes) are text
     | `(?P<bt>`*+)                                # code span: a run of backticks ...
-        (?:[^`\n]++                               # ... then text,
+        (?>(?:[^`\n]++                            # ... then text,
           |\n(?![ \t\r]*+(?:\n|\Z)|[ \t>]*+(?:```|~~~))  # line breaks that end neither paragraph nor block,
           |(?!`(?P=bt)(?!`))`++                   # backtick runs of another length,
-        )*+
+        )*)
         `(?P=bt)(?!`)                             # ... up to a run of exactly the same length
     | ``*+                                        # a run with no closer: literal backticks
-    | %%(?:[^%]++|%(?!%))*+(?:%%|\Z)              # Obsidian comment; Obsidian hides the rest if unclosed
-    | (?P<math>\$\$(?:[^$]++|\$(?!\$))*+\$\$         # math block or display math (LaTeX), closed
+    | %%(?>(?:[^%]++|%(?!%))*)(?:%%|\Z)           # Obsidian comment; Obsidian hides the rest if unclosed
+    | (?P<math>\$\$(?>(?:[^$]++|\$(?!\$))*)\$\$      # math block or display math (LaTeX), closed
       |\$(?=[^\s$])[^$\n]*?(?<=[^\s\\])\$(?!\d))    # inline math: no space inside the dollars, no digit after
     | \$++                                        # a dollar that opens no math: text ("costs $5")
     | <!--                                        # HTML comment, closed by str.find (see masked_spans)
@@ -83,10 +85,55 @@ def _fence_lines(text: str) -> list[_Fence]:
     return fences
 
 
+# A line indented by four columns (spaces, or a tab after up to three spaces) with text on it: code, when it
+# starts an indented code block; a list item's marker line (up to 3 spaces, a bullet or "1." / "1)", a space)
+_INDENTED_LINE_RE = re.compile(r"^(?: {4}| {0,3}\t)[ \t]*\S", re.M)
+_CODE_LINE_RE = re.compile(r"(?:[ \t]*\n)*(?: {4}| {0,3}\t)[^\n]*")
+_LIST_ITEM_RE = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
+
+
+def _opens_indented_code(text: str, start: int) -> bool:
+    """Whether the indented line at ``start`` opens an indented code block (CommonMark, as Obsidian renders it).
+
+    It cannot continue a paragraph, so the line before must be blank (or absent); after a list item, or after
+    any indented line, four columns are the item's own text rather than code, so only a line that follows an
+    unindented, non-list line (or the start) opens one. This errs toward text: a list's nested code stays text.
+    """
+    if start == 0:
+        return True
+    line_end = start - 1  # the "\n" that ends the line before
+    line_start = text.rfind("\n", 0, line_end) + 1
+    if text[line_start:line_end].strip():
+        return False  # a paragraph's continuation line
+    while line_start > 0 and not text[line_start:line_end].strip():
+        line_end = line_start - 1
+        line_start = text.rfind("\n", 0, line_end) + 1
+    previous = text[line_start:line_end]
+    if not previous.strip():
+        return True  # only blank lines before
+    return previous[0] not in " \t" and _LIST_ITEM_RE.match(previous) is None
+
+
+def _indented_code(text: str) -> list[tuple[int, int]]:
+    """Indented code blocks ``[start, end)``: from the opening line to the end of its last indented line."""
+    blocks: list[tuple[int, int]] = []
+    end = -1
+    for m in _INDENTED_LINE_RE.finditer(text):
+        start = m.start()
+        if start < end or not _opens_indented_code(text, start):
+            continue
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        while end < len(text) and (more := _CODE_LINE_RE.match(text, end + 1)) is not None:
+            end = more.end()
+        blocks.append((start, end))
+    return blocks
+
+
 def masked_spans(text: str) -> list[tuple[int, int]]:
     """Offset ranges ``[start, end)`` where links and tags must not be recognised.
 
-    Fenced code (an unclosed fence runs to the end), inline code spans, ``%%comments%%``, ``<!-- -->`` and
+    Fenced code (an unclosed fence runs to the end), indented code blocks, inline code spans, ``%%comments%%``, ``<!-- -->`` and
     LaTeX math (``$$...$$``, and ``$...$`` with no space just inside the dollars and no digit after the closing
     one, so "costs $5 or $10" stays text), as Obsidian renders none of them as links or tags.
     One left-to-right pass, because whichever construct opens first wins (a ``%%`` inside a code span is code,
@@ -95,15 +142,18 @@ def masked_spans(text: str) -> list[tuple[int, int]]:
     n = len(text)
     fences = _fence_lines(text)
     n_fences = len(fences)
+    indented = _indented_code(text)
+    n_indented = len(indented)
     spans: list[tuple[int, int]] = []
     append = spans.append
     search = _INLINE_RE.search
-    fi = 0
+    fi = ii = 0
     next_fence = fences[0][0] if fences else n + 1
+    next_indented = indented[0][0] if indented else n + 1
     m = search(text)
     html_may_close = True
     while True:
-        if m is not None and m.start() < next_fence:
+        if m is not None and m.start() < min(next_fence, next_indented):
             start, end = m.span()
             char = text[start]
             if char == "%" or m.group("math") is not None or (char == "`" and m.group("bt") is not None):
@@ -121,6 +171,9 @@ def masked_spans(text: str) -> list[tuple[int, int]]:
                         append((start, n))  # an HTML block comment left open runs to the end (CommonMark)
                         end = n
                     # else: an unclosed inline "<!--" is just text
+        elif next_indented <= next_fence and ii < n_indented:  # four indented "```" are code, not a fence
+            start, end = indented[ii]
+            append((start, end))
         elif fi < n_fences:
             start, _, char, length, _ = fences[fi]
             end = n
@@ -134,7 +187,10 @@ def masked_spans(text: str) -> list[tuple[int, int]]:
             break
         while fi < n_fences and fences[fi][0] < end:
             fi += 1
+        while ii < n_indented and indented[ii][0] < end:
+            ii += 1
         next_fence = fences[fi][0] if fi < n_fences else n + 1
+        next_indented = indented[ii][0] if ii < n_indented else n + 1
         if m is not None and m.start() < end:
             m = search(text, end) if end < n else None
     return spans
@@ -179,10 +235,10 @@ _WIKILINK_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 _MD_LINK_RE = re.compile(
     r"""
     \[
-      (?P<text>(?:[^\[\]\\]++|\\.|\[(?:[^\[\]\\]++|\\.)*+\])*+)   # link text, one level of nested brackets
+      (?P<text>(?>(?:[^\[\]\\]++|\\.|\[(?>(?:[^\[\]\\]++|\\.)*)\])*))   # link text, one level of nested brackets
     \]\(
       [ \t]*+\n?[ \t]*+
-      (?:<(?P<angle>[^<>\n]*+)>|(?P<bare>(?:[^\s()\\]++|\\.|\((?:[^\s()\\]++|\\.)*+\))++))  # <dest> or dest
+      (?:<(?P<angle>[^<>\n]*+)>|(?P<bare>(?>(?:[^\s()\\]++|\\.|\((?>(?:[^\s()\\]++|\\.)*)\))+)))  # <dest> or dest
       (?:\s+(?:"[^"]*"|'[^']*'|\([^()]*\)))?                # optional title
       \s*
     \)
@@ -316,9 +372,12 @@ def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_o
 # ---------------------------------------------------------------------------------------------------------------
 
 # "#" at the start or after whitespace (so "page#section" and "##" are not tags), then tag characters:
-# letters, digits, "_", "-", "/" (plus combining marks, so NFD text works). The lookbehind sits after the
-# literal "#" so that the regex engine can skip to each "#" in C.
-_TAG_RE = re.compile(r"#(?<!\S#)([\w/\-\u0300-\u036f]+)")
+# letters, digits, "_", "-", "/" (plus combining marks, so NFD text works) and emoji, which Obsidian's help
+# lists among them ("#🚀launch"): the symbol and pictograph blocks, with the joiner, variation selector and
+# keycap mark that build emoji sequences. The lookbehind sits after the literal "#" so that the regex engine
+# can skip to each "#" in C.
+_EMOJI = "\u200d\u20e3\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff"
+_TAG_RE = re.compile(rf"#(?<!\S#)([\w/\-\u0300-\u036f{_EMOJI}]+)")
 
 
 def extract_tags(text: str, masked: list[tuple[int, int]] | None = None) -> list[str]:

@@ -11,6 +11,16 @@ from typing import Any, Literal
 
 BlockKind = Literal["heading", "paragraph", "code", "table", "list", "quote", "html", "hr", "other"]
 LinkKind = Literal["wiki", "embed", "markdown"]
+_BLOCK_PHRASES: dict[str, str] = {
+    "html": "an HTML block",
+    "hr": "a horizontal rule",
+    "other": "an unrecognised block",
+}
+
+
+def block_phrase(kind: BlockKind) -> str:
+    """A block kind as a message names it, article included ("a code block", "an HTML block")."""
+    return _BLOCK_PHRASES.get(kind, f"a {kind} block")
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,8 +116,7 @@ def _obsidian_filters(root: Path) -> tuple[list[_Filter], list[str]]:
     if raw is None:
         return [], []
     if not isinstance(raw, list):
-        kind = type(raw).__name__
-        return [], [f"{APP_JSON} userIgnoreFilters is a {kind}, not a list; no excluded files are applied"]
+        return [], [f"{APP_JSON} userIgnoreFilters is not a list; no excluded files are applied"]
     out: list[_Filter] = []
     problems: list[str] = []
     for i, item in enumerate(raw):

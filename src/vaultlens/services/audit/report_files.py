@@ -39,6 +39,7 @@ __all__ = [
     "check_out",
     "check_outside",
     "inside_vault",
+    "out_folder",
     "plan_into_vault",
     "write_clusters",
     "write_deep",
@@ -87,6 +88,15 @@ def inside_vault(vault: Path, folder: Path) -> str | None:
     if real.is_relative_to(real_vault):
         return real.relative_to(real_vault).as_posix()
     return None
+
+
+def out_folder(vault: Path, folder: Path) -> Path:
+    """The structure audit's ``--out`` as a path: ``~`` expanded, and a relative path taken from the vault's
+    folder, never the current one, so ``--out Audits`` is the vault's Audits folder wherever the command runs."""
+    folder = folder.expanduser()
+    return (
+        folder if folder.is_absolute() else Path(os.path.normpath(vault / folder))
+    )  # "../x" printed as ".../x"
 
 
 _OUT_HINT = "Pick a visible folder in the vault (a missing one is created) or a folder outside it, or leave --out out."
@@ -208,8 +218,9 @@ def write_clusters(vault: Path, report: ClusterReport, folder: Path | None) -> d
 
 @dataclass(frozen=True, slots=True)
 class VaultPlan:
-    """The reports planned as notes (each to confirm), and those whose note already holds them."""
+    """The reports planned as notes (each to confirm) in ``folder``, and those whose note already holds them."""
 
+    folder: str  # vault-relative, "" for the root
     planned: list[writes.Planned] = field(default_factory=list)
     up_to_date: list[str] = field(default_factory=list)  # vault-relative paths
 
@@ -227,7 +238,7 @@ def plan_into_vault(vault: Path, files: ReportFiles, folder: str) -> VaultPlan:
     """Plan the dashboard and the Canvas map as notes in the vault folder ``folder`` (safewrite; nothing is
     written until the user confirms each diff); one the vault already holds is up to date, not planned. The
     JSON report is not a note and stays outside."""
-    plan = VaultPlan()
+    plan = VaultPlan(folder)
     for name, data in ((DASHBOARD, files.dashboard), (MAP, files.canvas)):
         rel = str(PurePosixPath(folder) / name) if folder else name
         check_relative(rel)

@@ -23,6 +23,7 @@ from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import PlanRefused
 from vaultlens.services.review.catalog import Catalog, Fragment, Side, current_hashes
 from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.model import block_phrase
 from vaultlens.vault.scan import scan_vault
 
 __all__ = ["INSERTABLE_AFTER", "PlannedEdit", "insertion", "plan_add_link", "plan_merge"]
@@ -74,7 +75,7 @@ def insertion(source: NoteSource, anchor: Fragment | None, lines: list[str]) -> 
     """Where to insert ``lines`` as a paragraph of their own after ``anchor``, and their exact bytes."""
     if anchor is not None and anchor.kind not in INSERTABLE_AFTER:
         raise PlanRefused(
-            f"Refusing to insert after a {anchor.kind} block (lines {anchor.start_line}-{anchor.end_line}); "
+            f"Refusing to insert after {block_phrase(anchor.kind)} (lines {anchor.start_line}-{anchor.end_line}); "
             "choose a paragraph, list, quote or heading.",
             path=source.path,
         )

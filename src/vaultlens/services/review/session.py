@@ -25,6 +25,7 @@ from vaultlens.services.review.catalog import Catalog, Fragment, Side, build_cat
 from vaultlens.services.review.contract import ResolvedClaim, Validation, response_schema, validate_response
 from vaultlens.services.review.planner import INSERTABLE_AFTER, PlannedEdit, plan_add_link, plan_merge
 from vaultlens.services.review.prompt import build_prompt
+from vaultlens.vault.model import block_phrase
 
 __all__ = ["PlanOptions", "Prepared", "Reviewed", "prepare", "propose", "resolve_options", "send"]
 
@@ -140,7 +141,7 @@ def resolve_options(catalog: Catalog, options: PlanOptions) -> PlanOptions:
     fragment = _resolve(catalog, options.fragment, "--fragment") if options.fragment else None
     if after is not None and after.kind not in INSERTABLE_AFTER:
         raise InvalidInput(
-            f"--after {options.after} is a {after.kind} block (lines {after.start_line}-{after.end_line} "
+            f"--after {options.after} is {block_phrase(after.kind)} (lines {after.start_line}-{after.end_line} "
             f"of {catalog.paths[after.side]}); nothing is inserted after one.",
             hint="Choose a paragraph, list, quote or heading.",
         )

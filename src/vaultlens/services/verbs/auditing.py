@@ -30,11 +30,13 @@ from vaultlens.services.audit.report_files import (
     VaultPlan,
     check_out,
     check_outside,
+    out_folder,
     plan_into_vault,
     write_clusters,
     write_deep,
     write_outside,
 )
+from vaultlens.vault.links import LinkResolver
 
 __all__ = ["StructureResult", "TopicsResult", "audit_clusters_only", "audit_deep", "audit_structure", "moc"]
 
@@ -79,7 +81,10 @@ def audit_structure(app: App, out: Path | None = None, *, into_vault: bool = Tru
     """Folders, tags, links, the link graph; a Markdown dashboard, a Canvas map and JSON in ``out``.
 
     ``out`` inside the vault plans the dashboard and map as new notes (to apply one by one);
-    ``into_vault=False`` refuses that (an interface that cannot show each diff)."""
+    ``into_vault=False`` refuses that (an interface that cannot show each diff). A relative ``out`` is
+    taken from the vault's folder (:func:`out_folder`)."""
+    if out is not None:
+        out = out_folder(app.vault, out)
     into = check_out(app.vault, out) if out is not None else None  # before any work
     if into is not None and not into_vault:
         raise ConfigError(
@@ -137,7 +142,8 @@ def audit_deep(
     finally:
         provider.close()
     write_clusters(app.vault, report.clusters, out)  # the saved clusters `moc` builds from
-    written = write_deep(app.vault, deep_markdown(report), report.as_dict(), out)
+    resolver = LinkResolver(f.path for f in files.scan().files)
+    written = write_deep(app.vault, deep_markdown(report, resolver), report.as_dict(), out)
     return TopicsResult(report.clusters, written, report)
 
 
