@@ -367,7 +367,7 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    assert state_of(app, planned.entry.op_id) == "writing"
+    assert writes.journal(app.vault).entry(planned.entry.op_id).state == "writing"
     before_recovery = snapshot(vault)
     assert (vault / "a.md").read_bytes() == content
     litter = [k for k in before_recovery if k.endswith(".tmp")]
@@ -380,6 +380,92 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
     )
     assert state_of(app, planned.entry.op_id) == found
     assert writes.recover(app.vault) == [], "settled once"
+
+
+# ---- Ctrl-C during `vaultlens apply`: said, settled, no litter ---------------------------------------
+
+INTERRUPTED_CHILD = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from vaultlens.cli.main import main
+
+    vault, moment, ready = Path(sys.argv[1]).resolve(), sys.argv[2], Path(sys.argv[3])
+    real_replace = os.replace
+
+    def replace(src, dst):
+        into_vault = Path(dst).resolve().is_relative_to(vault)  # not the journal's own writes
+        if into_vault and moment == "after-rename":
+            real_replace(src, dst)
+        if into_vault:
+            ready.write_text("ready")
+            time.sleep(60)  # Ctrl-C lands here
+        real_replace(src, dst)
+
+    os.replace = replace
+    sys.argv = ["vaultlens", *sys.argv[4:]]
+    main()
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("moment", "state", "content", "said"),
+    [
+        ("after-rename", "applied", b"one\ntwo\n", "holds the new text"),
+        ("before-rename", "not_applied", b"one\n", "is unchanged"),
+    ],
+)
+def test_ctrl_c_during_apply_says_whether_the_note_was_written_and_settles_the_entry(
+    tmp_path: Path, isolated_env: Path, moment: str, state: str, content: bytes, said: str
+) -> None:
+    """It used to exit 130 in silence with the entry left `writing` (and `history` showing that)."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n", "b.md": "other\n"})
+    planned = writes.plan_write(app_for(vault).vault, "a.md", b"one\ntwo\n", "append")
+    op_id = planned.entry.op_id
+    ready = tmp_path / "ready"
+    child = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_CHILD, str(vault), moment, str(ready),
+         "apply", op_id, "--yes", "--vault", str(vault)],
+        env=cli_env(isolated_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130
+    said_text = " ".join(err.split())
+    assert said in said_text and f"operation {op_id} is {state.replace('_', ' ')}" in said_text, err
+    assert ("vaultlens undo " + op_id in said_text) == (state == "applied")
+    assert "Traceback" not in err
+    assert (vault / "a.md").read_bytes() == content
+    assert not [k for k in snapshot(vault) if k.endswith(".tmp")], "no temporary file left"
+    assert writes.journal(vault).entry(op_id).state == state, "settled by apply itself, not later"
+    listed = json.loads(run_cli(["history", "--json", "--vault", str(vault)]).stdout)
+    assert [(e["op_id"], e["state"]) for e in listed] == [(op_id, state)]
+    if state == "applied":
+        undone = run_cli(["undo", op_id, "--yes", "--vault", str(vault)])
+        assert undone.exit_code == 0, undone.output
+        assert (vault / "a.md").read_bytes() == b"one\n"
+
+
+def test_history_settles_a_write_a_crash_left_writing(tmp_path: Path) -> None:
+    """After kill -9 (or a second Ctrl-C) `history` itself tells the truth; the note is only read."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
+    j = writes.journal(app.vault)
+    j.set_state(j.entry(planned.entry.op_id), "writing")  # what a crash right after the mark leaves
+    (vault / "a.md").write_bytes(b"one\ntwo\n")  # ... after the rename
+    before = snapshot(vault)
+    assert [e.state for e in writes.history(app.vault)] == ["applied"]
+    assert snapshot(vault) == before
+    with j.locked():  # a live writer: its `writing` is the truth, and history only reads
+        j.set_state(j.entry(planned.entry.op_id), "writing")
+        assert [e.state for e in writes.history(app.vault)] == ["writing"]
 
 
 def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ starts from a journal that does not match the notes.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -18,7 +19,7 @@ from typing import Any
 
 from vaultlens import safewrite
 from vaultlens.config import paths
-from vaultlens.errors import Proposal, WriteUnconfirmed, translated_errors
+from vaultlens.errors import IndexLocked, Proposal, WriteUnconfirmed, translated_errors
 from vaultlens.safewrite import Entry, Journal, Recovered
 
 __all__ = ["Planned", "apply", "history", "plan_undo", "plan_write", "recover", "to_confirm"]
@@ -88,9 +89,15 @@ def plan_undo(vault: Path, op_id: str) -> Planned:
 
 
 def history(vault: Path) -> list[Entry]:
-    """Every operation of this vault, oldest first (reading only)."""
+    """Every operation of this vault, oldest first. A write a crash (or a second Ctrl-C) left in
+    ``writing`` is settled first, so the list tells the truth; only the journal changes, and not
+    while a live writer holds it (its ``writing`` is then true)."""
     with translated_errors("read the journal"):
-        return list(Journal(paths.journal_dir(vault)).entries())
+        j = Journal(paths.journal_dir(vault))
+        if j.root.is_dir():
+            with contextlib.suppress(IndexLocked):
+                safewrite.recover(vault, j)
+        return list(j.entries())
 
 
 def recover(vault: Path) -> list[Recovered]:
