@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import vaultlens
+from vaultlens.config import paths
 from vaultlens.errors import (
     NoteOpenInObsidian,
     UndoRefused,
@@ -478,6 +480,80 @@ def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Pa
     [finding] = writes.recover(app.vault)
     assert finding.state == "diverged"
     assert (vault / "a.md").read_bytes() == b"something else\n"
+
+
+# ---- the journal follows the vault: moved, renamed, opened through a symlink ---------------------------
+
+
+def applied_in(vault: Path) -> str:
+    """Plan and apply one change to ``a.md`` through the CLI; its operation id."""
+    planned = writes.plan_write(vault, "a.md", b"one\ntwo\n", "append")
+    done = run_cli(["apply", planned.entry.op_id, "--yes", "--vault", str(vault)])
+    assert done.exit_code == 0, done.output
+    return planned.entry.op_id
+
+
+def listed(vault: Path) -> list[tuple[str, str]]:
+    out = run_cli(["history", "--json", "--vault", str(vault)])
+    assert out.exit_code == 0, out.output
+    return [(e["op_id"], e["state"]) for e in json.loads(out.stdout)]
+
+
+@pytest.mark.parametrize("how", ["rename", "copy-then-delete"])
+def test_history_and_undo_follow_a_vault_folder_that_moved(tmp_path: Path, how: str) -> None:
+    """Keyed by the absolute path, the journal was lost after `mv`: history empty, undo "no operation".
+    A rename keeps the folder's inode; a move to another file system is a copy and a delete, found
+    by the notes still holding what the journal wrote."""
+    vault = write_vault(tmp_path / "old place" / "v", {"a.md": "one\n", "b.md": "other\n"})
+    op_id = applied_in(vault)
+    moved = tmp_path / "new place" / "renamed"
+    moved.parent.mkdir()
+    if how == "rename":
+        vault.rename(moved)
+    else:
+        shutil.copytree(vault, moved)
+        shutil.rmtree(vault)
+    assert listed(moved) == [(op_id, "applied")]
+    undone = run_cli(["undo", op_id, "--yes", "--vault", str(moved)])
+    assert undone.exit_code == 0, undone.output
+    assert (moved / "a.md").read_bytes() == b"one\n"
+    assert [state for _, state in listed(moved)] == ["undone", "applied"]
+    assert not (tmp_path / "old place" / "v").exists(), "nothing was written at the old path"
+
+
+def test_a_symlinked_path_and_the_real_one_share_one_journal(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    link = tmp_path / "link-to-v"
+    link.symlink_to(vault, target_is_directory=True)
+    op_id = applied_in(link)
+    assert listed(vault) == listed(link) == [(op_id, "applied")]
+    assert run_cli(["undo", op_id, "--yes", "--vault", str(vault)]).exit_code == 0
+    assert (vault / "a.md").read_bytes() == b"one\n"
+
+
+def test_a_copy_beside_the_original_keeps_a_journal_of_its_own(tmp_path: Path) -> None:
+    """Only a vault that is gone from its recorded path passes its journal on to where it went."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    op_id = applied_in(vault)
+    copy = tmp_path / "copy"
+    shutil.copytree(vault, copy)
+    assert listed(copy) == []
+    assert listed(vault) == [(op_id, "applied")]
+
+
+def test_a_journal_kept_under_the_vault_path_is_adopted(tmp_path: Path, isolated_env: Path) -> None:
+    """Journals written before ids were keyed by the path: the first command after the upgrade finds
+    that one and records an id for it, so a later move is followed too."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    op_id = applied_in(vault)
+    [journal] = [p for p in (isolated_env / "journals").iterdir() if p.is_dir()]
+    (journal / "vault.json").unlink()
+    for id_file in (isolated_env / "indexes").glob("*/vault-id"):
+        id_file.unlink()
+    journal.rename(paths.legacy_journal_dir(vault))  # the older layout
+    assert listed(vault) == [(op_id, "applied")]
+    vault.rename(tmp_path / "moved")
+    assert listed(tmp_path / "moved") == [(op_id, "applied")]
 
 
 # ---- the CLI ------------------------------------------------------------------------------------------

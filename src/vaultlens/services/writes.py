@@ -19,8 +19,9 @@ from typing import Any
 
 from vaultlens import safewrite
 from vaultlens.config import paths
-from vaultlens.errors import IndexLocked, Proposal, WriteUnconfirmed, translated_errors
+from vaultlens.errors import FileSystemError, IndexLocked, Proposal, WriteUnconfirmed, translated_errors
 from vaultlens.safewrite import Entry, Journal, Recovered
+from vaultlens.safewrite.identity import find_journal, journal_root
 
 __all__ = ["Planned", "apply", "history", "plan_undo", "plan_write", "recover", "to_confirm"]
 
@@ -43,8 +44,9 @@ class Planned:
 
 
 def journal(vault: Path) -> Journal:
+    """The vault's journal, created on first use (found again after the vault folder moves)."""
     paths.ensure_home()
-    return Journal(paths.journal_dir(vault))
+    return Journal(journal_root(vault))
 
 
 def _planned(j: Journal, entry: Entry) -> Planned:
@@ -93,10 +95,12 @@ def history(vault: Path) -> list[Entry]:
     ``writing`` is settled first, so the list tells the truth; only the journal changes, and not
     while a live writer holds it (its ``writing`` is then true)."""
     with translated_errors("read the journal"):
-        j = Journal(paths.journal_dir(vault))
-        if j.root.is_dir():
-            with contextlib.suppress(IndexLocked):
-                safewrite.recover(vault, j)
+        root = find_journal(vault)
+        if root is None:
+            return []
+        j = Journal(root)
+        with contextlib.suppress(IndexLocked, FileSystemError):  # a live writer, or a read-only home
+            safewrite.recover(vault, j)
         return list(j.entries())
 
 
