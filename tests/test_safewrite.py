@@ -482,6 +482,21 @@ def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Pa
     assert (vault / "a.md").read_bytes() == b"something else\n"
 
 
+def test_an_undo_asked_for_again_reuses_its_pending_plan(tmp_path: Path) -> None:
+    """Every declined or unconfirmed `undo` used to record one more `planned` entry."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    op_id = applied_in(vault)
+    for _ in range(3):
+        declined = run_cli(["undo", op_id, "--vault", str(vault)])  # no terminal to answer: not confirmed
+        assert declined.exit_code == 9, declined.output
+    [(undo_id, state)] = [e for e in listed(vault) if e[0] != op_id]
+    assert state == "planned"
+    assert run_cli(["undo", op_id, "--yes", "--vault", str(vault)]).exit_code == 0
+    assert sorted(listed(vault)) == sorted([(op_id, "undone"), (undo_id, "applied")])
+    again = writes.plan_write(vault, "a.md", b"one\ntwo\n", "append")  # the same change planned twice
+    assert writes.plan_write(vault, "a.md", b"one\ntwo\n", "append").entry.op_id == again.entry.op_id
+
+
 # ---- the journal follows the vault: moved, renamed, opened through a symlink ---------------------------
 
 

@@ -252,7 +252,22 @@ def plan(
     if before == after:
         raise WriteRefused(f"Nothing to change in {path}: the planned text equals the note.", path=path)
     op = Operation(new_op_id(), path, before, after, summary)
-    return journal.record(op)
+    return _pending(journal, op, None) or journal.record(op)
+
+
+def _pending(journal: Journal, op: Operation, undo_of: str | None) -> Entry | None:
+    """A ``planned`` entry that writes exactly ``op``'s bytes to its path: reused, so a change asked
+    for again (an undo declined or left unconfirmed, the same review twice) adds no entry."""
+    return next(
+        (
+            e
+            for e in journal.entries()
+            if e.state == "planned"
+            and (e.path, e.before_sha, e.after_sha, e.undo_of)
+            == (op.path, op.before_sha, op.after_sha, undo_of)
+        ),
+        None,
+    )
 
 
 def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
@@ -275,7 +290,8 @@ def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
                 path=op.path,
                 op_id=op_id,
             )
-        return journal.record(op.reversed(new_op_id()), undo_of=op_id)
+        undo = op.reversed(new_op_id())
+        return _pending(journal, undo, op_id) or journal.record(undo, undo_of=op_id)
 
 
 def _planned_entry(journal: Journal, op_id: str) -> Entry:
