@@ -536,6 +536,39 @@ def test_history_and_undo_follow_a_vault_folder_that_moved(tmp_path: Path, how: 
     assert not (tmp_path / "old place" / "v").exists(), "nothing was written at the old path"
 
 
+RACING_PLANNER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from vaultlens.services import writes
+
+    vault, note, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    while not go.exists():
+        time.sleep(0.001)
+    writes.plan_write(vault, note, b"changed\\n", "change")
+    """
+)
+
+
+def test_processes_planning_a_vaults_first_changes_at_once_share_one_journal(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """Each would otherwise make an id of its own, and history would show only the last one's."""
+    notes = [f"n{i}.md" for i in range(6)]
+    vault = write_vault(tmp_path / "v", dict.fromkeys(notes, "one\n"))
+    go = tmp_path / "go"
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACING_PLANNER, str(vault), note, str(go)], env=cli_env(isolated_env)
+        )
+        for note in notes
+    ]
+    time.sleep(1.0)  # every child imported and waiting
+    go.write_text("go")
+    assert [child.wait(timeout=60) for child in children] == [0] * len(notes)
+    assert sorted(e.path for e in writes.history(vault)) == notes
+
+
 def test_a_symlinked_path_and_the_real_one_share_one_journal(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     link = tmp_path / "link-to-v"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Literal, overload
@@ -56,17 +57,39 @@ def _records(journals: Path) -> list[tuple[Path, dict[str, object]]]:
     return found
 
 
-def _named_by_index(vault: Path, journals: Path) -> Path | None:
+def _claimed_id(vault: Path) -> str | None:
+    """The id named beside the vault's index, if it is a plausible folder name."""
     with contextlib.suppress(OSError, UnicodeDecodeError):
         vault_id = (paths.index_dir(vault) / ID_FILE).read_text(encoding="utf-8").strip()
-        if (
-            vault_id
-            and "/" not in vault_id
-            and vault_id not in (".", "..")
-            and (journals / vault_id).is_dir()
-        ):
-            return journals / vault_id
+        if vault_id and "/" not in vault_id and "\\" not in vault_id and vault_id not in (".", ".."):
+            return vault_id
     return None
+
+
+def _named_by_index(vault: Path, journals: Path) -> Path | None:
+    vault_id = _claimed_id(vault)
+    return journals / vault_id if vault_id and (journals / vault_id).is_dir() else None
+
+
+def _claim_new(vault: Path, journals: Path) -> Path:
+    """A new journal folder; its id is claimed beside the index with a hard link (which fails when
+    the name exists), so two processes planning a vault's first change at once agree on one id."""
+    id_file = paths.index_dir(vault) / ID_FILE
+    id_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = id_file.with_name(f".{ID_FILE}.{os.getpid()}.tmp")
+    try:
+        atomic_write(tmp, uuid.uuid4().hex + "\n", mode=0o600)
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, id_file)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    vault_id = _claimed_id(vault)
+    if vault_id is None:  # an unreadable claim: replace it with a fresh one
+        vault_id = uuid.uuid4().hex
+        atomic_write(id_file, vault_id + "\n", mode=0o600)
+    (journals / vault_id).mkdir(parents=True, exist_ok=True)
+    return journals / vault_id
 
 
 def _same_folder(records: list[tuple[Path, dict[str, object]]], device: int, inode: int) -> Path | None:
@@ -126,8 +149,7 @@ def _locate(vault: Path, create: bool) -> Path | None:
         if found is None:
             if not create:
                 return None
-            found = journals / uuid.uuid4().hex
-            found.mkdir(parents=True)
+            found = _claim_new(vault, journals)
         if create:
             _remember(vault, found, str(resolved), st.st_dev, st.st_ino)
         else:  # a reader records what it found when it can; a read-only home is no reason to fail
