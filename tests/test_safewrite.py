@@ -414,8 +414,8 @@ INTERRUPTED_CHILD = textwrap.dedent(
 @pytest.mark.parametrize(
     ("moment", "state", "content", "said"),
     [
-        ("after-rename", "applied", b"one\ntwo\n", "holds the new text"),
-        ("before-rename", "not_applied", b"one\n", "is unchanged"),
+        ("after-rename", "applied", b"one\ntwo\n", "after the write: a.md was written"),
+        ("before-rename", "not_applied", b"one\n", "before the write: a.md is unchanged"),
     ],
 )
 def test_ctrl_c_during_apply_says_whether_the_note_was_written_and_settles_the_entry(

@@ -368,8 +368,8 @@ def _interrupted(vault: Path, journal: Journal, op_id: str) -> WriteInterrupted:
         _settle(vault, journal, entry)
     path, state = entry.path, entry.state
     if state == "applied":
-        message = f"Interrupted after the write: {path} holds the new text (operation {op_id} is applied)."
-        hint = f"`vaultlens undo {op_id}` puts the previous text back."
+        message = f"Interrupted after the write: {path} was written (operation {op_id} is applied)."
+        hint = f"`vaultlens undo {op_id}` puts back what was there before."
     elif state in ("planned", "not_applied"):
         message = f"Interrupted before the write: {path} is unchanged (operation {op_id} is {state.replace('_', ' ')})."
         hint = (

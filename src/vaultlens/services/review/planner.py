@@ -29,7 +29,7 @@ from vaultlens.vault.model import Link
 from vaultlens.vault.outline import outline_note
 from vaultlens.vault.scan import scan_vault
 
-__all__ = ["INSERTABLE_AFTER", "PlannedEdit", "existing_link", "insertion", "plan_add_link", "plan_merge"]
+__all__ = ["INSERTABLE_AFTER", "PlannedEdit", "insertion", "plan_add_link", "plan_merge"]
 
 INSERTABLE_AFTER = frozenset({"paragraph", "list", "quote", "heading"})
 
@@ -110,7 +110,7 @@ def _edit(source: NoteSource, anchor: Fragment | None, lines: list[str], summary
     return PlannedEdit(source.path, source.raw, after, offset, inserted, summary)
 
 
-def existing_link(source: NoteSource, target: str, resolver: LinkResolver) -> Link | None:
+def _existing_link(source: NoteSource, target: str, resolver: LinkResolver) -> Link | None:
     """The first link of ``source`` (body or property) that Obsidian resolves to ``target``, if any."""
     outline = outline_note(source.text, source.path)
     links = sorted([*outline.links, *(p.link for p in outline.property_links)], key=lambda link: link.line)
@@ -143,7 +143,7 @@ def plan_add_link(
     found = resolver.resolve(linktext, source.path)
     if found.status != "resolved" or found.path != target:
         raise PlanRefused(f"No link text from {source.path} resolves to {target} alone.", path=source.path)
-    present = existing_link(source, target, resolver)
+    present = _existing_link(source, target, resolver)
     if present is not None:
         raise PlanRefused(
             f"{source.path} already links to {target} (line {present.line + 1}); nothing was planned.",
