@@ -6,8 +6,10 @@ process at the two moments a crash can split a write from its record.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
 import shutil
 import signal
 import subprocess
@@ -452,6 +454,29 @@ def test_ctrl_c_during_apply_says_whether_the_note_was_written_and_settles_the_e
         undone = run_cli(["undo", op_id, "--yes", "--vault", str(vault)])
         assert undone.exit_code == 0, undone.output
         assert (vault / "a.md").read_bytes() == b"one\n"
+
+
+def test_ctrl_c_at_the_question_says_nothing_was_written(tmp_path: Path, isolated_env: Path) -> None:
+    """A real terminal (a pty): Ctrl-C at "Write this change?" used to print only "Aborted." (exit 1)."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    op_id = writes.plan_write(vault, "a.md", b"one\ntwo\n", "append").entry.op_id
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: vaultlens on the pty
+        os.execve(sys.executable, [sys.executable, "-m", "vaultlens", "apply", op_id, "--vault", str(vault)],
+                  cli_env(isolated_env))  # fmt: skip
+    seen, deadline = b"", time.monotonic() + 60
+    while b"[y/N]" not in seen:
+        assert time.monotonic() < deadline, seen
+        seen += os.read(fd, 4096)
+    os.write(fd, b"\x03")
+    with contextlib.suppress(OSError):  # EIO once the child has closed the pty
+        while chunk := os.read(fd, 4096):
+            seen += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 130
+    assert "nothing was written" in " ".join(seen.decode(errors="replace").split())
+    assert (vault / "a.md").read_bytes() == b"one\n"
+    assert listed(vault) == [(op_id, "planned")]
 
 
 def test_history_settles_a_write_a_crash_left_writing(tmp_path: Path) -> None:
