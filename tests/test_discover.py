@@ -12,7 +12,7 @@ import pytest
 import vaultlens
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
-from vaultlens.errors import VaultError
+from vaultlens.errors import InvalidInput, VaultError
 from vaultlens.index.store import Store
 from vaultlens.services import discover, duplicates, pairs
 from vl_support import (
@@ -216,6 +216,28 @@ def test_dismissed_pair_is_hidden_until_a_note_changes(tmp_path: Path, backend: 
     (vault / "drafts/release edit.md").write_text(LIGHT_EDIT + "\nOne more line.\n", encoding="utf-8")
     vaultlens.index(app)
     assert key in _pairs(vaultlens.duplicates(app))
+    app.close()
+
+
+def test_only_a_pair_duplicates_lists_can_be_dismissed(tmp_path: Path, backend: str) -> None:
+    """A pair that was never listed used to be stored anyway: a typo hid nothing, a guess hid a pair
+    before anyone had seen it."""
+    files = {k: VAULT[k] for k in ("release.md", "drafts/release edit.md", "garden.md")}
+    app = open_app(write_vault(tmp_path / "v", files), backend)
+    vaultlens.index(app)
+    with pytest.raises(
+        InvalidInput, match="release.md and garden.md are not a pair `vaultlens duplicates` lists"
+    ):
+        vaultlens.dismiss(app, "release", "garden")
+    with app.reading() as store:
+        assert store.dismissed_pairs() == set()
+    listed = frozenset(("release.md", "drafts/release edit.md"))
+    assert listed in _pairs(vaultlens.duplicates(app))
+    assert vaultlens.dismiss(app, "release.md", "drafts/release edit.md").as_dict() == {
+        "dismissed": ["release.md", "drafts/release edit.md"]
+    }
+    vaultlens.dismiss(app, "drafts/release edit.md", "release.md")  # once dismissed, again is fine
+    assert listed not in _pairs(vaultlens.duplicates(app))
     app.close()
 
 

@@ -68,7 +68,8 @@ def _results(vault: Path) -> dict[str, Any]:
         out["write_unconfirmed"] = _proposal(lambda: vaultlens.apply(app, planned.entry.op_id))
         out["apply"] = vaultlens.apply(app, planned.entry.op_id, planned.proposal).as_dict()
         out["history"] = [e.as_dict() for e in vaultlens.history(app)]
-        out["dismiss"] = vaultlens.dismiss(app, hits[0].path, hits[1].path).as_dict()
+        pair = vaultlens.duplicates(app, threshold=0.0).pairs[0]  # dismissed: only a listed pair
+        out["dismiss"] = vaultlens.dismiss(app, pair.a, pair.b, threshold=0.0).as_dict()
         out["clear"] = vaultlens.clear(app).as_dict()
         return out
     finally:

@@ -216,6 +216,26 @@ def test_a_note_saved_between_the_edit_and_its_plan_is_not_planned_over(
     assert json.loads(run_cli(["history", "--json", "--vault", str(vault)]).stdout) == []  # nothing planned
 
 
+def test_review_after_apply_plans_no_second_link(vault: Path) -> None:
+    """The issue's repro: review -> apply, then review again planned the same See also line again."""
+    with ReviewModel() as server:
+        cli = ["review", CACHING, SYSTEMS, "--yes", *args(vault, settings(server))]
+        first = json.loads(run_cli([*cli, "--json"]).stdout)
+        assert run_cli(["apply", first["plan"]["op_id"], "--yes", "--vault", str(vault)]).exit_code == 0
+        linked = (vault / CACHING).read_bytes()
+        again = run_cli([*cli, "--json"])
+        shown = run_cli(cli)
+    assert again.exit_code == 0, again.output
+    data = json.loads(again.stdout)
+    assert data["plan"] is None
+    assert data["plan_refused"] == f"{CACHING} already links to {SYSTEMS} (line 5); nothing was planned."
+    assert "already links to" in " ".join(shown.output.split())  # the CLI says so too
+    assert (vault / CACHING).read_bytes() == linked
+    assert [e["state"] for e in json.loads(run_cli(["history", "--json", "--vault", str(vault)]).stdout)] == [
+        "applied"
+    ]
+
+
 def test_batch_writes_a_report_and_changes_no_note(vault: Path, tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(

@@ -83,19 +83,51 @@ def test_a_batch_pair_with_a_binary_note_is_reported_as_failed(vault: Path, tmp_
     assert "1 of 2 pairs failed; the first, pair 2" in " ".join(result.stderr.split())
 
 
-def test_a_pairs_file_that_is_not_utf8_names_the_file_and_line(vault: Path, tmp_path: Path) -> None:
+def test_malformed_pairs_lines_are_reported_per_line_and_the_batch_goes_on(
+    vault: Path, tmp_path: Path
+) -> None:
+    """A typo on one line used to stop the whole batch before any pair was reviewed."""
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_bytes(
-        json.dumps({"a": CACHING, "b": SYSTEMS}).encode() + b'\n{"a": "Caf\xe9.md", "b": "Other.md"}\n'
+        b'{"a": "Caf\xe9.md", "b": "Other.md"}\n'  # not UTF-8
+        + json.dumps({"a": CACHING, "b": SYSTEMS}).encode()
+        + b'\n{"a": "x.md", "b": \n[1, 2]\n{"a": "Other.md"}\n\n'
+        + json.dumps({"a": SYSTEMS, "b": CACHING}).encode()
     )
     report = tmp_path / "report.md"
     with ReviewModel() as server:
-        result = run_cli(["review", "--batch", str(pairs), "--report", str(report), "--yes",
+        result = run_cli(["review", "--batch", str(pairs), "--report", str(report), "--yes", "--json",
+                          *args(vault, settings(server))])  # fmt: skip
+        assert len(server.chats()) == 2
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["valid"], data["failed"]) == (2, 4)
+    failed = [p["error"]["message"] for p in data["pairs"] if not p["ok"]]
+    assert failed == [
+        f"{pairs}:1: not UTF-8 text (byte 0xe9 at position 11 of the line).",
+        f"{pairs}:3: not valid JSON (Expecting value: line 1 column 20 (char 19)).",
+        f"{pairs}:4: expected a JSON object, got list.",
+        f'{pairs}:5: expected a JSON object with "a" and "b" note paths.',
+    ]
+    text = report.read_text()
+    assert text.count("### Model response") == 2 and text.count("Failed: ") == 4 and "## 4. line 4" in text
+    assert "4 of 6 pairs failed; the first, pair 1" in " ".join(result.stderr.split())
+
+
+def test_a_pairs_file_of_nothing_but_malformed_lines_fails_with_nothing_sent(
+    vault: Path, tmp_path: Path
+) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("not json\n")
+    report = tmp_path / "report.md"
+    with ReviewModel() as server:
+        result = run_cli(["review", "--batch", str(pairs), "--report", str(report), "--yes", "--json",
                           *args(vault, settings(server))])  # fmt: skip
         assert server.chats() == []
     assert result.exit_code == 2, result.output
-    assert f"{pairs}:2: not UTF-8 text (byte 0xe9" in " ".join(result.stderr.split())
-    assert not report.exists()
+    [pair] = json.loads(result.stdout)["pairs"]
+    assert pair["error"]["message"].startswith(f"{pairs}:1: not valid JSON")
+    assert "no pair got a valid answer" in " ".join(result.stderr.split())
 
 
 def test_a_long_note_is_cut_at_the_documented_limit_and_the_preview_says_so(vault: Path) -> None:

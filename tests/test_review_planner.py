@@ -114,6 +114,45 @@ def test_a_note_with_classic_mac_line_endings_is_refused_not_guessed(tmp_path: P
         plan_add_link(vault, catalog, "A")
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        "See also: [[Systems/Cache lifetime]]",
+        "Compare [[Systems/Cache lifetime|the systems view]].",
+        "See [[Systems/Cache lifetime#Cache lifetime]] and [[Study/Systems/Cache lifetime.md#^x|x]].",
+        "Path from the root: [[/Study/Systems/Cache lifetime]], another case: [[systems/CACHE LIFETIME]].",
+        "Embedded: ![[Systems/Cache lifetime]]",
+        "Markdown: [the systems note](../Systems/Cache%20lifetime.md).",
+        "Markdown with angle brackets: [it](<Study/Systems/Cache lifetime.md#Cache lifetime>).",
+        '---\nup: "[[Systems/Cache lifetime]]"\n---\nNo link in the body.',
+    ],
+)
+def test_a_note_that_already_links_the_target_gets_no_second_link(tmp_path: Path, written: str) -> None:
+    """Review -> apply three times used to leave three identical See also lines: any form Obsidian
+    resolves to the same file counts as the link already being there."""
+    vault = cache_vault(tmp_path / "v", f"{written}\n\n# Cache lifetime\n\nValues expire after a TTL.\n")
+    catalog = build_catalog(vault, CACHING, SYSTEMS, MarkdownChunker())
+    with pytest.raises(
+        PlanRefused, match=f"already links to {SYSTEMS} \\(line [1-3]\\); nothing was planned"
+    ):
+        plan_add_link(vault, catalog, "A")
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Ambiguous, so not a link to it: [[Cache lifetime]].",  # two notes share the name
+        "In code: `[[Systems/Cache lifetime]]`",
+        "To another note: [[Other]], and to itself: [[#Cache lifetime]].",
+        "An external page: [x](https://example.org/Systems/Cache%20lifetime.md).",
+    ],
+)
+def test_a_link_that_does_not_resolve_to_the_target_does_not_count(tmp_path: Path, written: str) -> None:
+    vault = cache_vault(tmp_path / "v", f"# Cache lifetime\n\n{written}\n")
+    catalog = build_catalog(vault, CACHING, SYSTEMS, MarkdownChunker())
+    assert b"See also: [[Systems/Cache lifetime]]" in plan_add_link(vault, catalog, "A").after
+
+
 # ---- property: every planned insertion is exactly where it was planned, and only between blocks ---------
 
 _BLOCKS = st.sampled_from(

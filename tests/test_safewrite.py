@@ -6,8 +6,11 @@ process at the two moments a crash can split a write from its record.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import vaultlens
+from vaultlens.config import paths
 from vaultlens.errors import (
     NoteOpenInObsidian,
     UndoRefused,
@@ -367,7 +371,7 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    assert state_of(app, planned.entry.op_id) == "writing"
+    assert writes.journal(app.vault).entry(planned.entry.op_id).state == "writing"
     before_recovery = snapshot(vault)
     assert (vault / "a.md").read_bytes() == content
     litter = [k for k in before_recovery if k.endswith(".tmp")]
@@ -382,6 +386,115 @@ def test_kill_9_mid_apply_is_recovered_as_what_really_happened(
     assert writes.recover(app.vault) == [], "settled once"
 
 
+# ---- Ctrl-C during `vaultlens apply`: said, settled, no litter ---------------------------------------
+
+INTERRUPTED_CHILD = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from vaultlens.cli.main import main
+
+    vault, moment, ready = Path(sys.argv[1]).resolve(), sys.argv[2], Path(sys.argv[3])
+    real_replace = os.replace
+
+    def replace(src, dst):
+        into_vault = Path(dst).resolve().is_relative_to(vault)  # not the journal's own writes
+        if into_vault and moment == "after-rename":
+            real_replace(src, dst)
+        if into_vault:
+            ready.write_text("ready")
+            time.sleep(60)  # Ctrl-C lands here
+        real_replace(src, dst)
+
+    os.replace = replace
+    sys.argv = ["vaultlens", *sys.argv[4:]]
+    main()
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("moment", "state", "content", "said"),
+    [
+        ("after-rename", "applied", b"one\ntwo\n", "after the write: a.md was written"),
+        ("before-rename", "not_applied", b"one\n", "before the write: a.md is unchanged"),
+    ],
+)
+def test_ctrl_c_during_apply_says_whether_the_note_was_written_and_settles_the_entry(
+    tmp_path: Path, isolated_env: Path, moment: str, state: str, content: bytes, said: str
+) -> None:
+    """It used to exit 130 in silence with the entry left `writing` (and `history` showing that)."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n", "b.md": "other\n"})
+    planned = writes.plan_write(app_for(vault).vault, "a.md", b"one\ntwo\n", "append")
+    op_id = planned.entry.op_id
+    ready = tmp_path / "ready"
+    child = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_CHILD, str(vault), moment, str(ready),
+         "apply", op_id, "--yes", "--vault", str(vault)],
+        env=cli_env(isolated_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130
+    said_text = " ".join(err.split())
+    assert said in said_text and f"operation {op_id} is {state.replace('_', ' ')}" in said_text, err
+    assert ("vaultlens undo " + op_id in said_text) == (state == "applied")
+    assert "Traceback" not in err
+    assert (vault / "a.md").read_bytes() == content
+    assert not [k for k in snapshot(vault) if k.endswith(".tmp")], "no temporary file left"
+    assert writes.journal(vault).entry(op_id).state == state, "settled by apply itself, not later"
+    listed = json.loads(run_cli(["history", "--json", "--vault", str(vault)]).stdout)
+    assert [(e["op_id"], e["state"]) for e in listed] == [(op_id, state)]
+    if state == "applied":
+        undone = run_cli(["undo", op_id, "--yes", "--vault", str(vault)])
+        assert undone.exit_code == 0, undone.output
+        assert (vault / "a.md").read_bytes() == b"one\n"
+
+
+def test_ctrl_c_at_the_question_says_nothing_was_written(tmp_path: Path, isolated_env: Path) -> None:
+    """A real terminal (a pty): Ctrl-C at "Write this change?" used to print only "Aborted." (exit 1)."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    op_id = writes.plan_write(vault, "a.md", b"one\ntwo\n", "append").entry.op_id
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: vaultlens on the pty
+        os.execve(sys.executable, [sys.executable, "-m", "vaultlens", "apply", op_id, "--vault", str(vault)],
+                  cli_env(isolated_env))  # fmt: skip
+    seen, deadline = b"", time.monotonic() + 60
+    while b"[y/N]" not in seen:
+        assert time.monotonic() < deadline, seen
+        seen += os.read(fd, 4096)
+    os.write(fd, b"\x03")
+    with contextlib.suppress(OSError):  # EIO once the child has closed the pty
+        while chunk := os.read(fd, 4096):
+            seen += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 130
+    assert "nothing was written" in " ".join(seen.decode(errors="replace").split())
+    assert (vault / "a.md").read_bytes() == b"one\n"
+    assert listed(vault) == [(op_id, "planned")]
+
+
+def test_history_settles_a_write_a_crash_left_writing(tmp_path: Path) -> None:
+    """After kill -9 (or a second Ctrl-C) `history` itself tells the truth; the note is only read."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    app = app_for(vault)
+    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
+    j = writes.journal(app.vault)
+    j.set_state(j.entry(planned.entry.op_id), "writing")  # what a crash right after the mark leaves
+    (vault / "a.md").write_bytes(b"one\ntwo\n")  # ... after the rename
+    before = snapshot(vault)
+    assert [e.state for e in writes.history(app.vault)] == ["applied"]
+    assert snapshot(vault) == before
+    with j.locked():  # a live writer: its `writing` is the truth, and history only reads
+        j.set_state(j.entry(planned.entry.op_id), "writing")
+        assert [e.state for e in writes.history(app.vault)] == ["writing"]
+
+
 def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
     app = app_for(vault)
@@ -392,6 +505,128 @@ def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Pa
     [finding] = writes.recover(app.vault)
     assert finding.state == "diverged"
     assert (vault / "a.md").read_bytes() == b"something else\n"
+
+
+def test_an_undo_asked_for_again_reuses_its_pending_plan(tmp_path: Path) -> None:
+    """Every declined or unconfirmed `undo` used to record one more `planned` entry."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    op_id = applied_in(vault)
+    for _ in range(3):
+        declined = run_cli(["undo", op_id, "--vault", str(vault)])  # no terminal to answer: not confirmed
+        assert declined.exit_code == 9, declined.output
+    [(undo_id, state)] = [e for e in listed(vault) if e[0] != op_id]
+    assert state == "planned"
+    assert run_cli(["undo", op_id, "--yes", "--vault", str(vault)]).exit_code == 0
+    assert sorted(listed(vault)) == sorted([(op_id, "undone"), (undo_id, "applied")])
+    again = writes.plan_write(vault, "a.md", b"one\ntwo\n", "append")  # the same change planned twice
+    assert writes.plan_write(vault, "a.md", b"one\ntwo\n", "append").entry.op_id == again.entry.op_id
+
+
+# ---- the journal follows the vault: moved, renamed, opened through a symlink ---------------------------
+
+
+def applied_in(vault: Path) -> str:
+    """Plan and apply one change to ``a.md`` through the CLI; its operation id."""
+    planned = writes.plan_write(vault, "a.md", b"one\ntwo\n", "append")
+    done = run_cli(["apply", planned.entry.op_id, "--yes", "--vault", str(vault)])
+    assert done.exit_code == 0, done.output
+    return planned.entry.op_id
+
+
+def listed(vault: Path) -> list[tuple[str, str]]:
+    out = run_cli(["history", "--json", "--vault", str(vault)])
+    assert out.exit_code == 0, out.output
+    return [(e["op_id"], e["state"]) for e in json.loads(out.stdout)]
+
+
+@pytest.mark.parametrize("how", ["rename", "copy-then-delete"])
+def test_history_and_undo_follow_a_vault_folder_that_moved(tmp_path: Path, how: str) -> None:
+    """Keyed by the absolute path, the journal was lost after `mv`: history empty, undo "no operation".
+    A rename keeps the folder's inode; a move to another file system is a copy and a delete, found
+    by the notes still holding what the journal wrote."""
+    vault = write_vault(tmp_path / "old place" / "v", {"a.md": "one\n", "b.md": "other\n"})
+    op_id = applied_in(vault)
+    moved = tmp_path / "new place" / "renamed"
+    moved.parent.mkdir()
+    if how == "rename":
+        vault.rename(moved)
+    else:
+        shutil.copytree(vault, moved)
+        shutil.rmtree(vault)
+    assert listed(moved) == [(op_id, "applied")]
+    undone = run_cli(["undo", op_id, "--yes", "--vault", str(moved)])
+    assert undone.exit_code == 0, undone.output
+    assert (moved / "a.md").read_bytes() == b"one\n"
+    assert [state for _, state in listed(moved)] == ["undone", "applied"]
+    assert not (tmp_path / "old place" / "v").exists(), "nothing was written at the old path"
+
+
+RACING_PLANNER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from vaultlens.services import writes
+
+    vault, note, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    while not go.exists():
+        time.sleep(0.001)
+    writes.plan_write(vault, note, b"changed\\n", "change")
+    """
+)
+
+
+def test_processes_planning_a_vaults_first_changes_at_once_share_one_journal(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """Each would otherwise make an id of its own, and history would show only the last one's."""
+    notes = [f"n{i}.md" for i in range(6)]
+    vault = write_vault(tmp_path / "v", dict.fromkeys(notes, "one\n"))
+    go = tmp_path / "go"
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACING_PLANNER, str(vault), note, str(go)], env=cli_env(isolated_env)
+        )
+        for note in notes
+    ]
+    time.sleep(1.0)  # every child imported and waiting
+    go.write_text("go")
+    assert [child.wait(timeout=60) for child in children] == [0] * len(notes)
+    assert sorted(e.path for e in writes.history(vault)) == notes
+
+
+def test_a_symlinked_path_and_the_real_one_share_one_journal(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    link = tmp_path / "link-to-v"
+    link.symlink_to(vault, target_is_directory=True)
+    op_id = applied_in(link)
+    assert listed(vault) == listed(link) == [(op_id, "applied")]
+    assert run_cli(["undo", op_id, "--yes", "--vault", str(vault)]).exit_code == 0
+    assert (vault / "a.md").read_bytes() == b"one\n"
+
+
+def test_a_copy_beside_the_original_keeps_a_journal_of_its_own(tmp_path: Path) -> None:
+    """Only a vault that is gone from its recorded path passes its journal on to where it went."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    op_id = applied_in(vault)
+    copy = tmp_path / "copy"
+    shutil.copytree(vault, copy)
+    assert listed(copy) == []
+    assert listed(vault) == [(op_id, "applied")]
+
+
+def test_a_journal_kept_under_the_vault_path_is_adopted(tmp_path: Path, isolated_env: Path) -> None:
+    """Journals written before ids were keyed by the path: the first command after the upgrade finds
+    that one and records an id for it, so a later move is followed too."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    op_id = applied_in(vault)
+    [journal] = [p for p in (isolated_env / "journals").iterdir() if p.is_dir()]
+    (journal / "vault.json").unlink()
+    for id_file in (isolated_env / "indexes").glob("*/vault-id"):
+        id_file.unlink()
+    journal.rename(paths.legacy_journal_dir(vault))  # the older layout
+    assert listed(vault) == [(op_id, "applied")]
+    vault.rename(tmp_path / "moved")
+    assert listed(tmp_path / "moved") == [(op_id, "applied")]
 
 
 # ---- the CLI ------------------------------------------------------------------------------------------

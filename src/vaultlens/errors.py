@@ -38,6 +38,7 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    ├── PlanRefused           plan_refused            9   409  no safe place or link for the planned edit
      │    └── OperationNotFound     operation_not_found     9   404  no journal entry with that id
      └── Cancelled                  cancelled             130   499  the user interrupted a long job (state is kept)
+          └── WriteInterrupted      write_interrupted     130   499  Ctrl-C during apply: says whether the note was written
 
 Third-party exceptions are translated where they occur. For sqlite3 and the OS that is
 :func:`translated_errors` (a context manager and decorator) or :func:`translate_error` (one
@@ -364,6 +365,22 @@ class Cancelled(VaultlensError):
     code = "cancelled"
     exit_code = 130
     http_status = 499
+
+
+class WriteInterrupted(Cancelled):
+    """A write stopped by the user; ``state`` is its journal entry's state once settled, so a
+    program sees whether the note was written (``applied``) or not (``not_applied``, ``planned``)."""
+
+    code = "write_interrupted"
+
+    def __init__(self, message: str, *, hint: str | None = None, path: str, op_id: str, state: str) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.op_id = op_id
+        self.state = state
+
+    def details(self) -> dict[str, Any]:
+        return {"path": self.path, "op_id": self.op_id, "state": self.state}
 
 
 # ---- sqlite3 and OSError -> VaultlensError ------------------------------------------------------

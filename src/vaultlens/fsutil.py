@@ -100,38 +100,48 @@ def write_outside_vault(target: Path, data: bytes | str, vault: Path) -> Path:
     return resolved
 
 
-def read_jsonl(
+def jsonl_rows(
     path: Path, what: str, shape: str = "one JSON object per line"
-) -> list[tuple[int, dict[str, object]]]:
-    """The JSON objects of a UTF-8 JSON Lines file the user handed in (a BOM allowed, blank lines
-    skipped), with their 1-based line numbers. A file that cannot be read, a line that is not UTF-8
-    or not a JSON object is an :class:`InvalidInput` naming ``path:line`` (``what`` names the file's
-    role, ``shape`` says what it must hold)."""
+) -> list[tuple[int, dict[str, object] | InvalidInput]]:
+    """Each non-blank line of a UTF-8 JSON Lines file the user handed in (a BOM allowed), with its
+    1-based number: its JSON object, or the :class:`InvalidInput` naming ``path:line`` that says why
+    it is none (not UTF-8, not JSON, not an object), so a caller may report the line and go on. A file
+    that cannot be read is an :class:`InvalidInput` raised (``what`` names the file's role, ``shape``
+    says what it must hold)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"Cannot read {what} {path} ({exc.strerror or exc}).") from None
-    rows: list[tuple[int, dict[str, object]]] = []
+    rows: list[tuple[int, dict[str, object] | InvalidInput]] = []
+    hint = f"{what.capitalize()} holds {shape}."
     for n, raw in enumerate(data.removeprefix(codecs.BOM_UTF8).splitlines(), 1):
         try:
             line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(
-                f"{path}:{n}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start + 1} of the line).",
-                hint=f"{what.capitalize()} holds {shape}, saved as UTF-8.",
-            ) from None
-        if not line.strip():
-            continue
-        try:
+            if not line.strip():
+                continue
             item = json.loads(line)
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start + 1} of the line)"
+            rows.append((n, InvalidInput(f"{path}:{n}: {problem}.", hint=f"{hint[:-1]}, saved as UTF-8.")))
         except ValueError as exc:
-            raise InvalidInput(
-                f"{path}:{n}: not valid JSON ({exc}).", hint=f"{what.capitalize()} holds {shape}."
-            ) from None
-        if not isinstance(item, dict):
-            raise InvalidInput(
-                f"{path}:{n}: expected a JSON object, got {type(item).__name__}.",
-                hint=f"{what.capitalize()} holds {shape}.",
-            )
+            rows.append((n, InvalidInput(f"{path}:{n}: not valid JSON ({exc}).", hint=hint)))
+        else:
+            if not isinstance(item, dict):
+                item = InvalidInput(
+                    f"{path}:{n}: expected a JSON object, got {type(item).__name__}.", hint=hint
+                )
+            rows.append((n, item))
+    return rows
+
+
+def read_jsonl(
+    path: Path, what: str, shape: str = "one JSON object per line"
+) -> list[tuple[int, dict[str, object]]]:
+    """The JSON objects of a JSON Lines file with their line numbers (see :func:`jsonl_rows`); the
+    first line that holds none is raised."""
+    rows: list[tuple[int, dict[str, object]]] = []
+    for n, item in jsonl_rows(path, what, shape):
+        if isinstance(item, InvalidInput):
+            raise item
         rows.append((n, item))
     return rows

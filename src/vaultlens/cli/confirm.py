@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.errors import ConfirmationRequired, ConsentRequired, Proposal, WriteUnconfirmed
+from vaultlens.errors import Cancelled, ConfirmationRequired, ConsentRequired, Proposal, WriteUnconfirmed
 
 T = TypeVar("T")
 _ANSWER = "Run the command in a terminal to answer, or pass --yes."
@@ -84,6 +84,11 @@ def confirmed(run: Callable[[Proposal | None], T], yes: bool, json_: bool = Fals
                 if exc.proposal.kind == "write"
                 else f"Send it to {exc.proposal.destination}?"
             )
-            if not typer.confirm(question, default=False):
+            try:
+                agreed = typer.confirm(question, default=False)
+            except typer.Abort:  # Ctrl-C (or the end of input) at the question
+                done = "written" if exc.proposal.kind == "write" else "sent"
+                raise Cancelled(f"Stopped at the question; nothing was {done}.") from None
+            if not agreed:
                 raise _declined(exc, asked=True) from None
         return run(exc.proposal)

@@ -50,18 +50,21 @@ def similar(
             )
 
 
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0, max=1.0, help="Coverage a whole-note pair needs (default: discover.duplicate_threshold)."
+    ),
+]
+
+
 @duplicates_cli.callback()
 def duplicates(
     ctx: typer.Context,
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0, max=1.0, help="Coverage a whole-note pair needs (default: discover.duplicate_threshold)."
-        ),
-    ] = None,
+    threshold: ThresholdOpt = None,
     limit: Annotated[
         int | None,
         typer.Option(
@@ -141,11 +144,12 @@ def dismiss(
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
+    threshold: ThresholdOpt = None,
 ) -> None:
-    """Hide the pair A–B from `duplicates` until either note changes."""
+    """Hide the pair A–B that `duplicates` lists (at --threshold) until either note changes."""
     from vaultlens.services.verbs import finding
 
-    done = finding.dismiss(open_app(vault, set_), a, b)
+    done = finding.dismiss(open_app(vault, set_), a, b, threshold)
     if json_:
         render.print_json(done.as_dict())
     else:

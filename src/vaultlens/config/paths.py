@@ -42,10 +42,16 @@ def index_dir(vault: Path) -> Path:
     return home() / "indexes" / _vault_key(vault)
 
 
-def journal_dir(vault: Path) -> Path:
-    """The vault's write journal (safewrite): beside the indexes, never inside them, so clearing or
-    rebuilding an index can never lose the record (and backups) of a change to a note."""
-    return home() / "journals" / _vault_key(vault)
+def journals_dir() -> Path:
+    """The write journals (safewrite), one folder per vault: beside the indexes, never inside them,
+    so clearing or rebuilding an index can never lose the record (and backups) of a change to a note.
+    Which folder is a vault's is safewrite/identity.py's business (an id that survives a move)."""
+    return home() / "journals"
+
+
+def legacy_journal_dir(vault: Path) -> Path:
+    """Where a journal was kept while journals were keyed by the vault's path (adopted as it is)."""
+    return journals_dir() / _vault_key(vault)
 
 
 def audit_dir(vault: Path) -> Path:

@@ -1,7 +1,9 @@
 """The write journal: one durable record per operation, outside the vault, written before the note.
 
-Layout (``paths.journal_dir(vault)``)::
+Layout (the vault's folder under ``journals/``, found by :mod:`vaultlens.safewrite.identity`
+even after the vault moved)::
 
+    vault.json            the vault's id, last path, and its folder's device and inode
     <op_id>/entry.json    what, where, SHA-256 of both sides, the confirmed diff's SHA-256, state, events
     <op_id>/before.bin    the note's exact bytes before (the backup copy); absent for a new note
     <op_id>/after.bin     the exact bytes to write; absent for a removal

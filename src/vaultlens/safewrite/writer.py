@@ -15,6 +15,9 @@ then, holding the journal lock:
 A kill at any point leaves the old bytes or the new ones, and a ``writing`` entry that
 :func:`recover` settles by comparing the file with both sides; nothing is ever re-applied, and
 the only thing recovery removes is a temporary file the killed writer left beside the note.
+Ctrl-C (``KeyboardInterrupt``) is not a kill: the writer removes its own temporary file, settles
+its entry the way recovery would, and raises :class:`WriteInterrupted` saying whether the note
+was written and how to undo it, so neither the user nor ``history`` is left guessing.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from vaultlens.errors import (
     VaultError,
     VaultlensError,
     WriteConflict,
+    WriteInterrupted,
     WriteRefused,
     translate_error,
 )
@@ -194,8 +198,8 @@ def _swap(target: Path, op: Operation) -> None:
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(target, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
+    try:  # the name carries this process's id: whatever is there on the way out is ours to remove
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as fh:
             fh.write(op.after)
             fh.flush()
@@ -248,7 +252,22 @@ def plan(
     if before == after:
         raise WriteRefused(f"Nothing to change in {path}: the planned text equals the note.", path=path)
     op = Operation(new_op_id(), path, before, after, summary)
-    return journal.record(op)
+    return _pending(journal, op, None) or journal.record(op)
+
+
+def _pending(journal: Journal, op: Operation, undo_of: str | None) -> Entry | None:
+    """A ``planned`` entry that writes exactly ``op``'s bytes to its path: reused, so a change asked
+    for again (an undo declined or left unconfirmed, the same review twice) adds no entry."""
+    return next(
+        (
+            e
+            for e in journal.entries()
+            if e.state == "planned"
+            and (e.path, e.before_sha, e.after_sha, e.undo_of)
+            == (op.path, op.before_sha, op.after_sha, undo_of)
+        ),
+        None,
+    )
 
 
 def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
@@ -271,7 +290,8 @@ def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
                 path=op.path,
                 op_id=op_id,
             )
-        return journal.record(op.reversed(new_op_id()), undo_of=op_id)
+        undo = op.reversed(new_op_id())
+        return _pending(journal, undo, op_id) or journal.record(undo, undo_of=op_id)
 
 
 def _planned_entry(journal: Journal, op_id: str) -> Entry:
@@ -315,22 +335,54 @@ def apply(
         if found != op.before:
             journal.set_state(entry, "conflict", "the note differed from `before`")
             raise _conflict(op, found)
-        journal.set_state(entry, "writing")
         try:
-            _swap(target, op)
-        except WriteConflict:
-            journal.set_state(entry, "conflict", "the note changed during the write")
-            raise
-        except VaultlensError:
-            raise
-        except OSError as exc:  # the temporary file is gone; the note was never replaced
-            journal.set_state(entry, "not_applied", str(exc))
-            raise translate_error(exc, f"write {op.path}", target) from exc
-        if current_bytes(target) != op.after:
-            journal.set_state(entry, "diverged", "read back after the write, the note differs from `after`")
-            raise WriteRefused(f"{op.path} did not read back as written; it is left as found.", path=op.path)
-        _settle_undo(journal, entry)
-        return journal.set_state(entry, "applied")
+            return _write(journal, entry, op, target)
+        except KeyboardInterrupt:
+            raise _interrupted(vault, journal, op_id) from None
+
+
+def _write(journal: Journal, entry: Entry, op: Operation, target: Path) -> Entry:
+    """Mark ``writing``, swap the bytes, read them back and mark the outcome."""
+    journal.set_state(entry, "writing")
+    try:
+        _swap(target, op)
+    except WriteConflict:
+        journal.set_state(entry, "conflict", "the note changed during the write")
+        raise
+    except VaultlensError:
+        raise
+    except OSError as exc:  # the temporary file is gone; the note was never replaced
+        journal.set_state(entry, "not_applied", str(exc))
+        raise translate_error(exc, f"write {op.path}", target) from exc
+    if current_bytes(target) != op.after:
+        journal.set_state(entry, "diverged", "read back after the write, the note differs from `after`")
+        raise WriteRefused(f"{op.path} did not read back as written; it is left as found.", path=op.path)
+    _settle_undo(journal, entry)
+    return journal.set_state(entry, "applied")
+
+
+def _interrupted(vault: Path, journal: Journal, op_id: str) -> WriteInterrupted:
+    """Ctrl-C during a write: settle the entry from the note's bytes (as recovery does) and say so."""
+    entry = journal.entry(op_id)  # as last saved: the interrupt may have come before or after any mark
+    if entry.state == "writing":
+        _settle(vault, journal, entry)
+    path, state = entry.path, entry.state
+    if state == "applied":
+        message = f"Interrupted after the write: {path} was written (operation {op_id} is applied)."
+        hint = f"`vaultlens undo {op_id}` puts back what was there before."
+    elif state in ("planned", "not_applied"):
+        message = f"Interrupted before the write: {path} is unchanged (operation {op_id} is {state.replace('_', ' ')})."
+        hint = (
+            f"`vaultlens apply {op_id}` writes it."
+            if state == "planned"
+            else "Plan the change again to write it."
+        )
+    else:
+        message = (
+            f"Interrupted: {path} is {state.replace('_', ' ')}; it was left as it is (operation {op_id})."
+        )
+        hint = "`vaultlens history` shows what was found."
+    return WriteInterrupted(message, hint=hint, path=path, op_id=op_id, state=state)
 
 
 def _settle_undo(journal: Journal, entry: Entry) -> None:
@@ -352,24 +404,27 @@ def _recover_locked(vault: Path, journal: Journal) -> list[Recovered]:
     for entry in journal.entries():
         if entry.state == "applied":
             _settle_undo(journal, entry)  # killed between the undo's write and this mark
-            continue
-        if entry.state != "writing":
-            continue
-        op = journal.operation(entry)
-        state: State
-        try:
-            target, now = _state_of(vault, op.path)
-        except VaultlensError as exc:
-            state, detail = "diverged", f"the note cannot be read: {exc.message}"
-        else:
-            _remove_litter(target)
-            if now == op.after:
-                state, detail = "applied", "the write had completed before vaultlens stopped"
-                _settle_undo(journal, entry)
-            elif now == op.before:
-                state, detail = "not_applied", "vaultlens stopped before the write; the note is unchanged"
-            else:
-                state, detail = "diverged", "the note equals neither side; it was left as it is"
-        journal.set_state(entry, state, detail)
-        found.append(Recovered(entry.op_id, entry.path, state, detail))
+        elif entry.state == "writing":
+            found.append(_settle(vault, journal, entry))
     return found
+
+
+def _settle(vault: Path, journal: Journal, entry: Entry) -> Recovered:
+    """A ``writing`` entry becomes what its note shows: ``after`` applied, ``before`` not, else diverged."""
+    op = journal.operation(entry)
+    state: State
+    try:
+        target, now = _state_of(vault, op.path)
+    except VaultlensError as exc:
+        state, detail = "diverged", f"the note cannot be read: {exc.message}"
+    else:
+        _remove_litter(target)
+        if now == op.after:
+            state, detail = "applied", "the write had completed before vaultlens stopped"
+            _settle_undo(journal, entry)
+        elif now == op.before:
+            state, detail = "not_applied", "vaultlens stopped before the write; the note is unchanged"
+        else:
+            state, detail = "diverged", "the note equals neither side; it was left as it is"
+    journal.set_state(entry, state, detail)
+    return Recovered(entry.op_id, entry.path, state, detail)

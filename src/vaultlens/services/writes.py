@@ -11,6 +11,7 @@ starts from a journal that does not match the notes.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -18,8 +19,9 @@ from typing import Any
 
 from vaultlens import safewrite
 from vaultlens.config import paths
-from vaultlens.errors import Proposal, WriteUnconfirmed, translated_errors
+from vaultlens.errors import FileSystemError, IndexLocked, Proposal, WriteUnconfirmed, translated_errors
 from vaultlens.safewrite import Entry, Journal, Recovered
+from vaultlens.safewrite.identity import find_journal, journal_root
 
 __all__ = ["Planned", "apply", "history", "plan_undo", "plan_write", "recover", "to_confirm"]
 
@@ -42,8 +44,9 @@ class Planned:
 
 
 def journal(vault: Path) -> Journal:
+    """The vault's journal, created on first use (found again after the vault folder moves)."""
     paths.ensure_home()
-    return Journal(paths.journal_dir(vault))
+    return Journal(journal_root(vault))
 
 
 def _planned(j: Journal, entry: Entry) -> Planned:
@@ -88,9 +91,17 @@ def plan_undo(vault: Path, op_id: str) -> Planned:
 
 
 def history(vault: Path) -> list[Entry]:
-    """Every operation of this vault, oldest first (reading only)."""
+    """Every operation of this vault, oldest first. A write a crash (or a second Ctrl-C) left in
+    ``writing`` is settled first, so the list tells the truth; only the journal changes, and not
+    while a live writer holds it (its ``writing`` is then true)."""
     with translated_errors("read the journal"):
-        return list(Journal(paths.journal_dir(vault)).entries())
+        root = find_journal(vault)
+        if root is None:
+            return []
+        j = Journal(root)
+        with contextlib.suppress(IndexLocked, FileSystemError):  # a live writer, or a read-only home
+            safewrite.recover(vault, j)
+        return list(j.entries())
 
 
 def recover(vault: Path) -> list[Recovered]:

@@ -23,7 +23,7 @@ from vaultlens.errors import (
     Proposal,
     VaultlensError,
 )
-from vaultlens.fsutil import nearest_existing, outside_vault, read_jsonl, write_outside_vault
+from vaultlens.fsutil import jsonl_rows, nearest_existing, outside_vault, write_outside_vault
 from vaultlens.llm.base import LLMProvider
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.review.outcome import ReviewResult, cuts, destination
@@ -104,17 +104,36 @@ def report_target(report: Path, vault: Path) -> Path:
     return resolved
 
 
-def read_pairs(path: Path) -> list[tuple[str, str]]:
-    """The pairs of a JSONL file: one {"a": ..., "b": ...} object per line, UTF-8 (a BOM is allowed)."""
-    pairs: list[tuple[str, str]] = []
-    for n, item in read_jsonl(path, "the pairs file", PAIRS_SHAPE):
+@dataclass(frozen=True, slots=True)
+class PairLine:
+    """One line of the pairs file: two note paths, or the ``problem`` that makes it no pair (then
+    ``a`` and ``b`` are what the line gave, if anything), reported like a missing note."""
+
+    line: int
+    a: str
+    b: str
+    problem: InvalidInput | None = None
+
+
+def read_pairs(path: Path) -> list[PairLine]:
+    """The lines of a JSONL file of {"a": ..., "b": ...} objects, UTF-8 (a BOM is allowed); a
+    malformed line is kept with its problem, so one typo does not stop the batch."""
+    pairs: list[PairLine] = []
+    for n, item in jsonl_rows(path, "the pairs file", PAIRS_SHAPE):
+        if isinstance(item, InvalidInput):
+            pairs.append(PairLine(n, "", "", item))
+            continue
         a, b = item.get("a"), item.get("b")
-        if not (isinstance(a, str) and a and isinstance(b, str) and b):
-            raise ConfigError(
+        if isinstance(a, str) and a and isinstance(b, str) and b:
+            pairs.append(PairLine(n, a, b))
+        else:
+            problem = InvalidInput(
                 f'{path}:{n}: expected a JSON object with "a" and "b" note paths.',
                 hint=f"The pairs file holds {PAIRS_SHAPE}.",
             )
-        pairs.append((a, b))
+            pairs.append(
+                PairLine(n, a if isinstance(a, str) else "", b if isinstance(b, str) else "", problem)
+            )
     if not pairs:
         raise ConfigError(f"{path} holds no pairs.", hint=f"The pairs file holds {PAIRS_SHAPE}.")
     return pairs
@@ -189,7 +208,7 @@ def _section(files: VaultFiles, provider: LLMProvider, prepared: Prepared) -> tu
 def run_batch(
     files: VaultFiles,
     provider: LLMProvider,
-    pairs: list[tuple[str, str]],
+    pairs: list[PairLine],
     target: Path,
     confirmed: Proposal | None,
     on_pair: Callable[[int], None] | None = None,
@@ -199,12 +218,15 @@ def run_batch(
     sections = [
         f"# vaultlens review report\n\nPairs: {len(pairs)} · provider {provider.name} · model {provider.model}\n"
     ]
-    if confirmed is not None and not any(accepted(confirmed, a, b) for a, b in pairs):
+    if confirmed is not None and not any(accepted(confirmed, p.a, p.b) for p in pairs):
         confirmed = None  # a grant for another prompt does not cover this batch
     result = BatchReport(target)
-    for n, (a, b) in enumerate(pairs, 1):
-        sections.append(f"\n## {n}. {a} ↔ {b}\n")
+    for n, pair in enumerate(pairs, 1):
+        a, b = pair.a, pair.b
+        sections.append(f"\n## {n}. {a} ↔ {b}\n" if pair.problem is None else f"\n## {n}. line {pair.line}\n")
         try:
+            if pair.problem is not None:
+                raise pair.problem
             prepared = accepted(confirmed, a, b) or prepare(files, a, b, provider)
             if confirmed is None:
                 raise proposal_for(prepared, count=len(pairs) - n + 1)

@@ -3,7 +3,9 @@
 - ``add_link``: a line ``See also: [[target]]`` inserted as its own paragraph after a chosen
   block of the linking note. The link text is the shortest one that Obsidian resolves to the
   intended file from that note (path-qualified when names collide), checked with the vault's own
-  resolver before anything is planned.
+  resolver before anything is planned. A note that already links the target (in any form the
+  resolver takes to that file: a wikilink with an alias or a heading, an embed, a Markdown link, a
+  path, a front-matter property) gets nothing: the same link twice is clutter, not a relation.
 - ``consider_merge``: one chosen block of one note copied after a chosen block of the other;
   the note it comes from stays unchanged.
 - ``keep_separate`` and ``manual_review``: no operation.
@@ -23,7 +25,8 @@ from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import PlanRefused
 from vaultlens.services.review.catalog import Catalog, Fragment, Side, current_hashes
 from vaultlens.vault.links import LinkResolver
-from vaultlens.vault.model import block_phrase
+from vaultlens.vault.model import Link, block_phrase
+from vaultlens.vault.outline import outline_note
 from vaultlens.vault.scan import scan_vault
 
 __all__ = ["INSERTABLE_AFTER", "PlannedEdit", "insertion", "plan_add_link", "plan_merge"]
@@ -107,6 +110,19 @@ def _edit(source: NoteSource, anchor: Fragment | None, lines: list[str], summary
     return PlannedEdit(source.path, source.raw, after, offset, inserted, summary)
 
 
+def _existing_link(source: NoteSource, target: str, resolver: LinkResolver) -> Link | None:
+    """The first link of ``source`` (body or property) that Obsidian resolves to ``target``, if any."""
+    outline = outline_note(source.text, source.path)
+    links = sorted([*outline.links, *(p.link for p in outline.property_links)], key=lambda link: link.line)
+    for link in links:
+        if not link.target:  # [[#heading]]: a link into the note itself
+            continue
+        found = resolver.resolve(link.target, source.path)
+        if found.status == "resolved" and found.path == target:
+            return link
+    return None
+
+
 def plan_add_link(
     vault: Path,
     catalog: Catalog,
@@ -127,6 +143,12 @@ def plan_add_link(
     found = resolver.resolve(linktext, source.path)
     if found.status != "resolved" or found.path != target:
         raise PlanRefused(f"No link text from {source.path} resolves to {target} alone.", path=source.path)
+    present = _existing_link(source, target, resolver)
+    if present is not None:
+        raise PlanRefused(
+            f"{source.path} already links to {target} (line {present.line + 1}); nothing was planned.",
+            path=source.path,
+        )
     line = f"{label}: [[{linktext}]]" if label else f"[[{linktext}]]"
     return _edit(source, _anchor(catalog, source_side, after), [line], f"link {source.path} → {target}")
 

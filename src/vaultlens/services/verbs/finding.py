@@ -7,11 +7,17 @@ agents (HTTP API, MCP) bounded slices and pages of the vault (see :mod:`vaultlen
 
 from __future__ import annotations
 
-from vaultlens.errors import VaultError, translated_errors
+import sys
+from typing import TYPE_CHECKING
+
+from vaultlens.errors import InvalidInput, VaultError, translated_errors
 from vaultlens.services import discover, notes
 from vaultlens.services import duplicates as dups
 from vaultlens.services.app import App
 from vaultlens.services.search import NoteHit, rank_notes
+
+if TYPE_CHECKING:
+    from vaultlens.index.store import Store
 
 __all__ = ["dismiss", "duplicates", "list_notes", "note", "search", "similar"]
 
@@ -42,28 +48,46 @@ def similar(
 
 def duplicates(app: App, threshold: float | None = None, limit: int | None = None) -> dups.DuplicateReport:
     """Exact copies; whole-note pairs (near_duplicate, contained at ``threshold``; translation); shared passages; same-named notes."""
-    d = app.settings.discover
     with translated_errors(path=app.index_dir), app.reading() as store:
-        return dups.duplicates(
-            store,
-            d.duplicate_threshold if threshold is None else threshold,
-            d.duplicate_limit if limit is None else limit,
-            d.min_chars,
-            settings=d,
-        )
+        return _report(app, store, threshold, limit)
 
 
-def dismiss(app: App, a: str, b: str) -> dups.Dismissed:
-    """Hide a candidate duplicate pair until either note changes."""
+def _report(app: App, store: Store, threshold: float | None, limit: int | None) -> dups.DuplicateReport:
+    d = app.settings.discover
+    return dups.duplicates(
+        store,
+        d.duplicate_threshold if threshold is None else threshold,
+        d.duplicate_limit if limit is None else limit,
+        d.min_chars,
+        settings=d,
+    )
+
+
+def dismiss(app: App, a: str, b: str, threshold: float | None = None) -> dups.Dismissed:
+    """Hide a pair :func:`duplicates` lists (at ``threshold``, any limit) until either note changes.
+    A pair it does not list is refused: a typo or a guess would otherwise be stored silently and
+    hide nothing, or hide a pair before it was ever shown."""
     with translated_errors(path=app.index_dir):
         with app.reading() as store:
             pa = discover.resolve_note(store, str(app.vault), a)
             pb = discover.resolve_note(store, str(app.vault), b)
-        if pa == pb:
-            raise VaultError(
-                f"{a!r} and {b!r} are the same note ({pa}); a note cannot duplicate itself.",
-                hint="Pass the two notes of a pair that `vaultlens duplicates` listed.",
-            )
+            if pa == pb:
+                raise VaultError(
+                    f"{a!r} and {b!r} are the same note ({pa}); a note cannot duplicate itself.",
+                    hint="Pass the two notes of a pair that `vaultlens duplicates` listed.",
+                )
+            pair = tuple(sorted((pa, pb)))
+            if pair not in store.dismissed_pairs():
+                report = _report(app, store, threshold, sys.maxsize)
+                listed = {(p.a, p.b) for p in (*report.pairs, *report.shared_passages)}
+                if pair not in listed:
+                    raise InvalidInput(
+                        f"{pa} and {pb} are not a pair `vaultlens duplicates` lists"
+                        + (f" at threshold {threshold}" if threshold is not None else "")
+                        + "; nothing was dismissed.",
+                        hint="Dismiss a pair from its list (with the same --threshold). Exact copies are "
+                        "listed as a group, not a pair, and cannot be dismissed.",
+                    )
         with app.live.lease() as store:
             store.dismiss_pair(pa, pb)
         return dups.Dismissed(pa, pb)
