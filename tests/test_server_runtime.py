@@ -9,7 +9,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,32 @@ def test_search_asks_a_running_server(
     assert runtime.read(vaultlens.App.open(vault)) is None  # withdrawn when the server stopped
 
 
+@contextmanager
+def frozen_server() -> Iterator[int]:
+    """A loopback server that accepts connections and never answers (a stopped `serve`)."""
+    held: list[socket.socket] = []
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.1)
+
+        def accept() -> None:
+            while not stop.is_set():
+                with suppress(TimeoutError):
+                    held.append(listener.accept()[0])
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        try:
+            yield listener.getsockname()[1]
+        finally:
+            stop.set()
+            thread.join(5)
+            for conn in held:
+                conn.close()
+
+
 def test_search_falls_back_silently_without_a_live_server(
     tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,21 +90,27 @@ def test_search_falls_back_silently_without_a_live_server(
         s.bind(("127.0.0.1", 0))
         closed_port = s.getsockname()[1]
     fingerprint = runtime.settings_fingerprint(app)
-    for info in (
-        runtime.ServerInfo(
-            dead.pid, "127.0.0.1", 9, str(app.vault), None, fingerprint
-        ),  # the process is gone
-        runtime.ServerInfo(
-            os.getpid(), "127.0.0.1", closed_port, str(app.vault), None, fingerprint
-        ),  # nobody listens
-    ):
-        runtime.announce(app, info)
-        started = time.monotonic()
-        result = run_cli(["search", "cats sleep", "--json", "--vault", str(vault)])
-        assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout)[0]["path"] == "Notes/Cats.md"
-        assert time.monotonic() - started < 10
-        assert runtime.search_via_server(app, "cats", None, None) is None
+    with frozen_server() as frozen_port:
+        for info in (
+            runtime.ServerInfo(
+                dead.pid, "127.0.0.1", 9, str(app.vault), None, fingerprint
+            ),  # the process is gone
+            runtime.ServerInfo(
+                os.getpid(), "127.0.0.1", closed_port, str(app.vault), None, fingerprint
+            ),  # nobody listens
+            runtime.ServerInfo(
+                os.getpid(), "127.0.0.1", frozen_port, str(app.vault), None, fingerprint
+            ),  # accepts and never answers
+        ):
+            runtime.announce(app, info)
+            started = time.monotonic()
+            result = run_cli(["search", "cats sleep", "--json", "--vault", str(vault)])
+            assert result.exit_code == 0, result.output
+            assert json.loads(result.stdout)[0]["path"] == "Notes/Cats.md"
+            assert time.monotonic() - started < 10
+            started = time.monotonic()
+            assert runtime.search_via_server(app, "cats", None, None) is None
+            assert time.monotonic() - started < 2 * (runtime.HEALTH_TIMEOUT + runtime.CONNECT_TIMEOUT)
 
 
 @pytest.mark.slow

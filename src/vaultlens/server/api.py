@@ -180,6 +180,11 @@ def create_api(
         log.exception("unexpected error")
         return error_response(VaultlensError("Internal error; the server log has the details."))
 
+    @api.get("/v1/health", summary="The server answers (what one-shot commands check before asking it)")
+    def health() -> dict[str, bool]:
+        """Run in a worker thread like every route, so a server whose workers are stuck is not healthy."""
+        return {"ok": True}
+
     @api.get("/v1/status", summary="Index coverage, totals, model, last run")
     def status() -> dict[str, Any]:
         out = index_status(app).as_dict()
