@@ -31,7 +31,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from vaultlens.errors import TRANSLATED, InvalidInput, VaultlensError, translate_error
+from vaultlens.errors import TRANSLATED, InvalidInput, VaultError, VaultlensError, translate_error
 from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_SECTIONS
 from vaultlens.services import notes
 from vaultlens.services.app import App
@@ -185,10 +185,15 @@ def create_api(
         """Run in a worker thread like every route, so a server whose workers are stuck is not healthy."""
         return {"ok": True}
 
-    @api.get("/v1/status", summary="Index coverage, totals, model, last run")
-    def status() -> dict[str, Any]:
-        out = index_status(app).as_dict()
-        return out if watcher is None else {**out, "watcher": watcher()}
+    @api.get("/v1/status", response_model=dict[str, Any], summary="Index coverage, totals, model, last run")
+    def status() -> JSONResponse:
+        try:
+            out = index_status(app).as_dict()
+        except VaultError as exc:  # the vault folder is gone: the error, and still what the watcher does
+            if watcher is None:
+                raise
+            return JSONResponse({"error": exc.to_dict(), "watcher": watcher()}, status_code=exc.http_status)
+        return _json(out if watcher is None else {**out, "watcher": watcher()})
 
     @api.get(
         "/v1/search", response_model=list[NoteHit], summary="Notes matching a query, with their best sections"
