@@ -81,8 +81,8 @@ def test_status_similar_duplicates(server: Companion) -> None:
     similar = get(server, "/v1/similar", path="Notes/Cats.md", limit=2).json()
     assert similar["path"] == "Notes/Cats.md"
     assert similar["results"][0]["path"] == "Notes/Dogs.md"
-    by_name = get(server, "/v1/similar", path="Cats").json()  # a note name works as in the CLI
-    assert by_name["path"] == "Notes/Cats.md"
+    nfd = get(server, "/v1/similar", path="Cafe\u0301.md").json()  # typed NFD, stored NFC, as /v1/notes
+    assert nfd["path"] == "Café.md"
     dups = get(server, "/v1/duplicates")
     assert dups.status_code == 200 and "pairs" in dups.json()
 

@@ -210,7 +210,12 @@ def create_api(
     @api.get("/v1/similar", response_model=SimilarResult, summary="Notes related to one note")
     def similar(
         path: Annotated[
-            str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS, description="Note path or name.")
+            str,
+            Query(
+                min_length=1,
+                max_length=notes.MAX_PATH_CHARS,
+                description="Vault-relative path, as /v1/notes takes it (the same resolution rule).",
+            ),
         ],
         limit: Annotated[int | None, Query(ge=1, le=MAX_LIMIT)] = None,
     ) -> JSONResponse:
