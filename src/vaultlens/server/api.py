@@ -121,7 +121,6 @@ def error_response(error: VaultlensError, headers: Mapping[str, str] | None = No
     return JSONResponse({"error": error.to_dict()}, status_code=error.http_status, headers=headers)
 
 
-NOT_BLANK_PATTERN = "[^\\s\\u001c-\\u001f]"  # one character Python's strip() keeps (it also strips \x1c-\x1f)
 CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"  # what notes.list_notes hands out: URL-safe base64, unpadded
 
 
@@ -229,8 +228,7 @@ def create_api(
             Query(
                 min_length=1,
                 max_length=MAX_QUERY_CHARS,
-                pattern=NOT_BLANK_PATTERN,
-                description="What to look for; a query of only whitespace is a 400.",
+                description="What to look for; a query of only whitespace is a 400 empty_query.",
             ),
         ],
         limit: Annotated[int | None, Query(ge=1, le=MAX_LIMIT, description="Notes to return.")] = None,
