@@ -63,3 +63,15 @@ def test_a_big_note_deleted_or_changed_while_embedding_is_dropped(
     vaultlens.index(app)  # the next run (or the watcher's next flush) takes the file as it is now
     with app.reading() as store:
         assert ("Big.md" in store.file_records()) == (how == "changed")
+
+
+def test_a_text_dropped_with_a_stale_note_is_still_embedded_for_another(tmp_path: Path) -> None:
+    """B/Big.md, a copy committed in a later batch, shares every embedded text with A/Big.md (same
+    title, same sections), which is deleted while it is embedded: B's chunks still get vectors."""
+    vault = write_vault(tmp_path / "v", {"A/Big.md": BIG, "B/Big.md": BIG})
+    app = vaultlens.App.open(vault, {"embedding.provider": "fake", "index.batch_files": "1"})
+    provider = MeddlingProvider((vault / "A" / "Big.md").unlink)
+    with app.writing(), app.live.lease(create=True) as store:
+        Indexer(app.vault, store, provider, app.settings).run()
+        assert set(store.file_records()) == {"B/Big.md"}
+        assert not store.problems(), "a chunk of B/Big.md has no vector"

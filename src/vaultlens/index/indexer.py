@@ -420,7 +420,7 @@ class Indexer:
             # a moved note's old path goes in the transaction that adds its new one
             moved = [old for p in kept for old in p.replaces]
             self.store.apply(updates=[p.update for p in kept], vectors=vectors, deletes=moved)
-            done.update(texts)
+            done.update(vectors)  # a text skipped for a stale note may still be wanted by a later one
             stats.chunks_embedded += len(vectors)
 
     def _embed(self, texts: dict[str, str], fresh: _Freshness) -> dict[str, npt.NDArray[np.float32]]:
