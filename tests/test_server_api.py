@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -81,8 +82,8 @@ def test_status_similar_duplicates(server: Companion) -> None:
     similar = get(server, "/v1/similar", path="Notes/Cats.md", limit=2).json()
     assert similar["path"] == "Notes/Cats.md"
     assert similar["results"][0]["path"] == "Notes/Dogs.md"
-    by_name = get(server, "/v1/similar", path="Cats").json()  # a note name works as in the CLI
-    assert by_name["path"] == "Notes/Cats.md"
+    nfd = get(server, "/v1/similar", path="Cafe\u0301.md").json()  # typed NFD, stored NFC, as /v1/notes
+    assert nfd["path"] == "Café.md"
     dups = get(server, "/v1/duplicates")
     assert dups.status_code == 200 and "pairs" in dups.json()
 
@@ -168,10 +169,11 @@ def test_errors_have_one_shape_and_their_own_status(
 
 
 def test_writes_are_not_routes(server: Companion) -> None:
-    for method in ("POST", "PUT", "DELETE", "PATCH"):
+    for method in ("POST", "PUT", "DELETE", "PATCH", "TRACE"):
         reply = httpx.request(method, server.url + "/v1/notes", params={"path": "Notes/Cats.md"})
         assert reply.status_code == 405, method
         assert reply.json()["error"]["code"] == "method_not_allowed"
+        assert reply.headers.get("allow") == "GET", method  # RFC 9110: a 405 says what is allowed
 
 
 def test_the_server_never_writes_to_the_vault(server: Companion, vault: Path) -> None:
@@ -364,6 +366,43 @@ def test_no_input_makes_a_500_and_every_reply_matches_the_spec(server: Companion
             assert SECRET not in reply.text
 
         check()
+
+
+def test_the_schema_declares_the_limits_that_make_400s(server: Companion) -> None:
+    """What the schema allows is accepted: a parameter a route refuses with a 400 (control
+    characters, a cursor of another alphabet) is refused by the schema too, with the reason; what no
+    schema can say (an offset past the end, a blank query) its description says."""
+    spec = _spec(server)
+
+    def param(route: str, name: str) -> dict[str, Any]:
+        return dict(next(p for p in spec["paths"][route]["get"]["parameters"] if p["name"] == name))
+
+    def pattern(route: str, name: str) -> str:
+        schema = param(route, name)["schema"]
+        return str(next(o["pattern"] for o in schema.get("anyOf", [schema]) if "pattern" in o))
+
+    checks = {
+        ("/v1/notes", "path"): ("Notes/Cats.md", "Notes/\x8dCats.md"),
+        ("/v1/similar", "path"): ("Notes/Cats.md", "Notes/\u202eCats.md"),
+        ("/v1/notes/list", "folder"): ("Notes", "No\x07tes"),
+        ("/v1/notes/list", "cursor"): ("Tm90ZXM", "not a cursor!"),
+    }
+    for (route, name), (good, bad) in checks.items():
+        assert re.search(pattern(route, name), good), (route, name)
+        assert not re.search(pattern(route, name), bad), (route, name)
+        reply = get(server, route, **{name: bad})
+        assert reply.status_code == 400, (route, name, reply.text)
+    assert "past the end is a 400" in param("/v1/notes", "offset")["description"]
+    assert "whitespace is a 400" in param("/v1/search", "q")["description"]  # empty_query, its own code
+    control = get(server, "/v1/notes", path="Notes/\x8dCats.md").json()["error"]["message"]
+    assert "control character U+008D" in control
+
+
+@pytest.mark.parametrize("route", ["/v1/notes", "/v1/similar"])
+def test_a_name_longer_than_the_file_system_allows_is_no_note(server: Companion, route: str) -> None:
+    reply = get(server, route, path="0" * 300 + ".md")
+    assert reply.status_code == 404, reply.text
+    assert reply.json()["error"]["code"] == "note_not_found"
 
 
 def test_openapi_lists_every_route_and_the_error_shape(server: Companion) -> None:

@@ -67,6 +67,19 @@ def test_every_attack_is_refused_by_the_api(server: Companion, vault: Path, endp
         assert SECRET not in reply.text, name
 
 
+@pytest.mark.parametrize("variant", ["notes/cats.md", "Notes/CATS.md", "Notes/Cats.MD", "Notes/Cats", "Cats"])
+def test_notes_and_similar_resolve_a_path_by_one_rule(server: Companion, variant: str) -> None:
+    """A case or extension variant, or a bare name, is not the note's path: both routes refuse it
+    alike, and both take the exact path."""
+    answers = [
+        httpx.get(server.url + route, params={"path": variant}) for route in ("/v1/notes", "/v1/similar")
+    ]
+    assert [a.status_code for a in answers] == [404, 404], [a.text for a in answers]
+    assert {a.json()["error"]["code"] for a in answers} == {"note_not_found"}
+    for route in ("/v1/notes", "/v1/similar"):
+        assert httpx.get(server.url + route, params={"path": "Notes/Cats.md"}).status_code == 200
+
+
 def test_raw_encoded_query_strings_are_refused(server: Companion) -> None:
     """The server decodes the query string once; what is still encoded after that is refused too."""
     for raw in [

@@ -9,7 +9,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from mcp import ClientSession
 import vaultlens
 from server_support import CHILD, payload, run_async, running_server, trap_vault, with_http_session
 from vaultlens.server import runtime
+from vaultlens.server.serve import VAULT_POLL_S
 from vl_support import bilingual_vault, cli_env, run_cli
 
 
@@ -48,6 +52,32 @@ def test_search_asks_a_running_server(
     assert runtime.read(vaultlens.App.open(vault)) is None  # withdrawn when the server stopped
 
 
+@contextmanager
+def frozen_server() -> Iterator[int]:
+    """A loopback server that accepts connections and never answers (a stopped `serve`)."""
+    held: list[socket.socket] = []
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.1)
+
+        def accept() -> None:
+            while not stop.is_set():
+                with suppress(TimeoutError):
+                    held.append(listener.accept()[0])
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        try:
+            yield listener.getsockname()[1]
+        finally:
+            stop.set()
+            thread.join(5)
+            for conn in held:
+                conn.close()
+
+
 def test_search_falls_back_silently_without_a_live_server(
     tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,21 +91,27 @@ def test_search_falls_back_silently_without_a_live_server(
         s.bind(("127.0.0.1", 0))
         closed_port = s.getsockname()[1]
     fingerprint = runtime.settings_fingerprint(app)
-    for info in (
-        runtime.ServerInfo(
-            dead.pid, "127.0.0.1", 9, str(app.vault), None, fingerprint
-        ),  # the process is gone
-        runtime.ServerInfo(
-            os.getpid(), "127.0.0.1", closed_port, str(app.vault), None, fingerprint
-        ),  # nobody listens
-    ):
-        runtime.announce(app, info)
-        started = time.monotonic()
-        result = run_cli(["search", "cats sleep", "--json", "--vault", str(vault)])
-        assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout)[0]["path"] == "Notes/Cats.md"
-        assert time.monotonic() - started < 10
-        assert runtime.search_via_server(app, "cats", None, None) is None
+    with frozen_server() as frozen_port:
+        for info in (
+            runtime.ServerInfo(
+                dead.pid, "127.0.0.1", 9, str(app.vault), None, fingerprint
+            ),  # the process is gone
+            runtime.ServerInfo(
+                os.getpid(), "127.0.0.1", closed_port, str(app.vault), None, fingerprint
+            ),  # nobody listens
+            runtime.ServerInfo(
+                os.getpid(), "127.0.0.1", frozen_port, str(app.vault), None, fingerprint
+            ),  # accepts and never answers
+        ):
+            runtime.announce(app, info)
+            started = time.monotonic()
+            result = run_cli(["search", "cats sleep", "--json", "--vault", str(vault)])
+            assert result.exit_code == 0, result.output
+            assert json.loads(result.stdout)[0]["path"] == "Notes/Cats.md"
+            assert time.monotonic() - started < 10
+            started = time.monotonic()
+            assert runtime.search_via_server(app, "cats", None, None) is None
+            assert time.monotonic() - started < 2 * (runtime.HEALTH_TIMEOUT + runtime.CONNECT_TIMEOUT)
 
 
 @pytest.mark.slow
@@ -163,17 +199,42 @@ def test_serve_without_the_writer_lock_serves_and_says_who_keeps_the_index(
     assert any(line.startswith("Serving") for line in said)
 
 
+def _wait_for(check: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
-def test_status_says_when_the_watcher_stopped_following_the_vault(tmp_path: Path, isolated_env: Path) -> None:
-    """The vault folder moved away and back: the watcher ends (its folder is another one now), and the
-    index no longer follows the vault; searches answer, and /v1/status must say so."""
+def test_the_watcher_restarts_when_the_vault_folder_comes_back(tmp_path: Path, isolated_env: Path) -> None:
+    """The vault folder moved away: /v1/status says the watcher stopped. Another folder at its path
+    is not followed (it may be another vault); the same folder moved back is, and the restart's
+    reconcile picks up what changed meanwhile."""
     vault = trap_vault(tmp_path / "v")
+    away = tmp_path / "away"
     with running_server(vault, isolated_env) as server:
-        assert httpx.get(server.url + "/v1/status").json()["watcher"] == {"state": "watching", "reason": None}
-        vault.rename(tmp_path / "away")
-        deadline = time.monotonic() + 60
-        while server.watcher_state != "stopped" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        (tmp_path / "away").rename(vault)
-        watcher = httpx.get(server.url + "/v1/status").json()["watcher"]
-    assert watcher["state"] == "stopped" and "Restart `vaultlens serve`" in watcher["reason"]
+
+        def watcher() -> dict[str, Any]:
+            return dict(httpx.get(server.url + "/v1/status").json()["watcher"])
+
+        assert watcher() == {"state": "watching", "reason": None}
+        vault.rename(away)
+        _wait_for(lambda: server.watcher_state == "stopped")
+        gone = httpx.get(server.url + "/v1/status")  # status cannot read the vault, and says why
+        assert gone.status_code == 400 and "does not exist" in gone.json()["error"]["message"]
+        assert "restarts when that folder is back" in watcher()["reason"]
+        vault.mkdir()  # another folder at the vault's path
+        time.sleep(3 * VAULT_POLL_S)
+        assert watcher()["state"] == "stopped"
+        vault.rmdir()
+        (away / "Otters.md").write_text("# Otters\n\nOtters juggle pebbles in kelp forests.\n")
+        away.rename(vault)
+        _wait_for(lambda: watcher()["state"] == "watching")
+
+        def found() -> bool:
+            reply = httpx.get(server.url + "/v1/search", params={"q": "otters juggle pebbles", "limit": 1})
+            return reply.status_code == 200 and [h["path"] for h in reply.json()] == ["Otters.md"]
+
+        _wait_for(found)
+        assert watcher() == {"state": "watching", "reason": None}

@@ -5,6 +5,10 @@ Change detection has three tiers: (1) size and mtime equal -> skip without readi
 embedded text has no vector yet. Work is committed in batches, so Ctrl-C or kill -9 loses
 at most the batch in flight and the next run resumes from there.
 
+A note deleted or changed while its chunks are being embedded is dropped between two embedding
+batches (a 9 MB note is thousands of chunks, minutes with a local model): nothing of it is written,
+and its own event (the watcher) or the next run takes the file as it is now.
+
 A note whose path is gone while a new path holds the same bytes was moved: the old path is
 deleted in the same batch that writes the new one, so no search during a run misses it (a
 renamed folder is applied batch by batch, each note in one step). Other gone paths are
@@ -13,6 +17,7 @@ deleted first.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -33,6 +38,7 @@ from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
 from vaultlens.index.tier_fill import fill_tier
+from vaultlens.vault.safepath import resolve_note_path
 from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path, scan_vault
 
 # A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
@@ -61,6 +67,41 @@ class _Pending:
     embed: dict[str, str]  # embed_hash -> text, for chunks that still need a vector
     removed: int = 0  # chunks of the previous version that are gone
     replaces: list[str] = field(default_factory=list)  # gone paths with these bytes (a move)
+    stale: bool = False  # deleted or changed since it was read: nothing of it is written
+    seen: tuple[int, int] | None = None  # (size, mtime_ns) last confirmed to hold the read bytes
+
+    def still_current(self, vault: Path) -> bool:
+        """The file still holds the bytes being indexed: a stat, and a hash only when the stat differs."""
+        rec = self.update.record
+        try:
+            st = os.stat(resolve_note_path(vault, rec.path).real)
+            stamp = (st.st_size, st.st_mtime_ns)
+            if stamp not in (self.seen, (rec.size, rec.mtime_ns)):
+                if read_note(vault, rec.path).file_hash != rec.file_hash:
+                    return False
+                self.seen = stamp
+        except (OSError, VaultlensError):
+            return False
+        return True
+
+
+class _Freshness:
+    """Which chunk texts are still wanted: before each embedding call, the notes that want them are
+    checked (a stat each), and a note deleted or changed meanwhile is marked stale."""
+
+    def __init__(self, vault: Path, pending: Iterable[_Pending]) -> None:
+        self.vault = vault
+        self.owners: dict[str, list[_Pending]] = {}
+        for item in pending:
+            for ehash in item.embed:
+                self.owners.setdefault(ehash, []).append(item)
+
+    def wanted(self, hashes: list[str]) -> list[str]:
+        notes = {id(p): p for h in hashes for p in self.owners.get(h, ())}
+        for item in notes.values():
+            if not item.stale and not item.still_current(self.vault):
+                item.stale = True
+        return [h for h in hashes if any(not p.stale for p in self.owners.get(h, ()))]
 
 
 @dataclass
@@ -218,17 +259,18 @@ class Indexer:
         todo = {h: t for h, t in wanted.items() if h not in known}
         stats.chunks_reused = sum(1 for p in plan.pending for h in p.embed if h in known)
         hashes = list(todo)
+        fresh = _Freshness(self.vault, plan.pending)
         vectors: dict[str, npt.NDArray[np.float32]] = {}
         for i in range(0, len(hashes), COMMIT_CHUNKS):
             if vectors:  # more than one batch: keep the finished ones (reused after a crash)
                 self.store.apply(vectors=vectors)
-            vectors = self._embed({h: todo[h] for h in hashes[i : i + COMMIT_CHUNKS]})
-            if self.store.space is None:
+            vectors = self._embed({h: todo[h] for h in hashes[i : i + COMMIT_CHUNKS]}, fresh)
+            stats.chunks_embedded += len(vectors)
+            if vectors and self.store.space is None:
                 self.store.set_space(self.provider.space)
-        updates = [*plan.updates, *(p.update for p in plan.pending)]
+        updates = [*plan.updates, *(p.update for p in plan.pending if not p.stale)]
         if updates or vectors or plan.deletes or plan.touch:
             self.store.apply(updates=updates, vectors=vectors, deletes=plan.deletes, touch=plan.touch)
-        stats.chunks_embedded = len(todo)
         if plan.deletes or stats.chunks_deleted:
             self.store.drop_orphan_vectors()
         stats.complete = True  # a Ctrl-C from here on leaves only the tier unfinished
@@ -376,22 +418,25 @@ class Indexer:
         done: set[str] = set()
         for batch in self._batches(pending):
             texts = {h: t for p in batch for h, t in p.embed.items() if h not in known and h not in done}
-            vectors = self._embed(texts)
+            vectors = self._embed(texts, _Freshness(self.vault, batch))
             if vectors and self.store.space is None:
                 self.store.set_space(self.provider.space)
+            kept = [p for p in batch if not p.stale]
             # a moved note's old path goes in the transaction that adds its new one
-            moved = [old for p in batch for old in p.replaces]
-            self.store.apply(updates=[p.update for p in batch], vectors=vectors, deletes=moved)
-            done.update(texts)
-            stats.chunks_embedded += len(texts)
+            moved = [old for p in kept for old in p.replaces]
+            self.store.apply(updates=[p.update for p in kept], vectors=vectors, deletes=moved)
+            done.update(vectors)  # a text skipped for a stale note may still be wanted by a later one
+            stats.chunks_embedded += len(vectors)
 
-    def _embed(self, texts: dict[str, str]) -> dict[str, npt.NDArray[np.float32]]:
+    def _embed(self, texts: dict[str, str], fresh: _Freshness) -> dict[str, npt.NDArray[np.float32]]:
+        """Vectors for ``texts``, one provider batch at a time; texts only stale notes want are skipped."""
         hashes = list(texts)
         out: dict[str, npt.NDArray[np.float32]] = {}
         step = max(1, self.provider.batch_size)
         for i in range(0, len(hashes), step):
-            part = hashes[i : i + step]
-            vecs = self.provider.embed([texts[h] for h in part])
-            out.update(zip(part, vecs, strict=True))
-            self.progress.advance(len(part))
+            part = fresh.wanted(hashes[i : i + step])
+            if part:
+                vecs = self.provider.embed([texts[h] for h in part])
+                out.update(zip(part, vecs, strict=True))
+            self.progress.advance(min(step, len(hashes) - i))
         return out

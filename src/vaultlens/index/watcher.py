@@ -340,8 +340,13 @@ def root_identity(root: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
-def vault_moved(root: Path) -> VaultError:
-    return VaultError(
+class VaultMoved(VaultError):
+    """The watched vault folder was moved away, deleted or replaced (same code as VaultError:
+    callers that follow the folder, like ``serve``, tell it from other refusals by its type)."""
+
+
+def vault_moved(root: Path) -> VaultMoved:
+    return VaultMoved(
         f"The vault folder {root} was moved or deleted while watching it; stopped watching "
         "(the index is up to date with the last flush).",
         hint="Restart `vaultlens watch` (with --vault pointing at the folder's new place).",

@@ -19,7 +19,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import version
 from typing import Annotated, Any
@@ -31,7 +31,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from vaultlens.errors import TRANSLATED, ConsentRequired, VaultlensError, translate_error
+from vaultlens.errors import (
+    TRANSLATED,
+    ConsentRequired,
+    VaultError,
+    VaultlensError,
+    translate_error,
+)
 from vaultlens.server.envelope import invalid_arguments
 from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_SECTIONS
 from vaultlens.services import notes
@@ -42,6 +48,7 @@ from vaultlens.services.notes import NoteList, NoteSlice
 from vaultlens.services.search import NoteHit
 from vaultlens.services.verbs import asking, finding
 from vaultlens.services.verbs.status import status as index_status
+from vaultlens.vault.safepath import ALLOWED_TEXT_PATTERN
 
 log = logging.getLogger("vaultlens.server")
 
@@ -133,8 +140,24 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def error_response(error: VaultlensError) -> JSONResponse:
-    return JSONResponse({"error": error.to_dict()}, status_code=error.http_status)
+def error_response(error: VaultlensError, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": error.to_dict()}, status_code=error.http_status, headers=headers)
+
+
+CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"  # what notes.list_notes hands out: URL-safe base64, unpadded
+
+
+def _path_query(what: str, min_length: int = 1) -> Any:
+    """A path parameter with the limits that otherwise come back as 400s declared in the schema:
+    its length, and the characters no note path may have (the rule of ``vault/safepath.py``)."""
+    return Query(
+        min_length=min_length,
+        max_length=notes.MAX_PATH_CHARS,
+        pattern=ALLOWED_TEXT_PATTERN,
+        description=f"{what} Vault-relative, with '/' separators, as listed by /v1/notes/list. Refused "
+        "with a 400: control or bidirectional characters, an absolute path, '~', '\\', a drive letter, "
+        "'.', '..' or hidden ('.name') segments, and anything the vault's ignore rules leave out.",
+    )
 
 
 def _json(data: Any) -> JSONResponse:
@@ -180,7 +203,7 @@ def create_api(
         error = VaultlensError(str(exc.detail), hint="See /openapi.json for the routes.")
         error.code = codes.get(exc.status_code, "http")
         error.http_status = exc.status_code
-        return error_response(error)
+        return error_response(error, exc.headers)  # a 405 keeps its Allow header
 
     @api.exception_handler(Exception)
     async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -189,16 +212,33 @@ def create_api(
         log.exception("unexpected error")
         return error_response(VaultlensError("Internal error; the server log has the details."))
 
-    @api.get("/v1/status", summary="Index coverage, totals, model, last run")
-    def status() -> dict[str, Any]:
-        out = index_status(app).as_dict()
-        return out if watcher is None else {**out, "watcher": watcher()}
+    @api.get("/v1/health", summary="The server answers (what one-shot commands check before asking it)")
+    def health() -> dict[str, bool]:
+        """Run in a worker thread like every route, so a server whose workers are stuck is not healthy."""
+        return {"ok": True}
+
+    @api.get("/v1/status", response_model=dict[str, Any], summary="Index coverage, totals, model, last run")
+    def status() -> JSONResponse:
+        try:
+            out = index_status(app).as_dict()
+        except VaultError as exc:  # the vault folder is gone: the error, and still what the watcher does
+            if watcher is None:
+                raise
+            return JSONResponse({"error": exc.to_dict(), "watcher": watcher()}, status_code=exc.http_status)
+        return _json(out if watcher is None else {**out, "watcher": watcher()})
 
     @api.get(
         "/v1/search", response_model=list[NoteHit], summary="Notes matching a query, with their best sections"
     )
     def search(
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")],
+        q: Annotated[
+            str,
+            Query(
+                min_length=1,
+                max_length=MAX_QUERY_CHARS,
+                description="What to look for; a query of only whitespace is a 400 empty_query.",
+            ),
+        ],
         limit: Annotated[int | None, Query(ge=1, le=MAX_LIMIT, description="Notes to return.")] = None,
         sections: Annotated[
             int | None, Query(ge=1, le=MAX_SECTIONS, description="Sections per note.")
@@ -208,9 +248,7 @@ def create_api(
 
     @api.get("/v1/similar", response_model=SimilarResult, summary="Notes related to one note")
     def similar(
-        path: Annotated[
-            str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS, description="Note path or name.")
-        ],
+        path: Annotated[str, _path_query("The note, resolved as /v1/notes resolves it.")],
         limit: Annotated[int | None, Query(ge=1, le=MAX_LIMIT)] = None,
     ) -> JSONResponse:
         return _json(finding.similar(app, path, limit, untrusted=True).as_dict())
@@ -226,10 +264,15 @@ def create_api(
 
     @api.get("/v1/notes", response_model=NoteSlice, summary="A bounded slice of one note's text")
     def note(
-        path: Annotated[
-            str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS, description="Vault-relative path.")
-        ],
-        offset: Annotated[int, Query(ge=0, description="Code point to start at.")] = 0,
+        path: Annotated[str, _path_query("The note.")],
+        offset: Annotated[
+            int,
+            Query(
+                ge=0,
+                description="Code point to start at: at most the note's total_length (past the end is a "
+                "400); next_offset of the previous slice for the next one.",
+            ),
+        ] = 0,
         length: Annotated[
             int, Query(ge=1, le=notes.MAX_SLICE, description="Code points to return.")
         ] = notes.DEFAULT_SLICE,
@@ -240,10 +283,15 @@ def create_api(
         "/v1/notes/list", response_model=NoteList, summary="Indexed notes under a folder, one page at a time"
     )
     def note_list(
-        folder: Annotated[
-            str, Query(max_length=notes.MAX_PATH_CHARS, description="'' for the whole vault.")
-        ] = "",
-        cursor: Annotated[str | None, Query(max_length=4 * notes.MAX_PATH_CHARS)] = None,
+        folder: Annotated[str, _path_query("A folder; '' for the whole vault.", min_length=0)] = "",
+        cursor: Annotated[
+            str | None,
+            Query(
+                max_length=4 * notes.MAX_PATH_CHARS,
+                pattern=CURSOR_PATTERN,
+                description="The next_cursor of the previous page; any other value is a 400.",
+            ),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=notes.MAX_PAGE)] = notes.DEFAULT_PAGE,
     ) -> JSONResponse:
         return _json(finding.list_notes(app, folder, cursor, limit).as_dict())

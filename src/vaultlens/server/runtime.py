@@ -5,7 +5,9 @@ into the vault's index root when it starts listening, and removes it when it sto
 reads it, checks that the process is alive and that nothing in its own settings differs, and
 sends the request over loopback; anything unexpected (no file, a dead pid, a refused
 connection, a timeout, an error reply) makes it fall back silently to doing the work itself,
-which gives the same answer, only slower (it loads the model).
+which gives the same answer, only slower (it loads the model). A frozen server (stopped, or
+its workers stuck) still accepts connections, so a cheap ``/v1/health`` with a short first-byte
+timeout comes first: falling back costs seconds, waiting for the search's own timeout a minute.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from vaultlens.services.search import NoteHit
 
 RUNTIME_FILE = "serve.json"
 CONNECT_TIMEOUT = 0.5  # seconds: a live loopback server accepts at once
-READ_TIMEOUT = 60.0  # a search under heavy load
+HEALTH_TIMEOUT = 2.0  # first byte of /v1/health: a live server answers in milliseconds
+READ_TIMEOUT = 60.0  # a search under heavy load, once the server proved alive
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +114,12 @@ def search_via_server(app: App, query: str, limit: int | None, sections: int | N
     if sections is not None:
         params["sections"] = sections
     try:
-        timeout = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
-        reply = httpx.get(f"{info.base_url}/v1/search", params=params, headers=headers, timeout=timeout)
+        with httpx.Client(base_url=info.base_url, headers=headers) as client:
+            health = client.get("/v1/health", timeout=httpx.Timeout(HEALTH_TIMEOUT, connect=CONNECT_TIMEOUT))
+            if health.status_code != 200:
+                return None
+            timeout = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
+            reply = client.get("/v1/search", params=params, timeout=timeout)
         if reply.status_code != 200:
             return None  # the local path raises the same error with its own wording and exit code
         return [NoteHit.from_dict(item) for item in reply.json()]

@@ -28,7 +28,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from vaultlens.errors import TRANSLATED, ConfigError, IndexLocked, VaultlensError, translate_error
-from vaultlens.index.watcher import FlushReport
+from vaultlens.index.watcher import FlushReport, VaultMoved, root_identity
 from vaultlens.server import runtime
 from vaultlens.server.api import create_api
 from vaultlens.server.guard import Guard, check_bind, is_loopback
@@ -37,6 +37,9 @@ from vaultlens.services.app import App
 from vaultlens.services.verbs.indexing import watch as watch_service
 
 Say = Callable[[str], None]
+
+# How often a stopped watcher looks whether the vault folder it watched is back at its path.
+VAULT_POLL_S = 1.0
 
 # Worker threads for route handlers and MCP tools (anyio's default is 40). A search is CPU-bound
 # (the query's embedding, one matrix product), so more threads than cores only queue inside
@@ -204,21 +207,44 @@ class Companion:
             self._watcher.join(30)
 
     def _watch(self) -> None:
+        """Run the watcher; when the vault folder moved away, wait for that same folder to come back
+        and watch again (its reconcile catches up). Another folder at the path stays unwatched: it
+        may be another vault, and following it would swap the whole index (see ``Watcher``)."""
+        watched = root_identity(self.app.vault)
+        while self._watch_once() and watched is not None:
+            while root_identity(self.app.vault) != watched:
+                if self._stop_watch.wait(VAULT_POLL_S):
+                    return
+            self.say(f"The vault folder {self.app.vault} is back; watching it again.")
+
+    def _watch_once(self) -> bool:
+        """Watch until stopped; True when it ended because the vault folder moved away."""
+
         def flushed(report: FlushReport) -> None:
             if self.on_flush is not None:
                 self.on_flush(report)
 
+        self.watcher_state, self.watcher_reason = "watching", None
         try:
             watch_service(self.app, flushed, self._stop_watch, consent=self.consent)
         except IndexLocked:
             self.watcher_state = "elsewhere"
             self.say("Another process (e.g. `vaultlens watch`) is writing this index; it keeps it current.")
+        except VaultMoved:
+            self.watcher_reason = (
+                f"The vault folder {self.app.vault} was moved or deleted; the watcher restarts when "
+                "that folder is back. Searches answer from the index as it is."
+            )
+            self.watcher_state = "stopped"
+            self.say(f"The watcher stopped: {self.watcher_reason}")
+            return True
         except VaultlensError as exc:
             self._watcher_stopped(exc.message)
             self.say(f"The watcher stopped: {exc.message} Searches keep answering from the index as it is.")
         except TRANSLATED as exc:
             self._watcher_stopped(translate_error(exc).message)
             self.say(f"The watcher stopped: {translate_error(exc).message}")
+        return False
 
     def _watcher_stopped(self, why: str) -> None:
         self.watcher_reason = f"{why} Restart `vaultlens serve` to follow the vault again."

@@ -70,6 +70,13 @@ def check_untrusted_arg(rel: str, what: str = "path") -> None:
 
 def read_untrusted(vault_rules: VaultRules, rel: str, max_bytes: int) -> RawNote:
     """The bytes of note ``rel``, or a :class:`VaultError` saying why it may not be read."""
+    return read_note(vault_rules.root, resolve_untrusted(vault_rules, rel), max_bytes)
+
+
+def resolve_untrusted(vault_rules: VaultRules, rel: str) -> str:
+    """The one rule for a note path from a program or an agent (read a slice, find related notes):
+    a vault-relative path to a note the scan lists, as spelled on disk (an NFD spelling of an NFC
+    name finds it; another case, a missing extension or a bare name do not). Returns that spelling."""
     check_untrusted_arg(rel)
     found = resolve_note_path(vault_rules.root, rel)
     listed = vault_rules.classify(found.rel)
@@ -82,7 +89,7 @@ def read_untrusted(vault_rules: VaultRules, rel: str, max_bytes: int) -> RawNote
     if listed.kind != "note":
         what = {"canvas": "a Canvas file", "base": "a Bases file"}.get(listed.kind, "an attachment")
         raise VaultError(f"Refusing note path {rel!r}: it is {what}, not a Markdown note.")
-    return read_note(vault_rules.root, found.rel, max_bytes)
+    return found.rel
 
 
 def note_slice(vault_rules: VaultRules, rel: str, offset: int, length: int, max_bytes: int) -> NoteSlice:

@@ -58,6 +58,11 @@ _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\
 # every character a path may not contain: controls (Unicode category Cc), lone surrogates (what
 # Python makes of bytes that are not UTF-8 in a file name) and the bidirectional controls above
 REFUSED_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff" + "".join(sorted(_BIDI)) + "]")
+# The same rule as a pattern an API schema declares (ECMA and Rust syntax alike); surrogates are left
+# out, since a UTF-8 query string cannot carry them.
+ALLOWED_TEXT_PATTERN = (
+    "^[^\\u0000-\\u001f\\u007f-\\u009f" + "".join(f"\\u{ord(c):04x}" for c in sorted(_BIDI)) + "]*$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +207,8 @@ def _not_found(rel: str, detail: str | None = None) -> NoteNotFound:
 def _os_error(rel: str, exc: OSError) -> VaultlensError:
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
         return _not_found(rel)
+    if exc.errno == errno.ENAMETOOLONG:  # no note can have that name; not a failing file system
+        return _not_found(rel, "a name in it is longer than the file system allows")
     return translate_error(exc, f"read the note {rel!r}")
 
 

@@ -36,10 +36,12 @@ def similar(
 ) -> discover.SimilarResult:
     """Notes related to ``note`` from stored vectors only (no embedding call).
 
-    ``untrusted``: ``note`` comes from a program or an agent (API, MCP), so it must also pass
-    :func:`~vaultlens.services.notes.check_untrusted_arg` (no absolute paths, no encoded tricks)."""
-    if untrusted:
-        notes.check_untrusted_arg(note)
+    ``untrusted``: ``note`` comes from a program or an agent (API, MCP), so it is resolved by the
+    same rule as a note it reads (:func:`~vaultlens.services.notes.resolve_untrusted`: an exact
+    vault-relative path to a listed note; no names, case or extension variants, encoded tricks)."""
+    with translated_errors(path=app.index_dir):
+        if untrusted:
+            note = notes.resolve_untrusted(app.files().rules(), note)
     with translated_errors(path=app.index_dir), app.reading() as store:
         path = discover.resolve_note(store, str(app.vault), note)
         d = app.settings.discover
