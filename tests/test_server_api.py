@@ -426,3 +426,25 @@ def test_a_port_in_use_is_a_clear_error() -> None:
             bind("127.0.0.1", held.getsockname()[1])
     with pytest.raises(ConfigError, match="Cannot serve"):
         bind("no-such-host.invalid", 0)
+
+
+def test_a_query_past_max_query_chars_is_refused_not_cut(tmp_path: Path) -> None:
+    """A program has no terminal to be told its query was cut: the API and MCP refuse it, naming the limit."""
+    vault = trap_vault(tmp_path / "v")
+    overrides = {"embedding.provider": "fake", "search.max_query_chars": "20"}
+    long = "cats sleep in the sun all afternoon"  # 35 characters
+    with running_server(vault, tmp_path / "home", watch=False, overrides=overrides) as companion:
+        searched = httpx.get(companion.url + "/v1/search", params={"q": long})
+        asked = httpx.post(companion.url + "/v1/ask", json={"question": long, "extractive": True})
+        short = httpx.get(companion.url + "/v1/search", params={"q": "cats sleep"})
+
+        async def tool(session: Any) -> Any:
+            return await session.call_tool("search_notes", {"query": long})
+
+        mcp = run_async(lambda: with_http_session(companion.url, tool))
+    for reply in (searched, asked):
+        assert reply.status_code == 400, reply.text
+        error = reply.json()["error"]
+        assert error["code"] == "invalid_input" and "search.max_query_chars" in error["message"]
+    assert mcp.isError and "search.max_query_chars" in mcp.content[0].text
+    assert short.status_code == 200

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from vaultlens.config.paths import user_config_file
-from vaultlens.errors import ConfigError, translated_errors
+from vaultlens.errors import ConfigError, InvalidInput, translated_errors
 
 VAULT_CONFIG_NAME = ".vaultlens.toml"
 ENV_PREFIX = "VAULTLENS_"
@@ -264,6 +264,16 @@ class SearchSettings:
     def bounded_query(self, query: str) -> str:
         """``query`` as search and Ask read it: stripped, then its first ``max_query_chars`` code points."""
         return query.strip()[: self.max_query_chars]
+
+    def refuse_long_query(self, query: str) -> None:
+        """A program's query is refused rather than cut (a person's CLI run is told of the cut instead)."""
+        given = len(query.strip())
+        if given > self.max_query_chars:
+            raise InvalidInput(
+                f"The query is {given:,} characters long; this vault's search reads at most "
+                f"{self.max_query_chars:,} (search.max_query_chars).",
+                hint="Send a shorter query, or raise search.max_query_chars.",
+            )
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,7 @@ def ask_stream(app: App, body: AskBody) -> JSONResponse | StreamingResponse:
                 body.consent,
                 body.extractive,
                 remember=False,  # a request's consent is its own, never stored, never borrowed
+                untrusted=True,
             )
             events.put(("done", got.as_dict()))
         except Exception as exc:  # every failure reaches the client as the one error shape
@@ -244,7 +245,7 @@ def create_api(
             int | None, Query(ge=1, le=MAX_SECTIONS, description="Sections per note.")
         ] = None,
     ) -> JSONResponse:
-        return _json([h.as_dict() for h in finding.search(app, q, limit, sections)])
+        return _json([h.as_dict() for h in finding.search(app, q, limit, sections, untrusted=True)])
 
     @api.get("/v1/similar", response_model=SimilarResult, summary="Notes related to one note")
     def similar(

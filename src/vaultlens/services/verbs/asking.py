@@ -26,12 +26,16 @@ def ask(
     extractive: bool = False,
     provider: LLMProvider | None = None,
     remember: bool = True,
+    untrusted: bool = False,
 ) -> AskAnswer:
     """Answer ``question`` from the vault only, citing sources (``extractive``: passages, no model).
 
     ``provider``: a model to use instead of the configured one (the caller closes it).
     ``remember=False`` (a server's request): ``consent`` covers this call only; it is not stored
-    and a grant remembered from the command line does not count."""
+    and a grant remembered from the command line does not count. ``untrusted``: a program's
+    question, refused when longer than search.max_query_chars rather than cut."""
+    if untrusted:
+        app.settings.search.refuse_long_query(question)
     with translated_errors(path=app.index_dir):
         files = app.files()
         if extractive:

@@ -22,9 +22,16 @@ if TYPE_CHECKING:
 __all__ = ["dismiss", "duplicates", "list_notes", "note", "search", "similar"]
 
 
-def search(app: App, query: str, limit: int | None = None, sections: int | None = None) -> list[NoteHit]:
-    """Notes matching ``query`` by meaning and by words, inside one snapshot."""
+def search(
+    app: App, query: str, limit: int | None = None, sections: int | None = None, *, untrusted: bool = False
+) -> list[NoteHit]:
+    """Notes matching ``query`` by meaning and by words, inside one snapshot.
+
+    ``untrusted``: a program's query (API, MCP), refused when longer than search.max_query_chars
+    rather than cut without a word (it has no terminal to be told on)."""
     s = app.settings.search
+    if untrusted:
+        s.refuse_long_query(query)
     with translated_errors(path=app.index_dir), app.reading() as store:
         store.check_space(app.provider().space)
         tier = app.search_tier(store)
