@@ -108,6 +108,7 @@ def main() -> None:
                 ],
                 capture_output=True,
                 text=True,
+                cwd=tmp,  # schemathesis keeps a .schemathesis/ cache in its working folder
             )
             seconds = time.monotonic() - started
         finally:
