@@ -150,6 +150,22 @@ def test_review_proposes_the_exact_prompt_and_sends_that_one_when_granted(vault:
     check_shape("review", result.as_dict())
 
 
+def test_a_grant_holds_for_a_note_named_in_another_unicode_form(vault: Path) -> None:
+    """The note is stored as NFD (as macOS writes it), the user types NFC: the accepted prompt is sent."""
+    import unicodedata
+
+    stored = unicodedata.normalize("NFD", "Café.md")
+    (vault / stored).write_text("# Café\n\nA cached value expires after its TTL.\n", encoding="utf-8")
+    typed = unicodedata.normalize("NFC", "Café.md")
+    with ReviewModel() as server:
+        app = App.open(vault, settings(server))
+        with pytest.raises(vaultlens.ConsentRequired) as asked:
+            vaultlens.review(app, typed, CACHING)
+        result = vaultlens.review(app, typed, CACHING, confirmed=asked.value.proposal)
+        assert len(server.chats()) == 1
+    assert result.ok
+
+
 def test_a_grant_for_another_prompt_sends_nothing(vault: Path) -> None:
     """A proposal accepted for one pair is no grant for another: that pair's own prompt is proposed."""
     with ReviewModel() as server:

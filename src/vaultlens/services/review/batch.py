@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from vaultlens.errors import (
     PermissionDenied,
     PlanRefused,
     Proposal,
+    VaultError,
     VaultlensError,
 )
 from vaultlens.fsutil import jsonl_rows, nearest_existing, outside_vault, write_outside_vault
@@ -28,6 +28,7 @@ from vaultlens.llm.base import LLMProvider
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.review.outcome import ReviewResult, cuts, destination
 from vaultlens.services.review.session import PlanOptions, Prepared, edit_diff, prepare, propose, send
+from vaultlens.vault.safepath import resolve_note_path
 
 PAIRS_SHAPE = 'one JSON object per line, {"a": "Note A.md", "b": "Note B.md"}'
 
@@ -153,15 +154,17 @@ def proposal_for(prepared: Prepared, count: int = 1) -> ConsentRequired:
     )
 
 
-def accepted(confirmed: Proposal | None, a: str, b: str) -> Prepared | None:
-    """The prepared prompt the user accepted for the pair (a, b), if ``confirmed`` holds it."""
+def accepted(confirmed: Proposal | None, root: Path, a: str, b: str) -> Prepared | None:
+    """The prepared prompt the user accepted for the pair (a, b), if ``confirmed`` holds it (the
+    paths compared as the vault spells them on disk, so an NFC argument finds an NFD file)."""
     prepared = confirmed.payload if confirmed is not None else None
-    if isinstance(prepared, Prepared) and (prepared.catalog.paths["A"], prepared.catalog.paths["B"]) == (
-        a,
-        b,
-    ):
-        return prepared
-    return None
+    if not isinstance(prepared, Prepared):
+        return None
+    try:
+        wanted = (resolve_note_path(root, a).rel, resolve_note_path(root, b).rel)
+    except VaultError:
+        return None
+    return prepared if (prepared.catalog.paths["A"], prepared.catalog.paths["B"]) == wanted else None
 
 
 def _sources(prepared: Prepared) -> str:
@@ -180,8 +183,8 @@ def _sources(prepared: Prepared) -> str:
     )
 
 
-def _section(files: VaultFiles, provider: LLMProvider, prepared: Prepared) -> tuple[PairOutcome, str]:
-    """Send one prepared pair: its outcome, and its report section after the notes' lines."""
+def _section(files: VaultFiles, provider: LLMProvider, prepared: Prepared) -> tuple[bool, str | None, str]:
+    """Send one prepared pair: whether the answer is valid, its action, its report section."""
     reviewed = send(files, prepared, provider, consent=True)
     try:
         edit = propose(files, reviewed, PlanOptions())
@@ -201,8 +204,7 @@ def _section(files: VaultFiles, provider: LLMProvider, prepared: Prepared) -> tu
         + "\n### Proposed operation\n\n"
         + (f"```diff\n{proposed}```\n" if proposed else f"{refused or 'none (' + str(action) + ')'}\n")
     )
-    a, b = prepared.catalog.paths["A"], prepared.catalog.paths["B"]
-    return PairOutcome(a, b, reviewed.validation.ok, action), section
+    return reviewed.validation.ok, action, section
 
 
 def run_batch(
@@ -211,14 +213,13 @@ def run_batch(
     pairs: list[PairLine],
     target: Path,
     confirmed: Proposal | None,
-    on_pair: Callable[[int], None] | None = None,
 ) -> BatchReport:
     """Review every pair; without ``confirmed``, stop at the first pair that can be prepared with its
     proposal (:class:`ConsentRequired`): nothing is sent and no report is written."""
     sections = [
         f"# vaultlens review report\n\nPairs: {len(pairs)} · provider {provider.name} · model {provider.model}\n"
     ]
-    if confirmed is not None and not any(accepted(confirmed, p.a, p.b) for p in pairs):
+    if confirmed is not None and not any(accepted(confirmed, files.root, p.a, p.b) for p in pairs):
         confirmed = None  # a grant for another prompt does not cover this batch
     result = BatchReport(target)
     for n, pair in enumerate(pairs, 1):
@@ -227,19 +228,17 @@ def run_batch(
         try:
             if pair.problem is not None:
                 raise pair.problem
-            prepared = accepted(confirmed, a, b) or prepare(files, a, b, provider)
+            prepared = accepted(confirmed, files.root, a, b) or prepare(files, a, b, provider)
             if confirmed is None:
                 raise proposal_for(prepared, count=len(pairs) - n + 1)
             sections.append(_sources(prepared))
-            outcome, section = _section(files, provider, prepared)
-            result.pairs.append(PairOutcome(a, b, outcome.ok, outcome.action))
+            ok, action, section = _section(files, provider, prepared)
+            result.pairs.append(PairOutcome(a, b, ok, action))
             sections.append(section)
         except ConsentRequired:  # not accepted: the batch stops, nothing more is sent or written
             raise
         except VaultlensError as exc:
             result.pairs.append(PairOutcome(a, b, False, error=exc))
             sections.append(f"\nFailed: {exc.message}\n" + (f"\n{exc.hint}\n" if exc.hint else ""))
-        if on_pair is not None:
-            on_pair(n)
     result.report = write_outside_vault(target, "".join(sections), files.root)
     return result

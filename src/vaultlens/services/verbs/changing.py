@@ -42,7 +42,7 @@ def review(
     provider = app.llm()
     try:
         files = app.files()
-        shown = batch.accepted(confirmed, a, b)  # the prompt the user saw for this pair, if any
+        shown = batch.accepted(confirmed, files.root, a, b)  # the prompt the user saw for this pair, if any
         prepared = shown or prepare(files, a, b, provider)
         chosen = resolve_options(prepared.catalog, options or PlanOptions())  # before anything is sent
         if shown is None:  # no grant, or one for another prompt: show this one first
