@@ -561,6 +561,21 @@ def test_history_and_undo_follow_a_vault_folder_that_moved(tmp_path: Path, how: 
     assert not (tmp_path / "old place" / "v").exists(), "nothing was written at the old path"
 
 
+def test_a_new_vault_at_a_moved_vaults_old_path_gets_a_journal_of_its_own(tmp_path: Path) -> None:
+    """The id beside the old path's index names the moved vault's journal: a new folder there must
+    not take it over (and leave the moved vault without its history)."""
+    vault = write_vault(tmp_path / "x", {"a.md": "one\n"})
+    op_id = applied_in(vault)
+    moved = tmp_path / "y"
+    vault.rename(moved)
+    stranger = write_vault(tmp_path / "x", {"c.md": "someone else\n"})
+    assert listed(stranger) == [], "another folder at the old path"
+    assert listed(moved) == [(op_id, "applied")], "the moved vault keeps its history"
+    planned = writes.plan_write(stranger, "c.md", b"changed\n", "edit").entry.op_id
+    assert listed(stranger) == [(planned, "planned")]
+    assert listed(moved) == [(op_id, "applied")]
+
+
 RACING_PLANNER = textwrap.dedent(
     """
     import sys, time
@@ -568,6 +583,7 @@ RACING_PLANNER = textwrap.dedent(
     from vaultlens.services import writes
 
     vault, note, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    (go.parent / f"ready-{note}").touch()
     while not go.exists():
         time.sleep(0.001)
     writes.plan_write(vault, note, b"changed\\n", "change")
@@ -588,7 +604,10 @@ def test_processes_planning_a_vaults_first_changes_at_once_share_one_journal(
         )
         for note in notes
     ]
-    time.sleep(1.0)  # every child imported and waiting
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / f"ready-{note}").exists() for note in notes):  # every child imported, waiting
+        assert time.monotonic() < deadline, "the children did not start"
+        time.sleep(0.01)
     go.write_text("go")
     assert [child.wait(timeout=60) for child in children] == [0] * len(notes)
     assert sorted(e.path for e in writes.history(vault)) == notes

@@ -8,8 +8,9 @@ written into the vault: a marker file there would be synced, copied with the vau
 every copy, and the vault would change. So the id is found from what survives a move instead,
 first match wins:
 
-1. ``vault-id`` beside the index of this path: the vault has not moved; or else the journal of
-   the older layout, keyed by this path, adopted as it is (its folder name is its id);
+1. ``vault-id`` beside the index of this path, when its journal was recorded for this very folder
+   (a new folder at the path of a vault that moved away is not that vault): the vault has not
+   moved; or else the journal of the older layout, keyed by this path, adopted as it is;
 2. a journal recorded for this very folder (same device and inode): the folder was moved or
    renamed on its file system, or is opened through another path (a symlink resolves to the
    same folder anyway);
@@ -44,17 +45,20 @@ RECORD = "vault.json"
 ID_FILE = "vault-id"
 
 
+def _record(folder: Path) -> dict[str, object] | None:
+    """A journal folder's ``vault.json`` (folders of the older layout have none)."""
+    with contextlib.suppress(OSError, ValueError):
+        record = json.loads((folder / RECORD).read_bytes())
+        if isinstance(record, dict):
+            return record
+    return None
+
+
 def _records(journals: Path) -> list[tuple[Path, dict[str, object]]]:
-    """Every journal folder with its ``vault.json`` (folders of the older layout have none)."""
-    found: list[tuple[Path, dict[str, object]]] = []
+    """Every journal folder with its ``vault.json``."""
     if not journals.is_dir():
-        return found
-    for folder in sorted(journals.iterdir()):
-        with contextlib.suppress(OSError, ValueError):
-            record = json.loads((folder / RECORD).read_bytes())
-            if isinstance(record, dict):
-                found.append((folder, record))
-    return found
+        return []
+    return [(folder, r) for folder in sorted(journals.iterdir()) if (r := _record(folder)) is not None]
 
 
 def _claimed_id(vault: Path) -> str | None:
@@ -66,9 +70,17 @@ def _claimed_id(vault: Path) -> str | None:
     return None
 
 
-def _named_by_index(vault: Path, journals: Path) -> Path | None:
+def _named_by_index(vault: Path, journals: Path, device: int, inode: int) -> Path | None:
+    """The journal the id beside this path's index names, unless it was recorded for another folder:
+    then the vault that had this path moved away, and a new folder took its place."""
     vault_id = _claimed_id(vault)
-    return journals / vault_id if vault_id and (journals / vault_id).is_dir() else None
+    folder = journals / vault_id if vault_id else None
+    if folder is None or not folder.is_dir():
+        return None
+    record = _record(folder)
+    if record is not None and (record.get("device"), record.get("inode")) != (device, inode):
+        return None
+    return folder
 
 
 def _claim_new(vault: Path, journals: Path) -> Path:
@@ -140,7 +152,7 @@ def _locate(vault: Path, create: bool) -> Path | None:
     resolved = vault.resolve()
     with translated_errors("find the vault's journal", journals):
         st = resolved.stat()
-        found = _named_by_index(vault, journals)
+        found = _named_by_index(vault, journals, st.st_dev, st.st_ino)
         if found is None and paths.legacy_journal_dir(vault).is_dir():
             found = paths.legacy_journal_dir(vault)
         if found is None:
@@ -149,6 +161,8 @@ def _locate(vault: Path, create: bool) -> Path | None:
         if found is None:
             if not create:
                 return None
+            with contextlib.suppress(FileNotFoundError):  # a claim that names the moved vault's journal
+                (paths.index_dir(vault) / ID_FILE).unlink()
             found = _claim_new(vault, journals)
         if create:
             _remember(vault, found, str(resolved), st.st_dev, st.st_ino)
