@@ -131,6 +131,26 @@ def test_every_tool_over_stdio(server: Companion, vault: Path) -> None:
     _check_tour(run_async(lambda: with_stdio_session(vault, home, _tour)))
 
 
+def test_a_bug_in_a_tool_is_logged_and_its_details_are_not_handed_out(
+    server: Companion, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Failure injection: the search verb raises what a bug would; the agent gets the generic error."""
+
+    def bug(*_: Any, **__: Any) -> Any:
+        raise KeyError("internal-detail-42")
+
+    monkeypatch.setattr("vaultlens.services.verbs.finding.search", bug)
+
+    async def use(session: ClientSession) -> str:
+        return error_of(await session.call_tool("search_notes", {"query": "cats"}))
+
+    text = run_async(lambda: with_http_session(server.url, use))
+    assert (
+        json.loads(text)["error"]["message"].startswith("Internal error") and "internal-detail-42" not in text
+    )
+    assert any("internal-detail-42" in str(r.exc_info) for r in caplog.records if r.exc_info)
+
+
 @pytest.mark.slow
 def test_mcp_over_stdio_without_an_index_says_how_to_build_one(tmp_path: Path, isolated_env: Path) -> None:
     vault = trap_vault(tmp_path / "fresh")

@@ -34,9 +34,10 @@ import uuid
 from pathlib import Path
 from typing import Literal, overload
 
+from vaultlens.chunking.source import read_note
 from vaultlens.config import paths
 from vaultlens.errors import VaultlensError, translated_errors
-from vaultlens.fsutil import atomic_write, sha256_hex
+from vaultlens.fsutil import atomic_write
 from vaultlens.safewrite.journal import Journal
 
 __all__ = ["find_journal", "journal_root"]
@@ -116,8 +117,8 @@ def _holds_its_writes(vault: Path, folder: Path) -> bool:
         return False
     for entry in entries:
         if entry.state == "applied" and entry.after_sha is not None:
-            with contextlib.suppress(OSError):
-                if sha256_hex((vault / entry.path).read_bytes()) == entry.after_sha:
+            with contextlib.suppress(VaultlensError):  # read as safewrite reads: never out of the vault
+                if read_note(vault, entry.path).file_hash == entry.after_sha:
                     return True
     return False
 

@@ -33,7 +33,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vaultlens.errors import (
     TRANSLATED,
-    ConsentRequired,
     VaultError,
     VaultlensError,
     translate_error,
@@ -77,12 +76,6 @@ class AskBody(BaseModel):
     )
 
 
-PER_REQUEST = (
-    'Nothing was sent. Ask the user, then send the request again with "consent": true (it covers '
-    'that request only), or with "extractive": true to answer without a model.'
-)
-
-
 def _event(kind: str, data: Any) -> bytes:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
@@ -109,10 +102,7 @@ def ask_stream(app: App, body: AskBody) -> JSONResponse | StreamingResponse:
     threading.Thread(target=work, name="vaultlens-ask", daemon=True).start()
     first = events.get()
     if first[0] == "error":
-        error = first[1]
-        if isinstance(error, ConsentRequired):  # the way on for a program: this request's own flag
-            error = ConsentRequired(error.destination, error.what, hint=PER_REQUEST)
-        return error_response(error)
+        return error_response(first[1])
 
     def stream() -> Iterator[bytes]:
         kind, data = first

@@ -15,6 +15,7 @@ event loop, where a search would stall every other request.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
@@ -25,7 +26,7 @@ from mcp.types import ContentBlock, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from vaultlens.config.paths import home
-from vaultlens.errors import IndexNotFound, InvalidInput, VaultlensError, translate_error
+from vaultlens.errors import TRANSLATED, IndexNotFound, InvalidInput, VaultlensError, translate_error
 from vaultlens.server.envelope import envelope, invalid_arguments
 from vaultlens.server.limits import MAX_QUERY_CHARS, MAX_RESULTS
 from vaultlens.services import notes
@@ -60,6 +61,8 @@ NotePath = Annotated[
 Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS, description=f"How many notes (1-{MAX_RESULTS}).")]
 
 
+log = logging.getLogger("vaultlens.server")
+
 NO_INDEX_HINT = (
     "Run `vaultlens index --vault <vault>` to build it. If it was built under another data folder "
     "(VAULTLENS_HOME), start `vaultlens mcp` with --home <folder> or give the client's server entry "
@@ -75,6 +78,9 @@ def refusal(failed: ToolError) -> VaultlensError:
         return InvalidInput(str(failed))
     if isinstance(cause, ValidationError):
         return invalid_arguments(cause.errors())
+    if not isinstance(cause, (VaultlensError, *TRANSLATED)):  # a bug: logged, its details not handed out
+        log.error("unexpected error in an MCP tool", exc_info=cause)
+        return VaultlensError("Internal error; the server log has the details.")
     error = translate_error(cause)
     if isinstance(error, IndexNotFound):
         return IndexNotFound(error.message, hint=NO_INDEX_HINT)

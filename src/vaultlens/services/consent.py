@@ -61,10 +61,16 @@ def require_llm_consent(
         return
     refuse_with_broken_rules(files, "a remote LLM")
     require_consent(
-        destination,
-        what,
-        granted_now=consent,
-        remember=remember,
-        hint="Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), "
-        "use a local model (--set llm.provider=ollama), or answer without a model: --extractive.",
+        destination, what, granted_now=consent, remember=remember, hint=LLM_HINT if remember else PER_REQUEST
     )
+
+
+LLM_HINT = (
+    "Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), use a local "
+    "model (--set llm.provider=ollama), or answer without a model: --extractive."
+)
+# the way on for a program (a server's request): its own flag, which covers that request only
+PER_REQUEST = (
+    'Nothing was sent. Ask the user, then send the request again with "consent": true (it covers '
+    'that request only), or with "extractive": true to answer without a model.'
+)
