@@ -50,6 +50,7 @@ def ask(
                 model.close()
 
 
+@translated_errors()
 def open_chat(app: App, extractive: bool = False) -> ChatSession:
     """A conversation over Ask with the configured model (none when ``extractive``); close it when done."""
     model = None if extractive else app.llm()
@@ -64,6 +65,7 @@ def open_chat(app: App, extractive: bool = False) -> ChatSession:
     return ChatSession(answer, require, model, app.settings.llm.history_turns)
 
 
+@translated_errors()
 def chat_turn(
     session: ChatSession, question: str, on_text: OnText | None = None, consent: bool = False
 ) -> ChatTurn:

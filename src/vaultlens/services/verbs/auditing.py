@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultlens.errors import ConfigError, ConsentRequired, Proposal
+from vaultlens.errors import ConfigError, ConsentRequired, Proposal, translated_errors
 from vaultlens.services.app import App
 from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, StructureAudit, audit_clusters
 from vaultlens.services.audit import audit_structure as structure_of
@@ -77,6 +77,7 @@ class TopicsResult:
         return {**d.as_dict(), "run": run, "files": _paths(self.files)}
 
 
+@translated_errors()
 def audit_structure(app: App, out: Path | None = None, *, into_vault: bool = True) -> StructureResult:
     """Folders, tags, links, the link graph; a Markdown dashboard, a Canvas map and JSON in ``out``.
 
@@ -98,6 +99,7 @@ def audit_structure(app: App, out: Path | None = None, *, into_vault: bool = Tru
     return StructureResult(audit, written, plan)
 
 
+@translated_errors()
 def audit_clusters_only(
     app: App, threshold: float = CLUSTER_THRESHOLD, min_size: int = CLUSTER_MIN_SIZE, out: Path | None = None
 ) -> TopicsResult:
@@ -107,6 +109,7 @@ def audit_clusters_only(
     return TopicsResult(report, write_clusters(app.vault, report, out))
 
 
+@translated_errors()
 def audit_deep(
     app: App,
     full: bool = False,
@@ -147,6 +150,7 @@ def audit_deep(
     return TopicsResult(report.clusters, written, report)
 
 
+@translated_errors()
 def moc(app: App, cluster: str, out_path: str | None = None) -> MocPlan:
     """Plan a Map of Content note linking a saved cluster's notes (apply it after its diff is confirmed)."""
     return plan_moc(app.files(), cluster, out_path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vaultlens.errors import ConfigError, InvalidInput, PlanRefused, Proposal
+from vaultlens.errors import ConfigError, InvalidInput, PlanRefused, Proposal, translated_errors
 from vaultlens.safewrite import Entry, Recovered
 from vaultlens.services import writes
 from vaultlens.services.app import App
@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 
+@translated_errors()
 def review(
     app: App, a: str, b: str, options: PlanOptions | None = None, confirmed: Proposal | None = None
 ) -> ReviewResult:
@@ -60,6 +61,7 @@ def review(
         provider.close()
 
 
+@translated_errors()
 def review_batch(app: App, pairs_file: Path, report: Path, confirmed: Proposal | None = None) -> BatchReport:
     """Review every pair of a JSONL file into a Markdown report outside the vault; plans no edit.
     Without ``confirmed``: :class:`ConsentRequired` with the first pair's exact prompt."""
