@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
     from vaultlens.services.verbs.inspecting import eval_beir, eval_queries, providers
     from vaultlens.services.verbs.status import doctor, status, unfinished_run
-    from vaultlens.services.writes import Planned
+    from vaultlens.services.writes import Applied, Planned
 else:
     # The subpackage vaultlens.index first (importing it later would rebind the name to it); then the
     # verb of the same name, which imports the index machinery only when called.
@@ -133,11 +133,12 @@ _WHERE: dict[str, str] = {
     ),
     **dict.fromkeys(["eval_beir", "eval_queries", "providers"], "vaultlens.services.verbs.inspecting"),
     **dict.fromkeys(["doctor", "status", "unfinished_run"], "vaultlens.services.verbs.status"),
-    **dict.fromkeys(["Planned"], "vaultlens.services.writes"),
+    **dict.fromkeys(["Applied", "Planned"], "vaultlens.services.writes"),
 }
 
 __all__ = [
     "App",
+    "Applied",
     "AskAnswer",
     "BatchReport",
     "ChatSession",

@@ -12,8 +12,6 @@ from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 
 if TYPE_CHECKING:
-    from vaultlens.errors import Proposal
-    from vaultlens.safewrite import Entry
     from vaultlens.services.app import App
 
 OpArg = Annotated[str, typer.Argument(help="Operation id (see `vaultlens history`).")]
@@ -42,18 +40,13 @@ def apply_confirmed(app: App, op_id: str, yes: bool, json_: bool, allow_open: bo
     """Show the operation's exact diff, ask (or take --yes), write it, and say what was done."""
     from vaultlens.services.verbs import changing
 
-    shown: list[Proposal] = []
-
-    def run(grant: Proposal | None) -> Entry:
-        shown.extend([grant] if grant is not None else [])
-        return changing.apply(app, op_id, grant, allow_open)
-
-    done = confirmed(run, yes, json_)
+    done = confirmed(lambda grant: changing.apply(app, op_id, grant, allow_open), yes, json_)
     if json_:
-        render.print_json({**done.as_dict(), "diff": shown[-1].preview})
+        render.print_json(done.as_dict())
     else:
-        verb = "Deleted" if done.after_sha is None else "Written"  # the undo of a creation removes the note
-        render.out.print(f"[green]{verb}[/green] {escape(done.path)} ({done.op_id}).")
+        entry = done.entry
+        verb = "Deleted" if entry.after_sha is None else "Written"  # the undo of a creation removes the note
+        render.out.print(f"[green]{verb}[/green] {escape(entry.path)} ({entry.op_id}).")
 
 
 def apply(

@@ -23,7 +23,17 @@ from vaultlens.errors import FileSystemError, IndexLocked, Proposal, WriteUnconf
 from vaultlens.safewrite import Entry, Journal, Recovered
 from vaultlens.safewrite.identity import find_journal, journal_root
 
-__all__ = ["Planned", "apply", "history", "plan_undo", "plan_write", "recover", "to_confirm"]
+__all__ = [
+    "Applied",
+    "Planned",
+    "apply",
+    "applied",
+    "history",
+    "plan_undo",
+    "plan_write",
+    "recover",
+    "to_confirm",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +48,17 @@ class Planned:
         """What confirming it writes: the note, the summary and the exact diff."""
         e = self.entry
         return Proposal("write", e.path, e.summary, self.diff, op_id=e.op_id)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.entry.as_dict(), "diff": self.diff}
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A written operation: its journal entry (now ``applied``) and the diff that was confirmed."""
+
+    entry: Entry
+    diff: str
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.entry.as_dict(), "diff": self.diff}
@@ -81,6 +102,12 @@ def apply(
     token = confirmed if isinstance(confirmed, str) else confirmed.token
     with translated_errors("apply the operation"):
         return safewrite.apply(vault, journal(vault), op_id, confirmed_diff_sha=token, allow_open=allow_open)
+
+
+def applied(vault: Path, entry: Entry) -> Applied:
+    """An applied entry with the diff that was written (read back from the journal)."""
+    with translated_errors("read the journal"):
+        return Applied(entry, journal(vault).operation(entry).diff)
 
 
 def plan_undo(vault: Path, op_id: str) -> Planned:

@@ -105,10 +105,12 @@ def to_confirm(app: App, op_id: str) -> Planned:
     return writes.to_confirm(app.vault, op_id)
 
 
-def apply(app: App, op_id: str, confirmed: Proposal | str | None = None, allow_open: bool = False) -> Entry:
+def apply(
+    app: App, op_id: str, confirmed: Proposal | str | None = None, allow_open: bool = False
+) -> writes.Applied:
     """Write planned operation ``op_id``; without ``confirmed`` (the proposal shown, or its token):
     :class:`~vaultlens.errors.WriteUnconfirmed` with the exact diff."""
-    return writes.apply(app.vault, op_id, confirmed, allow_open)
+    return writes.applied(app.vault, writes.apply(app.vault, op_id, confirmed, allow_open))
 
 
 def plan_undo(app: App, op_id: str) -> Planned:
