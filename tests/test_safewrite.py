@@ -31,6 +31,7 @@ from vaultlens.errors import (
     WriteRefused,
 )
 from vaultlens.fsutil import sha256_hex
+from vaultlens.safewrite import Journal
 from vaultlens.services import writes
 from vaultlens.testing import HashingEmbeddingProvider
 from vl_support import cli_env, run_cli, snapshot, write_vault
@@ -484,30 +485,31 @@ def test_ctrl_c_at_the_question_says_nothing_was_written(tmp_path: Path, isolate
     assert listed(vault) == [(op_id, "planned")]
 
 
+def left_writing(tmp_path: Path) -> tuple[Path, Journal, str]:
+    """A vault whose one planned append is marked `writing`: what a crash right after the mark leaves."""
+    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
+    planned = writes.plan_write(app_for(vault).vault, "a.md", b"one\ntwo\n", "append")
+    j = writes.journal(vault)
+    j.set_state(j.entry(planned.entry.op_id), "writing")
+    return vault, j, planned.entry.op_id
+
+
 def test_history_settles_a_write_a_crash_left_writing(tmp_path: Path) -> None:
     """After kill -9 (or a second Ctrl-C) `history` itself tells the truth; the note is only read."""
-    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
-    app = app_for(vault)
-    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
-    j = writes.journal(app.vault)
-    j.set_state(j.entry(planned.entry.op_id), "writing")  # what a crash right after the mark leaves
+    vault, j, op_id = left_writing(tmp_path)
     (vault / "a.md").write_bytes(b"one\ntwo\n")  # ... after the rename
     before = snapshot(vault)
-    assert [e.state for e in writes.history(app.vault)] == ["applied"]
+    assert [e.state for e in writes.history(vault)] == ["applied"]
     assert snapshot(vault) == before
     with j.locked():  # a live writer: its `writing` is the truth, and history only reads
-        j.set_state(j.entry(planned.entry.op_id), "writing")
-        assert [e.state for e in writes.history(app.vault)] == ["writing"]
+        j.set_state(j.entry(op_id), "writing")
+        assert [e.state for e in writes.history(vault)] == ["writing"]
 
 
 def test_recovery_reports_a_note_edited_after_the_crash_as_diverged(tmp_path: Path) -> None:
-    vault = write_vault(tmp_path / "v", {"a.md": "one\n"})
-    app = app_for(vault)
-    planned = writes.plan_write(app.vault, "a.md", b"one\ntwo\n", "append")
-    j = writes.journal(app.vault)
-    j.set_state(j.entry(planned.entry.op_id), "writing")  # what a crash right after the mark leaves
+    vault, _, _ = left_writing(tmp_path)
     (vault / "a.md").write_bytes(b"something else\n")
-    [finding] = writes.recover(app.vault)
+    [finding] = writes.recover(vault)
     assert finding.state == "diverged"
     assert (vault / "a.md").read_bytes() == b"something else\n"
 
