@@ -44,7 +44,7 @@ from vaultlens.errors import (
 )
 from vaultlens.fsutil import fsync_dir, sha256_hex
 from vaultlens.index.lock import process_alive
-from vaultlens.safewrite.journal import Entry, Journal, State
+from vaultlens.safewrite.journal import Entry, GroupState, Journal, State
 from vaultlens.safewrite.obsidian import open_notes
 from vaultlens.safewrite.operation import Operation, new_op_id
 from vaultlens.vault.safepath import check_relative, resolve_note_path
@@ -56,11 +56,12 @@ _OVERRIDE_HINT = "Close the note in Obsidian and try again, or override with --a
 
 @dataclass(frozen=True, slots=True)
 class Recovered:
-    """What recovery found for an interrupted write: ``state`` is applied, not_applied or diverged."""
+    """What recovery found for an interrupted write: ``state`` is applied, not_applied or diverged
+    (an operation group: partial when only some of its notes were written)."""
 
     op_id: str
     path: str
-    state: State
+    state: State | GroupState
     detail: str
 
     def as_dict(self) -> dict[str, str]:
@@ -120,7 +121,7 @@ def current_bytes(path: Path) -> bytes | None:
         return None
 
 
-def _state_of(vault: Path, rel: str) -> tuple[Path, bytes | None]:
+def state_of(vault: Path, rel: str) -> tuple[Path, bytes | None]:
     target = _target(vault, rel)
     try:
         return target, current_bytes(target)
@@ -128,7 +129,7 @@ def _state_of(vault: Path, rel: str) -> tuple[Path, bytes | None]:
         raise translate_error(exc, f"read the note {rel!r}", target) from exc
 
 
-def _check_not_open(vault: Path, rel: str, allow_open: bool) -> None:
+def check_not_open(vault: Path, rel: str, allow_open: bool) -> None:
     if allow_open:
         return
     opened, problem = open_notes(vault)
@@ -147,7 +148,10 @@ def _check_not_open(vault: Path, rel: str, allow_open: bool) -> None:
 # ---- the swap -------------------------------------------------------------------------------------
 
 
-def _conflict(op: Operation, found: bytes | None) -> WriteConflict:
+def conflict(
+    op: Operation, found: bytes | None, outcome: str = "The note was left exactly as it is.", op_id: str = ""
+) -> WriteConflict:
+    """The refusal naming the note that no longer holds what the diff was computed from."""
     if op.before is None:
         why = "it was to be created, but a file by that name exists now"
     elif found is None:
@@ -155,10 +159,10 @@ def _conflict(op: Operation, found: bytes | None) -> WriteConflict:
     else:
         why = f"it changed since the diff was shown (SHA-256 now {sha256_hex(found)[:12]}…)"
     return WriteConflict(
-        f"Not written: {op.path} — {why}. The note was left exactly as it is.",
+        f"Not written: {op.path} — {why}. {outcome}",
         hint="Plan the change again from the note's current text.",
         path=op.path,
-        op_id=op.op_id,
+        op_id=op_id or op.op_id,
     )
 
 
@@ -176,7 +180,7 @@ def _remove_litter(target: Path) -> None:
                 tmp.unlink()
 
 
-def _check_writable(target: Path, rel: str) -> None:
+def check_writable(target: Path, rel: str) -> None:
     """A note its owner made read-only is refused: a rename over it would ignore that, silently."""
     with contextlib.suppress(FileNotFoundError):
         if not os.stat(target).st_mode & stat.S_IWUSR:
@@ -189,10 +193,10 @@ def _check_writable(target: Path, rel: str) -> None:
 
 def _swap(target: Path, op: Operation) -> None:
     """Replace ``op.before`` with ``op.after`` at ``target``, or raise (the note then unchanged)."""
-    _check_writable(target, op.path)
+    check_writable(target, op.path)
     if op.after is None:  # the undo of a creation
         if current_bytes(target) != op.before:
-            raise _conflict(op, current_bytes(target))
+            raise conflict(op, current_bytes(target))
         os.unlink(target)
         fsync_dir(target.parent)
         return
@@ -208,13 +212,13 @@ def _swap(target: Path, op: Operation) -> None:
             try:
                 os.link(tmp, target)  # atomic, and never replaces a file that appeared meanwhile
             except FileExistsError:
-                raise _conflict(op, current_bytes(target)) from None
+                raise conflict(op, current_bytes(target)) from None
             os.unlink(tmp)
         else:
             os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
             found = current_bytes(target)
             if found != op.before:  # the last look, as close to the rename as it gets
-                raise _conflict(op, found)
+                raise conflict(op, found)
             os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -239,8 +243,16 @@ def plan(
     ``based_on``: the bytes ``after`` was computed from (None: the note was to be new). When the note
     no longer holds them, nothing is planned: a diff from the current bytes would silently revert
     whatever changed them (an edit made while a model was answering)."""
-    target, before = _state_of(vault, path)
-    _check_writable(target, path)
+    op = operation_for(vault, path, after, summary, based_on)
+    return _pending(journal, op, None) or journal.record(op)
+
+
+def operation_for(
+    vault: Path, path: str, after: bytes | None, summary: str, based_on: bytes | None | EllipsisType
+) -> Operation:
+    """The operation from the note's current bytes to ``after``, refused as :func:`plan` says."""
+    target, before = state_of(vault, path)
+    check_writable(target, path)
     if based_on is not ... and before != based_on:
         why = "exists now" if based_on is None else ("was deleted" if before is None else "changed")
         raise WriteConflict(
@@ -251,8 +263,7 @@ def plan(
         )
     if before == after:
         raise WriteRefused(f"Nothing to change in {path}: the planned text equals the note.", path=path)
-    op = Operation(new_op_id(), path, before, after, summary)
-    return _pending(journal, op, None) or journal.record(op)
+    return Operation(new_op_id(), path, before, after, summary)
 
 
 def _pending(journal: Journal, op: Operation, undo_of: str | None) -> Entry | None:
@@ -263,6 +274,7 @@ def _pending(journal: Journal, op: Operation, undo_of: str | None) -> Entry | No
             e
             for e in journal.entries()
             if e.state == "planned"
+            and e.group is None
             and (e.path, e.before_sha, e.after_sha, e.undo_of)
             == (op.path, op.before_sha, op.after_sha, undo_of)
         ),
@@ -273,15 +285,16 @@ def _pending(journal: Journal, op: Operation, undo_of: str | None) -> Entry | No
 def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
     """Record the operation that puts an applied operation's ``before`` back, if nothing changed since."""
     with journal.locked():
-        _recover_locked(vault, journal)
+        recover_locked(vault, journal)
         entry = journal.entry(op_id)
+        _refuse_member(entry, "undone")
         if entry.state != "applied":
             raise UndoRefused(
                 f"Operation {op_id} cannot be undone: it is {entry.state.replace('_', ' ')}, not applied.",
                 op_id=op_id,
             )
         op = journal.operation(entry)
-        _, found = _state_of(vault, op.path)
+        _, found = state_of(vault, op.path)
         if found != op.after:
             raise UndoRefused(
                 f"Not undone: {op.path} has changed since operation {op_id} wrote it, and undo would "
@@ -294,8 +307,19 @@ def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
         return _pending(journal, undo, op_id) or journal.record(undo, undo_of=op_id)
 
 
+def _refuse_member(entry: Entry, done: str) -> None:
+    """A member of an operation group is applied and undone only with its group."""
+    if entry.group:
+        raise WriteRefused(
+            f"Operation {entry.op_id} is part of operation group {entry.group}; it is {done} only with it.",
+            hint=f"Use the group's id: `vaultlens {'undo' if done == 'undone' else 'apply'} {entry.group}`.",
+            op_id=entry.op_id,
+        )
+
+
 def _planned_entry(journal: Journal, op_id: str) -> Entry:
     entry = journal.entry(op_id)
+    _refuse_member(entry, "applied")
     if entry.state != "planned":
         raise WriteRefused(
             f"Operation {op_id} is {entry.state.replace('_', ' ')}; only a planned operation is applied.",
@@ -310,9 +334,9 @@ def applicable(vault: Path, journal: Journal, op_id: str) -> Entry:
     user is never asked to confirm a diff that can no longer apply (:func:`apply` checks again)."""
     entry = _planned_entry(journal, op_id)
     op = journal.operation(entry)
-    _, found = _state_of(vault, op.path)
+    _, found = state_of(vault, op.path)
     if found != op.before:
-        raise _conflict(op, found)
+        raise conflict(op, found)
     return entry
 
 
@@ -321,7 +345,7 @@ def apply(
 ) -> Entry:
     """Write a planned operation whose diff the user confirmed (see the module docstring)."""
     with journal.locked():
-        _recover_locked(vault, journal)
+        recover_locked(vault, journal)
         entry = _planned_entry(journal, op_id)
         if confirmed_diff_sha != entry.diff_sha:
             raise WriteRefused(
@@ -330,18 +354,18 @@ def apply(
                 op_id=op_id,
             )
         op = journal.operation(entry)
-        _check_not_open(vault, op.path, allow_open)
-        target, found = _state_of(vault, op.path)
+        check_not_open(vault, op.path, allow_open)
+        target, found = state_of(vault, op.path)
         if found != op.before:
             journal.set_state(entry, "conflict", "the note differed from `before`")
-            raise _conflict(op, found)
+            raise conflict(op, found)
         try:
-            return _write(journal, entry, op, target)
+            return write_entry(journal, entry, op, target)
         except KeyboardInterrupt:
             raise _interrupted(vault, journal, op_id) from None
 
 
-def _write(journal: Journal, entry: Entry, op: Operation, target: Path) -> Entry:
+def write_entry(journal: Journal, entry: Entry, op: Operation, target: Path) -> Entry:
     """Mark ``writing``, swap the bytes, read them back and mark the outcome."""
     journal.set_state(entry, "writing")
     try:
@@ -365,7 +389,7 @@ def _interrupted(vault: Path, journal: Journal, op_id: str) -> WriteInterrupted:
     """Ctrl-C during a write: settle the entry from the note's bytes (as recovery does) and say so."""
     entry = journal.entry(op_id)  # as last saved: the interrupt may have come before or after any mark
     if entry.state == "writing":
-        _settle(vault, journal, entry)
+        settle(vault, journal, entry)
     path, state = entry.path, entry.state
     if state == "applied":
         message = f"Interrupted after the write: {path} was written (operation {op_id} is applied)."
@@ -386,35 +410,49 @@ def _interrupted(vault: Path, journal: Journal, op_id: str) -> WriteInterrupted:
 
 
 def _settle_undo(journal: Journal, entry: Entry) -> None:
-    """An applied undo marks the operation it reverses as undone."""
+    """An applied undo marks the operation it reverses as undone; when that operation was itself an
+    undo (a group's rollback put back), the operation it had undone is applied again."""
     if entry.undo_of:
         original = journal.entry(entry.undo_of)
         if original.state == "applied":
             journal.set_state(original, "undone", f"by {entry.op_id}", undone_by=entry.op_id)
+            if original.undo_of:
+                first = journal.entry(original.undo_of)
+                if first.state == "undone" and first.undone_by == original.op_id:
+                    journal.set_state(
+                        first, "applied", f"its undo {original.op_id} was reversed", undone_by=None
+                    )
 
 
 def recover(vault: Path, journal: Journal) -> list[Recovered]:
     """Settle interrupted writes by looking at the notes (no note is written, nothing re-applied)."""
     with journal.locked():
-        return _recover_locked(vault, journal)
+        return recover_locked(vault, journal)
 
 
-def _recover_locked(vault: Path, journal: Journal) -> list[Recovered]:
+def recover_locked(vault: Path, journal: Journal) -> list[Recovered]:
     found: list[Recovered] = []
     for entry in journal.entries():
         if entry.state == "applied":
             _settle_undo(journal, entry)  # killed between the undo's write and this mark
         elif entry.state == "writing":
-            found.append(_settle(vault, journal, entry))
+            found.append(settle(vault, journal, entry))
+    for group in journal.groups():
+        if group.state == "writing":  # killed in the middle of a group: what each note shows, no write
+            group = journal.settle_group(group, "vaultlens stopped during the group's apply")
+            what = {"partial": f"only some notes were written; `vaultlens undo {group.op_id}` puts them back"}
+            found.append(Recovered(group.op_id, group.path, group.state, what.get(group.state, "settled")))
+        elif group.state != "planned":
+            journal.settle_group(group)
     return found
 
 
-def _settle(vault: Path, journal: Journal, entry: Entry) -> Recovered:
+def settle(vault: Path, journal: Journal, entry: Entry) -> Recovered:
     """A ``writing`` entry becomes what its note shows: ``after`` applied, ``before`` not, else diverged."""
     op = journal.operation(entry)
     state: State
     try:
-        target, now = _state_of(vault, op.path)
+        target, now = state_of(vault, op.path)
     except VaultlensError as exc:
         state, detail = "diverged", f"the note cannot be read: {exc.message}"
     else:

@@ -7,11 +7,16 @@ confirmation raises :class:`~vaultlens.errors.WriteUnconfirmed` carrying the
 :class:`~vaultlens.errors.Proposal` (the diff and its token), and writes only when called again
 with it. Each verb first settles writes a crash interrupted (:func:`recover`), so no command
 starts from a journal that does not match the notes.
+
+Several notes that must change together (a split: new notes and the original) are one operation
+group (:func:`plan_group`): one combined diff, one token, applied and undone together; a group's
+id works wherever an operation id does (``apply``, ``undo``; ``history`` lists it as one item).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -20,15 +25,17 @@ from typing import Any
 from vaultlens import safewrite
 from vaultlens.config import paths
 from vaultlens.errors import FileSystemError, IndexLocked, Proposal, WriteUnconfirmed, translated_errors
-from vaultlens.safewrite import Entry, Journal, Recovered
+from vaultlens.safewrite import Change, Entry, Group, Journal, Recovered
 from vaultlens.safewrite.identity import find_journal, journal_root
 
 __all__ = [
     "Applied",
+    "Change",
     "Planned",
     "apply",
     "applied",
     "history",
+    "plan_group",
     "plan_undo",
     "plan_write",
     "recover",
@@ -38,9 +45,10 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """An operation waiting for the user: its journal entry and the exact diff to confirm."""
+    """An operation (or operation group) waiting for the user: its journal record and the exact diff
+    to confirm (a group's: its notes' diffs one after another)."""
 
-    entry: Entry
+    entry: Entry | Group
     diff: str
 
     @property
@@ -55,9 +63,9 @@ class Planned:
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """A written operation: its journal entry (now ``applied``) and the diff that was confirmed."""
+    """A written operation (or group): its journal record (now ``applied``) and the diff that was confirmed."""
 
-    entry: Entry
+    entry: Entry | Group
     diff: str
 
     def as_dict(self) -> dict[str, Any]:
@@ -70,8 +78,12 @@ def journal(vault: Path) -> Journal:
     return Journal(journal_root(vault))
 
 
-def _planned(j: Journal, entry: Entry) -> Planned:
-    return Planned(entry, j.operation(entry).diff)
+def _diff(j: Journal, record: Entry | Group) -> str:
+    return safewrite.group_diff(j, record) if isinstance(record, Group) else j.operation(record).diff
+
+
+def _planned(j: Journal, record: Entry | Group) -> Planned:
+    return Planned(record, _diff(j, record))
 
 
 def plan_write(
@@ -84,43 +96,57 @@ def plan_write(
         return _planned(j, safewrite.plan(vault, j, path, after, summary, based_on))
 
 
+def plan_group(vault: Path, changes: Sequence[Change], summary: str) -> Planned:
+    """Record one operation group changing (or creating) every note of ``changes``; nothing is written."""
+    with translated_errors("plan the write"):
+        j = journal(vault)
+        return _planned(j, safewrite.plan_group(vault, j, changes, summary))
+
+
 def to_confirm(vault: Path, op_id: str) -> Planned:
-    """A planned operation to confirm; refused first when its note no longer holds what the diff was
-    computed from (or it is no longer planned), so nobody confirms a diff that cannot apply."""
+    """A planned operation (or group) to confirm; refused first when a note no longer holds what the
+    diff was computed from (or it is no longer planned), so nobody confirms a diff that cannot apply."""
     with translated_errors("show the operation"):
         j = journal(vault)
+        if j.is_group(op_id):
+            return _planned(j, safewrite.applicable_group(vault, j, op_id))
         return _planned(j, safewrite.applicable(vault, j, op_id))
 
 
 def apply(
     vault: Path, op_id: str, confirmed: Proposal | str | None = None, allow_open: bool = False
-) -> Entry:
+) -> Entry | Group:
     """Write a planned operation whose diff the user confirmed: ``confirmed`` is the proposal that was
     shown (or its token, the diff's SHA-256). Without it: :class:`WriteUnconfirmed` with the proposal."""
     if confirmed is None:
         raise WriteUnconfirmed(to_confirm(vault, op_id).proposal)
     token = confirmed if isinstance(confirmed, str) else confirmed.token
     with translated_errors("apply the operation"):
-        return safewrite.apply(vault, journal(vault), op_id, confirmed_diff_sha=token, allow_open=allow_open)
+        j = journal(vault)
+        if j.is_group(op_id):
+            return safewrite.apply_group(vault, j, op_id, confirmed_diff_sha=token, allow_open=allow_open)
+        return safewrite.apply(vault, j, op_id, confirmed_diff_sha=token, allow_open=allow_open)
 
 
-def applied(vault: Path, entry: Entry) -> Applied:
-    """An applied entry with the diff that was written (read back from the journal)."""
+def applied(vault: Path, entry: Entry | Group) -> Applied:
+    """An applied entry (or group) with the diff that was written (read back from the journal)."""
     with translated_errors("read the journal"):
-        return Applied(entry, journal(vault).operation(entry).diff)
+        return Applied(entry, _diff(journal(vault), entry))
 
 
 def plan_undo(vault: Path, op_id: str) -> Planned:
-    """Plan putting an applied operation's original bytes back (refused if the note changed since)."""
+    """Plan putting an applied operation's (or group's) original bytes back (refused if a note changed since)."""
     with translated_errors("plan the undo"):
         j = journal(vault)
+        if j.is_group(op_id):
+            return _planned(j, safewrite.plan_group_undo(vault, j, op_id))
         return _planned(j, safewrite.plan_undo(vault, j, op_id))
 
 
-def history(vault: Path) -> list[Entry]:
-    """Every operation of this vault, oldest first. A write a crash (or a second Ctrl-C) left in
-    ``writing`` is settled first, so the list tells the truth; only the journal changes, and not
-    while a live writer holds it (its ``writing`` is then true)."""
+def history(vault: Path) -> list[Entry | Group]:
+    """Every operation of this vault, oldest first; a group is one item (its members are not listed
+    apart). A write a crash (or a second Ctrl-C) left in ``writing`` is settled first, so the list
+    tells the truth; only the journal changes, and not while a live writer holds it."""
     with translated_errors("read the journal"):
         root = find_journal(vault)
         if root is None:
@@ -128,7 +154,9 @@ def history(vault: Path) -> list[Entry]:
         j = Journal(root)
         with contextlib.suppress(IndexLocked, FileSystemError):  # a live writer, or a read-only home
             safewrite.recover(vault, j)
-        return list(j.entries())
+        items: list[Entry | Group] = [e for e in j.entries() if e.group is None]
+        items.extend(j.groups())
+        return sorted(items, key=lambda r: (r.created, r.op_id))
 
 
 def recover(vault: Path) -> list[Recovered]:

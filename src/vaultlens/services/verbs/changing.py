@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vaultlens.errors import ConfigError, InvalidInput, PlanRefused, Proposal, translated_errors
-from vaultlens.safewrite import Entry, Recovered
+from vaultlens.safewrite import Entry, Group, Recovered
 from vaultlens.services import writes
 from vaultlens.services.app import App
 from vaultlens.services.review import batch
@@ -118,8 +118,8 @@ def plan_undo(app: App, op_id: str) -> Planned:
     return writes.plan_undo(app.vault, op_id)
 
 
-def history(app: App) -> list[Entry]:
-    """Every change vaultlens planned or made in this vault, oldest first."""
+def history(app: App) -> list[Entry | Group]:
+    """Every change vaultlens planned or made in this vault, oldest first (an operation group as one item)."""
     return writes.history(app.vault)
 
 

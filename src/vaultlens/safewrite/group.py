@@ -1,0 +1,268 @@
+"""Operation groups: several notes changed by one confirmed diff, applied and undone together.
+
+Splitting a note creates new notes and may change the original; half a split is worse than none.
+So such changes are planned together (:func:`plan_group`: one journal entry per note, each
+naming the group, and the group's record holding the SHA-256 of the concatenated diffs, the one
+token the user confirms), applied together (:func:`apply_group`: every note is compared with its
+``before`` first, then each is written as a single operation is; when one still fails its
+comparison, the notes the group already wrote are put back by a rollback group, and the error
+names the note that changed) and undone together (:func:`plan_group_undo`). A kill in the middle
+leaves member entries that recovery settles like any other and a group ``partial`` whose undo
+puts back what was written; nothing is re-applied and recovery writes no note.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import EllipsisType
+
+from vaultlens.errors import (
+    InvalidInput,
+    UndoRefused,
+    VaultlensError,
+    WriteConflict,
+    WriteInterrupted,
+    WriteRefused,
+)
+from vaultlens.fsutil import sha256_hex
+from vaultlens.safewrite.journal import Entry, Group, Journal
+from vaultlens.safewrite.operation import Operation, new_op_id
+from vaultlens.safewrite.writer import (
+    check_not_open,
+    conflict,
+    operation_for,
+    recover_locked,
+    state_of,
+    write_entry,
+)
+
+__all__ = ["Change", "applicable_group", "apply_group", "group_diff", "plan_group", "plan_group_undo"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One note of a group: its path, the exact bytes to write (None: remove), and what they were
+    computed from (``based_on``; None: the note was to be new; ``...``: not checked)."""
+
+    path: str
+    after: bytes | None
+    summary: str
+    based_on: bytes | None | EllipsisType = ...
+
+
+def _combined(ops: Sequence[Operation]) -> str:
+    return "".join(op.diff for op in ops)
+
+
+def plan_group(vault: Path, journal: Journal, changes: Sequence[Change], summary: str) -> Group:
+    """Record one group changing every note of ``changes`` (nothing is written). Each note is
+    refused as :func:`~vaultlens.safewrite.writer.plan` refuses it; a path given twice is refused."""
+    if not changes:
+        raise InvalidInput("An operation group needs at least one note to change.")
+    seen: set[str] = set()
+    for c in changes:
+        key = unicodedata.normalize("NFC", c.path).casefold()  # one file on a case-insensitive disk
+        if key in seen:
+            raise InvalidInput(f"{c.path!r} appears twice in one operation group.")
+        seen.add(key)
+    ops = [(operation_for(vault, c.path, c.after, c.summary, c.based_on), None) for c in changes]
+    return _pending_group(journal, ops, None) or _record(journal, ops, summary, None)
+
+
+def _record(
+    journal: Journal, ops: Sequence[tuple[Operation, str | None]], summary: str, undo_of: str | None
+) -> Group:
+    """The members first (each naming the group), then the group's record."""
+    group_id = new_op_id()
+    members = [journal.record(op, undo_of=u, group=group_id) for op, u in ops]
+    diff_sha = sha256_hex(_combined([op for op, _ in ops]))
+    return journal.record_group(group_id, members, diff_sha, summary, undo_of)
+
+
+def _pending_group(
+    journal: Journal, ops: Sequence[tuple[Operation, str | None]], undo_of: str | None
+) -> Group | None:
+    """A planned group writing exactly these bytes to these notes: reused (asked for twice, one entry)."""
+    want = [(op.path, op.before_sha, op.after_sha, u) for op, u in ops]
+    for group in journal.groups():
+        if group.state == "planned" and group.undo_of == undo_of and len(group.members) == len(want):
+            found = [journal.entry(m) for m in group.members]
+            if [(e.path, e.before_sha, e.after_sha, e.undo_of) for e in found] == want:
+                return group
+    return None
+
+
+def _operations(journal: Journal, group: Group) -> list[tuple[Entry, Operation]]:
+    entries = [journal.entry(m) for m in group.members]
+    return [(e, journal.operation(e)) for e in entries]
+
+
+def group_diff(journal: Journal, group: Group) -> str:
+    """The concatenated exact diffs of the group's notes (what its token is the SHA-256 of)."""
+    return _combined([op for _, op in _operations(journal, group)])
+
+
+def _planned_group(journal: Journal, group_id: str) -> Group:
+    group = journal.group(group_id)
+    if group.state != "planned":
+        raise WriteRefused(
+            f"Operation group {group_id} is {group.state.replace('_', ' ')}; only a planned group is applied.",
+            hint="Plan the change again from the notes as they are now (run the command that proposed it).",
+            op_id=group_id,
+        )
+    return group
+
+
+def _group_conflict(
+    op: Operation, found: bytes | None, group: Group, put_back: int, kept: int
+) -> WriteConflict:
+    if put_back == kept == 0:
+        outcome = f"None of the group's {len(group.members)} notes was changed."
+    elif kept == 0:
+        outcome = f"The {put_back} note(s) the group had already written were put back; nothing else changed."
+    else:
+        outcome = (
+            f"{kept} note(s) the group had already written could not be put back (changed meanwhile); "
+            "`vaultlens history` shows which."
+        )
+    return conflict(op, found, outcome, op_id=group.op_id)
+
+
+def applicable_group(vault: Path, journal: Journal, group_id: str) -> Group:
+    """The planned group if every note still holds what its diff was computed from."""
+    group = _planned_group(journal, group_id)
+    for _, op in _operations(journal, group):
+        _, found = state_of(vault, op.path)
+        if found != op.before:
+            raise _group_conflict(op, found, group, 0, 0)
+    return group
+
+
+def apply_group(
+    vault: Path, journal: Journal, group_id: str, *, confirmed_diff_sha: str, allow_open: bool = False
+) -> Group:
+    """Write every note of a planned group whose combined diff the user confirmed, or none of them."""
+    with journal.locked():
+        recover_locked(vault, journal)
+        group = _planned_group(journal, group_id)
+        if confirmed_diff_sha != group.diff_sha:
+            raise WriteRefused(
+                f"Not written: the diff that was confirmed is not operation group {group_id}'s diff.",
+                hint="Show the group's diff again and confirm that one.",
+                op_id=group_id,
+            )
+        items = _operations(journal, group)
+        for _, op in items:
+            check_not_open(vault, op.path, allow_open)
+        journal.set_group_state(group, "writing")
+        try:
+            _write_together(vault, journal, group, items)
+        except KeyboardInterrupt:
+            raise _interrupted(vault, journal, group_id) from None
+        journal.settle_groups()  # this group, and the group it undoes
+        return journal.group(group_id)
+
+
+def _write_together(
+    vault: Path, journal: Journal, group: Group, items: list[tuple[Entry, Operation]]
+) -> None:
+    targets = []
+    for entry, op in items:  # every comparison before the first write
+        target, found = state_of(vault, op.path)
+        if found != op.before:
+            journal.set_state(entry, "conflict", "the note differed from `before`")
+            journal.settle_group(group, f"{op.path} changed; nothing was written")
+            raise _group_conflict(op, found, group, 0, 0)
+        targets.append(target)
+    done: list[Entry] = []
+    for (entry, op), target in zip(items, targets, strict=True):
+        try:
+            write_entry(journal, entry, op, target)
+        except VaultlensError as exc:
+            put_back, kept = _roll_back(vault, journal, group, done)
+            journal.settle_group(group, f"{op.path}: {exc.message}")
+            if isinstance(exc, WriteConflict):
+                raise _group_conflict(op, _found_now(target), group, put_back, kept) from None
+            raise
+        done.append(entry)
+
+
+def _found_now(target: Path) -> bytes | None:
+    """What the note holds now (for the message naming it)."""
+    try:
+        return target.read_bytes()
+    except OSError:
+        return None
+
+
+def _roll_back(vault: Path, journal: Journal, group: Group, done: list[Entry]) -> tuple[int, int]:
+    """Put back the notes a failed group wrote, newest first, as a group of its own (so a kill here
+    is recovered like any write); a note changed meanwhile is left as found. (put back, kept)."""
+    if not done:
+        return 0, 0
+    ops = [(journal.operation(e).reversed(new_op_id()), e.op_id) for e in reversed(done)]
+    undo = _record(journal, ops, f"rollback of {group.op_id}", group.op_id)
+    journal.set_group_state(undo, "writing", "putting back what the group wrote before it failed")
+    put_back = 0
+    for entry, op in _operations(journal, undo):
+        try:
+            target, found = state_of(vault, op.path)
+            if found != op.before:
+                journal.set_state(entry, "conflict", "the note changed after the group wrote it")
+                continue
+            write_entry(journal, entry, op, target)
+            put_back += 1
+        except VaultlensError:
+            continue  # its entry says what happened; the note is left as found
+    journal.settle_groups()
+    return put_back, len(done) - put_back
+
+
+def _interrupted(vault: Path, journal: Journal, group_id: str) -> WriteInterrupted:
+    """Ctrl-C during a group's apply: settle it from the notes (as recovery does) and say where it stands."""
+    recover_locked(vault, journal)
+    group = journal.group(group_id)
+    n = len(group.members)
+    said = {
+        "applied": (
+            f"Interrupted after the write: all {n} notes were written",
+            f"`vaultlens undo {group_id}`",
+        ),
+        "partial": (f"Interrupted: only some of the {n} notes were written", f"`vaultlens undo {group_id}`"),
+    }
+    message, undo = said.get(
+        group.state, (f"Interrupted before the write: none of the {n} notes changed", "")
+    )
+    hint = f"{undo} puts back what was there before." if undo else "Plan the change again to write it."
+    message += f" (operation group {group_id} is {group.state.replace('_', ' ')})."
+    return WriteInterrupted(message, hint=hint, path=group.path, op_id=group_id, state=group.state)
+
+
+def plan_group_undo(vault: Path, journal: Journal, group_id: str) -> Group:
+    """Record the group that puts back every note the group wrote, if none changed since."""
+    with journal.locked():
+        recover_locked(vault, journal)
+        group = journal.group(group_id)
+        if group.state not in ("applied", "partial"):
+            raise UndoRefused(
+                f"Operation group {group_id} cannot be undone: it is {group.state.replace('_', ' ')}, not applied.",
+                op_id=group_id,
+            )
+        ops: list[tuple[Operation, str | None]] = []
+        for entry, op in _operations(journal, group):
+            if entry.state != "applied":
+                continue  # a note a stopped group never wrote: nothing to put back
+            _, found = state_of(vault, op.path)
+            if found != op.after:
+                raise UndoRefused(
+                    f"Not undone: {op.path} has changed since operation group {group_id} wrote it, and undo "
+                    "would throw those later edits away. No note was changed.",
+                    hint="Edit the note by hand, or see the journal's copy of the original (`vaultlens history`).",
+                    path=op.path,
+                    op_id=group_id,
+                )
+            ops.append((op.reversed(new_op_id()), entry.op_id))
+        return _pending_group(journal, ops, group_id) or _record(journal, ops, f"undo {group_id}", group_id)

@@ -1,0 +1,221 @@
+"""safewrite operation groups and new notes: one combined diff, applied together or not at all,
+undone together, one item in history; a kill -9 in the middle is settled from what the notes show.
+
+Real files, real journals under the test's VAULTLENS_HOME, a real child process killed with
+SIGKILL (the kill point is reached the way tests/test_safewrite.py reaches its own).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from vaultlens.errors import InvalidInput, UndoRefused, WriteConflict, WriteRefused
+from vaultlens.fsutil import sha256_hex
+from vaultlens.safewrite import Group
+from vaultlens.services import writes
+from vl_support import cli_env, run_cli, snapshot, write_vault
+
+A, B = b"# A\n\nfirst line\nsecond line\n", b"# B\r\n\r\nbody\r\n"
+
+
+def vault_ab(tmp_path: Path) -> Path:
+    return write_vault(tmp_path / "v", {"a.md": A, "b.md": B, "other.md": "untouched\n"})
+
+
+def split_like(vault: Path) -> writes.Planned:
+    """What a split plans: the original changed, two new notes (one in a new folder)."""
+    return writes.plan_group(
+        vault,
+        [
+            writes.Change("a.md", b"# A\n\n- [[A one]]\n", "index", based_on=A),
+            writes.Change("A one.md", b"first line\n\nFrom [[a]].\n", "new note", based_on=None),
+            writes.Change("b.md", B.replace(b"body", b"body [[A one]]"), "link", based_on=B),
+        ],
+        "split a.md",
+    )
+
+
+def states(vault: Path) -> dict[str, str]:
+    return {r.op_id: r.state for r in writes.history(vault)}
+
+
+def test_a_group_is_one_combined_diff_applied_together_and_undone_byte_for_byte(tmp_path: Path) -> None:
+    vault = vault_ab(tmp_path)
+    original = snapshot(vault)
+    planned = split_like(vault)
+    assert snapshot(vault) == original, "planning writes nothing"
+    group = planned.entry
+    assert isinstance(group, Group) and len(group.members) == 3
+    assert planned.diff.count("--- ") == 3 and "--- /dev/null\n+++ b/A one.md\n" in planned.diff
+    assert planned.diff.index("a/a.md") < planned.diff.index("b/A one.md") < planned.diff.index("a/b.md")
+    assert planned.proposal.token == sha256_hex(planned.diff) == group.diff_sha
+    with pytest.raises(WriteRefused, match="part of operation group"):  # a member alone: never
+        writes.apply(vault, group.members[0], sha256_hex(planned.diff))
+    with pytest.raises(WriteRefused, match="not operation group"):  # another diff's token
+        writes.apply(vault, group.op_id, sha256_hex("something else"))
+    done = writes.apply(vault, group.op_id, planned.proposal)
+    assert isinstance(done, Group) and done.state == "applied"
+    assert (vault / "a.md").read_bytes() == b"# A\n\n- [[A one]]\n"
+    assert (vault / "A one.md").read_bytes() == b"first line\n\nFrom [[a]].\n"
+    assert (vault / "b.md").read_bytes() == B.replace(b"body", b"body [[A one]]")
+    assert (vault / "other.md").read_bytes() == b"untouched\n"
+    listed = writes.history(vault)
+    assert [(r.op_id, r.state) for r in listed] == [(group.op_id, "applied")], "one item, members inside"
+    with pytest.raises(WriteRefused, match="only with it"):
+        writes.plan_undo(vault, group.members[1])
+    undo = writes.plan_undo(vault, group.op_id)
+    assert undo.diff.count("--- ") == 3 and "+++ /dev/null" in undo.diff
+    assert writes.plan_undo(vault, group.op_id).entry.op_id == undo.entry.op_id, "asked twice, planned once"
+    writes.apply(vault, undo.entry.op_id, undo.proposal)
+    assert snapshot(vault) == original, "every byte back, the new note removed, nothing else"
+    assert states(vault) == {group.op_id: "undone", undo.entry.op_id: "applied"}
+
+
+def test_a_note_changed_before_apply_refuses_the_whole_group_and_names_it(tmp_path: Path) -> None:
+    vault = vault_ab(tmp_path)
+    planned = split_like(vault)
+    (vault / "b.md").write_bytes(B + b"my edit\r\n")
+    changed = snapshot(vault)
+    with pytest.raises(WriteConflict, match=r"b\.md — it changed since the diff was shown") as caught:
+        writes.apply(vault, planned.entry.op_id, planned.proposal)
+    assert "None of the group's 3 notes was changed" in caught.value.message
+    assert caught.value.to_dict()["op_id"] == planned.entry.op_id
+    assert snapshot(vault) == changed
+    assert states(vault) == {planned.entry.op_id: "conflict"}
+    with pytest.raises(WriteRefused, match="only a planned group"):
+        writes.apply(vault, planned.entry.op_id, planned.proposal)
+
+
+def test_a_new_note_whose_path_appeared_meanwhile_refuses_the_group(tmp_path: Path) -> None:
+    vault = vault_ab(tmp_path)
+    planned = split_like(vault)
+    (vault / "A one.md").write_bytes(b"the user's own note\n")
+    with pytest.raises(WriteConflict, match="a file by that name exists now"):
+        writes.to_confirm(vault, planned.entry.op_id)  # refused before the diff is shown again
+    with pytest.raises(WriteConflict, match=r"A one\.md"):
+        writes.apply(vault, planned.entry.op_id, planned.proposal)
+    assert (vault / "a.md").read_bytes() == A and (vault / "A one.md").read_bytes() == b"the user's own note\n"
+
+
+def test_planning_refuses_a_note_twice_and_notes_that_moved_on(tmp_path: Path) -> None:
+    vault = vault_ab(tmp_path)
+    with pytest.raises(InvalidInput, match="twice"):
+        writes.plan_group(vault, [writes.Change("a.md", b"x\n", "one"), writes.Change("A.md", b"y\n", "two")], "s")
+    with pytest.raises(WriteConflict, match="exists now"):
+        writes.plan_group(vault, [writes.Change("b.md", b"new\n", "new", based_on=None)], "s")
+    with pytest.raises(WriteConflict, match="changed after its text was read"):
+        writes.plan_group(vault, [writes.Change("a.md", b"x\n", "edit", based_on=b"older\n")], "s")
+    assert writes.history(vault) == [], "nothing recorded for a refused group"
+
+
+def test_undo_refuses_while_a_created_note_holds_other_bytes_and_changes_nothing(tmp_path: Path) -> None:
+    vault = vault_ab(tmp_path)
+    planned = split_like(vault)
+    writes.apply(vault, planned.entry.op_id, planned.proposal)
+    (vault / "A one.md").write_bytes(b"first line\n\nFrom [[a]].\nmy addition\n")
+    before = snapshot(vault)
+    with pytest.raises(UndoRefused, match=r"A one\.md has changed since operation group"):
+        writes.plan_undo(vault, planned.entry.op_id)
+    assert snapshot(vault) == before
+    (vault / "A one.md").write_bytes(b"first line\n\nFrom [[a]].\n")  # back to what the group wrote
+    undo = writes.plan_undo(vault, planned.entry.op_id)
+    (vault / "A one.md").write_bytes(b"edited after the undo was shown\n")
+    with pytest.raises(WriteConflict, match=r"A one\.md"):
+        writes.apply(vault, undo.entry.op_id, undo.proposal)
+    assert (vault / "A one.md").read_bytes() == b"edited after the undo was shown\n", "never deleted"
+    assert (vault / "a.md").read_bytes() == b"# A\n\n- [[A one]]\n", "the undo group left every note as found"
+
+
+# ---- a note that changes during the group's apply; kill -9 in the middle ------------------------------
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    from pathlib import Path
+    from vaultlens.errors import VaultlensError
+    from vaultlens.safewrite import writer
+    from vaultlens.services import writes
+
+    vault, op_id, token, moment, ready = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], Path(sys.argv[5])
+    real_swap, calls = writer._swap, []
+
+    def swap(target, op):
+        calls.append(op.path)
+        if len(calls) == 3 and moment == "kill-before-third":
+            ready.write_text("ready")
+            time.sleep(60)
+        if len(calls) == 3 and moment == "edit-before-third":  # the user saves b.md just now
+            target.write_bytes(target.read_bytes() + b"typed meanwhile\\r\\n")
+        real_swap(target, op)
+
+    writer._swap = swap
+    try:
+        writes.apply(vault, op_id, token)
+    except VaultlensError as exc:
+        print(json.dumps(exc.to_dict()))
+    """
+)
+
+
+def run_child(tmp_path: Path, home: Path, vault: Path, planned: writes.Planned, moment: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-c", CHILD, str(vault), planned.entry.op_id, planned.proposal.token, moment]
+    return subprocess.Popen([*argv, str(tmp_path / "ready")], env=cli_env(home), stdout=subprocess.PIPE, text=True)
+
+
+def test_a_note_changed_in_the_middle_of_the_apply_rolls_back_what_the_group_wrote(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    vault = vault_ab(tmp_path)
+    planned = split_like(vault)
+    out, _ = run_child(tmp_path, isolated_env, vault, planned, "edit-before-third").communicate(timeout=120)
+    error = json.loads(out)
+    assert error["code"] == "write_conflict" and error["path"] == "b.md", error
+    assert "were put back" in error["message"], error
+    assert (vault / "a.md").read_bytes() == A, "the first note is back"
+    assert not (vault / "A one.md").exists(), "the created note is removed"
+    assert (vault / "b.md").read_bytes() == B + b"typed meanwhile\r\n", "the user's save is kept"
+    listed = {r.op_id: r for r in writes.history(vault)}
+    assert listed[planned.entry.op_id].state == "conflict"
+    [rollback] = [r for r in listed.values() if r.undo_of == planned.entry.op_id]
+    assert rollback.state == "applied" and rollback.summary == f"rollback of {planned.entry.op_id}"
+
+
+def test_kill_9_in_the_middle_of_a_group_is_settled_as_partial_and_its_undo_restores_every_byte(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    vault = vault_ab(tmp_path)
+    original = snapshot(vault)
+    planned = split_like(vault)
+    group_id = planned.entry.op_id
+    child = run_child(tmp_path, isolated_env, vault, planned, "kill-before-third")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists():
+        assert child.poll() is None, "the child ended before reaching the kill point"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    j = writes.journal(vault)
+    assert j.group(group_id).state == "writing"
+    killed = snapshot(vault)
+    assert (vault / "a.md").read_bytes() != A and (vault / "A one.md").exists() and (vault / "b.md").read_bytes() == B
+    recovered = writes.recover(vault)
+    assert [(r.op_id, r.state) for r in recovered] == [(j.group(group_id).members[2], "not_applied"), (group_id, "partial")]
+    assert snapshot(vault) == killed, "recovery writes no note"
+    assert [j.entry(m).state for m in j.group(group_id).members] == ["applied", "applied", "not_applied"]
+    shown = run_cli(["history", "--vault", str(vault)])
+    assert group_id in shown.stdout and "partial" in shown.stdout and "3 notes: a.md, A one.md, b.md" in shown.stdout
+    undone = run_cli(["undo", group_id, "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert "+++ /dev/null" in undone.stdout, "the exact diff is shown before the undo"
+    assert snapshot(vault) == original, "every byte back; only the note the group created is gone"
+    assert writes.history(vault)[0].state == "undone"
