@@ -356,6 +356,18 @@ class PlanRefused(WriteRefused):
     code = "plan_refused"
 
 
+class OutsideSelection(PlanRefused):
+    """A model's rewrite of a selection would change text outside it (e.g. it echoed the lines around)."""
+
+    code = "outside_selection"
+
+
+class InvalidQuery(PlanRefused):
+    """A generated Dataview query that fails the check in code (syntax, sources or fields the vault lacks)."""
+
+    code = "invalid_query"
+
+
 class OperationNotFound(WriteRefused):
     code = "operation_not_found"
     http_status = 404

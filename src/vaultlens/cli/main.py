@@ -20,11 +20,12 @@ from vaultlens.cli.ask_cmds import ask, chat, providers
 from vaultlens.cli.audit_cmds import audit_cli, moc
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
+from vaultlens.cli.notetool_cmds import transform
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides
 from vaultlens.cli.review_cmds import review
 from vaultlens.cli.serve_cmds import mcp, serve
 from vaultlens.cli.watch_cmds import watch
-from vaultlens.cli.write_cmds import apply, history, undo
+from vaultlens.cli.write_cmds import apply, history, undo, write_app
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 
 if TYPE_CHECKING:
@@ -312,7 +313,7 @@ _PANELS: list[tuple[str, list[Callable[..., None] | tuple[str, typer.Typer]]]] =
     (KEEP, [index, watch, rebuild, clear]),
     (FIND, [search, similar, ("duplicates", duplicates_cli)]),
     (ASK, [ask, chat]),
-    (CHANGE, [review, apply, undo, history]),
+    (CHANGE, [("write", write_app), review, apply, undo, history]),
     (AUDIT, [("audit", audit_cli), moc]),  # audit structure (no model), audit deep; a MOC from its clusters
     (SERVE, [serve, mcp]),  # companion: HTTP API + MCP (cli/serve_cmds.py)
     (INSPECT, [status, doctor, providers, ("config", config_cli), ("eval", eval_cli)]),
@@ -326,6 +327,7 @@ for _panel, _commands in _PANELS:
 config_cli.command("show")(config_show)
 eval_cli.command("beir")(eval_beir)
 eval_cli.command("queries")(eval_queries)
+write_app.command("transform")(transform)
 
 
 def main() -> None:

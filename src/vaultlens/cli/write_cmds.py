@@ -1,4 +1,5 @@
-"""`vaultlens apply`, `undo` and `history`: every change to a note is shown as its exact diff first."""
+"""`vaultlens apply`, `undo` and `history`, and the `vaultlens write` group of note tools: every change
+to a note is shown as its exact diff first."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 
 if TYPE_CHECKING:
     from vaultlens.services.app import App
+
+write_app = typer.Typer(
+    help="Note tools: continue, transform, Dataview, flashcards; every change is an exact diff to confirm.",
+    no_args_is_help=True,
+)
 
 OpArg = Annotated[str, typer.Argument(help="Operation id (see `vaultlens history`).")]
 ConfirmOpt = Annotated[

@@ -1,0 +1,132 @@
+"""`vaultlens write continue | transform | dataview | flashcards`: plan with a model, show the diff, ask, write.
+
+Each command calls one verb of :mod:`vaultlens.services.verbs.drafting` (consent first for a remote
+model), prints what the model produced, then shows the planned write's exact diff and writes it
+only after a yes (``--yes`` skips the questions, never the diff). ``--plan-only`` stops after
+planning: `vaultlens apply OP` writes it later. With ``--json`` the one object printed is the
+verb's result, plus ``applied`` (the written entry, or null when nothing was written yet).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
+
+import typer
+from rich.markup import escape
+
+from vaultlens.cli import render
+from vaultlens.cli.confirm import confirmed
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.write_cmds import AllowOpenOpt, report_recovery
+from vaultlens.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from vaultlens.errors import Proposal
+    from vaultlens.services.app import App
+    from vaultlens.services.writes import Planned
+
+NoteArg = Annotated[str, typer.Argument(help="The note (vault-relative path).")]
+YesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes", "-y", help="Send and write without asking (what is sent and the diff are still shown)."
+    ),
+]
+PlanOnlyOpt = Annotated[
+    bool, typer.Option("--plan-only", help="Only plan the change; write it later with `vaultlens apply OP`.")
+]
+_LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*")
+
+
+class _Planning(Protocol):
+    @property
+    def plan(self) -> Planned | None: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+def parse_lines(value: str) -> tuple[int, int]:
+    """``"A-B"`` (or ``"A"``) → (A, B); :class:`InvalidInput` otherwise."""
+    m = _LINES.fullmatch(value)
+    if m is None:
+        raise InvalidInput(f"--lines expects A-B (e.g. 12-20), got {value!r}.")
+    first = int(m[1])
+    return first, int(m[2]) if m[2] else first
+
+
+def run_tool(
+    app: App,
+    run: Callable[[Proposal | None], _Planning],
+    show: Callable[[_Planning], None],
+    yes: bool,
+    json_: bool,
+    plan_only: bool,
+    allow_open: bool,
+) -> None:
+    """Plan (asking consent for a remote model), show the result, then show its diff, ask and write."""
+    from vaultlens.services.verbs import changing
+
+    report_recovery(app, json_)
+    result = confirmed(run, yes, json_)
+    if not json_:
+        show(result)
+    plan = result.plan
+    applied = None
+    if plan is not None and not plan_only and (yes or not json_):
+        op_id = plan.entry.op_id
+        applied = confirmed(lambda grant: changing.apply(app, op_id, grant, allow_open), yes, json_)
+    if json_:
+        render.print_json({**result.as_dict(), "applied": None if applied is None else applied.as_dict()})
+    elif plan is not None and applied is None:
+        sys.stdout.write(plan.diff)
+        render.out.print(
+            f"Planned as {plan.entry.op_id}; write it with `vaultlens apply {plan.entry.op_id}`."
+        )
+    elif applied is not None:
+        render.out.print(
+            f"[green]Written[/green] {escape(applied.entry.path)} ({applied.entry.op_id}); "
+            f"`vaultlens undo {applied.entry.op_id}` puts it back."
+        )
+
+
+def _show_transform(result: _Planning) -> None:
+    data = result.as_dict()
+    render.out.print(
+        f"[bold]{escape(data['instruction'])}[/bold] (lines {data['lines'][0]}-{data['lines'][1]})"
+    )
+
+
+def transform(
+    note: NoteArg,
+    lines: Annotated[str, typer.Option("--lines", help="The selection: lines A-B (1-based, inclusive).")],
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="summarize, simplify, expand, fix-grammar, translate-en, translate-ru, to-list, to-table."
+        ),
+    ] = None,
+    prompt: Annotated[str | None, typer.Option(help="Your own instruction instead of a preset.")] = None,
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    yes: YesOpt = False,
+    plan_only: PlanOnlyOpt = False,
+    allow_open: AllowOpenOpt = False,
+) -> None:
+    """Rewrite lines A-B of NOTE; an answer that would change anything outside them is refused."""
+    from vaultlens.services.verbs import drafting
+
+    first, last = parse_lines(lines)
+    app = open_app(vault, set_)
+    run_tool(
+        app,
+        lambda grant: drafting.write_transform(app, note, first, last, preset, prompt, grant is not None),
+        _show_transform,
+        yes,
+        json_,
+        plan_only,
+        allow_open,
+    )

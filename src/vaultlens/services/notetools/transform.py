@@ -1,0 +1,124 @@
+"""Rewrite lines A-B of a note (a preset or the user's prompt); the answer may replace only that selection.
+
+The model sees the selection and a few lines around it (marked as context) and returns only the new
+text of the selection. Code then refuses (:class:`~vaultlens.errors.OutsideSelection`) an answer that
+echoes the lines around the selection, and checks that the planned bytes equal the note's bytes
+everywhere outside the selection's byte range, so no rewrite can touch the rest of the note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vaultlens.chunking.source import NoteSource
+from vaultlens.errors import OutsideSelection
+from vaultlens.llm.base import LLMProvider, Usage
+from vaultlens.services.context import VaultFiles
+from vaultlens.services.notetools.draft import Prompt, Splice, ask_json, build_prompt, line_span, splice
+
+__all__ = ["Selection", "Transformed", "check_inside", "prepare", "rewrite", "transformed"]
+
+CONTEXT_LINES = 3  # lines shown on each side of the selection, never to be returned
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"replacement": {"type": "string"}},
+    "required": ["replacement"],
+    "additionalProperties": False,
+}
+RULES = """- The task names a selection of the note. Put in "replacement" only the new text of the \
+selection: never the context lines around it, never the whole note, no code fence around it, no \
+commentary."""
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Lines ``first``..``last`` of a note as read now, and the prompt that asks for their rewrite."""
+
+    source: NoteSource
+    first: int
+    last: int
+    start: int  # text offsets of the selection (the last line's break included)
+    end: int
+    prompt: Prompt
+
+
+@dataclass(frozen=True, slots=True)
+class Transformed:
+    change: Splice
+    usage: Usage | None
+
+
+def prepare(source: NoteSource, first: int, last: int, instruction: str) -> Selection:
+    """The selection (refused when outside the note) and its prompt: the selection with up to
+    :data:`CONTEXT_LINES` lines on each side, each part labelled, as data."""
+    start, end = line_span(source, first, last)
+    lines = source.text.split("\n")
+    before = "\n".join(lines[max(0, first - 1 - CONTEXT_LINES) : first - 1])
+    after = "\n".join(lines[last : last + CONTEXT_LINES])
+    parts = [
+        (f"Context before the selection (from {source.path}; do not return it):", before),
+        (f"The selection: lines {first}-{last} of {source.path}:", source.text[start:end].rstrip("\n")),
+        ("Context after the selection (do not return it):", after),
+    ]
+    task = (
+        f"{instruction}\nApply this to the selection only and return its new text as "
+        '{"replacement": "..."}.'
+    )
+    return Selection(source, first, last, start, end, build_prompt(RULES, parts, task))
+
+
+def _neighbours(sel: Selection) -> tuple[str | None, str | None]:
+    """The nearest non-blank line before and after the selection (stripped), if any."""
+    lines = sel.source.text.split("\n")
+    before = next((s for s in (x.strip() for x in reversed(lines[: sel.first - 1])) if s), None)
+    after = next((s for s in (x.strip() for x in lines[sel.last :]) if s), None)
+    return before, after
+
+
+def check_inside(sel: Selection, change: Splice) -> None:
+    """:class:`OutsideSelection` when the answer echoes the lines around the selection or the new
+    bytes differ from the note's anywhere outside the selection's byte range."""
+    body = [x.strip() for x in change.text.split("\n") if x.strip()]
+    before, after = _neighbours(sel)
+    selected = [x.strip() for x in sel.source.text[sel.start : sel.end].split("\n") if x.strip()]
+    if body and before is not None and body[0] == before and (not selected or selected[0] != before):
+        raise OutsideSelection(
+            f"The model's answer starts with line {before!r}, which is above the selection "
+            f"(lines {sel.first}-{sel.last} of {sel.source.path}); nothing was planned.",
+            hint="Run it again, or choose a larger selection with --lines if that line should change too.",
+        )
+    if body and after is not None and body[-1] == after and (not selected or selected[-1] != after):
+        raise OutsideSelection(
+            f"The model's answer ends with line {after!r}, which is below the selection "
+            f"(lines {sel.first}-{sel.last} of {sel.source.path}); nothing was planned.",
+            hint="Run it again, or choose a larger selection with --lines if that line should change too.",
+        )
+    raw, new = sel.source.raw, change.after
+    b_start, b_end = sel.source.byte_span(sel.start, sel.end)
+    tail = len(raw) - b_end
+    if new[:b_start] != raw[:b_start] or new[len(new) - tail :] != raw[b_end:] or len(new) < b_start + tail:
+        raise OutsideSelection(
+            f"The planned change of {sel.source.path} would alter bytes outside lines {sel.first}-{sel.last}; "
+            "nothing was planned."
+        )
+
+
+def transformed(sel: Selection, replacement: str) -> Splice:
+    """The model's replacement as a change of the selection only (see :func:`check_inside`). The
+    selection's final line break is kept whatever the model did with trailing newlines."""
+    text = replacement.replace("\r\n", "\n").strip("\n")
+    if sel.source.text[sel.start : sel.end].endswith("\n"):
+        text += "\n"
+    change = splice(sel.source, sel.start, sel.end, text)
+    check_inside(sel, change)
+    return change
+
+
+def rewrite(
+    files: VaultFiles, provider: LLMProvider, sel: Selection, consent: bool, remember: bool = True
+) -> Transformed:
+    """Send the selection's prompt (after consent) and turn the answer into a checked change."""
+    what = f"lines {sel.first}-{sel.last} of {sel.source.path} and up to {CONTEXT_LINES} lines on each side"
+    answer, usage = ask_json(files, provider, sel.prompt, SCHEMA, what, consent, remember)
+    return Transformed(transformed(sel, str(answer["replacement"])), usage)
