@@ -103,13 +103,17 @@ def test_a_new_note_whose_path_appeared_meanwhile_refuses_the_group(tmp_path: Pa
         writes.to_confirm(vault, planned.entry.op_id)  # refused before the diff is shown again
     with pytest.raises(WriteConflict, match=r"A one\.md"):
         writes.apply(vault, planned.entry.op_id, planned.proposal)
-    assert (vault / "a.md").read_bytes() == A and (vault / "A one.md").read_bytes() == b"the user's own note\n"
+    assert (vault / "a.md").read_bytes() == A and (
+        vault / "A one.md"
+    ).read_bytes() == b"the user's own note\n"
 
 
 def test_planning_refuses_a_note_twice_and_notes_that_moved_on(tmp_path: Path) -> None:
     vault = vault_ab(tmp_path)
     with pytest.raises(InvalidInput, match="twice"):
-        writes.plan_group(vault, [writes.Change("a.md", b"x\n", "one"), writes.Change("A.md", b"y\n", "two")], "s")
+        writes.plan_group(
+            vault, [writes.Change("a.md", b"x\n", "one"), writes.Change("A.md", b"y\n", "two")], "s"
+        )
     with pytest.raises(WriteConflict, match="exists now"):
         writes.plan_group(vault, [writes.Change("b.md", b"new\n", "new", based_on=None)], "s")
     with pytest.raises(WriteConflict, match="changed after its text was read"):
@@ -166,9 +170,13 @@ CHILD = textwrap.dedent(
 )
 
 
-def run_child(tmp_path: Path, home: Path, vault: Path, planned: writes.Planned, moment: str) -> subprocess.Popen[str]:
+def run_child(
+    tmp_path: Path, home: Path, vault: Path, planned: writes.Planned, moment: str
+) -> subprocess.Popen[str]:
     argv = [sys.executable, "-c", CHILD, str(vault), planned.entry.op_id, planned.proposal.token, moment]
-    return subprocess.Popen([*argv, str(tmp_path / "ready")], env=cli_env(home), stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*argv, str(tmp_path / "ready")], env=cli_env(home), stdout=subprocess.PIPE, text=True
+    )
 
 
 def test_a_note_changed_in_the_middle_of_the_apply_rolls_back_what_the_group_wrote(
@@ -207,13 +215,24 @@ def test_kill_9_in_the_middle_of_a_group_is_settled_as_partial_and_its_undo_rest
     j = writes.journal(vault)
     assert j.group(group_id).state == "writing"
     killed = snapshot(vault)
-    assert (vault / "a.md").read_bytes() != A and (vault / "A one.md").exists() and (vault / "b.md").read_bytes() == B
+    assert (
+        (vault / "a.md").read_bytes() != A
+        and (vault / "A one.md").exists()
+        and (vault / "b.md").read_bytes() == B
+    )
     recovered = writes.recover(vault)
-    assert [(r.op_id, r.state) for r in recovered] == [(j.group(group_id).members[2], "not_applied"), (group_id, "partial")]
+    assert [(r.op_id, r.state) for r in recovered] == [
+        (j.group(group_id).members[2], "not_applied"),
+        (group_id, "partial"),
+    ]
     assert snapshot(vault) == killed, "recovery writes no note"
     assert [j.entry(m).state for m in j.group(group_id).members] == ["applied", "applied", "not_applied"]
     shown = run_cli(["history", "--vault", str(vault)])
-    assert group_id in shown.stdout and "partial" in shown.stdout and "3 notes: a.md, A one.md, b.md" in shown.stdout
+    assert (
+        group_id in shown.stdout
+        and "partial" in shown.stdout
+        and "3 notes: a.md, A one.md, b.md" in shown.stdout
+    )
     undone = run_cli(["undo", group_id, "--yes", "--vault", str(vault)])
     assert undone.exit_code == 0, undone.output
     assert "+++ /dev/null" in undone.stdout, "the exact diff is shown before the undo"

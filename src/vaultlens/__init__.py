@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from vaultlens.index.rebuild import RebuildResult
     from vaultlens.index.runs import RunRecord, RunStats
     from vaultlens.index.watcher import FlushReport
-    from vaultlens.safewrite import Entry, Recovered
+    from vaultlens.safewrite import Entry, Group, Recovered
     from vaultlens.services.app import App
     from vaultlens.services.ask import AskAnswer, Source
     from vaultlens.services.audit.moc import MocPlan
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from vaultlens.services.layout import ExactGroup
     from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice
     from vaultlens.services.notetools.results import TransformResult
+    from vaultlens.services.notetools.split import SplitResult
     from vaultlens.services.providers import ProviderInfo
     from vaultlens.services.results import Cleared, DoctorReport, FileProblem, IndexStatus, SpaceChange
     from vaultlens.services.review.batch import BatchReport
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from vaultlens.services.verbs.finding import dismiss, duplicates, list_notes, note, search, similar
     from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
     from vaultlens.services.verbs.inspecting import eval_beir, eval_queries, providers
+    from vaultlens.services.verbs.restructuring import write_split
     from vaultlens.services.verbs.status import doctor, status, unfinished_run
     from vaultlens.services.writes import Applied, Planned
 else:
@@ -99,7 +101,7 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["RebuildResult"], "vaultlens.index.rebuild"),
     **dict.fromkeys(["RunRecord", "RunStats"], "vaultlens.index.runs"),
     **dict.fromkeys(["FlushReport"], "vaultlens.index.watcher"),
-    **dict.fromkeys(["Entry", "Recovered"], "vaultlens.safewrite"),
+    **dict.fromkeys(["Entry", "Group", "Recovered"], "vaultlens.safewrite"),
     **dict.fromkeys(["App"], "vaultlens.services.app"),
     **dict.fromkeys(["AskAnswer", "Source"], "vaultlens.services.ask"),
     **dict.fromkeys(["MocPlan"], "vaultlens.services.audit.moc"),
@@ -110,6 +112,7 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["ExactGroup"], "vaultlens.services.layout"),
     **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice"], "vaultlens.services.notes"),
     **dict.fromkeys(["TransformResult"], "vaultlens.services.notetools.results"),
+    **dict.fromkeys(["SplitResult"], "vaultlens.services.notetools.split"),
     **dict.fromkeys(["ProviderInfo"], "vaultlens.services.providers"),
     **dict.fromkeys(
         ["Cleared", "DoctorReport", "FileProblem", "IndexStatus", "SpaceChange"], "vaultlens.services.results"
@@ -128,6 +131,7 @@ _WHERE: dict[str, str] = {
         "vaultlens.services.verbs.changing",
     ),
     **dict.fromkeys(["write_transform"], "vaultlens.services.verbs.drafting"),
+    **dict.fromkeys(["write_split"], "vaultlens.services.verbs.restructuring"),
     **dict.fromkeys(
         ["dismiss", "duplicates", "list_notes", "note", "search", "similar"],
         "vaultlens.services.verbs.finding",
@@ -158,6 +162,7 @@ __all__ = [
     "ExactGroup",
     "FileProblem",
     "FlushReport",
+    "Group",
     "GroupScore",
     "IndexStatus",
     "MocPlan",
@@ -179,6 +184,7 @@ __all__ = [
     "SimilarResult",
     "Source",
     "SpaceChange",
+    "SplitResult",
     "StructureResult",
     "TopicsResult",
     "TransformResult",
@@ -215,6 +221,7 @@ __all__ = [
     "to_confirm",
     "unfinished_run",
     "watch",
+    "write_split",
     "write_transform",
 ]
 
