@@ -2,8 +2,8 @@
 
 The model sees the note with numbered lines and answers with cards that cite a line range. Code keeps
 a card only when the range is inside the note's body, outside the ``## Flashcards`` section, not blank,
-and holds a word of the answer; and only when its question (normalised: case, punctuation and spacing
-ignored) is not already a card of the note or of this answer. Kept cards go to the end of the
+and holds most words of the answer (compared by their first five letters); and only when its question
+(normalised: case, punctuation and spacing ignored) is not already a card of the note or of this answer. Kept cards go to the end of the
 ``## Flashcards`` section (created at the end of the note when missing): ``Question::Answer`` on one
 line, or a question, a ``?`` line and the answer for text of several lines.
 """
@@ -128,6 +128,11 @@ def prepare(source: NoteSource) -> Prompt:
     return build_prompt(RULES, parts, task)
 
 
+def _stems(text: str) -> set[str]:
+    """Words of 3+ letters (and numbers) cut to 5 characters: an answer in other inflections still matches."""
+    return {w[:5] for w in _WORD.findall(text.casefold()) if len(w) >= 3 or w.isdigit()}
+
+
 def _problem(source: NoteSource, card: Card, seen: set[str]) -> str | None:
     lines = source.text.split("\n")
     body_line = source.note.body_start_line
@@ -140,8 +145,8 @@ def _problem(source: NoteSource, card: Card, seen: set[str]) -> str | None:
     cited = "\n".join(lines[first - 1 : last]).casefold()
     if not cited.strip():
         return f"cites lines {first}-{last}, which are blank"
-    words = {w for w in _WORD.findall(card.answer.casefold()) if len(w) >= 3 or w.isdigit()}
-    if words and not words & set(_WORD.findall(cited)):
+    words = _stems(card.answer)
+    if words and 2 * len(words & _stems(cited)) <= len(words):
         return f"its answer is not in lines {first}-{last}"
     key = normalised(card.question)
     if key in seen:
