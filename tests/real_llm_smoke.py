@@ -5,7 +5,9 @@ Run by ``make real-llm-smoke`` in ``.venv-llm`` (llama-cpp-python built from sou
 Makefile); not collected by pytest and not run by CI (a 12-minute build, then a slow CPU model).
 A 135M model gives poor answers, so only structure is asserted: the stream completes, ``ask --json``
 has the documented shape, every citation the answer makes is either a source id or listed as
-invalid (never a path), and one JSON-schema call returns JSON that validates.
+invalid (never a path), one JSON-schema call returns JSON that validates, and each note tool
+(`vaultlens write continue | transform | dataview | flashcards --plan-only`) answers with its
+documented keys or a specific refusal of the model's answer, writing nothing.
 """
 
 from __future__ import annotations
@@ -80,6 +82,49 @@ def check(ok: bool, what: str) -> None:
         raise SystemExit(1)
 
 
+# a tool's --json keys when it planned; the error codes a weak model's answer may earn instead (the
+# tools' code refused it, which is the structure under test too)
+TOOL_KEYS = {
+    "continue": ["path", "after_line", "text", "sources", "plan", "usage", "applied"],
+    "transform": ["path", "lines", "instruction", "replacement", "plan", "usage", "applied"],
+    "dataview": ["question", "query", "explanation", "plan", "usage", "applied"],
+    "flashcards": ["path", "cards", "skipped", "plan", "usage", "applied"],
+}
+REFUSALS = {"invalid_model_output", "outside_selection", "invalid_query", "plan_refused"}
+
+
+def note_tools(cli: list[str], sets: list[str], env: dict[str, str]) -> None:
+    """One `vaultlens write` run of each note tool, --plan-only on a copy of the sample vault: it
+    answers with the documented keys, or a specific refusal; the vault is never written."""
+    note = "tech/Load balancing.md"
+    runs = {
+        "continue": ["continue", note, "--with-context"],
+        "transform": ["transform", note, "--lines", "9-9", "--preset", "simplify"],
+        "dataview": ["dataview", "notes tagged with a tag, newest first"],
+        "flashcards": ["flashcards", note],
+    }
+    vault = Path(cli[4])
+    before = {p: p.read_bytes() for p in vault.rglob("*.md")}
+    for tool, args in runs.items():
+        started = time.monotonic()
+        done = subprocess.run([*cli[:3], "write", *args, "--json", "--plan-only", *cli[3:], *sets], env=env, capture_output=True, text=True)  # fmt: skip
+        data = json.loads(done.stdout or "{}")
+        took = f"{time.monotonic() - started:.1f}s"
+        if done.returncode == 0:
+            check(list(data) == TOOL_KEYS[tool], f"write {tool} --json keys ({took})")
+            check(
+                data["applied"] is None and (data["plan"] is None or data["plan"]["state"] == "planned"),
+                f"write {tool} only planned",
+            )
+        else:
+            code = data.get("error", {}).get("code")
+            check(
+                code in REFUSALS,
+                f"write {tool} refused the model's answer as {code} ({took}; {done.stderr.strip()[-200:]})",
+            )
+    check(before == {p: p.read_bytes() for p in vault.rglob("*.md")}, "no note tool wrote the vault")
+
+
 def main() -> None:
     model = gguf_path()
     port = free_port()
@@ -98,7 +143,8 @@ def main() -> None:
         sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
         env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTLENS_")}
         env["VAULTLENS_HOME"] = str(work / "home")
-        vault = REPO / "examples" / "vault"
+        vault = work / "vault"
+        shutil.copytree(REPO / "examples" / "vault", vault)
         cli = [sys.executable, "-m", "vaultlens", "--vault", str(vault)]
         done = subprocess.run([*cli[:3], "index", *cli[3:]], env=env, capture_output=True, text=True)
         check(done.returncode == 0, f"index the sample vault ({done.stderr.strip()[-200:]})")
@@ -134,6 +180,7 @@ def main() -> None:
         value, usage = structured(chat, [Message("user", "Give a topic of the notes 'cache stampede' and a count of 3.")], SCHEMA)  # fmt: skip
         check(schema_problems(value, SCHEMA) == [], f"JSON-schema output validates: {value} (usage {usage})")
         chat.close()
+        note_tools(cli, sets, env)
     finally:
         server.terminate()
         server.wait(30)

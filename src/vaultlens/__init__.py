@@ -47,7 +47,12 @@ if TYPE_CHECKING:
     from vaultlens.services.evaluation import GroupScore
     from vaultlens.services.layout import ExactGroup
     from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice
-    from vaultlens.services.notetools.results import TransformResult
+    from vaultlens.services.notetools.results import (
+        ContinueResult,
+        DataviewResult,
+        FlashcardsResult,
+        TransformResult,
+    )
     from vaultlens.services.notetools.split import SplitResult
     from vaultlens.services.providers import ProviderInfo
     from vaultlens.services.results import Cleared, DoctorReport, FileProblem, IndexStatus, SpaceChange
@@ -74,7 +79,12 @@ if TYPE_CHECKING:
         review_batch,
         to_confirm,
     )
-    from vaultlens.services.verbs.drafting import write_transform
+    from vaultlens.services.verbs.drafting import (
+        write_continue,
+        write_dataview,
+        write_flashcards,
+        write_transform,
+    )
     from vaultlens.services.verbs.finding import dismiss, duplicates, list_notes, note, search, similar
     from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
     from vaultlens.services.verbs.inspecting import eval_beir, eval_queries, providers
@@ -111,7 +121,10 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["GroupScore"], "vaultlens.services.evaluation"),
     **dict.fromkeys(["ExactGroup"], "vaultlens.services.layout"),
     **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice"], "vaultlens.services.notes"),
-    **dict.fromkeys(["TransformResult"], "vaultlens.services.notetools.results"),
+    **dict.fromkeys(
+        ["ContinueResult", "DataviewResult", "FlashcardsResult", "TransformResult"],
+        "vaultlens.services.notetools.results",
+    ),
     **dict.fromkeys(["SplitResult"], "vaultlens.services.notetools.split"),
     **dict.fromkeys(["ProviderInfo"], "vaultlens.services.providers"),
     **dict.fromkeys(
@@ -130,7 +143,10 @@ _WHERE: dict[str, str] = {
         ["PlanOptions", "apply", "history", "plan_undo", "recover", "review", "review_batch", "to_confirm"],
         "vaultlens.services.verbs.changing",
     ),
-    **dict.fromkeys(["write_transform"], "vaultlens.services.verbs.drafting"),
+    **dict.fromkeys(
+        ["write_continue", "write_dataview", "write_flashcards", "write_transform"],
+        "vaultlens.services.verbs.drafting",
+    ),
     **dict.fromkeys(["write_split"], "vaultlens.services.verbs.restructuring"),
     **dict.fromkeys(
         ["dismiss", "duplicates", "list_notes", "note", "search", "similar"],
@@ -154,6 +170,8 @@ __all__ = [
     "Cleared",
     "ConfirmationRequired",
     "ConsentRequired",
+    "ContinueResult",
+    "DataviewResult",
     "Dismissed",
     "DoctorReport",
     "DuplicatePair",
@@ -161,6 +179,7 @@ __all__ = [
     "Entry",
     "ExactGroup",
     "FileProblem",
+    "FlashcardsResult",
     "FlushReport",
     "Group",
     "GroupScore",
@@ -221,6 +240,9 @@ __all__ = [
     "to_confirm",
     "unfinished_run",
     "watch",
+    "write_continue",
+    "write_dataview",
+    "write_flashcards",
     "write_split",
     "write_transform",
 ]

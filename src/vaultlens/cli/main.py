@@ -20,7 +20,7 @@ from vaultlens.cli.ask_cmds import ask, chat, providers
 from vaultlens.cli.audit_cmds import audit_cli, moc
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
-from vaultlens.cli.notetool_cmds import transform
+from vaultlens.cli.notetool_cmds import continue_, dataview, flashcards, transform
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides
 from vaultlens.cli.review_cmds import review
 from vaultlens.cli.serve_cmds import mcp, serve
@@ -329,7 +329,10 @@ config_cli.command("show")(config_show)
 write_app.command("split")(split)  # cli/write_many_cmds.py
 eval_cli.command("beir")(eval_beir)
 eval_cli.command("queries")(eval_queries)
+write_app.command("continue")(continue_)
 write_app.command("transform")(transform)
+write_app.command("dataview")(dataview)
+write_app.command("flashcards")(flashcards)
 
 
 def main() -> None:

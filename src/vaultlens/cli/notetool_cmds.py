@@ -130,3 +130,120 @@ def transform(
         plan_only,
         allow_open,
     )
+
+
+AfterOpt = Annotated[
+    int | None, typer.Option("--after", help="Insert after this line (1-based) instead of at the end.")
+]
+
+
+def _show_continue(result: _Planning) -> None:
+    data = result.as_dict()
+    for src in data["sources"]:
+        render.out.print(
+            f"[dim]{src['id']}[/dim] {escape(src['path'])} L{src['start_line']}-{src['end_line']}"
+        )
+
+
+def continue_(
+    note: NoteArg,
+    with_context: Annotated[
+        bool,
+        typer.Option("--with-context", help="Give the model relevant passages of other notes (from search)."),
+    ] = False,
+    after: AfterOpt = None,
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    yes: YesOpt = False,
+    plan_only: PlanOnlyOpt = False,
+    allow_open: AllowOpenOpt = False,
+) -> None:
+    """Continue NOTE at its end (or after --after LINE); the new text is shown as a diff before it is written."""
+    from vaultlens.services.verbs import drafting
+
+    app = open_app(vault, set_)
+    run_tool(
+        app,
+        lambda grant: drafting.write_continue(app, note, with_context, after, grant is not None),
+        _show_continue,
+        yes,
+        json_,
+        plan_only,
+        allow_open,
+    )
+
+
+def _show_dataview(result: _Planning) -> None:
+    data = result.as_dict()
+    render.out.print(escape(data["explanation"]))
+    sys.stdout.write(f"```dataview\n{data['query']}\n```\n")
+
+
+def dataview(
+    question: Annotated[str, typer.Argument(help='What to list, e.g. "books rated 5, newest first".')],
+    insert: Annotated[
+        str | None, typer.Option("--insert", help="Put the query into this note as a ```dataview block.")
+    ] = None,
+    after: AfterOpt = None,
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    yes: YesOpt = False,
+    plan_only: PlanOnlyOpt = False,
+    allow_open: AllowOpenOpt = False,
+) -> None:
+    """A Dataview query built from your vault's real fields, tags and folders, checked before it is shown."""
+    from vaultlens.services.verbs import drafting
+
+    if after is not None and insert is None:
+        raise InvalidInput("--after places the query in a note: give --insert NOTE too.")
+    app = open_app(vault, set_)
+    run_tool(
+        app,
+        lambda grant: drafting.write_dataview(app, question, insert, after, grant is not None),
+        _show_dataview,
+        yes,
+        json_,
+        plan_only,
+        allow_open,
+    )
+
+
+def _show_flashcards(result: _Planning) -> None:
+    data = result.as_dict()
+    for card in data["cards"]:
+        render.out.print(
+            f"[bold]{escape(card['question'])}[/bold] → {escape(card['answer'])} "
+            f"[dim](lines {card['first_line']}-{card['last_line']})[/dim]"
+        )
+    for skipped in data["skipped"]:
+        render.out.print(
+            f"[yellow]Not added:[/yellow] {escape(skipped['question'])} — {escape(skipped['reason'])}"
+        )
+    if not data["cards"]:
+        render.out.print("No new flashcards; the note is unchanged.")
+
+
+def flashcards(
+    note: NoteArg,
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    yes: YesOpt = False,
+    plan_only: PlanOnlyOpt = False,
+    allow_open: AllowOpenOpt = False,
+) -> None:
+    """Spaced Repetition flashcards from NOTE under its ## Flashcards heading; cards it has are not added again."""
+    from vaultlens.services.verbs import drafting
+
+    app = open_app(vault, set_)
+    run_tool(
+        app,
+        lambda grant: drafting.write_flashcards(app, note, grant is not None),
+        _show_flashcards,
+        yes,
+        json_,
+        plan_only,
+        allow_open,
+    )

@@ -216,8 +216,9 @@ def _quote(text: str) -> str:
     return _SOURCE_TAG.sub(lambda m: f"<{m.group(1)}\u200b{m.group(2)}", text)
 
 
-def build_messages(question: str, sources: Iterable[Source]) -> tuple[Message, ...]:
-    """The system rules, then one user message: note text inside ``<sources>``, the question after."""
+def sources_block(sources: Iterable[Source]) -> str:
+    """The passages as data: ``<sources>`` holding one ``<source id path heading lines>`` each (also
+    the vault context of the note tools' ``continue --with-context``)."""
     parts = ["<sources>"]
     for src in sources:
         heading = " > ".join(src.heading_path)
@@ -225,7 +226,12 @@ def build_messages(question: str, sources: Iterable[Source]) -> tuple[Message, .
         attrs += f' heading={json.dumps(heading, ensure_ascii=False)} lines="{src.start_line}-{src.end_line}"'
         parts.append(f"<source {attrs}>\n{_quote(src.text)}\n</source>")
     parts.append("</sources>")
-    data = "\n".join(parts)
+    return "\n".join(parts)
+
+
+def build_messages(question: str, sources: Iterable[Source]) -> tuple[Message, ...]:
+    """The system rules, then one user message: note text inside ``<sources>``, the question after."""
+    data = sources_block(sources)
     user = f"{data}\n\nQuestion (answer it from the sources above only): {question}"
     return Message("system", SYSTEM_PROMPT), Message("user", user)
 

@@ -30,7 +30,7 @@ from vaultlens.services import writes
 from vaultlens.services.consent import require_llm_consent
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.review.prompt import fence_for
-from vaultlens.vault.parse import NotText, line_starts
+from vaultlens.vault.parse import NotText, line_starts, split_front_matter
 
 __all__ = [
     "BASE_RULES",
@@ -38,6 +38,8 @@ __all__ = [
     "Splice",
     "ask_json",
     "build_prompt",
+    "insert_block",
+    "insertion_point",
     "line_span",
     "load",
     "numbered",
@@ -157,6 +159,32 @@ class Splice:
 def splice(source: NoteSource, start: int, end: int, text: str) -> Splice:
     """Replace text span ``[start, end)`` of the note by ``text`` (model line endings normalised to LF)."""
     return Splice(source, start, end, text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def insertion_point(source: NoteSource, after_line: int | None) -> int:
+    """The text offset just after line ``after_line`` (1-based; None: the end of the note).
+    :class:`InvalidInput` for a line outside the note's body (front matter is no place to write)."""
+    if after_line is None:
+        return len(source.text)
+    body_line = split_front_matter(source.text)[3]  # lines of front matter (0 without one)
+    starts = line_starts(source.text)
+    total = len(starts) - (1 if source.text.endswith("\n") else 0)
+    if not max(body_line, 1) <= after_line <= total:
+        where = f"after the front matter (line {body_line})" if body_line else "from 1"
+        raise InvalidInput(
+            f"--after {after_line} is not a line of {source.path}'s body (it has {total} lines).",
+            hint=f"Give --after a line number {where} up to {total}.",
+        )
+    return starts[after_line] if after_line < len(starts) else len(source.text)
+
+
+def insert_block(source: NoteSource, at: int, block: str) -> Splice:
+    """``block`` inserted at text offset ``at`` (a line start or the end) as its own block: a blank
+    line before and after it unless the note already has one there."""
+    before, rest = source.text[:at], source.text[at:]
+    lead = "" if not before or before.endswith("\n\n") else ("\n" if before.endswith("\n") else "\n\n")
+    trail = "\n" if not rest or rest.startswith("\n") else "\n\n"
+    return splice(source, at, at, lead + block.strip("\n") + trail)
 
 
 def plan(vault: Path, change: Splice, summary: str) -> writes.Planned:

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultlens.llm.base import Usage
+from vaultlens.services.ask import Source
+from vaultlens.services.notetools.flashcards import Card, Skipped
 from vaultlens.services.writes import Planned
 
-__all__ = ["TransformResult"]
+__all__ = ["ContinueResult", "DataviewResult", "FlashcardsResult", "TransformResult"]
 
 
 def _usage(usage: Usage | None) -> dict[str, Any] | None:
@@ -34,5 +36,68 @@ class TransformResult:
             "instruction": self.instruction,
             "replacement": self.replacement,
             "plan": self.plan.as_dict(),
+            "usage": _usage(self.usage),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ContinueResult:
+    """New text for ``path`` (at its end, or after ``after_line``), the passages it saw, the plan."""
+
+    path: str
+    after_line: int | None
+    text: str
+    sources: tuple[Source, ...]
+    plan: Planned
+    usage: Usage | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "after_line": self.after_line,
+            "text": self.text,
+            "sources": [s.as_dict() for s in self.sources],
+            "plan": self.plan.as_dict(),
+            "usage": _usage(self.usage),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DataviewResult:
+    """A checked Dataview query for ``question``; ``plan`` when it was placed into a note."""
+
+    question: str
+    query: str
+    explanation: str
+    plan: Planned | None = None
+    usage: Usage | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "query": self.query,
+            "explanation": self.explanation,
+            "plan": None if self.plan is None else self.plan.as_dict(),
+            "usage": _usage(self.usage),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FlashcardsResult:
+    """The new cards of ``path`` (each with the lines it came from), the ones refused, the plan
+    (None when no card is new)."""
+
+    path: str
+    cards: tuple[Card, ...]
+    skipped: tuple[Skipped, ...]
+    plan: Planned | None = None
+    usage: Usage | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "cards": [c.as_dict() for c in self.cards],
+            "skipped": [s.as_dict() for s in self.skipped],
+            "plan": None if self.plan is None else self.plan.as_dict(),
             "usage": _usage(self.usage),
         }

@@ -10,11 +10,46 @@ from __future__ import annotations
 
 from vaultlens.errors import translated_errors
 from vaultlens.services.app import App
-from vaultlens.services.notetools import draft, transform
+from vaultlens.services.notetools import continuation, draft, flashcards, transform
+from vaultlens.services.notetools.dataview import query as dataview
+from vaultlens.services.notetools.dataview.fields import collect
 from vaultlens.services.notetools.presets import instruction_for
-from vaultlens.services.notetools.results import TransformResult
+from vaultlens.services.notetools.results import (
+    ContinueResult,
+    DataviewResult,
+    FlashcardsResult,
+    TransformResult,
+)
 
-__all__ = ["write_transform"]
+__all__ = ["write_continue", "write_dataview", "write_flashcards", "write_transform"]
+
+
+@translated_errors()
+def write_continue(
+    app: App,
+    note: str,
+    with_context: bool = False,
+    after_line: int | None = None,
+    consent: bool = False,
+    remember: bool = True,
+) -> ContinueResult:
+    """Continue ``note`` at its end (or after line ``after_line``); ``with_context``: with passages of
+    other notes found by search and re-read as Ask does (listed as the result's sources)."""
+    files = app.files()
+    source = draft.load(files, note)
+    at = draft.insertion_point(source, after_line)  # a wrong --after is refused before anything is searched
+    found = continuation.context_for(app, files, app.settings.search, source, at) if with_context else ()
+    cont = continuation.prepare(source, after_line, found)
+    provider = app.llm()
+    try:
+        done = continuation.write_on(files, provider, cont, consent, remember)
+    finally:
+        provider.close()
+    where = "at the end" if after_line is None else f"after line {after_line}"
+    planned = draft.plan(
+        app.vault, done.change, f"continue {where}" + (" (with vault context)" if found else "")
+    )
+    return ContinueResult(source.path, after_line, done.change.text.strip("\n"), found, planned, done.usage)
 
 
 @translated_errors()
@@ -38,6 +73,52 @@ def write_transform(
         done = transform.rewrite(files, provider, sel, consent, remember)
     finally:
         provider.close()
-    summary = f"{title}: lines {first}-{last}"
-    planned = draft.plan(app.vault, done.change, summary)
+    planned = draft.plan(app.vault, done.change, f"{title}: lines {first}-{last}")
     return TransformResult(sel.source.path, first, last, instruction, done.change.text, planned, done.usage)
+
+
+@translated_errors()
+def write_dataview(
+    app: App,
+    question: str,
+    insert: str | None = None,
+    after_line: int | None = None,
+    consent: bool = False,
+    remember: bool = True,
+) -> DataviewResult:
+    """A Dataview query for ``question`` from the vault's real fields, checked in code
+    (:class:`~vaultlens.errors.InvalidQuery` otherwise); ``insert``: planned into that note as a
+    ```` ```dataview ```` block (at its end, or after ``after_line``)."""
+    files = app.files()
+    target = draft.load(files, insert) if insert is not None else None
+    if target is not None:
+        draft.insertion_point(target, after_line)  # refused before the model is asked
+    fields = collect(app.vault, files.max_bytes)
+    prompt = dataview.prepare(question, fields)
+    provider = app.llm()
+    try:
+        made = dataview.generate(files, provider, prompt, fields, consent, remember)
+    finally:
+        provider.close()
+    planned = None
+    if target is not None:
+        change = dataview.placed(target, after_line, made.query)
+        planned = draft.plan(app.vault, change, f"dataview query: {' '.join(question.split())[:80]}")
+    return DataviewResult(question, made.query, made.explanation, planned, made.usage)
+
+
+@translated_errors()
+def write_flashcards(app: App, note: str, consent: bool = False, remember: bool = True) -> FlashcardsResult:
+    """Spaced Repetition cards from ``note``, each citing the lines it comes from (checked), the
+    questions it already has left out; planned under its ``## Flashcards`` heading."""
+    files = app.files()
+    source = draft.load(files, note)
+    provider = app.llm()
+    try:
+        made = flashcards.write_cards(files, provider, source, flashcards.prepare(source), consent, remember)
+    finally:
+        provider.close()
+    planned = None
+    if made.change is not None:
+        planned = draft.plan(app.vault, made.change, f"{len(made.cards)} flashcards")
+    return FlashcardsResult(source.path, made.cards, made.skipped, planned, made.usage)
