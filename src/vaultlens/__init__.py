@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from vaultlens.services.evaluation import GroupScore
     from vaultlens.services.layout import ExactGroup
     from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice
+    from vaultlens.services.notetools.batch import BatchResult, NoteSelector
     from vaultlens.services.notetools.results import (
         ContinueResult,
         DataviewResult,
@@ -88,7 +89,7 @@ if TYPE_CHECKING:
     from vaultlens.services.verbs.finding import dismiss, duplicates, list_notes, note, search, similar
     from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
     from vaultlens.services.verbs.inspecting import eval_beir, eval_queries, providers
-    from vaultlens.services.verbs.restructuring import write_split
+    from vaultlens.services.verbs.restructuring import write_batch, write_batch_run, write_split
     from vaultlens.services.verbs.status import doctor, status, unfinished_run
     from vaultlens.services.writes import Applied, Planned
 else:
@@ -125,6 +126,7 @@ _WHERE: dict[str, str] = {
         ["ContinueResult", "DataviewResult", "FlashcardsResult", "TransformResult"],
         "vaultlens.services.notetools.results",
     ),
+    **dict.fromkeys(["BatchResult", "NoteSelector"], "vaultlens.services.notetools.batch"),
     **dict.fromkeys(["SplitResult"], "vaultlens.services.notetools.split"),
     **dict.fromkeys(["ProviderInfo"], "vaultlens.services.providers"),
     **dict.fromkeys(
@@ -147,7 +149,9 @@ _WHERE: dict[str, str] = {
         ["write_continue", "write_dataview", "write_flashcards", "write_transform"],
         "vaultlens.services.verbs.drafting",
     ),
-    **dict.fromkeys(["write_split"], "vaultlens.services.verbs.restructuring"),
+    **dict.fromkeys(
+        ["write_batch", "write_batch_run", "write_split"], "vaultlens.services.verbs.restructuring"
+    ),
     **dict.fromkeys(
         ["dismiss", "duplicates", "list_notes", "note", "search", "similar"],
         "vaultlens.services.verbs.finding",
@@ -165,6 +169,7 @@ __all__ = [
     "Applied",
     "AskAnswer",
     "BatchReport",
+    "BatchResult",
     "ChatSession",
     "ChatTurn",
     "Cleared",
@@ -188,6 +193,7 @@ __all__ = [
     "NoteEntry",
     "NoteHit",
     "NoteList",
+    "NoteSelector",
     "NoteSlice",
     "PlanOptions",
     "Planned",
@@ -240,6 +246,8 @@ __all__ = [
     "to_confirm",
     "unfinished_run",
     "watch",
+    "write_batch",
+    "write_batch_run",
     "write_continue",
     "write_dataview",
     "write_flashcards",

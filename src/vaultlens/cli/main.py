@@ -26,7 +26,7 @@ from vaultlens.cli.review_cmds import review
 from vaultlens.cli.serve_cmds import mcp, serve
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.cli.write_cmds import apply, history, undo, write_app
-from vaultlens.cli.write_many_cmds import split
+from vaultlens.cli.write_many_cmds import batch, split
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 
 if TYPE_CHECKING:
@@ -327,6 +327,7 @@ for _panel, _commands in _PANELS:
             cli.command(rich_help_panel=_panel)(_command)
 config_cli.command("show")(config_show)
 write_app.command("split")(split)  # cli/write_many_cmds.py
+write_app.command("batch")(batch)
 eval_cli.command("beir")(eval_beir)
 eval_cli.command("queries")(eval_queries)
 write_app.command("continue")(continue_)

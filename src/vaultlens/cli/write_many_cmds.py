@@ -7,17 +7,20 @@ applied and undone together); ``batch`` plans one change per note and reviews th
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
+from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.notetool_cmds import NoteArg, PlanOnlyOpt, YesOpt, run_tool
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
-from vaultlens.cli.write_cmds import AllowOpenOpt
+from vaultlens.cli.write_cmds import AllowOpenOpt, report_recovery
 
-__all__ = ["split"]
+__all__ = ["batch", "split"]
 
 
 def _show_split(result: Any) -> None:
@@ -63,3 +66,175 @@ def split(
         plan_only,
         allow_open,
     )
+
+
+class _Bar:
+    """Rich progress on stderr, started at the first finished note (after any consent question)."""
+
+    def __init__(self, json_: bool) -> None:
+        self.json_ = json_
+        self.progress: Any = None
+        self.task: Any = None
+
+    def update(self, note: Any, done: int, total: int) -> None:
+        if self.json_:
+            return
+        if self.progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=render.err
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("notes", total=total)
+        self.progress.update(self.task, completed=done, description=escape(note.path[-40:]))
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _ask(i: int, n: int) -> str:
+    try:
+        answer: str = typer.prompt(
+            f"[{i}/{n}] Write this change? y(es) / n(o) / a(ll the rest) / q(uit)",
+            default="n",
+            type=click.Choice(["y", "n", "a", "q"], case_sensitive=False),
+        )
+    except typer.Abort:
+        from vaultlens.errors import Cancelled
+
+        raise Cancelled("Stopped at the question; changes already written stay (each undoable).") from None
+    return answer.lower()
+
+
+def _review(app: Any, result: Any, yes: bool, json_: bool, allow_open: bool) -> None:
+    """Each waiting change: its exact diff, then yes/no/all/quit (``--yes``: every diff, then all)."""
+    from vaultlens.cli.confirm import show
+    from vaultlens.errors import VaultlensError, WriteUnconfirmed
+    from vaultlens.services.verbs import changing
+
+    waiting, batch_id = result.waiting, result.state.batch_id
+    written: list[Any] = []
+    refused: dict[str, str] = {}
+
+    def write(planned: Any) -> None:
+        try:
+            written.append(changing.apply(app, planned.entry.op_id, planned.proposal, allow_open))
+        except VaultlensError as exc:
+            refused[planned.entry.path] = exc.message
+            if not json_:
+                render.err.print(
+                    f"[red]Not written[/red] {escape(planned.entry.path)}: {escape(exc.message)}"
+                )
+
+    if json_:
+        for planned in waiting if yes else []:
+            write(planned)
+        done = {**result.as_dict(), "applied": [a.as_dict() for a in written]}
+        render.print_json({**done, "refused": [{"path": k, "why": v} for k, v in refused.items()]})
+        return
+    counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(result.counts().items()))
+    render.out.print(f"Batch {batch_id}: {counts}.")
+    for path, why in result.stale.items():
+        render.err.print(f"[yellow]{escape(path)}[/yellow]: {escape(why)}")
+    if not waiting:
+        return
+    if yes:
+        for planned in waiting:
+            show(planned.proposal, False)
+        for planned in waiting:
+            write(planned)
+    else:
+        if not sys.stdin.isatty():
+            for planned in waiting:
+                show(planned.proposal, False)
+            raise WriteUnconfirmed(
+                waiting[0].proposal,
+                message=f"{len(waiting)} changes are planned; nothing was written.",
+                hint=f"Review them in a terminal, or accept them all after seeing them: "
+                f"`vaultlens write batch --resume {batch_id} --yes`.",
+            )
+        take_all = False
+        for i, planned in enumerate(waiting, 1):
+            show(planned.proposal, False)
+            answer = "y" if take_all else _ask(i, len(waiting))
+            if answer == "q":
+                break
+            take_all = answer == "a"
+            if answer in ("y", "a"):
+                write(planned)
+    render.out.print(
+        f"[green]Written[/green] {len(written)} of {len(waiting)} changes; `vaultlens undo OP` undoes one."
+    )
+    if len(written) + len(refused) < len(waiting):
+        render.out.print(
+            f"The others stay planned: `vaultlens write batch --resume {batch_id}` shows them again."
+        )
+
+
+def batch(
+    folder: Annotated[str | None, typer.Option(help="The notes under this folder.")] = None,
+    tag: Annotated[str | None, typer.Option(help="The notes with this tag (#a also picks #a/b).")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="The notes changed on or after this date (YYYY-MM-DD).")
+    ] = None,
+    glob: Annotated[
+        str | None, typer.Option(help='The notes whose path matches this pattern ("Daily/*.md").')
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="summarize, simplify, expand, fix-grammar, translate-en, translate-ru, to-list, to-table."
+        ),
+    ] = None,
+    prompt: Annotated[str | None, typer.Option(help="Your own instruction instead of a preset.")] = None,
+    concurrency: Annotated[int, typer.Option(help="At most this many notes at a time.")] = 4,
+    resume: Annotated[
+        str | None,
+        typer.Option("--resume", help="Continue batch ID (notes already done are not sent again)."),
+    ] = None,
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    yes: YesOpt = False,
+    allow_open: AllowOpenOpt = False,
+) -> None:
+    """Run a preset (or your prompt) over many notes: an estimate first, progress, Ctrl-C keeps finished
+    notes (--resume ID continues), then every planned change is reviewed as its exact diff."""
+    from vaultlens.errors import InvalidInput
+    from vaultlens.services.notetools.batch import NoteSelector, describe
+    from vaultlens.services.verbs import restructuring
+
+    app = open_app(vault, set_)
+    report_recovery(app, json_)
+    if resume is None:
+        started = restructuring.write_batch(
+            app, NoteSelector(folder, tag, since, glob), preset, prompt, concurrency
+        )
+        batch_id = started.state.batch_id
+        render.err.print(
+            f"Batch {batch_id} ({escape(started.state.title)}): {describe(started.state.estimate)}"
+        )
+        render.err.print(
+            f"Ctrl-C keeps the notes already done; `vaultlens write batch --resume {batch_id}` continues."
+        )
+    elif any(v is not None for v in (folder, tag, since, glob, preset, prompt)):
+        raise InvalidInput(
+            "--resume continues a batch with the notes and the instruction it was started with.",
+            hint=f"Leave out the other options: `vaultlens write batch --resume {resume}`.",
+        )
+    else:
+        batch_id = resume
+    bar = _Bar(json_)
+    try:
+        result = confirmed(
+            lambda grant: restructuring.write_batch_run(
+                app, batch_id, grant is not None, progress=bar.update
+            ),
+            yes,
+            json_,
+        )
+    finally:
+        bar.stop()
+    _review(app, result, yes, json_, allow_open)

@@ -54,6 +54,11 @@ def legacy_journal_dir(vault: Path) -> Path:
     return journals_dir() / _vault_key(vault)
 
 
+def batches_dir() -> Path:
+    """The state of `vaultlens write batch` runs, one folder per batch id (so a stopped batch resumes)."""
+    return home() / "batches"
+
+
 def audit_dir(vault: Path) -> Path:
     """Where audit reports of the vault go unless the user names a folder (outside the vault, like the index)."""
     return home() / "audits" / _vault_key(vault)

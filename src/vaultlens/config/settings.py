@@ -232,6 +232,9 @@ class LLMSettings:
     max_tokens: int = setting(1024, ge=16, le=1_000_000)  # the longest answer asked for
     temperature: float = setting(0.0, ge=0, le=2)
     history_turns: int = setting(4, ge=0, le=50)  # chat: earlier questions and answers kept
+    # prices per million tokens, for the cost `write batch` estimates before it starts; 0 = not set ("unknown")
+    price_in_per_mtok: float = setting(0.0, ge=0, le=1_000_000)
+    price_out_per_mtok: float = setting(0.0, ge=0, le=1_000_000)
 
     @property
     def model_name(self) -> str:

@@ -9,15 +9,22 @@ it). Before note text goes to a remote model the verb raises
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Literal
 
-from vaultlens.errors import translated_errors
+from vaultlens.errors import InvalidInput, translated_errors
 from vaultlens.services import writes
 from vaultlens.services.app import App
-from vaultlens.services.notetools import draft, split
+from vaultlens.services.consent import require_llm_consent
+from vaultlens.services.notetools import batch, batch_state, draft, split
+from vaultlens.services.notetools.batch import BatchResult, NoteSelector, Progress
+from vaultlens.services.notetools.batch_state import BatchNote, BatchState
+from vaultlens.services.notetools.presets import instruction_for
 from vaultlens.services.notetools.split import SplitResult
 
-__all__ = ["write_split"]
+__all__ = ["write_batch", "write_batch_run", "write_split"]
+
+MAX_CONCURRENCY = 16
 
 SplitMode = Literal["keep-original", "index"]
 
@@ -46,3 +53,56 @@ def write_split(
         app.vault, proposed.changes, f"split {source.path} into {count} notes ({how})"
     )
     return SplitResult(source.path, mode, proposed.split, planned, usage)
+
+
+@translated_errors()
+def write_batch(
+    app: App,
+    selector: NoteSelector,
+    preset: str | None = None,
+    prompt: str | None = None,
+    concurrency: int = 4,
+) -> BatchResult:
+    """Start a batch: pick the notes, estimate tokens and cost, and save its state (nothing is sent;
+    :func:`write_batch_run` runs it). The estimate is in ``state.estimate``."""
+    instruction, title = instruction_for(preset, prompt)
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise InvalidInput(f"--concurrency must be 1..{MAX_CONCURRENCY}, got {concurrency}.")
+    given = selector.given()
+    files = app.files()
+    paths = batch.select(files, selector)
+    llm = app.settings.llm
+    est = batch.estimate(files, paths, instruction, (llm.price_in_per_mtok, llm.price_out_per_mtok))
+    state = BatchState(
+        batch_state.new_batch_id(), str(app.vault), given, instruction, title, concurrency,
+        datetime.now(UTC).isoformat(timespec="seconds"), [BatchNote(p) for p in paths], est.as_dict(),
+    )  # fmt: skip
+    batch_state.save(state)
+    return batch.result(app.vault, state)
+
+
+@translated_errors()
+def write_batch_run(
+    app: App, batch_id: str, consent: bool = False, remember: bool = True, progress: Progress | None = None
+) -> BatchResult:
+    """Run (or resume) batch ``batch_id``: every note not yet done is sent and gets one planned
+    change; notes already done are never sent again. Without ``consent`` for a remote model:
+    :class:`~vaultlens.errors.ConsentRequired` first. Returns the changes waiting for review."""
+    state = batch_state.load(batch_id)
+    if state.vault != str(app.vault):
+        raise InvalidInput(
+            f"Batch {batch_id} belongs to the vault {state.vault}, not {app.vault}.",
+            hint=f"Run it with --vault {state.vault!r}.",
+        )
+    files = app.files()
+    batch.adopt(app.vault, state)
+    todo = [n for n in state.notes if n.status in ("pending", "failed")]
+    if todo:
+        provider = app.llm()
+        try:
+            what = f"the text of {len(todo)} notes, one prompt each ({state.title})"
+            require_llm_consent(files, provider, consent, what, remember)
+        finally:
+            provider.close()
+        batch.run(app.vault, files, app.llm, state, remember, progress)
+    return batch.result(app.vault, state)

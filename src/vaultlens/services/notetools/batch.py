@@ -1,0 +1,284 @@
+"""Batch: one transform preset (or the user's own prompt) over many notes, resumable.
+
+1. :func:`select` picks the notes from the vault's scan: under a folder, with a tag (the outline's
+   tags; ``#a`` also picks ``#a/b``), changed since a date, or matching a glob.
+2. :func:`estimate` says what it costs before anything is sent: prompt and answer tokens
+   approximated from characters (4 per token: the real tokenizer is the provider's), and a cost
+   only when ``llm.price_in_per_mtok`` / ``llm.price_out_per_mtok`` are set ("unknown" otherwise).
+3. :func:`run` sends each note's body (front matter excluded) through the transform pipeline of
+   :mod:`vaultlens.services.notetools.transform`, at most ``concurrency`` at a time, and plans one
+   safewrite change per note; each outcome is saved at once (:mod:`batch_state`), so Ctrl-C or a
+   kill keeps every finished note and a resume runs only the rest. No note is written here: the
+   changes are reviewed afterwards (one by one, or all after showing them) and applied through
+   safewrite, each undoable on its own.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from vaultlens.errors import Cancelled, InvalidInput, OutsideSelection, PlanRefused, VaultlensError
+from vaultlens.index.estimate import CHARS_PER_TOKEN
+from vaultlens.llm.base import LLMProvider
+from vaultlens.safewrite import Entry
+from vaultlens.services import writes
+from vaultlens.services.context import VaultFiles
+from vaultlens.services.notetools import draft, transform
+from vaultlens.services.notetools.batch_state import BatchNote, BatchState
+from vaultlens.services.notetools.split import note_lines
+from vaultlens.vault.outline import outline_note
+from vaultlens.vault.parse import decode_note
+
+__all__ = [
+    "BatchResult",
+    "Estimate",
+    "describe",
+    "NoteSelector",
+    "adopt",
+    "estimate",
+    "result",
+    "run",
+    "select",
+]
+
+Progress = Callable[[BatchNote, int, int], None]  # a note's outcome, notes done, notes to do
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSelector:
+    """Which notes: exactly one of a folder, a tag, a date (YYYY-MM-DD: changed on or after it), a glob."""
+
+    folder: str | None = None
+    tag: str | None = None
+    since: str | None = None
+    glob: str | None = None
+
+    def given(self) -> dict[str, str]:
+        chosen = {k: v for k, v in (("folder", self.folder), ("tag", self.tag), ("since", self.since),
+                                    ("glob", self.glob)) if v is not None}  # fmt: skip
+        if len(chosen) != 1:
+            raise InvalidInput(
+                "Choose the notes with exactly one of --folder, --tag, --since and --glob.",
+                hint='E.g. --folder Projects, --tag draft, --since 2026-11-01 or --glob "Daily/*.md".',
+            )
+        return chosen
+
+
+def _since(value: str) -> int:
+    try:
+        return int(datetime.fromisoformat(value).timestamp() * 1_000_000_000)
+    except ValueError:
+        raise InvalidInput(f"--since expects a date like 2026-11-01, got {value!r}.") from None
+
+
+def _has_tag(files: VaultFiles, path: str, tag: str) -> bool:
+    try:
+        text = decode_note(files.read(path).raw)
+    except (VaultlensError, ValueError):  # unreadable or not text: not a note to change
+        return False
+    want = tag.lstrip("#").casefold()
+    return any(
+        t.casefold() == want or t.casefold().startswith(want + "/") for t in outline_note(text, path).tags
+    )
+
+
+def select(files: VaultFiles, selector: NoteSelector) -> list[str]:
+    """The vault's notes the selector picks, sorted; :class:`InvalidInput` when none is."""
+    ((kind, value),) = selector.given().items()
+    notes = files.scan().notes
+    if kind == "folder":
+        prefix = value.strip("/") + "/"
+        found = [n.path for n in notes if n.path.startswith(prefix) or prefix == "/"]
+    elif kind == "glob":
+        found = [n.path for n in notes if fnmatch.fnmatchcase(n.path, value)]
+    elif kind == "since":
+        after = _since(value)
+        found = [n.path for n in notes if n.mtime_ns >= after]
+    else:
+        found = [n.path for n in notes if _has_tag(files, n.path, value)]
+    if not found:
+        raise InvalidInput(
+            f"No note matches --{kind} {value!r}.", hint="`vaultlens list` shows the vault's notes."
+        )
+    return sorted(found)
+
+
+def _selection(files: VaultFiles, path: str, instruction: str) -> transform.Selection | None:
+    """The note's body (every line after the front matter) as the transform's selection; None when
+    it has no text besides front matter."""
+    source = draft.load(files, path)
+    lines = note_lines(source.text)
+    first = source.note.body_start_line + 1
+    if not any(x.strip() for x in lines[first - 1 :]):
+        return None
+    return transform.prepare(source, first, len(lines), instruction)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """What the batch sends and gets back, in approximate tokens, and its cost if prices are set."""
+
+    notes: int
+    prompt_tokens: int
+    answer_tokens: int
+    cost: float | None  # in the settings' price unit; None: no price set
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"notes": self.notes, "prompt_tokens": self.prompt_tokens, "answer_tokens": self.answer_tokens,
+                "cost": self.cost}  # fmt: skip
+
+
+def describe(est: dict[str, Any]) -> str:
+    """An estimate (:meth:`Estimate.as_dict`) as a sentence."""
+    cost = est.get("cost")
+    said = (
+        "unknown (set llm.price_in_per_mtok and llm.price_out_per_mtok)"
+        if cost is None
+        else f"about {cost:.4f}"
+    )
+    return (
+        f"{est['notes']} notes: about {est['prompt_tokens']:,} prompt tokens and {est['answer_tokens']:,} answer "
+        f"tokens (characters / {CHARS_PER_TOKEN}); cost {said}."
+    )
+
+
+def estimate(files: VaultFiles, paths: list[str], instruction: str, prices: tuple[float, float]) -> Estimate:
+    """Tokens from characters: each note's exact prompt, and an answer as long as its body."""
+    sent = answered = 0
+    for path in paths:
+        try:
+            sel = _selection(files, path, instruction)
+        except VaultlensError:
+            continue  # it will fail (and say why) when it runs
+        if sel is not None:
+            sent += sel.prompt.chars
+            answered += sel.end - sel.start
+    tokens_in, tokens_out = sent // CHARS_PER_TOKEN, answered // CHARS_PER_TOKEN
+    price_in, price_out = prices
+    cost = (tokens_in * price_in + tokens_out * price_out) / 1e6 if price_in and price_out else None
+    return Estimate(len(paths), tokens_in, tokens_out, cost)
+
+
+def adopt(vault: Path, state: BatchState) -> None:
+    """Notes whose change a killed run planned in the journal but could not record in the state:
+    taken as finished (their plan is found by the batch's summary), never sent again."""
+    open_ = {n.path for n in state.notes if n.status in ("pending", "failed")}
+    for item in writes.history(vault):
+        mine = isinstance(item, Entry) and item.summary == state.summary and item.path in open_
+        if mine and item.state in ("planned", "applied"):
+            state.settle(item.path, "planned", item.op_id, "planned before the batch stopped")
+
+
+def run(
+    vault: Path,
+    files: VaultFiles,
+    make_provider: Callable[[], LLMProvider],
+    state: BatchState,
+    remember: bool,
+    progress: Progress | None = None,
+) -> None:
+    """Plan one change per note still to do (pending or failed), ``state.concurrency`` at a time.
+    Ctrl-C: notes not started are not sent; :class:`Cancelled` says how to resume."""
+    todo = [n.path for n in state.notes if n.status in ("pending", "failed")]
+    stop = threading.Event()
+    count = [0]
+    lock = threading.Lock()
+
+    def one(path: str) -> None:
+        if stop.is_set():
+            return
+        note = _plan_one(vault, files, make_provider, state, path, remember)
+        with lock:
+            count[0] += 1
+            if progress is not None:
+                progress(note, count[0], len(todo))
+
+    pool = ThreadPoolExecutor(max_workers=state.concurrency, thread_name_prefix="vaultlens-batch")
+    futures: list[Future[None]] = []
+    try:
+        futures = [pool.submit(one, path) for path in todo]
+        wait(futures)
+    except KeyboardInterrupt:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        done = sum(n.status != "pending" for n in state.notes)
+        raise Cancelled(
+            f"Stopped: {done} of {len(state.notes)} notes of batch {state.batch_id} are done and kept.",
+            hint=f"`vaultlens write batch --resume {state.batch_id}` continues with the rest.",
+        ) from None
+    pool.shutdown(wait=True)
+    for f in futures:
+        f.result()  # a bug in a worker surfaces here, not silently
+
+
+def _plan_one(
+    vault: Path,
+    files: VaultFiles,
+    make_provider: Callable[[], LLMProvider],
+    state: BatchState,
+    path: str,
+    remember: bool,
+) -> BatchNote:
+    """One note: its body through the transform pipeline, then a planned change (its outcome saved)."""
+    try:
+        sel = _selection(files, path, state.instruction)
+        if sel is None:
+            return state.settle(path, "skipped", detail="no text besides front matter")
+        provider = make_provider()
+        try:
+            done = transform.rewrite(files, provider, sel, consent=True, remember=remember)
+        finally:
+            provider.close()
+        planned = draft.plan(vault, done.change, state.summary)
+    except OutsideSelection as exc:
+        return state.settle(path, "failed", detail=exc.message)
+    except PlanRefused as exc:
+        return state.settle(path, "unchanged", detail=exc.message)
+    except VaultlensError as exc:
+        return state.settle(path, "failed", detail=exc.message)
+    return state.settle(path, "planned", planned.entry.op_id)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """A batch's state, and its planned changes still waiting for a yes (each with its exact diff)."""
+
+    state: BatchState
+    waiting: list[writes.Planned]
+    stale: dict[str, str]  # path -> why its planned change can no longer apply
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for n in self.state.notes:
+            out[n.status] = out.get(n.status, 0) + 1
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.state.as_dict(),
+            "counts": self.counts(),
+            "waiting": [p.as_dict() for p in self.waiting],
+            "stale": [{"path": k, "why": v} for k, v in self.stale.items()],
+        }
+
+
+def result(vault: Path, state: BatchState) -> BatchResult:
+    """The batch with its planned changes not yet applied (nor refused), each re-checked against its note."""
+    waiting: list[writes.Planned] = []
+    stale: dict[str, str] = {}
+    j = writes.journal(vault)
+    for n in state.notes:
+        if n.status != "planned" or n.op_id is None or j.entry(n.op_id).state != "planned":
+            continue
+        try:
+            waiting.append(writes.to_confirm(vault, n.op_id))
+        except VaultlensError as exc:
+            stale[n.path] = exc.message
+    return BatchResult(state, waiting, stale)

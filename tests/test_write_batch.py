@@ -1,0 +1,156 @@
+"""`vaultlens write batch`: notes chosen by folder / tag / date / glob, an estimate before start, one
+planned change per note, resume after a kill without sending a finished note again, review.
+
+The scripted LLM server on loopback counts every call; the vault is real files; the kill is a
+real SIGKILL of a real `vaultlens` process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripted_chat_server import ChatStep, ScriptedChatServer
+from vaultlens.config import paths
+from vaultlens.services import writes
+from vl_support import check_shape, cli_env, run_cli, snapshot, write_vault
+
+REPLY = json.dumps({"replacement": "A short summary."})
+NOTES = {
+    f"Notes/n{i}.md": f"# Note {i}\n\nBody of note {i}, long enough to summarise.\n" for i in range(1, 7)
+}
+NOTES |= {
+    "Notes/fm-only.md": "---\ntags: [x]\n---\n",
+    "Other/tagged.md": "---\ntags: [draft/one]\n---\n# Tagged\n\nText with #idea inline.\n",
+    "Other/plain.md": "# Plain\n\nNothing to see.\n",
+}
+
+
+def model(server: ScriptedChatServer, **extra: str) -> list[str]:
+    s = {"embedding.provider": "fake", "llm.provider": "openai-compatible", "llm.model": "batch-test",
+         "llm.endpoint": server.url + "/v1", "llm.max_retries": "0", "llm.read_timeout_s": "20", **extra}  # fmt: skip
+    return [a for k, v in s.items() for a in ("--set", f"{k}={v}")]
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return write_vault(tmp_path / "vault", NOTES)
+
+
+def sent_paths(server: ScriptedChatServer) -> list[str]:
+    """Which note each call carried (the prompt names it)."""
+    out = []
+    for body in server.chats():
+        text = body["messages"][1]["content"]
+        out.append(next(p for p in sorted(NOTES, key=len, reverse=True) if f"of {p}" in text))
+    return out
+
+
+def test_batch_plans_each_note_once_and_yes_writes_each_as_its_own_undoable_change(vault: Path) -> None:
+    with ScriptedChatServer(reply=REPLY) as server:
+        done = run_cli(["write", "batch", "--folder", "Notes", "--preset", "summarize", "--concurrency", "3",
+                        "--yes", "--json", "--vault", str(vault), *model(server)])  # fmt: skip
+        calls = sent_paths(server)
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    check_shape("write_batch", data)
+    assert sorted(calls) == [f"Notes/n{i}.md" for i in range(1, 7)], "one call per note with a body"
+    assert data["counts"] == {"planned": 6, "skipped": 1}
+    assert data["estimate"]["cost"] is None and data["estimate"]["prompt_tokens"] > 0
+    assert [a["state"] for a in data["applied"]] == ["applied"] * 6
+    assert (vault / "Notes/n3.md").read_text() == "A short summary.\n"
+    assert (vault / "Notes/fm-only.md").read_text() == NOTES["Notes/fm-only.md"]
+    first = data["applied"][0]
+    undone = run_cli(["undo", first["op_id"], "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert (vault / first["path"]).read_text() == NOTES[first["path"]]
+
+
+def test_the_estimate_comes_from_the_exact_prompts_and_without_a_yes_nothing_is_written(vault: Path) -> None:
+    with ScriptedChatServer(reply=REPLY) as server:
+        shown = run_cli(["write", "batch", "--tag", "draft", "--prompt", "make it formal", "--vault", str(vault),
+                         *model(server, **{"llm.price_in_per_mtok": "2", "llm.price_out_per_mtok": "8"})])  # fmt: skip
+        [sent] = server.chats()  # only the tagged note (#draft/one) is picked
+    chars = sum(len(m["content"]) for m in sent["messages"][:2])
+    said = " ".join(shown.stderr.split())
+    assert f"1 notes: about {chars // 4:,} prompt tokens" in said, said
+    assert "cost about 0.0" in said and "unknown" not in said
+    assert "+A short summary." in shown.stdout, "the exact diff is shown"
+    assert shown.exit_code == 9 and "nothing was written" in said, "no terminal and no --yes: nothing written"
+    assert (vault / "Other/tagged.md").read_text() == NOTES["Other/tagged.md"]
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [(["--glob", "Other/*.md"], ["Other/plain.md", "Other/tagged.md"]), (["--tag", "#idea"], ["Other/tagged.md"]),
+     (["--since", "2000-01-01", "--glob", "x"], None), (["--folder", "Nowhere"], None)],
+    ids=["glob", "inline-tag", "two-selectors", "nothing-matches"],
+)  # fmt: skip
+def test_selection(vault: Path, how: list[str], expected: list[str] | None) -> None:
+    with ScriptedChatServer(reply=REPLY) as server:
+        done = run_cli(["write", "batch", *how, "--preset", "fix-grammar", "--json", "--vault", str(vault),
+                        *model(server)])  # fmt: skip
+        calls = sent_paths(server)
+    if expected is None:
+        assert done.exit_code == 2 and not calls, done.output
+        return
+    assert done.exit_code == 0, done.output
+    assert sorted(calls) == expected
+    assert [w["path"] for w in json.loads(done.stdout)["waiting"]] == expected, "planned, waiting for a yes"
+
+
+def state_file() -> Path:
+    [found] = list(paths.batches_dir().glob("*/state.json"))
+    return found
+
+
+def test_kill_9_during_a_batch_then_resume_sends_no_finished_note_again(
+    vault: Path, isolated_env: Path
+) -> None:
+    original = snapshot(vault)
+    script = [ChatStep(reply=REPLY), ChatStep(reply=REPLY), ChatStep(reply=REPLY, delay=8)]
+    with ScriptedChatServer(reply=REPLY, script=script) as server:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "vaultlens", "write", "batch", "--folder", "Notes", "--preset", "summarize",
+             "--concurrency", "1", "--yes", "--vault", str(vault), *model(server)],
+            env=cli_env(isolated_env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while len(server.chats()) < 3:  # the third note is in flight
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        first_run = sent_paths(server)
+    assert first_run == ["Notes/n1.md", "Notes/n2.md", "Notes/n3.md"]
+    assert snapshot(vault) == original, "a batch writes no note while it runs: none is half-written"
+    state: dict[str, Any] = json.loads(state_file().read_text())
+    status = {n["path"]: n["status"] for n in state["notes"]}
+    assert [status[f"Notes/n{i}.md"] for i in range(1, 7)] == ["planned"] * 2 + ["pending"] * 4
+    # a note whose plan reached the journal just before the kill (the state not yet saved) is done too
+    late = writes.plan_write(vault, "Notes/n4.md", b"A short summary.\n", f"batch {state['batch_id']}: summarize",
+                             based_on=(vault / "Notes/n4.md").read_bytes())  # fmt: skip
+    with ScriptedChatServer(reply=REPLY) as server:
+        resumed = run_cli(["write", "batch", "--resume", state["batch_id"], "--yes", "--json", "--vault", str(vault),
+                           *model(server)])  # fmt: skip
+        second_run = sent_paths(server)
+    assert resumed.exit_code == 0, resumed.output
+    assert second_run == ["Notes/n3.md", "Notes/n5.md", "Notes/n6.md"], "finished notes are never sent again"
+    data = json.loads(resumed.stdout)
+    assert data["counts"] == {"planned": 6, "skipped": 1}
+    assert late.entry.op_id in [a["op_id"] for a in data["applied"]]
+    for i in range(1, 7):
+        assert (vault / f"Notes/n{i}.md").read_text() == "A short summary.\n", "each note written whole"
+    again = run_cli(["write", "batch", "--resume", state["batch_id"], "--json", "--vault", str(vault)])
+    assert again.exit_code == 0 and json.loads(again.stdout)["waiting"] == [], (
+        "nothing left to send or review"
+    )
