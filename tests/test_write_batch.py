@@ -63,7 +63,7 @@ def test_batch_plans_each_note_once_and_yes_writes_each_as_its_own_undoable_chan
     data = json.loads(done.stdout)
     check_shape("write_batch", data)
     assert sorted(calls) == [f"Notes/n{i}.md" for i in range(1, 7)], "one call per note with a body"
-    assert data["counts"] == {"planned": 6, "skipped": 1}
+    assert data["counts"] == {"pending": 0, "planned": 6, "unchanged": 0, "skipped": 1, "failed": 0}
     assert data["estimate"]["cost"] is None and data["estimate"]["prompt_tokens"] > 0
     assert [a["state"] for a in data["applied"]] == ["applied"] * 6
     assert (vault / "Notes/n3.md").read_text() == "A short summary.\n"
@@ -146,7 +146,7 @@ def test_kill_9_during_a_batch_then_resume_sends_no_finished_note_again(
     assert resumed.exit_code == 0, resumed.output
     assert second_run == ["Notes/n3.md", "Notes/n5.md", "Notes/n6.md"], "finished notes are never sent again"
     data = json.loads(resumed.stdout)
-    assert data["counts"] == {"planned": 6, "skipped": 1}
+    assert data["counts"] == {"pending": 0, "planned": 6, "unchanged": 0, "skipped": 1, "failed": 0}
     assert late.entry.op_id in [a["op_id"] for a in data["applied"]]
     for i in range(1, 7):
         assert (vault / f"Notes/n{i}.md").read_text() == "A short summary.\n", "each note written whole"

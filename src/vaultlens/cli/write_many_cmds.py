@@ -134,7 +134,7 @@ def _review(app: Any, result: Any, yes: bool, json_: bool, allow_open: bool) -> 
         done = {**result.as_dict(), "applied": [a.as_dict() for a in written]}
         render.print_json({**done, "refused": [{"path": k, "why": v} for k, v in refused.items()]})
         return
-    counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(result.counts().items()))
+    counts = ", ".join(f"{v} {k}" for k, v in result.counts().items() if v)
     render.out.print(f"Batch {batch_id}: {counts}.")
     for path, why in result.stale.items():
         render.err.print(f"[yellow]{escape(path)}[/yellow]: {escape(why)}")

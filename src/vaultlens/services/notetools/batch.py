@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from vaultlens.errors import Cancelled, InvalidInput, OutsideSelection, PlanRefused, VaultlensError
 from vaultlens.index.estimate import CHARS_PER_TOKEN
@@ -31,7 +31,7 @@ from vaultlens.safewrite import Entry
 from vaultlens.services import writes
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.notetools import draft, transform
-from vaultlens.services.notetools.batch_state import BatchNote, BatchState
+from vaultlens.services.notetools.batch_state import BatchNote, BatchState, NoteStatus
 from vaultlens.services.notetools.split import note_lines
 from vaultlens.vault.outline import outline_note
 from vaultlens.vault.parse import decode_note
@@ -255,7 +255,8 @@ class BatchResult:
     stale: dict[str, str]  # path -> why its planned change can no longer apply
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
+        """Notes per status (every status, zeros included)."""
+        out = dict.fromkeys(get_args(NoteStatus), 0)
         for n in self.state.notes:
             out[n.status] = out.get(n.status, 0) + 1
         return out
