@@ -43,6 +43,7 @@ __all__ = [
     "line_span",
     "load",
     "numbered",
+    "object_schema",
     "plan",
     "splice",
 ]
@@ -73,6 +74,16 @@ class Prompt:
     @property
     def chars(self) -> int:
         return len(self.system) + len(self.user)
+
+
+def object_schema(**properties: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema of an answer: an object with exactly these properties, all required."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def load(files: VaultFiles, rel: str) -> NoteSource:

@@ -17,7 +17,15 @@ from typing import Any
 from vaultlens.chunking.source import NoteSource
 from vaultlens.llm.base import LLMProvider, Usage
 from vaultlens.services.context import VaultFiles
-from vaultlens.services.notetools.draft import Prompt, Splice, ask_json, build_prompt, insert_block, numbered
+from vaultlens.services.notetools.draft import (
+    Prompt,
+    Splice,
+    ask_json,
+    build_prompt,
+    insert_block,
+    numbered,
+    object_schema,
+)
 from vaultlens.services.serial import AsDict
 
 __all__ = ["Card", "Drafted", "Skipped", "existing_questions", "prepare", "section_span", "write_cards"]
@@ -25,28 +33,18 @@ __all__ = ["Card", "Drafted", "Skipped", "existing_questions", "prepare", "secti
 HEADING = "Flashcards"
 MAX_CARDS = 20
 MAX_CITED_LINES = 30
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "cards": {
-            "type": "array",
-            "maxItems": MAX_CARDS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "minLength": 1},
-                    "answer": {"type": "string", "minLength": 1},
-                    "first_line": {"type": "integer"},
-                    "last_line": {"type": "integer"},
-                },
-                "required": ["question", "answer", "first_line", "last_line"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["cards"],
-    "additionalProperties": False,
-}
+SCHEMA = object_schema(
+    cards={
+        "type": "array",
+        "maxItems": MAX_CARDS,
+        "items": object_schema(
+            question={"type": "string", "minLength": 1},
+            answer={"type": "string", "minLength": 1},
+            first_line={"type": "integer"},
+            last_line={"type": "integer"},
+        ),
+    }
+)
 RULES = f"""- Write question-and-answer flashcards about what the note says (at most {MAX_CARDS}), in \
 its language. Each card cites the numbered lines it comes from as first_line and last_line; the \
 answer must be stated in those lines. No outside knowledge.

@@ -9,23 +9,25 @@ everywhere outside the selection's byte range, so no rewrite can touch the rest 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import OutsideSelection
 from vaultlens.llm.base import LLMProvider, Usage
 from vaultlens.services.context import VaultFiles
-from vaultlens.services.notetools.draft import Prompt, Splice, ask_json, build_prompt, line_span, splice
+from vaultlens.services.notetools.draft import (
+    Prompt,
+    Splice,
+    ask_json,
+    build_prompt,
+    line_span,
+    object_schema,
+    splice,
+)
 
 __all__ = ["Selection", "Transformed", "check_inside", "prepare", "rewrite", "transformed"]
 
 CONTEXT_LINES = 3  # lines shown on each side of the selection, never to be returned
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"replacement": {"type": "string"}},
-    "required": ["replacement"],
-    "additionalProperties": False,
-}
+SCHEMA = object_schema(replacement={"type": "string"})
 RULES = """- The task names a selection of the note. Put in "replacement" only the new text of the \
 selection: never the context lines around it, never the whole note, no code fence around it, no \
 commentary."""
