@@ -150,3 +150,15 @@ def test_without_yes_or_a_terminal_the_diff_is_shown_and_nothing_written(vault: 
     assert (vault / NOTE).read_bytes() == TEXT.encode()
     [entry] = vaultlens.history(App.open(vault))
     assert entry.state == "planned"  # `vaultlens apply OP` can still write it
+
+
+def test_an_answer_that_returns_the_whole_note_is_refused(vault: Path) -> None:
+    whole = (
+        TEXT.lstrip("\ufeff")
+        .replace("\r\n", "\n")
+        .replace("A cache keep values for later, it expire after a TTL.", FIXED)
+    )
+    with ToolModel({"replacement": whole}) as server:
+        app = App.open(vault, llm_settings(server))
+        with pytest.raises(OutsideSelection, match="repeats line"):
+            vaultlens.write_transform(app, NOTE, 6, 6, preset="fix-grammar")
