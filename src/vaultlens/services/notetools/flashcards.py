@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultlens.chunking.source import NoteSource
+from vaultlens.errors import InvalidInput
 from vaultlens.llm.base import LLMProvider, Usage
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.notetools.draft import (
@@ -33,6 +34,7 @@ __all__ = ["Card", "Drafted", "Skipped", "existing_questions", "prepare", "secti
 HEADING = "Flashcards"
 MAX_CARDS = 20
 MAX_CITED_LINES = 30
+MAX_NOTE_CHARS = 40_000  # a longer note is refused rather than cut: every line must keep its number
 SCHEMA = object_schema(
     cards={
         "type": "array",
@@ -117,7 +119,13 @@ def existing_questions(source: NoteSource) -> set[str]:
 
 
 def prepare(source: NoteSource) -> Prompt:
-    """The note with numbered lines as data, and the task."""
+    """The note with numbered lines as data, and the task; :class:`InvalidInput` for a note over
+    :data:`MAX_NOTE_CHARS` characters."""
+    if len(source.text) > MAX_NOTE_CHARS:
+        raise InvalidInput(
+            f"{source.path} has {len(source.text):,} characters; flashcards read at most {MAX_NOTE_CHARS:,}.",
+            hint="Split the note first (vaultlens write split), or make cards from a shorter note.",
+        )
     parts = [(f"The note {source.path}, each line prefixed with its number:", numbered(source.text))]
     task = (
         'Write flashcards. Return {"cards": [{"question": "...", "answer": "...", "first_line": N, '

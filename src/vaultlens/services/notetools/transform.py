@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vaultlens.chunking.source import NoteSource
-from vaultlens.errors import OutsideSelection
+from vaultlens.errors import InvalidInput, OutsideSelection
 from vaultlens.llm.base import LLMProvider, Usage
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.notetools.draft import (
@@ -27,6 +27,7 @@ from vaultlens.services.notetools.draft import (
 __all__ = ["Selection", "Transformed", "check_inside", "prepare", "rewrite", "transformed"]
 
 CONTEXT_LINES = 3  # lines shown on each side of the selection, never to be returned
+MAX_SELECTION_CHARS = 20_000
 SCHEMA = object_schema(replacement={"type": "string"})
 RULES = """- The task names a selection of the note. Put in "replacement" only the new text of the \
 selection: never the context lines around it, never the whole note, no code fence around it, no \
@@ -55,6 +56,12 @@ def prepare(source: NoteSource, first: int, last: int, instruction: str) -> Sele
     """The selection (refused when outside the note) and its prompt: the selection with up to
     :data:`CONTEXT_LINES` lines on each side, each part labelled, as data."""
     start, end = line_span(source, first, last)
+    if end - start > MAX_SELECTION_CHARS:
+        raise InvalidInput(
+            f"Lines {first}-{last} of {source.path} hold {end - start:,} characters; a selection may hold "
+            f"at most {MAX_SELECTION_CHARS:,}.",
+            hint="Transform a smaller range of lines at a time.",
+        )
     lines = source.text.split("\n")
     before = "\n".join(lines[max(0, first - 1 - CONTEXT_LINES) : first - 1])
     after = "\n".join(lines[last : last + CONTEXT_LINES])
