@@ -5,7 +5,9 @@ safewrite; a remote model needs consent; a note changed after planning is a conf
 from __future__ import annotations
 
 import json
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +119,46 @@ def test_cli_shows_the_diff_and_writes_with_yes(vault: Path) -> None:
                              *cli_args(vault, settings)])  # fmt: skip
     assert unchanged.exit_code == 9 and "would not change" in unchanged.stderr
     assert (vault / NOTE).read_bytes() == written
+
+
+class EditingModel(ToolModel):
+    """Answers like ToolModel, after someone saved the note while the model was "thinking"."""
+
+    def __init__(self, note: Path, answer: dict[str, str]) -> None:
+        super().__init__(answer)
+        self.note = note
+
+    def _respond(self, handler: BaseHTTPRequestHandler, body: Any, step: Any) -> None:
+        self.note.write_bytes(self.note.read_bytes() + b"saved meanwhile\r\n")
+        super()._respond(handler, body, step)
+
+
+def test_a_note_saved_while_the_model_answers_is_a_conflict_before_planning(vault: Path) -> None:
+    with EditingModel(vault / NOTE, {"replacement": FIXED}) as server:
+        app = App.open(vault, llm_settings(server))
+        with pytest.raises(WriteConflict, match="changed"):
+            vaultlens.write_transform(app, NOTE, 6, 6, preset="fix-grammar")
+    assert (vault / NOTE).read_bytes().endswith(b"saved meanwhile\r\n")
+    assert all(e.state != "planned" for e in vaultlens.history(app))
+
+
+def test_without_yes_or_a_terminal_the_diff_is_shown_and_nothing_written(vault: Path) -> None:
+    with ToolModel({"replacement": FIXED}) as server:
+        result = run_cli(["write", "transform", NOTE, "--lines", "6", "--preset", "fix-grammar",
+                          *cli_args(vault, llm_settings(server))])  # fmt: skip
+    assert result.exit_code == 9 and f"+{FIXED}" in result.stdout and "--yes" in result.stderr
+    assert (vault / NOTE).read_bytes() == TEXT.encode()
+    [entry] = vaultlens.history(App.open(vault))
+    assert entry.state == "planned"  # `vaultlens apply OP` can still write it
+
+
+def test_an_answer_that_returns_the_whole_note_is_refused(vault: Path) -> None:
+    whole = (
+        TEXT.lstrip("\ufeff")
+        .replace("\r\n", "\n")
+        .replace("A cache keep values for later, it expire after a TTL.", FIXED)
+    )
+    with ToolModel({"replacement": whole}) as server:
+        app = App.open(vault, llm_settings(server))
+        with pytest.raises(OutsideSelection, match="repeats line"):
+            vaultlens.write_transform(app, NOTE, 6, 6, preset="fix-grammar")

@@ -21,6 +21,7 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    ├── ModelNotFound         model_not_found         3   502  the server has no model by that name
      │    ├── MalformedStream       malformed_stream        3   502  a streamed answer broke the protocol or stopped early
      │    └── InvalidModelOutput    invalid_model_output    3   502  structured output that does not validate, twice
+     │         └── InvalidQuery     invalid_query           3   502  a generated Dataview query fails the check in code
      ├── StoreError                 store                   4   500  index unreadable, from a newer version, other sqlite errors
      │    ├── IndexNotFound         index_not_found         4   404  no index for this vault yet
      │    ├── IndexEmpty            index_empty             4   409  the index holds no notes (cleared or empty vault)
@@ -36,6 +37,7 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    ├── NoteOpenInObsidian    note_open               9   423  the note is open in Obsidian (override needed)
      │    ├── UndoRefused           undo_refused            9   409  the note changed after the write; undo keeps it
      │    ├── PlanRefused           plan_refused            9   409  no safe place or link for the planned edit
+     │    │    └── OutsideSelection outside_selection       9   409  a rewrite would change text outside its selection
      │    └── OperationNotFound     operation_not_found     9   404  no journal entry with that id
      └── Cancelled                  cancelled             130   499  the user interrupted a long job (state is kept)
           └── WriteInterrupted      write_interrupted     130   499  Ctrl-C during apply: says whether the note was written
@@ -362,7 +364,7 @@ class OutsideSelection(PlanRefused):
     code = "outside_selection"
 
 
-class InvalidQuery(PlanRefused):
+class InvalidQuery(InvalidModelOutput):
     """A generated Dataview query that fails the check in code (syntax, sources or fields the vault lacks)."""
 
     code = "invalid_query"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
@@ -24,7 +26,6 @@ from vaultlens.cli.write_cmds import AllowOpenOpt, report_recovery
 from vaultlens.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from vaultlens.errors import Proposal
     from vaultlens.services.app import App
     from vaultlens.services.writes import Planned
 
@@ -57,27 +58,35 @@ def parse_lines(value: str) -> tuple[int, int]:
     return first, int(m[2]) if m[2] else first
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """The options every `vaultlens write` tool shares."""
+
+    vault: Path | None
+    set_: list[str] | None
+    json_: bool
+    yes: bool
+    plan_only: bool
+    allow_open: bool
+
+
 def run_tool(
-    app: App,
-    run: Callable[[Proposal | None], _Planning],
-    show: Callable[[_Planning], None],
-    yes: bool,
-    json_: bool,
-    plan_only: bool,
-    allow_open: bool,
+    opts: ToolOptions, call: Callable[[App, bool], _Planning], show: Callable[[_Planning], None]
 ) -> None:
     """Plan (asking consent for a remote model), show the result, then show its diff, ask and write."""
     from vaultlens.services.verbs import changing
 
+    app = open_app(opts.vault, opts.set_)
+    json_, yes = opts.json_, opts.yes
     report_recovery(app, json_)
-    result = confirmed(run, yes, json_)
+    result = confirmed(lambda grant: call(app, grant is not None), yes, json_)
     if not json_:
         show(result)
     plan = result.plan
     applied = None
-    if plan is not None and not plan_only and (yes or not json_):
+    if plan is not None and not opts.plan_only and (yes or not json_):
         op_id = plan.entry.op_id
-        applied = confirmed(lambda grant: changing.apply(app, op_id, grant, allow_open), yes, json_)
+        applied = confirmed(lambda grant: changing.apply(app, op_id, grant, opts.allow_open), yes, json_)
     if json_:
         render.print_json({**result.as_dict(), "applied": None if applied is None else applied.as_dict()})
     elif plan is not None and applied is None:
@@ -120,15 +129,11 @@ def transform(
     from vaultlens.services.verbs import drafting
 
     first, last = parse_lines(lines)
-    app = open_app(vault, set_)
+    opts = ToolOptions(vault, set_, json_, yes, plan_only, allow_open)
     run_tool(
-        app,
-        lambda grant: drafting.write_transform(app, note, first, last, preset, prompt, grant is not None),
+        opts,
+        lambda app, consent: drafting.write_transform(app, note, first, last, preset, prompt, consent),
         _show_transform,
-        yes,
-        json_,
-        plan_only,
-        allow_open,
     )
 
 
@@ -162,15 +167,11 @@ def continue_(
     """Continue NOTE at its end (or after --after LINE); the new text is shown as a diff before it is written."""
     from vaultlens.services.verbs import drafting
 
-    app = open_app(vault, set_)
+    opts = ToolOptions(vault, set_, json_, yes, plan_only, allow_open)
     run_tool(
-        app,
-        lambda grant: drafting.write_continue(app, note, with_context, after, grant is not None),
+        opts,
+        lambda app, consent: drafting.write_continue(app, note, with_context, after, consent),
         _show_continue,
-        yes,
-        json_,
-        plan_only,
-        allow_open,
     )
 
 
@@ -198,15 +199,11 @@ def dataview(
 
     if after is not None and insert is None:
         raise InvalidInput("--after places the query in a note: give --insert NOTE too.")
-    app = open_app(vault, set_)
+    opts = ToolOptions(vault, set_, json_, yes, plan_only, allow_open)
     run_tool(
-        app,
-        lambda grant: drafting.write_dataview(app, question, insert, after, grant is not None),
+        opts,
+        lambda app, consent: drafting.write_dataview(app, question, insert, after, consent),
         _show_dataview,
-        yes,
-        json_,
-        plan_only,
-        allow_open,
     )
 
 
@@ -237,13 +234,5 @@ def flashcards(
     """Spaced Repetition flashcards from NOTE under its ## Flashcards heading; cards it has are not added again."""
     from vaultlens.services.verbs import drafting
 
-    app = open_app(vault, set_)
-    run_tool(
-        app,
-        lambda grant: drafting.write_flashcards(app, note, grant is not None),
-        _show_flashcards,
-        yes,
-        json_,
-        plan_only,
-        allow_open,
-    )
+    opts = ToolOptions(vault, set_, json_, yes, plan_only, allow_open)
+    run_tool(opts, lambda app, consent: drafting.write_flashcards(app, note, consent), _show_flashcards)

@@ -43,6 +43,7 @@ __all__ = [
     "line_span",
     "load",
     "numbered",
+    "object_schema",
     "plan",
     "splice",
 ]
@@ -75,6 +76,16 @@ class Prompt:
         return len(self.system) + len(self.user)
 
 
+def object_schema(**properties: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema of an answer: an object with exactly these properties, all required."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
 def load(files: VaultFiles, rel: str) -> NoteSource:
     """The note as read now (bytes, hash, text), or a specific error for a missing or non-text file."""
     try:
@@ -87,9 +98,15 @@ def load(files: VaultFiles, rel: str) -> NoteSource:
         ) from None
 
 
-def numbered(text: str, first: int = 1) -> str:
+def numbered(text: str) -> str:
     """``text`` with each line prefixed by its 1-based number (``12| ``), so a model can cite lines."""
-    return "\n".join(f"{n}| {line}" for n, line in enumerate(text.split("\n"), first))
+    return "\n".join(f"{n}| {line}" for n, line in enumerate(text.split("\n"), 1))
+
+
+def _lines(text: str) -> tuple[list[int], int]:
+    """Every line's start offset, and the number of lines (a final line break starts no line)."""
+    starts = line_starts(text)
+    return starts, len(starts) - (1 if text.endswith("\n") else 0)
 
 
 def build_prompt(rules: str, parts: Sequence[tuple[str, str]], task: str) -> Prompt:
@@ -124,8 +141,7 @@ def ask_json(
 def line_span(source: NoteSource, first: int, last: int) -> tuple[int, int]:
     """Text offsets ``[start, end)`` of lines ``first``..``last`` (1-based, inclusive; ``end`` includes
     the last line's break). :class:`InvalidInput` when the range is not inside the note."""
-    starts = line_starts(source.text)
-    total = len(starts) - (1 if source.text.endswith("\n") else 0)
+    starts, total = _lines(source.text)
     if not 1 <= first <= last <= total:
         raise InvalidInput(
             f"Lines {first}-{last} are not inside {source.path} (it has {total} lines).",
@@ -150,11 +166,6 @@ class Splice:
         b_start, b_end = self.source.byte_span(self.start, self.end)
         return raw[:b_start] + self.text.replace("\n", newline).encode("utf-8") + raw[b_end:]
 
-    @property
-    def after_text(self) -> str:
-        t = self.source.text
-        return t[: self.start] + self.text + t[self.end :]
-
 
 def splice(source: NoteSource, start: int, end: int, text: str) -> Splice:
     """Replace text span ``[start, end)`` of the note by ``text`` (model line endings normalised to LF)."""
@@ -167,8 +178,7 @@ def insertion_point(source: NoteSource, after_line: int | None) -> int:
     if after_line is None:
         return len(source.text)
     body_line = split_front_matter(source.text)[3]  # lines of front matter (0 without one)
-    starts = line_starts(source.text)
-    total = len(starts) - (1 if source.text.endswith("\n") else 0)
+    starts, total = _lines(source.text)
     if not max(body_line, 1) <= after_line <= total:
         where = f"after the front matter (line {body_line})" if body_line else "from 1"
         raise InvalidInput(

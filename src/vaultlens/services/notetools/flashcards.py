@@ -15,9 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultlens.chunking.source import NoteSource
+from vaultlens.errors import InvalidInput
 from vaultlens.llm.base import LLMProvider, Usage
 from vaultlens.services.context import VaultFiles
-from vaultlens.services.notetools.draft import Prompt, Splice, ask_json, build_prompt, insert_block, numbered
+from vaultlens.services.notetools.draft import (
+    Prompt,
+    Splice,
+    ask_json,
+    build_prompt,
+    insert_block,
+    numbered,
+    object_schema,
+)
 from vaultlens.services.serial import AsDict
 
 __all__ = ["Card", "Drafted", "Skipped", "existing_questions", "prepare", "section_span", "write_cards"]
@@ -25,28 +34,19 @@ __all__ = ["Card", "Drafted", "Skipped", "existing_questions", "prepare", "secti
 HEADING = "Flashcards"
 MAX_CARDS = 20
 MAX_CITED_LINES = 30
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "cards": {
-            "type": "array",
-            "maxItems": MAX_CARDS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "minLength": 1},
-                    "answer": {"type": "string", "minLength": 1},
-                    "first_line": {"type": "integer"},
-                    "last_line": {"type": "integer"},
-                },
-                "required": ["question", "answer", "first_line", "last_line"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["cards"],
-    "additionalProperties": False,
-}
+MAX_NOTE_CHARS = 40_000  # a longer note is refused rather than cut: every line must keep its number
+SCHEMA = object_schema(
+    cards={
+        "type": "array",
+        "maxItems": MAX_CARDS,
+        "items": object_schema(
+            question={"type": "string", "minLength": 1},
+            answer={"type": "string", "minLength": 1},
+            first_line={"type": "integer"},
+            last_line={"type": "integer"},
+        ),
+    }
+)
 RULES = f"""- Write question-and-answer flashcards about what the note says (at most {MAX_CARDS}), in \
 its language. Each card cites the numbered lines it comes from as first_line and last_line; the \
 answer must be stated in those lines. No outside knowledge.
@@ -119,7 +119,13 @@ def existing_questions(source: NoteSource) -> set[str]:
 
 
 def prepare(source: NoteSource) -> Prompt:
-    """The note with numbered lines as data, and the task."""
+    """The note with numbered lines as data, and the task; :class:`InvalidInput` for a note over
+    :data:`MAX_NOTE_CHARS` characters."""
+    if len(source.text) > MAX_NOTE_CHARS:
+        raise InvalidInput(
+            f"{source.path} has {len(source.text):,} characters; flashcards read at most {MAX_NOTE_CHARS:,}.",
+            hint="Split the note first (vaultlens write split), or make cards from a shorter note.",
+        )
     parts = [(f"The note {source.path}, each line prefixed with its number:", numbered(source.text))]
     task = (
         'Write flashcards. Return {"cards": [{"question": "...", "answer": "...", "first_line": N, '

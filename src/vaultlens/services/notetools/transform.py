@@ -9,23 +9,26 @@ everywhere outside the selection's byte range, so no rewrite can touch the rest 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from vaultlens.chunking.source import NoteSource
-from vaultlens.errors import OutsideSelection
+from vaultlens.errors import InvalidInput, OutsideSelection
 from vaultlens.llm.base import LLMProvider, Usage
 from vaultlens.services.context import VaultFiles
-from vaultlens.services.notetools.draft import Prompt, Splice, ask_json, build_prompt, line_span, splice
+from vaultlens.services.notetools.draft import (
+    Prompt,
+    Splice,
+    ask_json,
+    build_prompt,
+    line_span,
+    object_schema,
+    splice,
+)
 
 __all__ = ["Selection", "Transformed", "check_inside", "prepare", "rewrite", "transformed"]
 
 CONTEXT_LINES = 3  # lines shown on each side of the selection, never to be returned
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"replacement": {"type": "string"}},
-    "required": ["replacement"],
-    "additionalProperties": False,
-}
+MAX_SELECTION_CHARS = 20_000
+SCHEMA = object_schema(replacement={"type": "string"})
 RULES = """- The task names a selection of the note. Put in "replacement" only the new text of the \
 selection: never the context lines around it, never the whole note, no code fence around it, no \
 commentary."""
@@ -53,6 +56,12 @@ def prepare(source: NoteSource, first: int, last: int, instruction: str) -> Sele
     """The selection (refused when outside the note) and its prompt: the selection with up to
     :data:`CONTEXT_LINES` lines on each side, each part labelled, as data."""
     start, end = line_span(source, first, last)
+    if end - start > MAX_SELECTION_CHARS:
+        raise InvalidInput(
+            f"Lines {first}-{last} of {source.path} hold {end - start:,} characters; a selection may hold "
+            f"at most {MAX_SELECTION_CHARS:,}.",
+            hint="Transform a smaller range of lines at a time.",
+        )
     lines = source.text.split("\n")
     before = "\n".join(lines[max(0, first - 1 - CONTEXT_LINES) : first - 1])
     after = "\n".join(lines[last : last + CONTEXT_LINES])
@@ -68,29 +77,37 @@ def prepare(source: NoteSource, first: int, last: int, instruction: str) -> Sele
     return Selection(source, first, last, start, end, build_prompt(RULES, parts, task))
 
 
-def _neighbours(sel: Selection) -> tuple[str | None, str | None]:
-    """The nearest non-blank line before and after the selection (stripped), if any."""
-    lines = sel.source.text.split("\n")
-    before = next((s for s in (x.strip() for x in reversed(lines[: sel.first - 1])) if s), None)
-    after = next((s for s in (x.strip() for x in lines[sel.last :]) if s), None)
-    return before, after
+ECHO_CHARS = 8  # a line this long (stripped) from outside the selection, repeated, is an echo anywhere
+
+
+def _echo(sel: Selection, change: Splice) -> tuple[int, str] | None:
+    """The first line outside the selection (number, text) that the answer repeats and the selection
+    does not hold: the nearest non-blank line on either side as the answer's first or last line, or
+    any line of at least :data:`ECHO_CHARS` characters anywhere in it."""
+    lines = [x.strip() for x in sel.source.text.split("\n")]
+    selected = set(lines[sel.first - 1 : sel.last])
+    outside = [
+        (n, x) for n, x in enumerate(lines, 1) if x and x not in selected and not sel.first <= n <= sel.last
+    ]
+    answer = [x.strip() for x in change.text.split("\n") if x.strip()]
+    if not answer:
+        return None
+    above = next(((n, x) for n, x in reversed(outside) if n < sel.first), None)
+    below = next(((n, x) for n, x in outside if n > sel.last), None)
+    ends = [w for w, at in ((above, answer[0]), (below, answer[-1])) if w is not None and w[1] == at]
+    long = {x: (n, x) for n, x in reversed(outside) if len(x) >= ECHO_CHARS}
+    return ends[0] if ends else next((long[x] for x in answer if x in long), None)
 
 
 def check_inside(sel: Selection, change: Splice) -> None:
-    """:class:`OutsideSelection` when the answer echoes the lines around the selection or the new
+    """:class:`OutsideSelection` when the answer echoes lines from around the selection or the new
     bytes differ from the note's anywhere outside the selection's byte range."""
-    body = [x.strip() for x in change.text.split("\n") if x.strip()]
-    before, after = _neighbours(sel)
-    selected = [x.strip() for x in sel.source.text[sel.start : sel.end].split("\n") if x.strip()]
-    if body and before is not None and body[0] == before and (not selected or selected[0] != before):
+    echo = _echo(sel, change)
+    if echo is not None:
+        n, line = echo
+        side = "above" if n < sel.first else "below"
         raise OutsideSelection(
-            f"The model's answer starts with line {before!r}, which is above the selection "
-            f"(lines {sel.first}-{sel.last} of {sel.source.path}); nothing was planned.",
-            hint="Run it again, or choose a larger selection with --lines if that line should change too.",
-        )
-    if body and after is not None and body[-1] == after and (not selected or selected[-1] != after):
-        raise OutsideSelection(
-            f"The model's answer ends with line {after!r}, which is below the selection "
+            f"The model's answer repeats line {n} ({line[:80]!r}), which is {side} the selection "
             f"(lines {sel.first}-{sel.last} of {sel.source.path}); nothing was planned.",
             hint="Run it again, or choose a larger selection with --lines if that line should change too.",
         )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import InvalidInput, InvalidQuery
@@ -26,17 +25,13 @@ from vaultlens.services.notetools.draft import (
     build_prompt,
     insert_block,
     insertion_point,
+    object_schema,
 )
 
 __all__ = ["Generated", "generate", "placed", "prepare"]
 
 MAX_QUESTION = 1_000
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"query": {"type": "string", "minLength": 4}, "explanation": {"type": "string"}},
-    "required": ["query", "explanation"],
-    "additionalProperties": False,
-}
+SCHEMA = object_schema(query={"type": "string", "minLength": 4}, explanation={"type": "string"})
 RULES = """- Write one Dataview query (DQL) that answers the user's question about their vault. It starts \
 with TABLE, LIST, TASK or CALENDAR; FROM names only folders, #tags and [[notes]] listed in the vault \
 facts; it uses only the fields listed there and Dataview's implicit file.* fields (file.name, \
