@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
-from vaultlens.cli.notetool_cmds import NoteArg, PlanOnlyOpt, YesOpt, run_tool
+from vaultlens.cli.notetool_cmds import NoteArg, PlanOnlyOpt, ToolOptions, YesOpt, run_tool
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.write_cmds import AllowOpenOpt, report_recovery
 
@@ -55,16 +55,11 @@ def split(
 
     if keep_original and index:
         raise InvalidInput("Choose one of --keep-original and --index.")
-    app = open_app(vault, set_)
     mode: restructuring.SplitMode = "index" if index else "keep-original"
     run_tool(
-        app,
-        lambda grant: restructuring.write_split(app, note, mode, grant is not None),
+        ToolOptions(vault, set_, json_, yes, plan_only, allow_open),
+        lambda app, consent: restructuring.write_split(app, note, mode, consent),
         _show_split,
-        yes,
-        json_,
-        plan_only,
-        allow_open,
     )
 
 
