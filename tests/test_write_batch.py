@@ -18,10 +18,14 @@ from typing import Any
 
 import pytest
 
+import vaultlens
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.config import paths
+from vaultlens.errors import ConsentRequired
 from vaultlens.services import writes
+from vaultlens.services.app import App
 from vl_support import check_shape, cli_env, run_cli, snapshot, write_vault
+from write_support import ToolModel, cli_args, llm_settings
 
 REPLY = json.dumps({"replacement": "A short summary."})
 NOTES = {
@@ -154,3 +158,19 @@ def test_kill_9_during_a_batch_then_resume_sends_no_finished_note_again(
     assert again.exit_code == 0 and json.loads(again.stdout)["waiting"] == [], (
         "nothing left to send or review"
     )
+
+
+def test_a_remote_model_gets_nothing_before_consent(vault: Path) -> None:
+    with ToolModel(json.loads(REPLY)) as server:
+        remote = llm_settings(server, remote=True)
+        app = App.open(vault, remote)
+        started = vaultlens.write_batch(app, vaultlens.NoteSelector(glob="Other/*.md"), "summarize")
+        assert server.chats() == [], "starting a batch (selection and estimate) sends nothing"
+        with pytest.raises(ConsentRequired) as caught:
+            vaultlens.write_batch_run(app, started.state.batch_id, consent=False)
+        assert server.chats() == [] and "2 notes" in caught.value.proposal.what
+        refused = run_cli(["write", "batch", "--resume", started.state.batch_id, *cli_args(vault, remote)])
+        assert refused.exit_code == 7 and "Nothing was sent" in refused.stderr and server.chats() == []
+        ran = vaultlens.write_batch_run(app, started.state.batch_id, consent=True)
+        assert len(server.chats()) == 2 and len(ran.waiting) == 2
+    assert (vault / "Other/plain.md").read_text() == NOTES["Other/plain.md"]

@@ -16,13 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import vaultlens
 from scripted_chat_server import ScriptedChatServer
 from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.chunking.source import NoteSource, RawNote, note_from_bytes
-from vaultlens.errors import PlanRefused
+from vaultlens.errors import ConsentRequired, PlanRefused
 from vaultlens.fsutil import sha256_hex
+from vaultlens.services.app import App
 from vaultlens.services.notetools import split
 from vl_support import check_shape, run_cli, snapshot, write_vault
+from write_support import ToolModel, cli_args, llm_settings
 
 # ---- properties on generated Markdown ------------------------------------------------------------
 
@@ -238,3 +241,17 @@ def test_a_plan_that_would_lose_double_or_clash_is_refused_before_anything_is_sh
     assert "Traceback" not in done.output and "+++" not in done.output, "no diff shown"
     assert snapshot(vault) == original
     assert json.loads(run_cli(["history", "--json", "--vault", str(vault)]).stdout) == []
+
+
+def test_a_remote_model_gets_nothing_before_consent(vault: Path) -> None:
+    with ToolModel(PLAN) as server:
+        remote = llm_settings(server, remote=True)
+        app = App.open(vault, remote)
+        with pytest.raises(ConsentRequired) as caught:
+            vaultlens.write_split(app, "Study/Caching.md", "index", consent=False)
+        assert server.chats() == [] and "Study/Caching.md" in caught.value.proposal.what
+        refused = run_cli(["write", "split", "Study/Caching.md", *cli_args(vault, remote)])
+        assert refused.exit_code == 7 and "Nothing was sent" in refused.stderr and server.chats() == []
+        planned = vaultlens.write_split(app, "Study/Caching.md", "index", consent=True)
+        assert len(server.chats()) == 1 and planned.plan.entry.state == "planned"
+    assert (vault / "Study/Caching.md").read_text() == NOTE, "planned, not written"
