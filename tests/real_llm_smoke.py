@@ -7,7 +7,8 @@ A 135M model gives poor answers, so only structure is asserted: the stream compl
 has the documented shape, every citation the answer makes is either a source id or listed as
 invalid (never a path), one JSON-schema call returns JSON that validates, and each note tool
 (`vaultlens write continue | transform | dataview | flashcards --plan-only`) answers with its
-documented keys or a specific refusal of the model's answer, writing nothing.
+documented keys or a specific refusal of the model's answer, writing nothing; so do one
+`write split` and one `write batch` (planned only).
 """
 
 from __future__ import annotations
@@ -125,6 +126,52 @@ def note_tools(cli: list[str], sets: list[str], env: dict[str, str]) -> None:
     check(before == {p: p.read_bytes() for p in vault.rglob("*.md")}, "no note tool wrote the vault")
 
 
+SPLIT_KEYS = ["path", "mode", "notes", "kept", "plan", "usage", "applied"]
+BATCH_KEYS = ["batch_id", "vault", "selection", "instruction", "title", "concurrency", "created", "notes",
+              "estimate", "counts", "waiting", "stale", "applied", "refused"]  # fmt: skip
+
+
+def many_note_tools(cli: list[str], sets: list[str], env: dict[str, str]) -> None:
+    """One `write split --index --plan-only` and one `write batch` (two notes, no --yes: planned, never
+    written) on the sample vault: documented keys, or a specific refusal of the model's plan."""
+    vault = Path(cli[4])
+    before = {p: p.read_bytes() for p in vault.rglob("*.md")}
+    started = time.monotonic()
+    args = ["write", "split", "tech/Load balancing.md", "--index", "--json", "--plan-only"]
+    done = subprocess.run([*cli[:3], *args, *cli[3:], *sets], env=env, capture_output=True, text=True)
+    data = json.loads(done.stdout or "{}")
+    took = f"{time.monotonic() - started:.1f}s"
+    if done.returncode == 0:
+        check(
+            list(data) == SPLIT_KEYS and data["plan"]["kind"] == "group", f"write split --json keys ({took})"
+        )
+    else:
+        code = data.get("error", {}).get("code")
+        check(
+            code in REFUSALS, f"write split refused the model's plan as {code} ({took}; {done.stderr[-200:]})"
+        )
+    started = time.monotonic()
+    args = [
+        "write",
+        "batch",
+        "--glob",
+        "tech/[GL]*.md",
+        "--preset",
+        "fix-grammar",
+        "--concurrency",
+        "2",
+        "--json",
+    ]
+    done = subprocess.run([*cli[:3], *args, *cli[3:], *sets], env=env, capture_output=True, text=True)
+    data = json.loads(done.stdout or "{}")
+    check(
+        done.returncode == 0 and list(data) == BATCH_KEYS, f"write batch --json keys ({done.stderr[-200:]})"
+    )
+    check(data["counts"]["pending"] == 0 and data["applied"] == [], f"write batch ran every note, wrote none "
+          f"({time.monotonic() - started:.1f}s, {data['counts']})")  # fmt: skip
+    check(before == {p: p.read_bytes() for p in vault.rglob("*.md")}, "split and batch wrote nothing")
+
+
 def main() -> None:
     model = gguf_path()
     port = free_port()
@@ -181,6 +228,7 @@ def main() -> None:
         check(schema_problems(value, SCHEMA) == [], f"JSON-schema output validates: {value} (usage {usage})")
         chat.close()
         note_tools(cli, sets, env)
+        many_note_tools(cli, sets, env)
     finally:
         server.terminate()
         server.wait(30)
