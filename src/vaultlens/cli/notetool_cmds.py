@@ -43,7 +43,7 @@ _LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*")
 
 
 class PlanningResult(Protocol):
-    """A note tool's result: its JSON form and the planned write, if any (also split's and batch's)."""
+    """A note tool's result: its JSON form and the one planned write, if any."""
 
     @property
     def plan(self) -> Planned | None: ...
