@@ -34,7 +34,7 @@ def vault(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def fields(vault: Path) -> VaultFields:
-    return collect(vault, 10_000_000)
+    return collect(App.open(vault).files())
 
 
 def test_fields_come_from_the_notes_with_value_types(fields: VaultFields) -> None:

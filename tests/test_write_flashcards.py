@@ -111,5 +111,5 @@ def test_a_note_without_the_section_gets_one_at_the_end(vault: Path) -> None:
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["applied"]["state"] == "applied"
     assert (vault / "Empty.md").read_text() == (
-        "# Empty\n\nPlants need light.\n\n## Flashcards\n\nWhat do plants need?::Light\n"
+        "# Empty\n\nPlants need light.\n\n## Flashcards\n\n#flashcards\n\nWhat do plants need?::Light\n"
     )

@@ -42,7 +42,9 @@ PlanOnlyOpt = Annotated[
 _LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*")
 
 
-class _Planning(Protocol):
+class PlanningResult(Protocol):
+    """A note tool's result: its JSON form and the one planned write, if any."""
+
     @property
     def plan(self) -> Planned | None: ...
 
@@ -71,7 +73,7 @@ class ToolOptions:
 
 
 def run_tool(
-    opts: ToolOptions, call: Callable[[App, bool], _Planning], show: Callable[[_Planning], None]
+    opts: ToolOptions, call: Callable[[App, bool], PlanningResult], show: Callable[[PlanningResult], None]
 ) -> None:
     """Plan (asking consent for a remote model), show the result, then show its diff, ask and write."""
     from vaultlens.services.verbs import changing
@@ -101,7 +103,7 @@ def run_tool(
         )
 
 
-def _show_transform(result: _Planning) -> None:
+def _show_transform(result: PlanningResult) -> None:
     data = result.as_dict()
     render.out.print(
         f"[bold]{escape(data['instruction'])}[/bold] (lines {data['lines'][0]}-{data['lines'][1]})"
@@ -142,7 +144,7 @@ AfterOpt = Annotated[
 ]
 
 
-def _show_continue(result: _Planning) -> None:
+def _show_continue(result: PlanningResult) -> None:
     data = result.as_dict()
     for src in data["sources"]:
         render.out.print(
@@ -175,7 +177,7 @@ def continue_(
     )
 
 
-def _show_dataview(result: _Planning) -> None:
+def _show_dataview(result: PlanningResult) -> None:
     data = result.as_dict()
     render.out.print(escape(data["explanation"]))
     sys.stdout.write(f"```dataview\n{data['query']}\n```\n")
@@ -207,7 +209,7 @@ def dataview(
     )
 
 
-def _show_flashcards(result: _Planning) -> None:
+def _show_flashcards(result: PlanningResult) -> None:
     data = result.as_dict()
     for card in data["cards"]:
         render.out.print(

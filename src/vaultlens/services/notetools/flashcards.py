@@ -4,8 +4,9 @@ The model sees the note with numbered lines and answers with cards that cite a l
 a card only when the range is inside the note's body, outside the ``## Flashcards`` section, not blank,
 and holds most words of the answer (compared by their first five letters); and only when its question
 (normalised: case, punctuation and spacing ignored) is not already a card of the note or of this answer. Kept cards go to the end of the
-``## Flashcards`` section (created at the end of the note when missing): ``Question::Answer`` on one
-line, or a question, a ``?`` line and the answer for text of several lines.
+``## Flashcards`` section (created at the end of the note when missing, with the plugin's default
+deck tag ``#flashcards`` unless the note has a deck tag): ``Question::Answer`` on one line, or a
+question, a ``?`` line and the answer for text of several lines.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from vaultlens.services.serial import AsDict
 __all__ = ["Card", "Drafted", "Skipped", "existing_questions", "prepare", "section_span", "write_cards"]
 
 HEADING = "Flashcards"
+DECK_TAG = "flashcards"
 MAX_CARDS = 20
 MAX_CITED_LINES = 30
 MAX_NOTE_CHARS = 40_000  # a longer note is refused rather than cut: every line must keep its number
@@ -189,7 +191,10 @@ def placed(source: NoteSource, cards: list[Card]) -> Splice:
     block = "\n\n".join([x for x in (singles,) if x] + [c.markdown() for c in cards if c.multiline])
     span = section_span(source)
     if span is None:
-        return insert_block(source, len(source.text), f"## {HEADING}\n\n{block}")
+        # the plugin reviews only notes with a deck tag (#flashcards by default): add it with the section
+        tagged = any(t.casefold().lstrip("#").startswith(DECK_TAG) for t in source.note.tags)
+        deck = "" if tagged else f"#{DECK_TAG}\n\n"
+        return insert_block(source, len(source.text), f"## {HEADING}\n\n{deck}{block}")
     end_line = span[1]
     lines = source.text.split("\n")
     at = len("\n".join(lines[:end_line])) + (1 if end_line < len(lines) else 0)

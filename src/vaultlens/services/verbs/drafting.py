@@ -93,7 +93,7 @@ def write_dataview(
     target = draft.load(files, insert) if insert is not None else None
     if target is not None:
         draft.insertion_point(target, after_line)  # refused before the model is asked
-    fields = collect(app.vault, files.max_bytes)
+    fields = collect(files)
     prompt = dataview.prepare(question, fields)
     provider = app.llm()
     try:

@@ -1,8 +1,8 @@
 """The vault's real fields for Dataview: front-matter keys and their value types, tags, folders, notes.
 
 Collected by code in one whole-vault pass (:func:`vaultlens.services.audit.graph.read_vault`: the
-outlines of :mod:`vaultlens.vault.outline`, no Markdown parse); the value types need the front
-matter itself, read again only for notes that have properties. The model gets :meth:`VaultFields.facts`;
+outlines of :mod:`vaultlens.vault.outline`, no Markdown parse, with the structure audit's cache);
+the value types need the front matter itself, read again only for notes that have properties. The model gets :meth:`VaultFields.facts`;
 the DQL check asks :meth:`has_field`, :meth:`has_tag`, :meth:`has_folder` and :meth:`has_link`.
 """
 
@@ -13,12 +13,14 @@ import posixpath
 import re
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from vaultlens.chunking.source import NoteReader, NotText
+from vaultlens.config import paths
 from vaultlens.errors import FileSystemError, VaultError
+from vaultlens.services.audit import OUTLINE_CACHE
 from vaultlens.services.audit.graph import read_vault
+from vaultlens.services.context import VaultFiles
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.parse import decode_note, split_front_matter
 
@@ -101,10 +103,11 @@ def _types(reader: NoteReader, path: str) -> dict[str, str]:
     return {k: value_type(v) for k, v in frontmatter.items()}
 
 
-def collect(vault: Path, max_bytes: int) -> VaultFields:
-    """Every note's keys (with value types), tags and folders, in one pass over the vault."""
-    graph = read_vault(vault, max_bytes)
-    reader = NoteReader(vault, max_bytes)
+def collect(files: VaultFiles) -> VaultFields:
+    """Every note's keys (with value types), tags and folders, in one pass over the vault (sharing the
+    structure audit's outline cache, so unchanged notes are not read for their keys and tags)."""
+    graph = read_vault(files.root, files.max_bytes, paths.audit_dir(files.root) / OUTLINE_CACHE)
+    reader = NoteReader(files.root, files.max_bytes)
     properties: dict[str, Counter[str]] = {}
     tags: Counter[str] = Counter()
     folders: Counter[str] = Counter()
