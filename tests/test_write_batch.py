@@ -7,8 +7,11 @@ real SIGKILL of a real `vaultlens` process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
+import re
 import signal
 import subprocess
 import sys
@@ -174,3 +177,77 @@ def test_a_remote_model_gets_nothing_before_consent(vault: Path) -> None:
         ran = vaultlens.write_batch_run(app, started.state.batch_id, consent=True)
         assert len(server.chats()) == 2 and len(ran.waiting) == 2
     assert (vault / "Other/plain.md").read_text() == NOTES["Other/plain.md"]
+
+
+def test_ctrl_c_keeps_finished_notes_and_resume_continues_with_the_rest(
+    vault: Path, isolated_env: Path
+) -> None:
+    script = [ChatStep(reply=REPLY), ChatStep(reply=REPLY), ChatStep(reply=REPLY, delay=3)]
+    with ScriptedChatServer(reply=REPLY, script=script) as server:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "vaultlens", "write", "batch", "--glob", "Notes/n*.md", "--preset", "summarize",
+             "--concurrency", "1", "--vault", str(vault), *model(server)],
+            env=cli_env(isolated_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while len(server.chats()) < 3:
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+        first_run = sent_paths(server)
+    said = " ".join(err.split())
+    assert child.returncode == 130 and "notes of batch" in said and "are done and kept" in said, err
+    assert "Traceback" not in err
+    batch_id = json.loads(state_file().read_text())["batch_id"]
+    assert f"vaultlens write batch --resume {batch_id}" in said
+    assert first_run == ["Notes/n1.md", "Notes/n2.md", "Notes/n3.md"]
+    with ScriptedChatServer(reply=REPLY) as server:
+        resumed = run_cli(
+            ["write", "batch", "--resume", batch_id, "--json", "--vault", str(vault), *model(server)]
+        )
+        second_run = sent_paths(server)
+    assert resumed.exit_code == 0, resumed.output
+    assert not set(second_run) & {"Notes/n1.md", "Notes/n2.md"}, (
+        "a note finished before Ctrl-C is not sent again"
+    )
+    assert sorted(first_run + second_run)[-3:] == ["Notes/n4.md", "Notes/n5.md", "Notes/n6.md"]
+    assert len(json.loads(resumed.stdout)["waiting"]) == 6
+
+
+def test_review_one_by_one_in_a_terminal_yes_no_all(vault: Path, isolated_env: Path) -> None:
+    with ScriptedChatServer(reply=REPLY) as server:
+        planned = run_cli(["write", "batch", "--glob", "Notes/n[1-3].md", "--preset", "summarize", "--json",
+                           "--vault", str(vault), *model(server)])  # fmt: skip
+    batch_id = json.loads(planned.stdout)["batch_id"]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: vaultlens on a terminal
+        os.execve(sys.executable, [sys.executable, "-m", "vaultlens", "write", "batch", "--resume", batch_id,
+                                   "--vault", str(vault)], cli_env(isolated_env))  # fmt: skip
+    seen, deadline = b"", time.monotonic() + 60
+    for n, answer in ((1, b"y\n"), (2, b"n\n"), (3, b"a\n")):
+        while f"[{n}/3] Write this change?".encode() not in seen:
+            assert time.monotonic() < deadline, seen
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                raise AssertionError(seen.decode(errors="replace")) from None
+        os.write(fd, answer)
+    with contextlib.suppress(OSError):  # EIO once the child has closed the pty
+        while chunk := os.read(fd, 4096):
+            seen += chunk
+    _, status = os.waitpid(pid, 0)
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", seen.decode(errors="replace")).split())  # no colours
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert text.count("+A short summary.") == 3, "each diff shown before its question"
+    assert "Written 2 of 3 changes" in text and f"--resume {batch_id}" in text
+    assert [(vault / f"Notes/n{i}.md").read_text() == "A short summary.\n" for i in (1, 2, 3)] == [
+        True,
+        False,
+        True,
+    ]
+    left = run_cli(["write", "batch", "--resume", batch_id, "--json", "--vault", str(vault)])
+    assert [w["path"] for w in json.loads(left.stdout)["waiting"]] == ["Notes/n2.md"], (
+        "the declined one waits"
+    )

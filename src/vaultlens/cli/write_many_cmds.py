@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.markup import escape
 
@@ -90,17 +89,19 @@ class _Bar:
 
 
 def _ask(i: int, n: int) -> str:
-    try:
-        answer: str = typer.prompt(
-            f"[{i}/{n}] Write this change? y(es) / n(o) / a(ll the rest) / q(uit)",
-            default="n",
-            type=click.Choice(["y", "n", "a", "q"], case_sensitive=False),
-        )
-    except typer.Abort:
-        from vaultlens.errors import Cancelled
+    """y / n / a / q, asked again until it is one of them."""
+    while True:
+        try:
+            answer = str(typer.prompt(f"[{i}/{n}] Write this change? y(es) / n(o) / a(ll the rest) / q(uit)",
+                                      default="n")).strip().lower()  # fmt: skip
+        except typer.Abort:
+            from vaultlens.errors import Cancelled
 
-        raise Cancelled("Stopped at the question; changes already written stay (each undoable).") from None
-    return answer.lower()
+            raise Cancelled(
+                "Stopped at the question; changes already written stay (each undoable)."
+            ) from None
+        if answer[:1] in ("y", "n", "a", "q") and answer in ("y", "n", "a", "q", "yes", "no", "all", "quit"):
+            return answer[:1]
 
 
 def _review(app: Any, result: Any, yes: bool, json_: bool, allow_open: bool) -> None:

@@ -32,6 +32,7 @@ from vaultlens.safewrite.journal import Entry, Group, Journal
 from vaultlens.safewrite.operation import Operation, new_op_id
 from vaultlens.safewrite.writer import (
     check_not_open,
+    check_token,
     conflict,
     operation_for,
     recover_locked,
@@ -148,12 +149,7 @@ def apply_group(
     with journal.locked():
         recover_locked(vault, journal)
         group = _planned_group(journal, group_id)
-        if confirmed_diff_sha != group.diff_sha:
-            raise WriteRefused(
-                f"Not written: the diff that was confirmed is not operation group {group_id}'s diff.",
-                hint="Show the group's diff again and confirm that one.",
-                op_id=group_id,
-            )
+        check_token(confirmed_diff_sha, group.diff_sha, f"operation group {group_id}", group_id)
         items = _operations(journal, group)
         for _, op in items:
             check_not_open(vault, op.path, allow_open)

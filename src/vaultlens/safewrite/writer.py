@@ -340,6 +340,16 @@ def applicable(vault: Path, journal: Journal, op_id: str) -> Entry:
     return entry
 
 
+def check_token(confirmed: str, recorded: str, what: str, op_id: str) -> None:
+    """Write only the diff the user confirmed: its SHA-256 must be the one recorded when it was planned."""
+    if confirmed != recorded:
+        raise WriteRefused(
+            f"Not written: the diff that was confirmed is not {what}'s diff.",
+            hint="Show its diff again and confirm that one.",
+            op_id=op_id,
+        )
+
+
 def apply(
     vault: Path, journal: Journal, op_id: str, *, confirmed_diff_sha: str, allow_open: bool = False
 ) -> Entry:
@@ -347,12 +357,7 @@ def apply(
     with journal.locked():
         recover_locked(vault, journal)
         entry = _planned_entry(journal, op_id)
-        if confirmed_diff_sha != entry.diff_sha:
-            raise WriteRefused(
-                f"Not written: the diff that was confirmed is not operation {op_id}'s diff.",
-                hint="Show the operation's diff again and confirm that one.",
-                op_id=op_id,
-            )
+        check_token(confirmed_diff_sha, entry.diff_sha, f"operation {op_id}", op_id)
         op = journal.operation(entry)
         check_not_open(vault, op.path, allow_open)
         target, found = state_of(vault, op.path)
