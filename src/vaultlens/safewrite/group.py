@@ -158,6 +158,10 @@ def apply_group(
             _write_together(vault, journal, group, items)
         except KeyboardInterrupt:
             raise _interrupted(vault, journal, group_id) from None
+        except VaultlensError:  # e.g. a note's path refused at the comparison: no group stays `writing`
+            if (now := journal.group(group_id)).state == "writing":
+                journal.settle_group(now, "stopped by an error")
+            raise
         journal.settle_groups()  # this group, and the group it undoes
         return journal.group(group_id)
 
