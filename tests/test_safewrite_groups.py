@@ -143,7 +143,7 @@ def test_undo_refuses_while_a_created_note_holds_other_bytes_and_changes_nothing
 
 CHILD = textwrap.dedent(
     """
-    import json, sys, time
+    import json, os, signal, sys, time
     from pathlib import Path
     from vaultlens.errors import VaultlensError
     from vaultlens.safewrite import writer
@@ -157,6 +157,9 @@ CHILD = textwrap.dedent(
         if len(calls) == 3 and moment == "kill-before-third":
             ready.write_text("ready")
             time.sleep(60)
+        if len(calls) == 3 and moment == "ctrl-c-before-third":
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # KeyboardInterrupt lands here
         if len(calls) == 3 and moment == "edit-before-third":  # the user saves b.md just now
             target.write_bytes(target.read_bytes() + b"typed meanwhile\\r\\n")
         real_swap(target, op)
@@ -238,3 +241,26 @@ def test_kill_9_in_the_middle_of_a_group_is_settled_as_partial_and_its_undo_rest
     assert "+++ /dev/null" in undone.stdout, "the exact diff is shown before the undo"
     assert snapshot(vault) == original, "every byte back; only the note the group created is gone"
     assert writes.history(vault)[0].state == "undone"
+
+
+def test_ctrl_c_in_the_middle_of_a_group_says_it_is_partial_and_how_to_undo(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    vault = vault_ab(tmp_path)
+    original = snapshot(vault)
+    planned = split_like(vault)
+    group_id = planned.entry.op_id
+    out, _ = run_child(tmp_path, isolated_env, vault, planned, "ctrl-c-before-third").communicate(timeout=120)
+    error = json.loads(out)
+    assert error["code"] == "write_interrupted" and error["state"] == "partial", error
+    assert (
+        "only some of the 3 notes were written" in error["message"]
+        and f"vaultlens undo {group_id}" in error["hint"]
+    )
+    j = writes.journal(vault)
+    assert j.group(group_id).state == "partial", "settled by the apply itself, not left writing"
+    assert [j.entry(m).state for m in j.group(group_id).members] == ["applied", "applied", "not_applied"]
+    assert (vault / "b.md").read_bytes() == B
+    undo = writes.plan_undo(vault, group_id)
+    writes.apply(vault, undo.entry.op_id, undo.proposal)
+    assert snapshot(vault) == original
