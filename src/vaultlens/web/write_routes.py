@@ -69,7 +69,7 @@ def build(state: WebState) -> APIRouter:
     def review(body: ReviewBody) -> JSONResponse:
         shown = state.proposals.get(body.token) if body.token else None
         try:
-            result = changing.review(app, body.a, body.b, body.options(), confirmed=shown)
+            result = changing.review(app, body.a, body.b, body.options(), confirmed=shown, remember=False)
         except ConsentRequired as exc:
             state.proposals.put(exc.proposal.token, exc.proposal)
             raise
