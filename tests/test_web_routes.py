@@ -10,7 +10,10 @@ The browser tests (tests/test_web_*.py on the web-tests branch) drive the same p
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -29,8 +32,9 @@ from test_review import CACHING, SYSTEMS, ReviewModel
 from test_review import NOTES as REVIEW_NOTES
 from test_server_ask import events
 from vaultlens.config.consent import consent_file
+from vaultlens.index.lock import process_alive
 from vaultlens.safewrite import render_diff
-from vl_support import check_shape, snapshot, write_vault
+from vl_support import check_shape, run_cli, snapshot, write_vault
 
 SCRIPT_NOTE = "Hostile.md"
 NOTES = {
@@ -352,3 +356,49 @@ def test_the_audit_runs_then_the_dashboard_shows_its_charts_tables_and_map(page:
     assert canvas.status_code == 200 and {n["file"] for n in canvas.json()["nodes"] if "file" in n} >= {
         CACHING
     }
+
+
+# ---- vaultlens ui ------------------------------------------------------------------------------
+
+
+def test_ui_names_the_running_servers_page(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", ASK_NOTES)
+    with running_server(vault, tmp_path / "home", watch=False) as server:
+        result = run_cli(["ui", "--no-open", "--vault", str(vault), "--set", "embedding.provider=fake"])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == server.url + "/"
+        assert "Starting" not in result.stderr, "a running server is reused"
+
+
+def test_ui_starts_serve_in_the_background_when_none_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the bundled model, as a user runs it: the server outlives the command and serves the page."""
+    vault = write_vault(tmp_path / "vault", ASK_NOTES)
+    monkeypatch.setenv("VAULTLENS_HOME", str(tmp_path / "home"))
+    result = run_cli(["ui", "--no-open", "--vault", str(vault)])
+    assert result.exit_code == 0, result.output
+    info = json.loads(next((tmp_path / "home").rglob("serve.json")).read_text(encoding="utf-8"))
+    try:
+        url = result.stdout.strip()
+        assert url == f"http://127.0.0.1:{info['port']}/" and f"pid {info['pid']}" in result.stderr
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200 and 'id="q"' in page.text
+        again = run_cli(["ui", "--no-open", "--vault", str(vault)])
+        assert again.stdout.strip() == url and "Starting" not in again.stderr
+    finally:
+        os.kill(info["pid"], signal.SIGTERM)  # the one process this test started
+    assert exited(info["pid"], 30), "the server stops on SIGTERM"
+
+
+def exited(pid: int, seconds: float) -> bool:
+    """Whether our child ``pid`` ended within ``seconds`` (reaped here, so it is no zombie)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:  # already reaped by subprocess's own clean-up
+            return not process_alive(pid)
+        time.sleep(0.1)
+    return False

@@ -66,6 +66,37 @@ def serve(
     render.err.print("Stopped serving.")
 
 
+def ui(
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    data_home: HomeOpt = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="Open the default browser (--no-open: print the URL).")
+    ] = True,
+) -> None:
+    """Open the vault's web page in the browser; starts `vaultlens serve` in the background when none runs."""
+    import webbrowser
+
+    from vaultlens.server import runtime
+
+    app = open_app(vault, set_, data_home)
+    try:
+        info = runtime.running_server(app)
+        if info is None or not runtime.healthy(info):
+            render.err.print("Starting `vaultlens serve` in the background (it loads the model once)…")
+            args = ["--vault", str(app.vault), "--port", "0", *[a for s in set_ or [] for a in ("--set", s)]]
+            info = runtime.start_in_background(app, args)
+            render.err.print(f"Serving (pid {info.pid}); it keeps running: stop it with `kill {info.pid}`.")
+    finally:
+        app.close()
+    url = info.base_url + "/"
+    token = os.environ.get(info.token_env) if info.token_env else None
+    opened = url + (f"?token={token}" if token else "")  # the page sets a cookie from it
+    render.out.print(url, soft_wrap=True)
+    if open_browser and not webbrowser.open(opened):
+        render.err.print("No browser could be opened here; open the URL above.")
+
+
 def mcp(vault: VaultOpt = None, set_: SetOpt = None, data_home: HomeOpt = None) -> None:
     """Run the read-only MCP server over stdio (for Claude Desktop, Claude Code, Cursor, Codex...)."""
     import anyio
