@@ -384,8 +384,8 @@ def test_ui_starts_serve_in_the_background_when_none_runs(
         assert url == f"http://127.0.0.1:{info['port']}/" and f"pid {info['pid']}" in result.stderr
         page = httpx.get(url, timeout=30)
         assert page.status_code == 200 and 'id="q"' in page.text
-        again = run_cli(["ui", "--no-open", "--vault", str(vault)])
-        assert again.stdout.strip() == url and "Starting" not in again.stderr
+        again = run_cli(["ui", "--no-open", "--json", "--vault", str(vault)])
+        assert json.loads(again.stdout) == {"url": url, "pid": info["pid"], "started": False}
     finally:
         os.kill(info["pid"], signal.SIGTERM)  # the one process this test started
     assert exited(info["pid"], 30), "the server stops on SIGTERM"
