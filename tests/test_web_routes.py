@@ -42,6 +42,7 @@ NOTES = {
     **REVIEW_NOTES,
     SCRIPT_NOTE: "# Hostile\n\nText <script>alert(1)</script> and <img src=x onerror=alert(2)>.\n\n"
     "## Second\n\nMore text about sourdough.\n",
+    "Meta.md": "---\ntags: [meta]\n---\n\n# Meta\n\nA note with front matter.\n",
     "Copy one.md": "# Copy\n\nThe exact same note body, kept twice by mistake, about garden tomatoes.\n",
     "Copy two.md": "# Copy\n\nThe exact same note body, kept twice by mistake, about garden tomatoes.\n",
 }
@@ -178,6 +179,10 @@ def test_the_note_view_renders_markdown_marks_the_lines_and_never_runs_the_notes
     assert found.find("h2", data_lines="5-5") and found.find(id="note-body")
     assert "<script>alert" not in reply.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in reply.text
     assert "<img" not in reply.text
+    meta = hooks(get(page, "/note", path="Meta.md", lines="1-3").text)
+    assert [e["data-lines"] for e in meta.find(class_="target")] == ["1-3"] and meta.find(
+        "pre", class_="front-matter"
+    )
     [link] = found.find("a", id="open-obsidian")
     assert link["href"] == "obsidian://open?vault=vault&file=Hostile"
     related = get(page, "/note", path="Bread/Starter.md")
@@ -225,6 +230,8 @@ def test_a_write_without_the_token_or_from_another_origin_is_refused(
         ("/ui/api/undo", {"op_id": "x"}),
         ("/ui/api/ask", {"question": QUESTION, "consent": True}),
         ("/ui/api/audit", {}),
+        ("/ui/api/audit/clusters", {}),
+        ("/ui/api/replan", {"review_id": "x"}),
     ]:
         reply = httpx.post(page.url + path, json=body, headers=sent, timeout=30)
         assert reply.status_code == 403 and error_code(reply) == "csrf_refused", (why, path, reply.text)
@@ -352,6 +359,10 @@ def test_the_audit_runs_then_the_dashboard_shows_its_charts_tables_and_map(page:
     for hook in ("chart-folders", "chart-tags", "tag-tree", "components", "hubs", "broken-links",
                  "ambiguous-links", "canvas-download"):  # fmt: skip
         assert found.find(id=hook), hook
+    assert not found.find(id="clusters")
+    topics = post(page, "/ui/api/audit/clusters", {})
+    assert topics.status_code == 200 and page.model.chats() == [], "clusters call no model"
+    assert hooks(get(page, "/audit").text).find(id="clusters")
     canvas = get(page, "/ui/api/audit/canvas")
     assert canvas.status_code == 200 and {n["file"] for n in canvas.json()["nodes"] if "file" in n} >= {
         CACHING

@@ -104,4 +104,10 @@ def build(state: WebState) -> APIRouter:
         state.hub.publish("audit", {"state": "done", "summary": summary})
         return JSONResponse({"summary": summary})
 
+    @router.post("/audit/clusters")
+    def clusters() -> JSONResponse:
+        """Topic clusters from stored vectors (no model is called; files go outside the vault)."""
+        state.topics = auditing.audit_clusters_only(app)
+        return JSONResponse({"clusters": len(state.topics.clusters.clusters)})
+
     return router
