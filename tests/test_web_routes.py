@@ -413,3 +413,25 @@ def exited(pid: int, seconds: float) -> bool:
             return not process_alive(pid)
         time.sleep(0.1)
     return False
+
+
+def test_beyond_loopback_the_page_needs_the_token_once_then_its_cookie(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", ASK_NOTES)
+    with running_server(vault, tmp_path / "home", watch=False, token="s3cret-token") as server:
+        assert httpx.get(server.url + "/", timeout=30).status_code == 401
+        assert httpx.get(server.url + "/?token=wrong", timeout=30).status_code == 401
+        first = httpx.get(server.url + "/note?path=Bread%2FLoaf.md&token=s3cret-token", timeout=30)
+        assert first.status_code == 303 and first.headers["location"] == "/note?path=Bread%2FLoaf.md"
+        cookie = first.headers["set-cookie"]
+        assert (
+            cookie.startswith("vaultlens_token=s3cret-token;")
+            and "HttpOnly" in cookie
+            and "SameSite=Strict" in cookie
+        )
+        with httpx.Client(
+            base_url=server.url, cookies={"vaultlens_token": "s3cret-token"}, timeout=30
+        ) as browser:
+            assert browser.get("/status").status_code == 200
+            assert browser.get("/v1/search", params={"q": "rye"}).status_code == 200
+        refused = httpx.post(server.url + "/ui/api/audit?token=s3cret-token", json={}, timeout=30)
+        assert refused.status_code == 401, "the token in a URL opens a page (GET) only"

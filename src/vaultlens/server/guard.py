@@ -9,7 +9,7 @@ the vault through the user's browser.
 
 A browser cannot send that header when the user opens the page, so the page's first URL may carry
 the token as ``?token=`` (GET only): it is answered with an HttpOnly, SameSite=Strict cookie that
-later requests of the page bring back instead of the header.
+later requests of the page bring back instead of the header, and a redirect to the URL without it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import json
 import re
 from http.cookies import SimpleCookie
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, parse_qsl, quote, urlencode
 
 from vaultlens.errors import ConfigError, VaultlensError
 from vaultlens.server.limits import MAX_BODY_BYTES
@@ -144,7 +144,8 @@ class Guard:
         headers: dict[bytes, bytes] = dict(scope.get("headers", []))
         problem = self._problem(headers)
         if isinstance(problem, Unauthorized) and self._token_in_url(scope):
-            problem, send = None, _setting_cookie(send, self.token or b"")
+            await _cookie_and_redirect(scope, send, self.token or b"")
+            return
         if problem is None:
             declared = headers.get(b"content-length")
             if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
@@ -204,13 +205,16 @@ def _cookie(headers: dict[bytes, bytes]) -> bytes | None:
     return None if found is None else found.value.encode("utf-8")
 
 
-def _setting_cookie(send: Send, token: bytes) -> Send:
-    """``send`` that adds the token cookie to the response (HttpOnly: the page's scripts never see it)."""
-    cookie = f"{COOKIE}={token.decode('utf-8')}; HttpOnly; SameSite=Strict; Path=/".encode("latin-1")
-
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
-        await send(message)
-
-    return sending
+async def _cookie_and_redirect(scope: Scope, send: Send, token: bytes) -> None:
+    """Answer ``GET /page?token=...`` with the token as an HttpOnly cookie (the page's scripts never
+    see it) and a redirect to the same URL without it, so it stays out of the address bar and history."""
+    kept = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != "token"]
+    location = quote(scope.get("path", "/")) + (f"?{urlencode(kept)}" if kept else "")
+    cookie = f"{COOKIE}={token.decode('utf-8')}; HttpOnly; SameSite=Strict; Path=/"
+    headers = [
+        (b"location", location.encode("latin-1")),
+        (b"set-cookie", cookie.encode("latin-1")),
+        (b"content-length", b"0"),
+    ]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})

@@ -152,7 +152,8 @@ def audit_body(state: WebState, page_no: int) -> str:
         class_="summary",
     )
     folders = sorted(
-        ((f.strip("/") or "(vault root)", c.get("notes", 0)) for f, c in r["folders"].items()), key=lambda x: -x[1]
+        ((f.strip("/") or "(vault root)", c.get("notes", 0)) for f, c in r["folders"].items()),
+        key=lambda x: -x[1],
     )
     tags = sorted(r["tag_counts"].items(), key=lambda x: -x[1])
     tree = tag(
