@@ -46,6 +46,12 @@ NOTES = {
     "Copy one.md": "# Copy\n\nThe exact same note body, kept twice by mistake, about garden tomatoes.\n",
     "Copy two.md": "# Copy\n\nThe exact same note body, kept twice by mistake, about garden tomatoes.\n",
 }
+GARDEN = "".join(
+    f"## Part {i}\n\nParagraph {i} about gardens, tomatoes number {i} and watering schedule {i * 7}.\n\n"
+    for i in range(6)
+)
+NOTES["Garden/Plan.md"] = "# Plan\n\n" + GARDEN
+NOTES["Garden/Plan extended.md"] = "# Plan extended\n\n" + GARDEN + "## Extra\n\nOne more thing entirely.\n"
 ASK_REPLY = "Feed it rye flour daily [S1] and see [S9]."
 
 
@@ -324,9 +330,16 @@ def test_review_diff_apply_undo_changes_the_note_exactly_as_shown_and_back(page:
     assert (page.vault / SYSTEMS).read_bytes() == original, "every byte is back (CRLF)"
 
 
-def test_dismissing_a_pair_the_page_did_not_list_is_refused(page: Page) -> None:
-    reply = post(page, "/ui/api/dismiss", {"a": "Copy one.md", "b": "Copy two.md"})
-    assert reply.status_code == 400 and "cannot be dismissed" in reply.json()["error"]["hint"]
+def test_a_listed_pair_is_dismissed_and_an_exact_copy_cannot_be(page: Page) -> None:
+    pair = {"a": "Garden/Plan extended.md", "b": "Garden/Plan.md"}
+    listed = hooks(get(page, "/duplicates").text)
+    assert listed.find(class_="pair", data_a=pair["a"], data_b=pair["b"])
+    assert listed.find("section", data_kind="contained")
+    reply = post(page, "/ui/api/dismiss", pair)
+    assert reply.status_code == 200 and reply.json() == {"dismissed": [pair["a"], pair["b"]]}
+    assert not hooks(get(page, "/duplicates").text).find(class_="pair", data_a=pair["a"], data_b=pair["b"])
+    exact = post(page, "/ui/api/dismiss", {"a": "Copy one.md", "b": "Copy two.md"})
+    assert exact.status_code == 400 and "cannot be dismissed" in exact.json()["error"]["hint"]
 
 
 # ---- Ask -------------------------------------------------------------------------------------
