@@ -465,9 +465,6 @@ def test_the_event_stream_relays_the_watchers_progress_and_flushes(tmp_path: Pat
                         (vault / "Travel" / "Boats.md").write_text("# Boats\n\nThe ferry leaves at ten.\n")
                     if kind == "flush" and seen[-1][1]["kind"] == "changes":
                         break
-    assert (
-        seen[0][0] == "progress"
-        and seen[0][1]["phase"]
-        and seen[1] == ("watcher", {"state": "watching", "reason": None})
-    )
+    assert seen[0][0] == "progress" and seen[1] == ("watcher", {"state": "watching", "reason": None})
+    assert any(k == "progress" and d and d["phase"] for k, d in seen), "the startup run's phases"
     assert seen[-1][1]["stats"]["files_changed"] == 1
