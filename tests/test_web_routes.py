@@ -454,6 +454,7 @@ def test_the_event_stream_relays_the_watchers_progress_and_flushes(tmp_path: Pat
     vault = write_vault(tmp_path / "vault", ASK_NOTES)
     with running_server(vault, tmp_path / "home") as server:  # watching: its startup run reports progress
         seen: list[tuple[str, Any]] = []
+        written = 0
         with httpx.stream("GET", server.url + "/ui/events", params={"seconds": 60}, timeout=90) as stream:
             kind = ""
             for line in stream.iter_lines():
@@ -463,8 +464,10 @@ def test_the_event_stream_relays_the_watchers_progress_and_flushes(tmp_path: Pat
                     seen.append((kind, json.loads(line.removeprefix("data: "))))
                     if kind == "watcher" and len(seen) == 2:  # the state first; now a change to follow
                         (vault / "Travel" / "Boats.md").write_text("# Boats\n\nThe ferry leaves at ten.\n")
+                        written = len(seen)
                     if kind == "flush" and seen[-1][1]["kind"] == "changes":
                         break
     assert seen[0][0] == "progress" and seen[1] == ("watcher", {"state": "watching", "reason": None})
     assert any(k == "progress" and d and d["phase"] for k, d in seen), "the startup run's phases"
+    assert ("progress", {"phase": "Reading notes", "done": 1, "total": 1}) in seen[written:], "the flush's"
     assert seen[-1][1]["stats"]["files_changed"] == 1
