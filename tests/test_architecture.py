@@ -21,6 +21,7 @@ ORDER = [
     "index",
     "safewrite",
     "services",
+    "web",
     "server",
     "cli",
 ]
@@ -348,7 +349,12 @@ def test_the_write_check_sees_writes(tmp_path: Path) -> None:
 
 
 APP_MODULE = "vaultlens.services.app"
-SEES_THE_APP = ("vaultlens.services.verbs", "vaultlens.server", "vaultlens.cli")  # the facade and interfaces
+SEES_THE_APP = (
+    "vaultlens.services.verbs",
+    "vaultlens.web",
+    "vaultlens.server",
+    "vaultlens.cli",
+)  # the facade and interfaces
 
 
 def app_importers(path: Path, module: str) -> list[str]:

@@ -47,7 +47,7 @@ def test_the_package_exports_the_facade() -> None:
         "index", "rebuild", "rebuild_in_background", "clear", "watch", "status", "doctor",  # keep the index
         "search", "similar", "duplicates", "dismiss", "note", "list_notes",  # find
         "ask", "open_chat", "chat_turn",  # ask
-        "review", "review_batch", "apply", "plan_undo", "history", "recover", "to_confirm",  # change notes
+        "review", "replan", "review_batch", "apply", "plan_undo", "history", "recover", "to_confirm",  # change notes
         "audit_structure", "audit_clusters_only", "audit_deep", "moc",  # audit
         "providers", "eval_beir", "eval_queries",  # inspect
     )  # fmt: skip

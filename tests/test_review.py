@@ -18,6 +18,7 @@ import pytest
 
 import vaultlens
 from scripted_chat_server import ChatStep, ScriptedChatServer
+from vaultlens.errors import InvalidInput
 from vaultlens.services.app import App
 from vaultlens.services.review.contract import SCHEMA_ID
 from vaultlens.services.review.session import prepare, propose, send
@@ -148,6 +149,26 @@ def test_review_proposes_the_exact_prompt_and_sends_that_one_when_granted(vault:
         result.ok and result.plan is not None and result.as_dict()["plan"]["op_id"] == result.plan.entry.op_id
     )
     check_shape("review", result.as_dict())
+
+
+def test_replan_moves_the_link_without_sending_again(vault: Path) -> None:
+    """The page's "re-plan": the same recommendation planned from the other note, after another
+    block, with another text; the model is not called again and the first plan stays unapplied."""
+    with ReviewModel() as server:
+        app = App.open(vault, settings(server))
+        with pytest.raises(vaultlens.ConsentRequired) as asked:
+            vaultlens.review(app, CACHING, SYSTEMS)
+        first = vaultlens.review(app, CACHING, SYSTEMS, confirmed=asked.value.proposal)
+        points = first.as_dict()["insert_after"]
+        assert [p["id"] for p in points if p["side"] == "B"] == ["B:0", "B:1", "B:2"]
+        again = vaultlens.replan(app, first, changing.PlanOptions(link_from="B", after="B:0", label="Compare"))
+        assert len(server.chats()) == 1, "re-planning sends nothing"
+    assert first.plan is not None and again.plan is not None
+    assert again.plan.entry.path == SYSTEMS and again.plan.entry.op_id != first.plan.entry.op_id
+    # right after the heading B:0, in the note's own CRLF line endings (the diff shows CR as <CR>)
+    assert "\n # Cache lifetime<CR>\n+<CR>\n+Compare: [[Caching/Cache lifetime]]<CR>\n" in again.plan.diff
+    with pytest.raises(InvalidInput):
+        vaultlens.replan(app, first, changing.PlanOptions(after="B:9"))
 
 
 def test_a_grant_holds_for_a_note_named_in_another_unicode_form(vault: Path) -> None:

@@ -6,20 +6,15 @@ lease a snapshot each, the watcher writes meanwhile). JSON comes from the same s
 CLI's ``--json`` uses. Every error, ours or FastAPI's (a bad parameter, an unknown route), leaves
 as ``{"error": {"code", "message", "hint"}}`` with the error's own HTTP status, never a traceback.
 
-``POST /v1/ask`` streams server-sent events produced by Ask in a worker thread: ``token`` events
-(a JSON string each) while the model writes, then one ``done`` event with the same object as
-``vaultlens ask --json``, or an ``error`` event (the error object) if it fails mid-stream. An error
-before the first event (an empty question, consent not given for a remote model, no index) is an
-ordinary JSON error with its own status, so a client learns it before it reads a stream.
+``POST /v1/ask`` streams server-sent events (:func:`vaultlens.web.sse.ask_stream`, which the Ask
+page shares). The web page (:mod:`vaultlens.web`) is mounted on the same app at ``/`` and
+``/ui/...``, outside the OpenAPI schema.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import queue
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import version
 from typing import Annotated, Any
@@ -45,9 +40,13 @@ from vaultlens.services.discover import SimilarResult
 from vaultlens.services.duplicates import DuplicateReport
 from vaultlens.services.notes import NoteList, NoteSlice
 from vaultlens.services.search import NoteHit
-from vaultlens.services.verbs import asking, finding
+from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.vault.safepath import ALLOWED_TEXT_PATTERN
+from vaultlens.web.events import EventHub
+from vaultlens.web.mount import mount_web
+from vaultlens.web.sse import ask_stream
+from vaultlens.web.state import WebState
 
 log = logging.getLogger("vaultlens.server")
 
@@ -74,45 +73,6 @@ class AskBody(BaseModel):
         "does not count here (without it, a remote model answers 403 consent_required naming what "
         "and where).",
     )
-
-
-def _event(kind: str, data: Any) -> bytes:
-    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
-
-
-def ask_stream(app: App, body: AskBody) -> JSONResponse | StreamingResponse:
-    """Run Ask in a worker thread and relay what it streams (see the module docstring)."""
-    events: queue.Queue[tuple[str, Any]] = queue.Queue()
-
-    def work() -> None:
-        try:
-            got = asking.ask(
-                app,
-                body.question,
-                lambda piece: events.put(("token", piece)),
-                body.consent,
-                body.extractive,
-                remember=False,  # a request's consent is its own, never stored, never borrowed
-                untrusted=True,
-            )
-            events.put(("done", got.as_dict()))
-        except Exception as exc:  # every failure reaches the client as the one error shape
-            events.put(("error", translate_error(exc)))
-
-    threading.Thread(target=work, name="vaultlens-ask", daemon=True).start()
-    first = events.get()
-    if first[0] == "error":
-        return error_response(first[1])
-
-    def stream() -> Iterator[bytes]:
-        kind, data = first
-        while True:
-            yield _event(kind, data.to_dict() if isinstance(data, VaultlensError) else data)
-            if kind in ("done", "error"):
-                return
-            kind, data = events.get()
-
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -160,10 +120,12 @@ def create_api(
     *,
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
     watcher: Callable[[], dict[str, Any]] | None = None,
+    hub: EventHub | None = None,
 ) -> FastAPI:
     """The FastAPI application over ``app``'s verbs (no auth here: :class:`~vaultlens.server.guard.Guard`
     wraps the whole ASGI app, MCP included). ``watcher``: the state of the server's watcher, which
-    ``/v1/status`` reports (a stopped watcher means the index no longer follows the vault)."""
+    ``/v1/status`` reports (a stopped watcher means the index no longer follows the vault);
+    ``hub``: where the watcher reports its progress, which the page's Status follows."""
 
     @asynccontextmanager
     async def no_lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -294,8 +256,8 @@ def create_api(
         response_model=None,
         responses={200: {"content": {"text/event-stream": {}}, "description": "token… then done (or error)"}},
     )
-    def ask(body: AskBody) -> JSONResponse | StreamingResponse:
-        return ask_stream(app, body)
+    def ask(body: AskBody) -> StreamingResponse:
+        return ask_stream(app, body.question, body.extractive, body.consent)
 
     def openapi() -> dict[str, Any]:
         """FastAPI's schema without its 422 entries: invalid input is a 400 in the one error shape."""
@@ -312,4 +274,5 @@ def create_api(
         return api.openapi_schema
 
     api.openapi = openapi  # type: ignore[method-assign]
+    mount_web(api, WebState(app, hub=hub or EventHub(), watcher=watcher))
     return api

@@ -35,6 +35,7 @@ from vaultlens.server.guard import Guard, check_bind, is_loopback
 from vaultlens.server.mcp_tools import build_mcp
 from vaultlens.services.app import App
 from vaultlens.services.verbs.indexing import watch as watch_service
+from vaultlens.web.events import EventHub
 
 Say = Callable[[str], None]
 
@@ -59,8 +60,10 @@ def build_asgi(
     on_start: Callable[[], None] | None = None,
     on_stop: Callable[[], None] | None = None,
     watcher: Callable[[], dict[str, Any]] | None = None,
+    hub: EventHub | None = None,
 ) -> ASGIApp:
-    """The whole server as one ASGI app: the guard in front of the API and MCP's streamable HTTP."""
+    """The whole server as one ASGI app: the guard in front of the API (and the page) and MCP's
+    streamable HTTP."""
     mcp = build_mcp(app, host=host)
     mcp_http = mcp.streamable_http_app()
 
@@ -76,7 +79,7 @@ def build_asgi(
                 if on_stop is not None:
                     on_stop()
 
-    api = create_api(app, lifespan=lifespan, watcher=watcher)
+    api = create_api(app, lifespan=lifespan, watcher=watcher, hub=hub)
     api.router.routes.extend(mcp_http.routes)  # POST/GET/DELETE /mcp
     return Guard(api, token=token, loopback_only=is_loopback(host) and not token)
 
@@ -117,6 +120,7 @@ class Companion:
     consent: bool = False
     say: Say = _quiet
     on_flush: Callable[[FlushReport], None] | None = None
+    hub: EventHub = field(default_factory=EventHub)  # the watcher's progress and flushes, for the page
     _stop_watch: threading.Event = field(default_factory=threading.Event, repr=False)
     _watcher: threading.Thread | None = field(default=None, repr=False)
     _server: uvicorn.Server | None = field(default=None, repr=False)
@@ -136,7 +140,9 @@ class Companion:
         provider = self.app.provider()
         if not provider.remote:
             provider.embed(["warm up"])  # load the local model now, not on the first search (seconds)
-        asgi = build_asgi(self.app, self.host, self.token, self._started, self._stopping, self._watcher_info)
+        asgi = build_asgi(
+            self.app, self.host, self.token, self._started, self._stopping, self._watcher_info, self.hub
+        )
         config = uvicorn.Config(
             asgi, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
         )
@@ -197,7 +203,8 @@ class Companion:
             ),
         )
         self.say(
-            f"Serving {self.app.vault} on {self.url}: API under /v1 (OpenAPI at /openapi.json), MCP at /mcp."
+            f"Serving {self.app.vault} on {self.url}: the page at /, API under /v1 (OpenAPI at "
+            "/openapi.json), MCP at /mcp."
         )
 
     def _stopping(self) -> None:
@@ -221,12 +228,13 @@ class Companion:
         """Watch until stopped; True when it ended because the vault folder moved away."""
 
         def flushed(report: FlushReport) -> None:
+            self.hub.publish("flush", report.as_dict())
             if self.on_flush is not None:
                 self.on_flush(report)
 
         self.watcher_state, self.watcher_reason = "watching", None
         try:
-            watch_service(self.app, flushed, self._stop_watch, consent=self.consent)
+            watch_service(self.app, flushed, self._stop_watch, self.hub, consent=self.consent)
         except IndexLocked:
             self.watcher_state = "elsewhere"
             self.say("Another process (e.g. `vaultlens watch`) is writing this index; it keeps it current.")

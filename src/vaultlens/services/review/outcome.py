@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vaultlens.services.review.catalog import Catalog
+from vaultlens.services.review.planner import INSERTABLE_AFTER
 from vaultlens.services.review.session import Prepared, Reviewed, claim_dict
 from vaultlens.services.serial import AsDict
 from vaultlens.services.writes import Planned
@@ -43,6 +45,16 @@ def destination(prepared: Prepared) -> str:
     )
 
 
+def insert_points(catalog: Catalog) -> list[dict[str, Any]]:
+    """The blocks a planned link or copied block may go after (what ``--after`` takes), short ids."""
+    return [
+        {"id": f"{f.side}:{f.id.rsplit(':', 1)[-1]}", "side": f.side, "kind": f.kind,
+         "start_line": f.start_line, "end_line": f.end_line, "text": f.text[:80]}
+        for f in catalog.fragments
+        if f.kind in INSERTABLE_AFTER
+    ]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ReviewResult:
     """One reviewed pair: the model's claims (quotes from the catalog only), the validator's verdict,
@@ -74,6 +86,7 @@ class ReviewResult:
             if plan is None
             else {"op_id": plan.entry.op_id, "path": plan.entry.path, "diff": plan.diff},
             "plan_refused": self.plan_refused,
+            "insert_after": insert_points(catalog),
             "model": completion.model,
             "usage": completion.usage.as_dict() if completion.usage else None,
             "seconds": round(self.reviewed.seconds, 2),

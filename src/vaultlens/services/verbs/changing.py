@@ -18,7 +18,7 @@ from vaultlens.services.app import App
 from vaultlens.services.review import batch
 from vaultlens.services.review.batch import BatchReport
 from vaultlens.services.review.outcome import ReviewResult
-from vaultlens.services.review.session import PlanOptions, prepare, propose, resolve_options, send
+from vaultlens.services.review.session import PlanOptions, Reviewed, prepare, propose, resolve_options, send
 from vaultlens.services.writes import Planned
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "history",
     "plan_undo",
     "recover",
+    "replan",
     "review",
     "review_batch",
     "to_confirm",
@@ -48,17 +49,28 @@ def review(
         chosen = resolve_options(prepared.catalog, options or PlanOptions())  # before anything is sent
         if shown is None:  # no grant, or one for another prompt: show this one first
             raise batch.proposal_for(prepared)
-        reviewed = send(files, prepared, provider, consent=True)
-        try:
-            edit = propose(files, reviewed, chosen)
-        except PlanRefused as exc:
-            return ReviewResult(reviewed, None, exc.message)
-        if edit is None:
-            return ReviewResult(reviewed)
-        planned = writes.plan_write(app.vault, edit.path, edit.after, edit.summary, based_on=edit.before)
-        return ReviewResult(reviewed, planned)
+        return _planned(app, send(files, prepared, provider, consent=True), chosen)
     finally:
         provider.close()
+
+
+def _planned(app: App, reviewed: Reviewed, chosen: PlanOptions) -> ReviewResult:
+    try:
+        edit = propose(app.files(), reviewed, chosen)
+    except PlanRefused as exc:
+        return ReviewResult(reviewed, None, exc.message)
+    if edit is None:
+        return ReviewResult(reviewed)
+    planned = writes.plan_write(app.vault, edit.path, edit.after, edit.summary, based_on=edit.before)
+    return ReviewResult(reviewed, planned)
+
+
+@translated_errors()
+def replan(app: App, result: ReviewResult, options: PlanOptions) -> ReviewResult:
+    """The same review's recommendation planned again with other ``options`` (where the link goes,
+    from which note, its text): no model call, nothing sent; a new planned operation to apply."""
+    chosen = resolve_options(result.reviewed.prepared.catalog, options)
+    return _planned(app, result.reviewed, chosen)
 
 
 @translated_errors()

@@ -1,0 +1,51 @@
+"""The page's write guard: a random token per server start, required on every POST.
+
+The page carries the token in ``<meta name="vaultlens-csrf">``; its scripts send it back as the
+``X-Vaultlens-CSRF`` header. Another site the user visits can make the browser POST to this
+loopback server, but it can neither read the token (same-origin policy) nor set a custom header
+without a preflight the server never grants; an ``Origin`` header, when present, must also be the
+server's own. The bearer token and the Host check (:mod:`vaultlens.server.guard`) still apply.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+
+from fastapi import Request
+
+from vaultlens.errors import VaultlensError
+
+HEADER = "X-Vaultlens-CSRF"
+
+
+class CsrfRefused(VaultlensError):
+    code = "csrf_refused"
+    exit_code = 2
+    http_status = 403
+
+
+def own_origin(request: Request) -> str:
+    """The origin a page this server served sends: its scheme and the Host the browser used."""
+    return f"{request.url.scheme}://{request.headers.get('host', '')}"
+
+
+class Csrf:
+    """One server's token and the check every sending or writing route depends on."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token or secrets.token_urlsafe(32)
+
+    def check(self, request: Request) -> None:
+        given = request.headers.get(HEADER, "")
+        if not hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8")):
+            raise CsrfRefused(
+                f"Refused: this request {'carried a wrong' if given else 'carried no'} page token.",
+                hint=f"Send it from the vaultlens page, which puts its token in the {HEADER} header.",
+            )
+        origin = request.headers.get("origin")
+        if origin is not None and origin != own_origin(request):
+            raise CsrfRefused(
+                f"Refused: a request from {origin!r}, not from this server's own page.",
+                hint="Write from the vaultlens page itself, opened at this server's address.",
+            )

@@ -1,0 +1,91 @@
+"""What the Status page follows live: index and tier-fill progress, watcher flushes.
+
+The serving process's watcher reports into one :class:`EventHub` (it is the indexer's ``Progress``
+and receives every flush report); ``/ui/events`` relays it as server-sent events. The hub keeps
+only the latest events, so a page that connects late gets the current phase, not a backlog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from vaultlens.web.sse import sse_event
+
+KEEP = 100  # events kept for pages that poll a little late
+PROGRESS_EVERY_S = 0.25  # at most four progress events a second per phase
+POLL_S = 0.5  # how often an open event stream looks for news
+
+
+class EventHub:
+    """Thread-safe: the watcher thread publishes, the event stream reads by sequence number."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=KEEP)
+        self._seq = 0
+        self._progress: dict[str, Any] | None = None
+        self._sent_at = 0.0
+
+    def publish(self, kind: str, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._seq += 1
+            self._events.append((self._seq, kind, data))
+
+    def since(self, seq: int) -> list[tuple[int, str, dict[str, Any]]]:
+        with self._lock:
+            return [e for e in self._events if e[0] > seq]
+
+    @property
+    def last(self) -> int:
+        with self._lock:
+            return self._seq
+
+    def progress(self) -> dict[str, Any] | None:
+        """The phase in progress (or the last one finished), as the page shows it."""
+        with self._lock:
+            return None if self._progress is None else dict(self._progress)
+
+    # ---- the indexer's Progress protocol ------------------------------------------------------
+    def phase(self, name: str, total: int) -> None:
+        with self._lock:
+            self._progress = {"phase": name, "done": 0, "total": total}
+        self.publish("progress", {"phase": name, "done": 0, "total": total})
+        self._sent_at = time.monotonic()
+
+    def advance(self, n: int = 1) -> None:
+        with self._lock:
+            if self._progress is None:
+                return
+            self._progress["done"] += n
+            now = dict(self._progress)
+        finished = now["done"] >= now["total"]
+        if finished or time.monotonic() - self._sent_at >= PROGRESS_EVERY_S:
+            self._sent_at = time.monotonic()
+            self.publish("progress", now)
+
+
+async def event_stream(
+    hub: EventHub, watcher: Callable[[], dict[str, Any]] | None, seconds: float, poll_s: float = POLL_S
+) -> AsyncIterator[bytes]:
+    """``/ui/events``: the current progress and watcher state first, then what changes, for
+    ``seconds`` (the browser's EventSource reconnects by itself and gets the state again)."""
+    seq = hub.last
+    state = watcher() if watcher else None
+    yield b"retry: 2000\n\n" + sse_event("progress", hub.progress()) + sse_event("watcher", state)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        await asyncio.sleep(poll_s)
+        news = hub.since(seq)
+        for _, kind, data in news:
+            yield sse_event(kind, data)
+        if news:
+            seq = news[-1][0]
+        now = watcher() if watcher else None
+        if now != state:
+            state = now
+            yield sse_event("watcher", state)

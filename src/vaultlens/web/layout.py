@@ -1,0 +1,83 @@
+"""The frame every page shares: the document head (CSRF token, styles, its script), the nav, main.
+
+Pages build their bodies from small escaped pieces (:func:`h`, :func:`tag`); nothing the vault
+holds reaches the page unescaped, and note Markdown is rendered with raw HTML disabled.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import urlencode
+
+NAV = [
+    ("/", "Search"),
+    ("/note", "Note"),
+    ("/duplicates", "Duplicates"),
+    ("/review", "Review"),
+    ("/history", "History"),
+    ("/ask", "Ask"),
+    ("/audit", "Audit"),
+    ("/status", "Status"),
+]
+
+
+def h(text: object) -> str:
+    """Escaped for element text and attribute values."""
+    return escape(str(text), quote=True)
+
+
+def tag(name: str, body: str = "", /, **attrs: object) -> str:
+    """``<name attrs>body</name>``: attribute names with ``_`` become ``-`` (``data_path``), a
+    trailing ``_`` is dropped (``class_``); None and False leave an attribute out, True keeps its name."""
+    parts = [name]
+    for key, value in attrs.items():
+        attr = key.rstrip("_").replace("_", "-")
+        if value is None or value is False:
+            continue
+        parts.append(attr if value is True else f'{attr}="{h(value)}"')
+    return f"<{' '.join(parts)}>{body}</{name}>"
+
+
+def void(name: str, /, **attrs: object) -> str:
+    """A void element (``input``, ``meta``): :func:`tag` without the closing tag."""
+    return tag(name, **attrs).removesuffix(f"</{name}>")
+
+
+def labelled(id_: str, label: str, kind: str = "input", /, **attrs: object) -> str:
+    """A control with its ``<label>`` (every control has one: the page is checked with axe-core)."""
+    attrs.setdefault("name", id_)
+    control = void("input", id=id_, **attrs) if kind == "input" else tag(kind, id=id_, **attrs)
+    return tag("label", h(label), for_=id_) + control
+
+
+def page(title: str, current: str, body: str, csrf: str, script: str | None = None) -> str:
+    """A whole HTML document; ``current`` is the nav entry marked as this page, ``script`` its own JS."""
+    links = "".join(
+        tag("a", h(label), href=href, aria_current="page" if href == current else None) for href, label in NAV
+    )
+    scripts = '<script src="/ui/static/common.js" defer></script>' + (
+        f'<script src="/ui/static/{h(script)}.js" defer></script>' if script else ""
+    )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="color-scheme" content="light dark">'
+        f'<meta name="vaultlens-csrf" content="{h(csrf)}">'
+        f"<title>{h(title)} · vaultlens</title>"
+        '<link rel="stylesheet" href="/ui/static/app.css">'
+        f"{scripts}</head><body>"
+        '<a class="skip" href="#main">Skip to content</a>'
+        f'<header><span class="brand">vaultlens</span><nav aria-label="Pages">{links}</nav></header>'
+        f'<main id="main"><h1>{h(title)}</h1>{body}</main></body></html>'
+    )
+
+
+def lines_attr(start: int, end: int) -> str:
+    return f"{start}-{end}"
+
+
+def note_href(path: str, start: int | None = None, end: int | None = None) -> str:
+    query: dict[str, str] = {"path": path}
+    if start is not None and end is not None:
+        query["lines"] = lines_attr(start, end)
+    return "/note?" + urlencode(query)

@@ -1,0 +1,32 @@
+"""Put the page on the server's FastAPI app: its routers, ``/ui/events`` and ``/ui/static``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import FastAPI, Query
+from fastapi.responses import StreamingResponse
+from fastapi.staticfiles import StaticFiles
+
+from vaultlens.web import dashboards, lists, pages, read_routes, write_routes
+from vaultlens.web.events import event_stream
+from vaultlens.web.state import WebState
+
+STATIC = Path(__file__).with_name("static")
+STREAM_S = 300.0  # one event stream's life; the browser reconnects
+
+
+def mount_web(api: FastAPI, state: WebState) -> None:
+    for module in (pages, lists, dashboards, read_routes, write_routes):
+        api.include_router(module.build(state))
+
+    @api.get("/ui/events", include_in_schema=False)
+    def events(seconds: Annotated[float, Query(ge=0, le=STREAM_S)] = STREAM_S) -> StreamingResponse:
+        return StreamingResponse(
+            event_stream(state.hub, state.watcher, seconds),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )
+
+    api.mount("/ui/static", StaticFiles(directory=STATIC), name="static")

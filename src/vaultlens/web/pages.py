@@ -1,0 +1,173 @@
+"""The pages that are mostly script: Search, Review and Ask (their data comes from ``/ui/api``),
+and the Note view, rendered here from the ``note`` and ``similar`` verbs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import HTMLResponse
+
+from vaultlens.errors import VaultlensError
+from vaultlens.services import notes
+from vaultlens.services.verbs import finding
+from vaultlens.web.layout import h, labelled, note_href, page, tag, void
+from vaultlens.web.render import note_html, obsidian_url, parse_lines
+from vaultlens.web.state import WebState
+
+Text = Annotated[str, Query(max_length=notes.MAX_PATH_CHARS)]
+
+
+def problem(error: VaultlensError) -> str:
+    """A verb's refusal as the page shows it: the message and its hint, never a traceback."""
+    hint = f" {tag('span', h(error.hint), class_='hint')}" if error.hint else ""
+    return tag("p", h(error.message) + hint, class_="error", role="alert", data_code=error.code)
+
+
+def read_note(state: WebState, path: str) -> notes.NoteSlice:
+    """The whole note, read through the ``note`` verb slice by slice (its safe-path rules apply)."""
+    first = finding.note(state.app, path, 0, notes.MAX_SLICE)
+    text, at = first.text, first.next_offset
+    while at is not None:
+        more = finding.note(state.app, path, at, notes.MAX_SLICE)
+        text, at = text + more.text, more.next_offset
+    return notes.NoteSlice(first.path, 0, len(text), first.total_length, first.content_hash, text, None)
+
+
+def related_html(state: WebState, path: str) -> str:
+    try:
+        found = finding.similar(state.app, path, untrusted=True).as_dict()
+    except VaultlensError as exc:
+        return problem(exc)
+    items = []
+    for other in found["results"]:
+        pairs = "".join(
+            tag(
+                "li",
+                section_ref(m["source"]) + " ↔ " + section_ref(m["other"], other["path"]),
+                class_="match",
+            )
+            for m in other["matches"]
+        )
+        head = tag("a", h(other["title"] or other["path"]), href=note_href(other["path"])) + tag(
+            "span", f"{other['score']:.2f}", class_="similarity"
+        )
+        items.append(tag("li", head + tag("ul", pairs), class_="related", data_path=other["path"]))
+    if not items:
+        return tag("p", h(found.get("notice") or "No related notes."), class_="empty")
+    return tag("ul", "".join(items), class_="related-list")
+
+
+def section_ref(section: dict[str, Any], link_to: str | None = None) -> str:
+    """A section's heading path and lines (a link to them in ``link_to``, when given)."""
+    heading = h(" › ".join(section["heading_path"]) or "(top)")
+    start, end = section["start_line"], section["end_line"]
+    lines = tag("span", f"lines {start}-{end}", class_="lines", data_lines=f"{start}-{end}")
+    if link_to is None:
+        return tag("span", heading, class_="heading-path") + " " + lines
+    return tag("a", heading, href=note_href(link_to, start, end), class_="heading-path") + " " + lines
+
+
+def build(state: WebState) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+    csrf = state.csrf.token
+
+    @router.get("/", response_class=HTMLResponse)
+    def search_page() -> str:
+        body = (
+            '<form id="search-form" role="search" action="/" onsubmit="return false">'
+            + labelled("q", "Search the vault", type="search", autocomplete="off", autofocus=True)
+            + "</form>"
+            + tag("p", "Every match is weak: the vault may not hold this.", id="weak-notice", hidden=True)
+            + tag("div", "", id="results", aria_live="polite")
+        )
+        return page("Search", "/", body, csrf, "search")
+
+    @router.get("/note", response_class=HTMLResponse)
+    def note_page(path: Text = "", lines: Annotated[str, Query(max_length=40)] = "") -> HTMLResponse:
+        if not path:
+            form = (
+                '<form action="/note" method="get">'
+                + labelled("note-path", "Note path (vault-relative)", name="path")
+                + tag("button", "Open", type="submit")
+                + "</form>"
+            )
+            return HTMLResponse(page("Note", "/note", form, csrf))
+        try:
+            note = read_note(state, path)
+        except VaultlensError as exc:
+            return HTMLResponse(page("Note", "/note", problem(exc), csrf), status_code=exc.http_status)
+        body = (
+            tag("p", tag("code", h(note.path)), class_="note-path")
+            + tag(
+                "a",
+                "Open in Obsidian",
+                id="open-obsidian",
+                href=obsidian_url(state.app.vault.name, note.path),
+            )
+            + tag("article", note_html(note.text, parse_lines(lines)), id="note-body")
+            + tag("h2", "Related notes", id="related-heading")
+            + tag("section", related_html(state, note.path), id="related", aria_labelledby="related-heading")
+        )
+        return HTMLResponse(page(note.path, "/note", body, csrf, "note"))
+
+    @router.get("/review", response_class=HTMLResponse)
+    def review_page(a: Text = "", b: Text = "") -> str:
+        if not (a and b):
+            form = (
+                '<form action="/review" method="get">'
+                + labelled("pick-a", "Note A", name="a", value=a)
+                + labelled("pick-b", "Note B", name="b", value=b)
+                + tag("button", "Review", type="submit")
+                + "</form>"
+            )
+            return page("Review", "/review", form, csrf)
+        body = (
+            tag("p", f"{tag('code', h(a))} and {tag('code', h(b))}", id="pair", data_a=a, data_b=b)
+            + tag("section", "", id="consent", aria_label="What is sent")
+            + tag("section", "", id="claims", aria_label="Claims")
+            + tag("section", "", id="validation", aria_label="Validation")
+            + tag("section", PLAN_FORM, id="plan-section", aria_label="Plan", hidden=True)
+            + tag("section", "", id="diff", aria_label="Diff")
+            + tag("p", "", id="status", role="status")
+        )
+        return page("Review", "/review", body, csrf, "review")
+
+    @router.get("/ask", response_class=HTMLResponse)
+    def ask_page() -> str:
+        body = (
+            '<form id="ask-form" onsubmit="return false">'
+            + labelled("question", "Question", "textarea", rows="3")
+            + tag(
+                "label",
+                void("input", id="extractive", type="checkbox", name="extractive")
+                + " Passages only (no model)",
+                for_="extractive",
+            )
+            + tag("button", "Ask", id="ask", type="submit")
+            + "</form>"
+            + tag("section", "", id="consent", aria_label="What is sent", hidden=True)
+            + tag("div", "", id="answer", aria_live="polite")
+            + tag("section", "", id="sources", aria_label="Sources")
+        )
+        return page("Ask", "/ask", body, csrf, "ask")
+
+    return router
+
+
+PLAN_FORM = (
+    '<form id="plan" onsubmit="return false">'
+    + tag("label", "The note that gets the link", for_="direction")
+    + tag(
+        "select",
+        tag("option", "A links to B", value="A") + tag("option", "B links to A", value="B"),
+        id="direction",
+        name="direction",
+    )
+    + tag("label", "Insert after the block", for_="after")
+    + tag("select", tag("option", "(the planner's choice)", value=""), id="after", name="after")
+    + tag("label", "Link text", for_="link_text")
+    + void("input", id="link_text", name="link_text", value="See also")
+    + tag("button", "Re-plan", id="replan", type="submit")
+    + "</form>"
+)

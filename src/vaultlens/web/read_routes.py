@@ -1,0 +1,52 @@
+"""``GET /ui/api/...``: the page's reads, each one verb's ``as_dict()`` (no token needed: nothing is
+sent or written, and the Host check keeps other sites' pages from reading them)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from vaultlens.services import notes
+from vaultlens.services.verbs import changing, finding, inspecting
+from vaultlens.services.verbs.status import status as index_status
+from vaultlens.web.lists import PAGE
+from vaultlens.web.state import WebState
+
+SEARCH_LIMIT = 20  # notes a keystroke's search returns to the page
+
+
+def build(state: WebState) -> APIRouter:
+    router = APIRouter(prefix="/ui/api", include_in_schema=False)
+    app = state.app
+
+    @router.get("/search")
+    def search(q: Annotated[str, Query(min_length=1)]) -> JSONResponse:  # the verb refuses a long one
+        return JSONResponse([hit.as_dict() for hit in finding.search(app, q, SEARCH_LIMIT, untrusted=True)])
+
+    @router.get("/similar")
+    def similar(path: Annotated[str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS)]) -> JSONResponse:
+        return JSONResponse(finding.similar(app, path, untrusted=True).as_dict())
+
+    @router.get("/duplicates")
+    def duplicates(page: Annotated[int, Query(ge=0, le=100_000)] = 0) -> JSONResponse:
+        return JSONResponse(finding.duplicates(app, limit=(page + 1) * PAGE).as_dict())
+
+    @router.get("/history")
+    def history(page: Annotated[int, Query(ge=0, le=100_000)] = 0) -> JSONResponse:
+        newest = changing.history(app)[::-1]
+        return JSONResponse([e.as_dict() for e in newest[page * PAGE : (page + 1) * PAGE]])
+
+    @router.get("/status")
+    def status() -> JSONResponse:
+        out: dict[str, Any] = index_status(app).as_dict()
+        out["watcher"] = state.watcher() if state.watcher else None
+        out["progress"] = state.hub.progress()
+        return JSONResponse(out)
+
+    @router.get("/providers")
+    def providers() -> JSONResponse:
+        return JSONResponse([p.as_dict() for p in inspecting.providers(app)])
+
+    return router

@@ -1,0 +1,53 @@
+"""A note's Markdown as HTML (raw HTML disabled), each top-level block carrying its source lines.
+
+``data-lines="A-B"`` (1-based, inclusive, as search results and related sections count them) lets
+the page mark and scroll to the blocks a result's ``lines`` cover (class ``target``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+
+def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.front_matter import front_matter_plugin
+
+    # commonmark with html off: a note's <script> or <img onerror> is shown as text, never run
+    return MarkdownIt("commonmark", {"html": False}).enable("table").use(front_matter_plugin)
+
+
+def parse_lines(value: str | None) -> tuple[int, int] | None:
+    """``"12-20"`` → (12, 20); anything else (absent, malformed, reversed) → None."""
+    if not value:
+        return None
+    start, _, end = value.partition("-")
+    if not (start.isdigit() and (end or start).isdigit()):
+        return None
+    a, b = int(start), int(end or start)
+    return (a, b) if 1 <= a <= b else None
+
+
+def note_html(text: str, target: tuple[int, int] | None) -> str:
+    """The rendered note; blocks overlapping ``target`` get the class ``target``."""
+    md = _markdown()
+    tokens = md.parse(text)
+    for token in tokens:
+        if token.level != 0 or token.nesting == -1 or token.map is None or token.type == "front_matter":
+            continue
+        first, last = token.map[0] + 1, token.map[1]
+        token.attrSet("data-lines", f"{first}-{last}")
+        if target is not None and first <= target[1] and last >= target[0]:
+            token.attrJoin("class", "target")
+    html: str = md.renderer.render(tokens, md.options, {})
+    return html
+
+
+def obsidian_url(vault_name: str, path: str) -> str:
+    """``obsidian://open?vault=NAME&file=PATH`` (the path without ``.md``, as Obsidian names notes)."""
+    file = path[:-3] if path.lower().endswith(".md") else path
+    return f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(file, safe='')}"

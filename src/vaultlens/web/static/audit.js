@@ -1,0 +1,16 @@
+"use strict";
+// Audit: run the structure audit (no model), then show its dashboard.
+(() => {
+  const button = document.getElementById("run-audit");
+  const progress = document.getElementById("audit-progress");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    progress.replaceChildren("Reading every note's links and tags… ",
+      vl.el("progress", { "aria-label": "Audit running" }));
+    const r = await vl.post("/ui/api/audit", {});
+    const data = await vl.json(r);
+    if (!r.ok) { progress.replaceChildren(vl.errorBox(data.error)); button.disabled = false; return; }
+    progress.textContent = `Done: ${data.summary.notes} notes, ${data.summary.broken_links} broken links.`;
+    location.reload();
+  });
+})();

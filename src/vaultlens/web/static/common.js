@@ -1,0 +1,157 @@
+// vaultlens page helpers: the CSRF token, JSON and SSE requests, a diff table, a consent box.
+// Hand-written, no dependencies: nothing is fetched from the internet.
+"use strict";
+
+const vl = (() => {
+  const csrf = document.querySelector('meta[name="vaultlens-csrf"]').content;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function post(url, body) {
+    return fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Vaultlens-CSRF": csrf },
+      body: JSON.stringify(body || {}),
+    });
+  }
+
+  async function json(response) {
+    try {
+      return await response.json();
+    } catch (_) {
+      return { error: { code: "http", message: `The server answered ${response.status}.` } };
+    }
+  }
+
+  function errorBox(error) {
+    return el("p", { class: "error", role: "alert", "data-code": error.code },
+      error.message, error.hint ? el("span", { class: "hint" }, " " + error.hint) : null);
+  }
+
+  function noteHref(path, start, end) {
+    const q = new URLSearchParams({ path });
+    if (start) q.set("lines", `${start}-${end}`);
+    return `/note?${q}`;
+  }
+
+  // Read a text/event-stream response, calling onEvent(kind, data) per event.
+  async function readEvents(response, onEvent) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let kind = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event: ")) kind = line.slice(7);
+          else if (line.startsWith("data: ")) data.push(line.slice(6));
+        }
+        if (data.length) onEvent(kind, JSON.parse(data.join("\n")));
+      }
+    }
+  }
+
+  // A unified diff as a side-by-side table (before | after), line numbers from the hunk headers.
+  function diffTable(text, caption) {
+    const rows = [];
+    let left = 0, right = 0, dels = [], adds = [];
+    const flush = () => {
+      for (let i = 0; i < Math.max(dels.length, adds.length); i++) {
+        const d = dels[i], a = adds[i];
+        rows.push(el("tr", {},
+          el("td", { class: "ln" }, d ? d[0] : ""), el("td", { class: d ? "del" : "none" }, d ? d[1] : ""),
+          el("td", { class: "ln" }, a ? a[0] : ""), el("td", { class: a ? "add" : "none" }, a ? a[1] : "")));
+      }
+      dels = []; adds = [];
+    };
+    for (const line of text.split("\n")) {
+      if (line.startsWith("--- ") || line.startsWith("+++ ") || line === "") continue;
+      const hunk = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+      if (hunk) {
+        flush();
+        left = +hunk[1]; right = +hunk[2];
+        rows.push(el("tr", { class: "hunk" }, el("td", { colspan: "4" }, line)));
+      } else if (line[0] === "-") dels.push([left++, line.slice(1)]);
+      else if (line[0] === "+") adds.push([right++, line.slice(1)]);
+      else if (line[0] === "\\") continue;
+      else {
+        flush();
+        rows.push(el("tr", {},
+          el("td", { class: "ln" }, left++), el("td", {}, line.slice(1)),
+          el("td", { class: "ln" }, right++), el("td", {}, line.slice(1))));
+      }
+    }
+    flush();
+    const head = el("tr", {}, ...["Line", "Before", "Line", "After"].map((t) => el("th", { scope: "col" }, t)));
+    return el("table", { class: "diff" }, el("caption", {}, caption), el("thead", {}, head), el("tbody", {}, rows));
+  }
+
+  // Show a write proposal (409 write_unconfirmed): its exact diff and an Apply button that sends
+  // back the proposal's token. onDone(applied) gets the verb's result.
+  function showWrite(target, proposal, onDone) {
+    const status = el("p", { role: "status" });
+    const button = el("button", { id: "apply", type: "button" }, "Apply this change");
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      const r = await post("/ui/api/apply", { op_id: proposal.op_id, token: proposal.token });
+      const data = await json(r);
+      if (!r.ok) { status.replaceChildren(errorBox(data.error)); button.disabled = false; return; }
+      button.remove();
+      target.append(el("p", { id: "applied", "data-op": data.op_id, role: "status" },
+        `Written: ${data.path}. `, el("a", { href: "/history" }, "History"), " can undo it."));
+      if (onDone) onDone(data);
+    });
+    target.replaceChildren(
+      el("h2", {}, "The exact change"),
+      el("p", {}, `${proposal.what} — ${proposal.destination}`),
+      diffTable(proposal.preview, `Diff of ${proposal.destination}`),
+      button, status);
+  }
+
+  // Ask the server for a planned operation's proposal, then show it (see showWrite).
+  async function proposeWrite(target, opId, onDone) {
+    const r = await post("/ui/api/apply", { op_id: opId });
+    const data = await json(r);
+    if (r.status === 409 && data.error.proposal) showWrite(target, data.error.proposal, onDone);
+    else target.replaceChildren(errorBox(data.error || { code: "http", message: "Unexpected answer." }));
+  }
+
+  // A send proposal (403 consent_required): where the text goes and, when known, the exact text.
+  function showConsent(target, proposal, buttonId, onSend) {
+    const button = el("button", { id: buttonId, type: "button" }, "Send");
+    button.addEventListener("click", () => { button.disabled = true; onSend(proposal); });
+    target.hidden = false;
+    target.replaceChildren(
+      el("h2", {}, "What is sent, and where"),
+      el("dl", {},
+        el("dt", {}, "Provider and endpoint"), el("dd", { class: "destination" }, proposal.destination),
+        el("dt", {}, "What"), el("dd", {}, proposal.what)),
+      ...(proposal.remarks || []).map((r) => el("p", { class: "remark" }, r)),
+      proposal.preview ? el("details", { open: true }, el("summary", {}, "The exact text sent"),
+        el("pre", { class: "preview", tabindex: "0" }, proposal.preview)) : null,
+      el("p", {}, "Sent for this request only; nothing is remembered."),
+      button);
+  }
+
+  return { csrf, el, post, json, errorBox, noteHref, readEvents, diffTable, showWrite, proposeWrite, showConsent };
+})();

@@ -1,0 +1,73 @@
+"use strict";
+// Search as you type: debounced, results grouped per note, arrows move, Enter opens.
+(() => {
+  const { el } = vl;
+  const q = document.getElementById("q");
+  const results = document.getElementById("results");
+  const weak = document.getElementById("weak-notice");
+  let timer = null, seq = 0;
+
+  function marked(text, terms) {
+    if (!terms.length) return [text];
+    const escaped = terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    const parts = text.split(new RegExp(`(${escaped.join("|")})`, "giu"));
+    return parts.map((part, i) => (i % 2 ? el("mark", {}, part) : part));
+  }
+
+  function render(hits, query) {
+    const terms = (query.match(/[\p{L}\p{N}]{2,}/gu) || []);
+    weak.hidden = !(hits.length && hits.every((h) => h.weak));
+    if (!hits.length) { results.replaceChildren(el("p", { class: "empty" }, "No matching note.")); return; }
+    results.replaceChildren(...hits.map((hit, i) => {
+      const first = hit.sections[0];
+      const href = vl.noteHref(hit.path, first && first.start_line, first && first.end_line);
+      return el("article", { class: "result" + (i === 0 ? " active" : ""), "data-path": hit.path },
+        el("h2", {}, el("a", { href }, hit.title || hit.path)),
+        el("p", { class: "meta" }, el("code", {}, hit.path), " ",
+          el("span", { class: "similarity", title: "cosine similarity of the best section" },
+            `similarity ${hit.similarity.toFixed(2)}`),
+          hit.weak ? el("span", { class: "weak" }, " weak match") : null),
+        el("ul", { class: "sections" }, hit.sections.map((s) =>
+          el("li", { class: "section", "data-lines": `${s.start_line}-${s.end_line}` },
+            el("a", { href: vl.noteHref(hit.path, s.start_line, s.end_line), class: "heading-path" },
+              s.heading_path.join(" › ") || "(top)"),
+            el("span", { class: "lines" }, ` lines ${s.start_line}-${s.end_line}`),
+            el("p", { class: "text" }, marked(s.snippet, terms))))));
+    }));
+  }
+
+  async function run() {
+    const query = q.value.trim();
+    const mine = ++seq;
+    history.replaceState(null, "", query ? `/?q=${encodeURIComponent(query)}` : "/");
+    if (!query) { results.replaceChildren(); weak.hidden = true; return; }
+    const r = await fetch(`/ui/api/search?q=${encodeURIComponent(query)}`);
+    const data = await vl.json(r);
+    if (mine !== seq) return; // a newer keystroke's answer wins
+    if (!r.ok) { weak.hidden = true; results.replaceChildren(vl.errorBox(data.error)); return; }
+    render(data, query);
+  }
+
+  function move(step) {
+    const all = [...results.querySelectorAll(".result")];
+    if (!all.length) return;
+    const at = all.findIndex((r) => r.classList.contains("active"));
+    const next = all[Math.min(all.length - 1, Math.max(0, at + step))];
+    all.forEach((r) => r.classList.remove("active"));
+    next.classList.add("active");
+    next.scrollIntoView({ block: "nearest" });
+  }
+
+  q.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(run, 150); });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "ArrowDown") { e.preventDefault(); move(1); }
+    else if (e.key === "ArrowUp") { e.preventDefault(); move(-1); }
+    else if (e.key === "Enter" && (e.target === q || e.target === document.body)) {
+      const active = results.querySelector(".result.active a");
+      if (active) { e.preventDefault(); location.href = active.href; }
+    }
+  });
+  const initial = new URLSearchParams(location.search).get("q");
+  if (initial) { q.value = initial; run(); }
+  q.focus();
+})();

@@ -1,0 +1,107 @@
+"""``POST /ui/api/...``: what sends note text to a model or writes a note, behind the CSRF guard.
+
+Each follows the confirmation protocol: a call without a grant answers the verb's proposal (403
+``consent_required`` with the exact prompt, 409 ``write_unconfirmed`` with the exact diff); the
+page shows it and calls again with that proposal's token. A send's proposal is kept here by its
+token (the verb needs the prepared prompt back); a write's token is the diff's SHA-256, which
+safewrite compares with the diff it is about to write. Consent covers that one request only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
+
+from vaultlens.errors import ConsentRequired
+from vaultlens.services import notes
+from vaultlens.services.verbs import auditing, changing, finding
+from vaultlens.services.verbs.changing import PlanOptions
+from vaultlens.web.sse import ask_stream
+from vaultlens.web.state import WebState
+
+Path = Field(min_length=1, max_length=notes.MAX_PATH_CHARS)
+Token = Field(None, min_length=64, max_length=64, pattern="^[0-9a-f]{64}$")
+
+
+class PlanBody(BaseModel):
+    direction: Literal["A", "B"] = "A"
+    after: str | None = Field(None, max_length=200)
+    link_text: str = Field("See also", min_length=1, max_length=200)
+
+    def options(self) -> PlanOptions:
+        return PlanOptions(link_from=self.direction, after=self.after or None, label=self.link_text)
+
+
+class ReviewBody(PlanBody):
+    a: str = Path
+    b: str = Path
+    token: str | None = Token  # the prompt's token the page showed; absent: propose it
+
+
+class ReplanBody(PlanBody):
+    review_id: str = Field(min_length=1, max_length=64)
+
+
+class OpBody(BaseModel):
+    op_id: str = Field(min_length=1, max_length=200)
+    token: str | None = Token  # the diff's token the page showed; absent: propose it
+
+
+class PairBody(BaseModel):
+    a: str = Path
+    b: str = Path
+
+
+class AskBody(BaseModel):
+    question: str = Field(min_length=1, max_length=20_000)
+    extractive: bool = False
+    consent: bool = False  # this request only: never remembered, no remembered grant counts
+
+
+def build(state: WebState) -> APIRouter:
+    router = APIRouter(prefix="/ui/api", include_in_schema=False, dependencies=[Depends(state.csrf.check)])
+    app = state.app
+
+    @router.post("/review")
+    def review(body: ReviewBody) -> JSONResponse:
+        shown = state.proposals.get(body.token) if body.token else None
+        try:
+            result = changing.review(app, body.a, body.b, body.options(), confirmed=shown)
+        except ConsentRequired as exc:
+            state.proposals.put(exc.proposal.token, exc.proposal)
+            raise
+        return JSONResponse({"review_id": state.keep_review(result), **result.as_dict()})
+
+    @router.post("/replan")
+    def replan(body: ReplanBody) -> JSONResponse:
+        result = changing.replan(app, state.reviews.get(body.review_id), body.options())
+        return JSONResponse({"review_id": state.keep_review(result), **result.as_dict()})
+
+    @router.post("/apply")
+    def apply(body: OpBody) -> JSONResponse:
+        return JSONResponse(changing.apply(app, body.op_id, body.token).as_dict())
+
+    @router.post("/undo")
+    def undo(body: OpBody) -> JSONResponse:
+        return JSONResponse(changing.plan_undo(app, body.op_id).as_dict())
+
+    @router.post("/dismiss")
+    def dismiss(body: PairBody) -> JSONResponse:
+        return JSONResponse(finding.dismiss(app, body.a, body.b).as_dict())
+
+    @router.post("/ask")
+    def ask(body: AskBody) -> StreamingResponse:
+        return ask_stream(app, body.question, body.extractive, body.consent)
+
+    @router.post("/audit")
+    def audit() -> JSONResponse:
+        state.hub.publish("audit", {"state": "running"})
+        state.audit = auditing.audit_structure(app, into_vault=False)
+        summary = state.audit.audit.report.summary()
+        state.hub.publish("audit", {"state": "done", "summary": summary})
+        return JSONResponse({"summary": summary})
+
+    return router
