@@ -244,17 +244,28 @@ def shot(site: Site, page: Page, name: str) -> None:
         shutil.copyfile(target, SHOTS / target.name)
 
 
+def type_query(page: Page, query: str, focused: bool = False) -> list[str]:
+    """Type ``query`` as a person does (into the focused element, or into ``input#q``); once the
+    page has asked for the whole query and shown its answer: the note paths of the results."""
+
+    def for_query(reply: Any) -> bool:
+        return urlsplit(reply.url).path.startswith("/ui/api/") and query_of(reply.url).get("q") == query
+
+    with page.expect_response(for_query) as answer:
+        if focused:
+            page.keyboard.type(query, delay=40)
+        else:
+            page.locator("input#q").press_sequentially(query, delay=40)
+    hits = answer.value.json()
+    results = page.locator("#results .result")
+    expect(results).to_have_count(len(hits))
+    expect(results.first).to_have_attribute("data-path", hits[0]["path"])
+    return list(results.evaluate_all("els => els.map(e => e.dataset.path)"))
+
+
 def search(page: Page, site: Site, query: str) -> list[str]:
-    """Type ``query`` into the search field as a person does; the note paths of the results shown."""
     page.goto(site.url + "/")
-    page.locator("input#q").press_sequentially(query, delay=40)
-    first = page.locator("#results .result").first
-    expect(first).to_be_visible()
-    page.wait_for_function(
-        "q => document.querySelector('#q').value === q && !document.querySelector('#results[aria-busy=true]')",
-        arg=query,
-    )
-    return page.locator("#results .result").evaluate_all("els => els.map(e => e.dataset.path)")
+    return type_query(page, query)
 
 
 # ---- search, the note view, related notes --------------------------------------------------------------
@@ -287,9 +298,8 @@ def test_keyboard_search_is_focused_on_load_and_arrows_and_enter_open_a_result(
 ) -> None:
     page.goto(site.url + "/")
     assert page.evaluate("document.activeElement && document.activeElement.id") == "q"
-    page.keyboard.type(QUERY, delay=40)  # the focused field receives it
-    expect(page.locator("#results .result").nth(2)).to_be_visible()
-    order = page.locator("#results .result").evaluate_all("els => els.map(e => e.dataset.path)")
+    order = type_query(page, QUERY, focused=True)  # the focused field receives it
+    assert len(order) >= 3, order
     page.keyboard.press("ArrowDown")
     first = page.locator("#results .result.active").get_attribute("data-path")
     page.keyboard.press("ArrowDown")
