@@ -68,6 +68,8 @@ CHROMIUM_FLAGS = [
 REPO = Path(__file__).resolve().parents[1]
 AXE = Path(__file__).parent / "web_assets" / "axe.min.js"
 SHOTS = REPO / "docs" / "screenshots"
+# read at import: conftest's isolated_env removes every VAULTLENS_* variable before each test
+KEEP_SHOTS = os.environ.get("VAULTLENS_SCREENSHOTS") == "1"
 WAIT_MS = 30_000  # a search, a review or an audit on a loaded 2-core machine
 
 STARTER = "Baking/Sourdough starter.md"
@@ -239,7 +241,7 @@ def shot(site: Site, page: Page, name: str) -> None:
     """A full-page screenshot of this run; copied into docs/screenshots/ with VAULTLENS_SCREENSHOTS=1."""
     target = site.shots / f"{name}.png"
     page.screenshot(path=str(target), full_page=True)
-    if os.environ.get("VAULTLENS_SCREENSHOTS") == "1":
+    if KEEP_SHOTS:
         SHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(target, SHOTS / target.name)
 
@@ -286,6 +288,19 @@ def test_typing_a_query_shows_the_expected_note_first_with_sections_and_highligh
     marks = [m.lower() for m in first.locator("mark").all_inner_texts()]
     assert {"rye", "starter"} & set(marks), marks
     expect(page.locator("#weak-notice")).to_be_hidden()
+
+
+def test_highlights_mark_whole_words_not_letters_inside_other_words(site: Site, page: Page) -> None:
+    """ "to" of the query is no match inside "Tomatoes": a mark starts and ends at a word's edges."""
+    search(page, site, QUERY)
+    edges = page.locator("#results mark").evaluate_all(
+        """ms => ms.map(m => [m.textContent,
+                              (m.previousSibling ? m.previousSibling.textContent : "").slice(-1),
+                              (m.nextSibling ? m.nextSibling.textContent : "").slice(0, 1)])"""
+    )
+    assert edges
+    inside = [e for e in edges if re.match(r"\w", e[1]) or re.match(r"\w", e[2])]
+    assert not inside, inside
 
 
 def test_a_query_nothing_matches_shows_the_weak_match_notice(site: Site, page: Page) -> None:
