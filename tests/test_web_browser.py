@@ -84,14 +84,25 @@ VALIDATION = (
     "If nothing changed it answers 304 Not Modified and sends no body again.\n"
     "Otherwise it answers 200 with the new body and a new ETag to keep.\n"
 )
+TOMATOES = "Garden/Tomatoes.md"
+TOMATO_CARE_NOTE = "Garden/Tomato care.md"
+TOMATO_CARE = (
+    "Water tomato plants at the roots in the morning; pinch the side shoots weekly. Tie the stems to canes "
+    "as they grow, feed them with comfrey tea once the first fruits set, and stop watering so much when "
+    "the fruit ripens so it does not split.\n"
+)
+BASIL = "# Basil\n\nBasil wants sun, warmth and water at its feet, never on its leaves.\n"
 NOTES: dict[str, str] = {
     STARTER: "---\ntags: [baking/bread, kitchen]\n---\n# Sourdough starter\n\nA rye sourdough starter needs feeding twice a day: equal weights of rye "
     "flour and water.\n\n## Keeping it alive\n\nIn the fridge it sleeps for a week; feed it the day before "
     "baking.\n",
     RYE: "---\ntags: [baking/bread]\n---\n# Rye bread\n\nDense rye loaves rise with the [[Sourdough starter]] overnight.\n\n## Baking\n\n"
     "Bake at 230 degrees with steam for the first fifteen minutes.\n",
-    "Garden/Tomatoes.md": "# Tomatoes\n\nWater tomato plants at the roots in the morning; pinch the side "
-    "shoots weekly.\n",
+    # a near-duplicate pair (to dismiss) and an exact copy
+    TOMATOES: "# Tomatoes\n\n" + TOMATO_CARE,
+    TOMATO_CARE_NOTE: "# Tomato care\n\n" + TOMATO_CARE.replace("weekly", "every week"),
+    "Garden/Basil.md": BASIL,
+    "Archive/Basil.md": BASIL,
     # raw HTML in a note is shown as text, never run
     LISBON: '# Lisbon\n\nTram 28 climbs through Alfama.\n\n<img src="x" onerror="window.__pwned = 1">\n',
     # the same-named pair: a shared passage, the rest differs (the second with CRLF line ends)
@@ -464,6 +475,26 @@ def test_review_a_same_named_pair_move_the_link_apply_then_undo_every_byte(site:
         time.sleep(0.05)
     assert (site.vault / CACHING).read_bytes() == before
     assert snapshot(site.vault) == original, "every byte of the vault is back"
+
+
+def test_a_dismissed_pair_leaves_the_list_and_exact_copies_cannot_be_dismissed(
+    site: Site, page: Page
+) -> None:
+    page.goto(site.url + "/duplicates")
+    exact = page.locator('section.kind[data-kind="exact"]')
+    expect(exact).to_contain_text("Basil.md")
+    expect(exact.locator("button.dismiss").first).to_be_disabled()
+    near = 'section.kind[data-kind="near_duplicate"] .pair[data-a="{}"][data-b="{}"]'.format(
+        *sorted([TOMATOES, TOMATO_CARE_NOTE])
+    )
+    expect(page.locator(near)).to_be_visible()
+    page.locator(near).locator("button.dismiss").click()
+    expect(page.locator(near)).to_be_hidden()
+    page.reload()
+    expect(page.locator('section.kind[data-kind="shared_passage"] .pair').first).to_be_visible()
+    assert page.locator(near).count() == 0, "still listed after a reload"
+    listed = httpx.get(site.url + "/ui/api/duplicates").json()
+    assert {TOMATOES, TOMATO_CARE_NOTE} not in [{p["a"], p["b"]} for p in listed["pairs"]]
 
 
 # ---- Ask, the audit, Status ----------------------------------------------------------------------------
