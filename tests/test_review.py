@@ -161,7 +161,9 @@ def test_replan_moves_the_link_without_sending_again(vault: Path) -> None:
         first = vaultlens.review(app, CACHING, SYSTEMS, confirmed=asked.value.proposal)
         points = first.as_dict()["insert_after"]
         assert [p["id"] for p in points if p["side"] == "B"] == ["B:0", "B:1", "B:2"]
-        again = vaultlens.replan(app, first, changing.PlanOptions(link_from="B", after="B:0", label="Compare"))
+        again = vaultlens.replan(
+            app, first, changing.PlanOptions(link_from="B", after="B:0", label="Compare")
+        )
         assert len(server.chats()) == 1, "re-planning sends nothing"
     assert first.plan is not None and again.plan is not None
     assert again.plan.entry.path == SYSTEMS and again.plan.entry.op_id != first.plan.entry.op_id

@@ -33,6 +33,7 @@ HEAVY_FOR_STATUS = [
     "vaultlens.index.watcher",
     "vaultlens.llm",
     "vaultlens.server",
+    "vaultlens.web",
     "vaultlens.services.verbs.asking",
     "vaultlens.services.audit",
 ]

@@ -22,7 +22,7 @@ from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides
 from vaultlens.cli.review_cmds import review
-from vaultlens.cli.serve_cmds import mcp, serve
+from vaultlens.cli.serve_cmds import mcp, serve, ui
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.cli.write_cmds import apply, history, undo
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
@@ -314,7 +314,7 @@ _PANELS: list[tuple[str, list[Callable[..., None] | tuple[str, typer.Typer]]]] =
     (ASK, [ask, chat]),
     (CHANGE, [review, apply, undo, history]),
     (AUDIT, [("audit", audit_cli), moc]),  # audit structure (no model), audit deep; a MOC from its clusters
-    (SERVE, [serve, mcp]),  # companion: HTTP API + MCP (cli/serve_cmds.py)
+    (SERVE, [serve, ui, mcp]),  # companion: HTTP API + MCP (cli/serve_cmds.py)
     (INSPECT, [status, doctor, providers, ("config", config_cli), ("eval", eval_cli)]),
 ]
 for _panel, _commands in _PANELS:

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.options import HomeOpt, SetOpt, VaultOpt, YesOpt, open_app
+from vaultlens.cli.options import HomeOpt, JsonOpt, SetOpt, VaultOpt, YesOpt, open_app
 from vaultlens.cli.watch_cmds import describe
 
 
@@ -64,6 +64,43 @@ def serve(
     finally:
         app.close()
     render.err.print("Stopped serving.")
+
+
+def ui(
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    data_home: HomeOpt = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="Open the default browser (--no-open: print the URL).")
+    ] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Open the vault's web page in the browser; starts `vaultlens serve` in the background when none runs."""
+    import webbrowser
+
+    from vaultlens.server import runtime
+
+    app = open_app(vault, set_, data_home)
+    started = False
+    try:
+        info = runtime.running_server(app)
+        if info is None or not runtime.healthy(info):
+            started = True
+            render.err.print("Starting `vaultlens serve` in the background (it loads the model once)…")
+            args = ["--vault", str(app.vault), "--port", "0", *[a for s in set_ or [] for a in ("--set", s)]]
+            info = runtime.start_in_background(app, args)
+            render.err.print(f"Serving (pid {info.pid}); it keeps running: stop it with `kill {info.pid}`.")
+    finally:
+        app.close()
+    url = info.base_url + "/"
+    token = os.environ.get(info.token_env) if info.token_env else None
+    opened = url + (f"?token={token}" if token else "")  # the page sets a cookie from it
+    if json_out:
+        render.print_json({"url": url, "pid": info.pid, "started": started})
+    else:
+        render.out.print(url, soft_wrap=True)
+    if open_browser and not webbrowser.open(opened):
+        render.err.print("No browser could be opened here; open the URL above.")
 
 
 def mcp(vault: VaultOpt = None, set_: SetOpt = None, data_home: HomeOpt = None) -> None:

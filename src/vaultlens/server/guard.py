@@ -6,6 +6,10 @@ is required on every request (``Authorization: Bearer <token>``, compared in con
 the MCP endpoint included. On a loopback bind the ``Host`` header must name loopback too: a web
 page the user opens could otherwise point its own domain at 127.0.0.1 (DNS rebinding) and read
 the vault through the user's browser.
+
+A browser cannot send that header when the user opens the page, so the page's first URL may carry
+the token as ``?token=`` (GET only): it is answered with an HttpOnly, SameSite=Strict cookie that
+later requests of the page bring back instead of the header, and a redirect to the URL without it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import hmac
 import ipaddress
 import json
 import re
+from http.cookies import SimpleCookie
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, parse_qsl, quote, urlencode
 
 from vaultlens.errors import ConfigError, VaultlensError
 from vaultlens.server.limits import MAX_BODY_BYTES
@@ -23,6 +29,7 @@ if TYPE_CHECKING:  # types only: `vaultlens search` imports this module and must
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+COOKIE = "vaultlens_token"
 
 
 class Unauthorized(VaultlensError):
@@ -136,6 +143,9 @@ class Guard:
             return
         headers: dict[bytes, bytes] = dict(scope.get("headers", []))
         problem = self._problem(headers)
+        if isinstance(problem, Unauthorized) and self._token_in_url(scope):
+            await _cookie_and_redirect(scope, send, self.token or b"")
+            return
         if problem is None:
             declared = headers.get(b"content-length")
             if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
@@ -154,6 +164,13 @@ class Guard:
         )
         await send_error(send, problem, extra)
 
+    def _token_in_url(self, scope: Scope) -> bool:
+        """A page opened as ``/?token=...`` (GET): the first load of the page beyond loopback."""
+        if self.token is None or scope.get("method") != "GET":
+            return False
+        given = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])[-1]
+        return hmac.compare_digest(given.encode("utf-8"), self.token)
+
     def _problem(self, headers: dict[bytes, bytes]) -> VaultlensError | None:
         if self.loopback_only:
             host = _host_name(headers.get(b"host", b"").decode("latin-1"))
@@ -166,6 +183,9 @@ class Guard:
             return None
         given = headers.get(b"authorization", b"")
         scheme, _, value = given.partition(b" ")
+        cookie = _cookie(headers)
+        if cookie is not None and hmac.compare_digest(cookie, self.token):
+            return None
         if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):
             what = "no" if not given else "a wrong"
             return Unauthorized(
@@ -173,3 +193,28 @@ class Guard:
                 hint="Send 'Authorization: Bearer <token>' with the token from the server's --token-env variable.",
             )
         return None
+
+
+def _cookie(headers: dict[bytes, bytes]) -> bytes | None:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(headers.get(b"cookie", b"").decode("latin-1"))
+    except Exception:  # noqa: BLE001 - a malformed cookie header is no token
+        return None
+    found = jar.get(COOKIE)
+    return None if found is None else found.value.encode("utf-8")
+
+
+async def _cookie_and_redirect(scope: Scope, send: Send, token: bytes) -> None:
+    """Answer ``GET /page?token=...`` with the token as an HttpOnly cookie (the page's scripts never
+    see it) and a redirect to the same URL without it, so it stays out of the address bar and history."""
+    kept = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != "token"]
+    location = quote(scope.get("path", "/")) + (f"?{urlencode(kept)}" if kept else "")
+    cookie = f"{COOKIE}={token.decode('utf-8')}; HttpOnly; SameSite=Strict; Path=/"
+    headers = [
+        (b"location", location.encode("latin-1")),
+        (b"set-cookie", cookie.encode("latin-1")),
+        (b"content-length", b"0"),
+    ]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})

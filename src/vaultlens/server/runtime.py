@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from typing import Any
 import httpx
 
 from vaultlens.config.settings import as_rows
+from vaultlens.errors import VaultlensError
 from vaultlens.fsutil import atomic_write, sha256_hex
 from vaultlens.index.lock import process_alive
 from vaultlens.server.guard import is_loopback
@@ -28,6 +33,8 @@ from vaultlens.services.app import App
 from vaultlens.services.search import NoteHit
 
 RUNTIME_FILE = "serve.json"
+SERVE_LOG = "serve.log"  # what a server started in the background (`vaultlens ui`) printed
+START_TIMEOUT = 180.0  # seconds for a background server to load its model and listen
 CONNECT_TIMEOUT = 0.5  # seconds: a live loopback server accepts at once
 HEALTH_TIMEOUT = 2.0  # first byte of /v1/health: a live server answers in milliseconds
 READ_TIMEOUT = 60.0  # a search under heavy load, once the server proved alive
@@ -95,6 +102,57 @@ def running_server(app: App) -> ServerInfo | None:
     if info.settings != settings_fingerprint(app):
         return None
     return info
+
+
+def healthy(info: ServerInfo) -> bool:
+    """The server answers ``/v1/health`` at once (not a stale file or a frozen process)."""
+    headers = {}
+    if info.token_env and os.environ.get(info.token_env):
+        headers["Authorization"] = f"Bearer {os.environ[info.token_env]}"
+    try:
+        reply = httpx.get(
+            info.base_url + "/v1/health",
+            headers=headers,
+            timeout=httpx.Timeout(HEALTH_TIMEOUT, connect=CONNECT_TIMEOUT),
+        )
+    except httpx.HTTPError:
+        return False
+    return reply.status_code == 200
+
+
+class ServerDidNotStart(VaultlensError):
+    code = "server_did_not_start"
+    exit_code = 1
+    http_status = 500
+
+
+def start_in_background(app: App, serve_args: Sequence[str]) -> ServerInfo:
+    """Start ``vaultlens serve SERVE_ARGS`` as a detached process (it keeps serving after this
+    command ends) and wait until it announces itself in ``serve.json``; its output goes to
+    ``serve.log`` beside it. The child is this same Python running ``-m vaultlens``."""
+    log_path = app.home.root / SERVE_LOG
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "vaultlens", "serve", *serve_args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,  # not stopped by this terminal's Ctrl-C or its closing
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        info = read(app)
+        if info is not None and info.pid == child.pid and healthy(info):
+            return info
+        if child.poll() is not None:
+            break
+        time.sleep(0.2)
+    tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+    raise ServerDidNotStart(
+        "`vaultlens serve` did not start" + (f": {' '.join(tail)}" if tail else "."),
+        hint=f"Its output is in {log_path}; run `vaultlens serve` in a terminal to see why.",
+    )
 
 
 def search_via_server(app: App, query: str, limit: int | None, sections: int | None) -> list[NoteHit] | None:

@@ -112,13 +112,38 @@ def progress_text(progress: dict[str, Any] | None) -> str:
     return f"{progress['phase']}: {progress['done']:,} of {progress['total']:,}"
 
 
+def clusters_html(state: WebState) -> str:
+    """The topic clusters, once found from this page (stored vectors, no model)."""
+    button = tag("button", "Find topic clusters (no model)", id="run-clusters", type="button")
+    if state.topics is None:
+        return button
+    found = state.topics.as_dict()
+    items = "".join(
+        tag(
+            "li",
+            tag("strong", h(c["name"]))
+            + h(f" — {c['size']} notes; {', '.join(c['terms'][:6])}")
+            + tag("ul", "".join(tag("li", tag("a", h(p), href=note_href(p))) for p in c["notes"][:TOP])),
+            class_="cluster",
+            data_size=str(c["size"]),
+        )
+        for c in found["clusters"][:50]
+    )
+    return (
+        button + tag("ol", items, id="clusters")
+        if items
+        else button + tag("p", "No cluster found.", id="clusters")
+    )
+
+
 def audit_body(state: WebState, page_no: int) -> str:
     button = tag("button", "Run the structure audit", id="run-audit", type="button") + tag(
         "p", "", id="audit-progress", role="status"
     )
+    topics = tag("h2", "Topics") + clusters_html(state)
     result = state.audit
     if result is None:
-        return button + tag("p", "No audit run yet since the server started.", class_="empty")
+        return button + tag("p", "No audit run yet since the server started.", class_="empty") + topics
     r = result.audit.report.as_dict()
     s = r["summary"]
     summary = tag(
@@ -127,7 +152,8 @@ def audit_body(state: WebState, page_no: int) -> str:
         class_="summary",
     )
     folders = sorted(
-        ((f or "(vault root)", c.get("notes", 0)) for f, c in r["folders"].items()), key=lambda x: -x[1]
+        ((f.strip("/") or "(vault root)", c.get("notes", 0)) for f, c in r["folders"].items()),
+        key=lambda x: -x[1],
     )
     tags = sorted(r["tag_counts"].items(), key=lambda x: -x[1])
     tree = tag(
@@ -202,6 +228,7 @@ def audit_body(state: WebState, page_no: int) -> str:
             link_rows(r["ambiguous_links"], "candidates"),
         )
         + pager("/audit", page_no, more)
+        + topics
     )
 
 

@@ -64,6 +64,7 @@ def page(title: str, current: str, body: str, csrf: str, script: str | None = No
         '<meta name="color-scheme" content="light dark">'
         f'<meta name="vaultlens-csrf" content="{h(csrf)}">'
         f"<title>{h(title)} · vaultlens</title>"
+        '<link rel="icon" href="data:,">'  # no favicon request (nothing to fetch, no 404)
         '<link rel="stylesheet" href="/ui/static/app.css">'
         f"{scripts}</head><body>"
         '<a class="skip" href="#main">Skip to content</a>'

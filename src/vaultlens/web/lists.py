@@ -96,7 +96,20 @@ def duplicates_body(report: dict[str, Any], page_no: int) -> str:
         )
         for kind, title in KINDS
     )
-    more = len(report["exact"]) > hi or report["total_pairs"] > hi or report["total_shared_passages"] > hi
+    same = [
+        pair_html(first, other, None, why_not="Same-named notes are listed by name, not by content.")
+        for first, *rest in report["same_name"][lo:hi]
+        for other in rest
+    ]
+    if same:
+        sections += tag(
+            "section",
+            tag("h2", "Same name, different folders") + tag("ul", "".join(same), class_="pairs"),
+            id="same-name",
+        )
+    more = any(len(report[key]) > hi for key in ("exact", "same_name")) or (
+        report["total_pairs"] > hi or report["total_shared_passages"] > hi
+    )
     return sections + pager("/duplicates", page_no, more) + tag("p", "", id="status", role="status")
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from vaultlens.web.layout import h, tag
+
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
@@ -36,15 +38,26 @@ def note_html(text: str, target: tuple[int, int] | None) -> str:
     """The rendered note; blocks overlapping ``target`` get the class ``target``."""
     md = _markdown()
     tokens = md.parse(text)
+    front = ""
     for token in tokens:
-        if token.level != 0 or token.nesting == -1 or token.map is None or token.type == "front_matter":
+        if token.level != 0 or token.nesting == -1 or token.map is None:
             continue
         first, last = token.map[0] + 1, token.map[1]
+        hit = target is not None and first <= target[1] and last >= target[0]
+        if token.type == "front_matter":  # shown as the YAML it is (search results can point at it)
+            lines = "\n".join(text.split("\n")[first - 1 : last])
+            front = tag(
+                "pre",
+                h(lines),
+                class_="front-matter" + (" target" if hit else ""),
+                data_lines=f"{first}-{last}",
+            )
+            continue
         token.attrSet("data-lines", f"{first}-{last}")
-        if target is not None and first <= target[1] and last >= target[0]:
+        if hit:
             token.attrJoin("class", "target")
     html: str = md.renderer.render(tokens, md.options, {})
-    return html
+    return front + html
 
 
 def obsidian_url(vault_name: str, path: str) -> str:

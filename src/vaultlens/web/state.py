@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from vaultlens.errors import InvalidInput, Proposal
 from vaultlens.services.app import App
 from vaultlens.services.review.outcome import ReviewResult
-from vaultlens.services.verbs.auditing import StructureResult
+from vaultlens.services.verbs.auditing import StructureResult, TopicsResult
 from vaultlens.web.csrf import Csrf
 from vaultlens.web.events import EventHub
 
@@ -64,7 +64,8 @@ class WebState:
     watcher: Watcher | None = None
     proposals: Kept[Proposal] = field(default_factory=lambda: Kept("proposal"))
     reviews: Kept[ReviewResult] = field(default_factory=lambda: Kept("review"))
-    audit: StructureResult | None = None
+    audit: StructureResult | None = None  # the last structure audit run from the page
+    topics: TopicsResult | None = None  # the last topic clusters found from the page
 
     def keep_review(self, result: ReviewResult) -> str:
         return self.reviews.put(secrets.token_hex(8), result)

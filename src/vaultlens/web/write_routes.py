@@ -69,7 +69,7 @@ def build(state: WebState) -> APIRouter:
     def review(body: ReviewBody) -> JSONResponse:
         shown = state.proposals.get(body.token) if body.token else None
         try:
-            result = changing.review(app, body.a, body.b, body.options(), confirmed=shown)
+            result = changing.review(app, body.a, body.b, body.options(), confirmed=shown, remember=False)
         except ConsentRequired as exc:
             state.proposals.put(exc.proposal.token, exc.proposal)
             raise
@@ -103,5 +103,11 @@ def build(state: WebState) -> APIRouter:
         summary = state.audit.audit.report.summary()
         state.hub.publish("audit", {"state": "done", "summary": summary})
         return JSONResponse({"summary": summary})
+
+    @router.post("/audit/clusters")
+    def clusters() -> JSONResponse:
+        """Topic clusters from stored vectors (no model is called; files go outside the vault)."""
+        state.topics = auditing.audit_clusters_only(app)
+        return JSONResponse({"clusters": len(state.topics.clusters.clusters)})
 
     return router

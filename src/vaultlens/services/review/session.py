@@ -82,8 +82,11 @@ def prepare(files: VaultFiles, path_a: str, path_b: str, provider: LLMProvider) 
     )
 
 
-def send(files: VaultFiles, prepared: Prepared, provider: LLMProvider, consent: bool = False) -> Reviewed:
-    """Send the prepared messages (after consent for a remote model) and validate the answer."""
+def send(
+    files: VaultFiles, prepared: Prepared, provider: LLMProvider, consent: bool = False, remember: bool = True
+) -> Reviewed:
+    """Send the prepared messages (after consent for a remote model) and validate the answer
+    (``remember``: see :func:`~vaultlens.services.consent.require_llm_consent`)."""
     catalog = prepared.catalog
     a, b = catalog.paths["A"], catalog.paths["B"]
     size = sum(len(m.content) for m in prepared.messages)
@@ -93,6 +96,7 @@ def send(files: VaultFiles, prepared: Prepared, provider: LLMProvider, consent: 
         consent,
         what=f"the text of {a} and {b} (up to {catalog.max_chars:,} characters of each) "
         f"in a review prompt of {size:,} characters",
+        remember=remember,
     )
     started = time.monotonic()
     try:

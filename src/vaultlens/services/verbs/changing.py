@@ -36,11 +36,17 @@ __all__ = [
 
 @translated_errors()
 def review(
-    app: App, a: str, b: str, options: PlanOptions | None = None, confirmed: Proposal | None = None
+    app: App,
+    a: str,
+    b: str,
+    options: PlanOptions | None = None,
+    confirmed: Proposal | None = None,
+    remember: bool = True,
 ) -> ReviewResult:
     """Ask the configured model how notes ``a`` and ``b`` relate; a valid recommendation becomes a
     planned edit (``options``: where and how). Without ``confirmed``: :class:`ConsentRequired` with
-    the exact prompt; with it, that prompt is sent."""
+    the exact prompt; with it, that prompt is sent. ``remember=False`` (a server's request): the
+    grant covers this call only and is not stored for a remote model."""
     provider = app.llm()
     try:
         files = app.files()
@@ -49,7 +55,7 @@ def review(
         chosen = resolve_options(prepared.catalog, options or PlanOptions())  # before anything is sent
         if shown is None:  # no grant, or one for another prompt: show this one first
             raise batch.proposal_for(prepared)
-        return _planned(app, send(files, prepared, provider, consent=True), chosen)
+        return _planned(app, send(files, prepared, provider, consent=True, remember=remember), chosen)
     finally:
         provider.close()
 

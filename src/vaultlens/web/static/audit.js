@@ -13,4 +13,13 @@
     progress.textContent = `Done: ${data.summary.notes} notes, ${data.summary.broken_links} broken links.`;
     location.reload();
   });
+  const clusters = document.getElementById("run-clusters");
+  clusters.addEventListener("click", async () => {
+    clusters.disabled = true;
+    progress.textContent = "Grouping notes by topic from the stored vectors…";
+    const r = await vl.post("/ui/api/audit/clusters", {});
+    const data = await vl.json(r);
+    if (!r.ok) { progress.replaceChildren(vl.errorBox(data.error)); clusters.disabled = false; return; }
+    location.reload();
+  });
 })();

@@ -43,7 +43,7 @@
       el("h2", {}, "Validation"),
       el("p", { class: v.ok ? "ok" : "error", "data-ok": String(v.ok) },
         v.ok ? "Every claim quotes the notes as they are." : "The answer did not pass validation."),
-      el("ul", {}, (v.errors || []).map((e) => el("li", {}, typeof e === "string" ? e : JSON.stringify(e)))));
+      el("ul", {}, v.diagnostics.map((d) => el("li", { "data-code": d.code }, `${d.code}: ${d.message}`))));
     const after = form.elements.after;
     const chosen = after.value;
     after.replaceChildren(el("option", { value: "" }, "(the planner's choice)"),

@@ -1,5 +1,6 @@
 "use strict";
-// Search as you type: debounced, results grouped per note, arrows move, Enter opens.
+// Search as you type: debounced, results grouped per note; arrows move the active result, Enter
+// opens it (the first one when none is active yet).
 (() => {
   const { el } = vl;
   const q = document.getElementById("q");
@@ -18,10 +19,10 @@
     const terms = (query.match(/[\p{L}\p{N}]{2,}/gu) || []);
     weak.hidden = !(hits.length && hits.every((h) => h.weak));
     if (!hits.length) { results.replaceChildren(el("p", { class: "empty" }, "No matching note.")); return; }
-    results.replaceChildren(...hits.map((hit, i) => {
+    results.replaceChildren(...hits.map((hit) => {
       const first = hit.sections[0];
       const href = vl.noteHref(hit.path, first && first.start_line, first && first.end_line);
-      return el("article", { class: "result" + (i === 0 ? " active" : ""), "data-path": hit.path },
+      return el("article", { class: "result", "data-path": hit.path },
         el("h2", {}, el("a", { href }, hit.title || hit.path)),
         el("p", { class: "meta" }, el("code", {}, hit.path), " ",
           el("span", { class: "similarity", title: "cosine similarity of the best section" },
@@ -51,8 +52,8 @@
   function move(step) {
     const all = [...results.querySelectorAll(".result")];
     if (!all.length) return;
-    const at = all.findIndex((r) => r.classList.contains("active"));
-    const next = all[Math.min(all.length - 1, Math.max(0, at + step))];
+    const at = all.findIndex((r) => r.classList.contains("active")); // -1: none yet, ArrowDown takes the first
+    const next = all[Math.min(all.length - 1, Math.max(0, at < 0 && step < 0 ? 0 : at + step))];
     all.forEach((r) => r.classList.remove("active"));
     next.classList.add("active");
     next.scrollIntoView({ block: "nearest" });
@@ -63,7 +64,7 @@
     if (e.key === "ArrowDown") { e.preventDefault(); move(1); }
     else if (e.key === "ArrowUp") { e.preventDefault(); move(-1); }
     else if (e.key === "Enter" && (e.target === q || e.target === document.body)) {
-      const active = results.querySelector(".result.active a");
+      const active = results.querySelector(".result.active a") || results.querySelector(".result a");
       if (active) { e.preventDefault(); location.href = active.href; }
     }
   });

@@ -1,0 +1,450 @@
+"""The web page over HTTP on a real uvicorn server (loopback): every page answers with its DOM
+hooks, the CSRF guard refuses writes without the page's token or from another origin, the reads
+are the verbs' JSON, and review → diff → apply → undo changes the note exactly as shown and back.
+
+The model is a ScriptedChatServer on loopback (named by 0.0.0.0, so it counts as remote and every
+send needs consent): it answers a review prompt in refs.v2 and an Ask prompt with scripted text.
+The browser tests (tests/test_web_*.py on the web-tests branch) drive the same pages in Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from scripted_chat_server import ScriptedChatServer
+from server_support import running_server
+from test_ask import NOTES as ASK_NOTES
+from test_ask import QUESTION
+from test_review import CACHING, SYSTEMS, ReviewModel
+from test_review import NOTES as REVIEW_NOTES
+from test_server_ask import events
+from vaultlens.config.consent import consent_file
+from vaultlens.index.lock import process_alive
+from vaultlens.safewrite import render_diff
+from vl_support import check_shape, run_cli, snapshot, write_vault
+
+SCRIPT_NOTE = "Hostile.md"
+NOTES = {
+    **ASK_NOTES,
+    **REVIEW_NOTES,
+    SCRIPT_NOTE: "# Hostile\n\nText <script>alert(1)</script> and <img src=x onerror=alert(2)>.\n\n"
+    "## Second\n\nMore text about sourdough.\n",
+    "Meta.md": "---\ntags: [meta]\n---\n\n# Meta\n\nA note with front matter.\n",
+    "Copy one.md": "# Copy\n\nThe exact same note body, kept twice by mistake, about garden tomatoes.\n",
+    "Copy two.md": "# Copy\n\nThe exact same note body, kept twice by mistake, about garden tomatoes.\n",
+}
+GARDEN = "".join(
+    f"## Part {i}\n\nParagraph {i} about gardens, tomatoes number {i} and watering schedule {i * 7}.\n\n"
+    for i in range(6)
+)
+NOTES["Garden/Plan.md"] = "# Plan\n\n" + GARDEN
+NOTES["Garden/Plan extended.md"] = "# Plan extended\n\n" + GARDEN + "## Extra\n\nOne more thing entirely.\n"
+ASK_REPLY = "Feed it rye flour daily [S1] and see [S9]."
+
+
+class PageModel(ReviewModel):
+    """A review prompt gets a refs.v2 answer (ReviewModel); any other chat (Ask) the scripted reply."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reply = ASK_REPLY
+
+    def _respond(self, handler: BaseHTTPRequestHandler, body: Any, step: Any) -> None:
+        if isinstance(body, dict) and "NONCE is" not in json.dumps(body.get("messages", "")):
+            ScriptedChatServer._respond(self, handler, body, step)
+        else:
+            super()._respond(handler, body, step)
+
+
+@dataclass
+class Page:
+    url: str
+    vault: Path
+    model: PageModel
+    token: str
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Page]:
+    vault = write_vault(tmp_path / "vault", NOTES)
+    with PageModel() as model:
+        overrides = {"embedding.provider": "fake", "llm.provider": "openai-compatible", "llm.model": "page-test",
+                     "llm.endpoint": model.url.replace("127.0.0.1", "0.0.0.0") + "/v1",
+                     "llm.max_retries": "0", "llm.read_timeout_s": "5"}  # fmt: skip
+        with running_server(vault, tmp_path / "home", watch=False, overrides=overrides) as server:
+            shell = httpx.get(server.url + "/", timeout=30).text
+            token = re.search(r'<meta name="vaultlens-csrf" content="([^"]+)">', shell)
+            assert token is not None
+            yield Page(server.url, vault, model, token.group(1))
+
+
+class Hooks(HTMLParser):
+    """Every element's tag, id, classes and data-* attributes, to find a page's DOM hooks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[dict[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append({"tag": tag, **{k: v or "" for k, v in attrs}})
+
+    def find(self, tag: str | None = None, **want: str) -> list[dict[str, str]]:
+        def matches(e: dict[str, str]) -> bool:
+            for key, value in want.items():
+                attr = key.rstrip("_").replace("_", "-")
+                if attr == "class":
+                    if value not in e.get("class", "").split():
+                        return False
+                elif value == "*":
+                    if attr not in e:
+                        return False
+                elif e.get(attr) != value:
+                    return False
+            return tag is None or e["tag"] == tag
+
+        return [e for e in self.elements if matches(e)]
+
+
+def hooks(html: str) -> Hooks:
+    parser = Hooks()
+    parser.feed(html)
+    return parser
+
+
+def get(page: Page, url: str, /, **params: Any) -> httpx.Response:
+    return httpx.get(page.url + url, params=params, timeout=60)
+
+
+def post(page: Page, url: str, body: dict[str, Any], /, **headers: str) -> httpx.Response:
+    sent = {"X-Vaultlens-CSRF": page.token, **headers}
+    return httpx.post(page.url + url, json=body, headers=sent, timeout=60)
+
+
+def error_code(reply: httpx.Response) -> str:
+    code: str = reply.json()["error"]["code"]
+    return code
+
+
+# ---- the pages -------------------------------------------------------------------------------
+
+SHELL_HOOKS: dict[str, list[tuple[str | None, dict[str, str]]]] = {
+    "/": [("input", {"id": "q", "autofocus": "*"}), (None, {"id": "results"}), (None, {"id": "weak-notice"})],
+    "/ask": [("textarea", {"id": "question"}), ("input", {"id": "extractive", "type": "checkbox"}),
+             ("button", {"id": "ask"}), (None, {"id": "answer"})],
+    "/history": [(None, {"id": "diff"})],
+    "/audit": [("button", {"id": "run-audit"}), (None, {"id": "audit-progress"})],
+    "/status": [(None, {"data_count": "indexed"}), (None, {"data_count": "skipped"}),
+                (None, {"data_count": "failed"}), ("table", {"id": "problems"}), (None, {"id": "watcher"}),
+                (None, {"id": "progress"}), (None, {"id": "providers"})],
+    "/duplicates": [("section", {"class_": "kind", "data_kind": k}) for k in
+                    ("exact", "near_duplicate", "contained", "translation", "shared_passage")],
+}  # fmt: skip
+
+
+def test_every_page_has_the_frame_and_its_hooks(page: Page) -> None:
+    urls = [*SHELL_HOOKS, "/note", "/review", f"/review?a={CACHING}&b={SYSTEMS}", f"/note?path={CACHING}"]
+    for url in urls:
+        reply = get(page, url)
+        assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/html"), url
+        found = hooks(reply.text)
+        assert found.find("html", lang="en"), url
+        assert found.find("meta", name="vaultlens-csrf", content=page.token), url
+        nav = {e["href"] for e in found.find("a") if e.get("href", "").startswith("/")}
+        assert {"/", "/note", "/duplicates", "/review", "/history", "/ask", "/audit", "/status"} <= nav, url
+        for tag, attrs in SHELL_HOOKS.get(url, []):
+            assert found.find(tag, **attrs), (url, tag, attrs)
+        for control in found.find("input") + found.find("select") + found.find("textarea"):
+            if control.get("type") != "hidden":
+                assert found.find("label", for_=control["id"]), (url, control)
+    review = hooks(get(page, "/review", a=CACHING, b=SYSTEMS).text)
+    for hook in ("consent", "claims", "validation", "diff"):
+        assert review.find(id=hook), hook
+    assert review.find("form", id="plan") and review.find("select", name="direction")
+    assert review.find("select", name="after") and review.find("input", name="link_text")
+    assert review.find("button", id="replan")
+
+
+def test_the_note_view_renders_markdown_marks_the_lines_and_never_runs_the_notes_html(page: Page) -> None:
+    reply = get(page, "/note", path=SCRIPT_NOTE, lines="7-7")
+    assert reply.status_code == 200
+    found = hooks(reply.text)
+    assert [e["data-lines"] for e in found.find(class_="target")] == ["7-7"]
+    assert found.find("h2", data_lines="5-5") and found.find(id="note-body")
+    assert "<script>alert" not in reply.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in reply.text
+    assert "<img" not in reply.text
+    meta = hooks(get(page, "/note", path="Meta.md", lines="1-3").text)
+    assert [e["data-lines"] for e in meta.find(class_="target")] == ["1-3"] and meta.find(
+        "pre", class_="front-matter"
+    )
+    [link] = found.find("a", id="open-obsidian")
+    assert link["href"] == "obsidian://open?vault=vault&file=Hostile"
+    related = get(page, "/note", path="Bread/Starter.md")
+    assert hooks(related.text).find(class_="related", data_path="Bread/Loaf.md")
+
+
+def test_a_path_outside_the_vault_is_refused_on_the_page_and_the_api(page: Page, tmp_path: Path) -> None:
+    (page.vault.parent / "secret.md").write_text("# Secret\n\nTOPSECRET-page\n", encoding="utf-8")
+    for url, params in [("/note", {"path": "../secret.md"}), ("/ui/api/similar", {"path": "../secret.md"})]:
+        reply = get(page, url, **params)
+        assert reply.status_code == 400 and "TOPSECRET" not in reply.text, url
+
+
+def test_the_duplicates_page_lists_exact_copies_and_same_named_notes(page: Page) -> None:
+    found = hooks(get(page, "/duplicates").text)
+    [exact] = found.find(class_="pair", data_a="Copy one.md")
+    assert exact["data-b"] == "Copy two.md"
+    review_links = {e["href"] for e in found.find("a", class_="review-pair")}
+    assert any("Cache+lifetime" in href or "Cache%20lifetime" in href for href in review_links)
+    assert found.find("button", class_="dismiss")
+
+
+# ---- the CSRF guard --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ({}, "no token"),
+        ({"X-Vaultlens-CSRF": "not-the-token"}, "a wrong token"),
+        ({"ORIGIN": "http://evil.example"}, "another origin"),
+        ({"ORIGIN": "http://localhost:1"}, "another port"),
+    ],
+)
+def test_a_write_without_the_token_or_from_another_origin_is_refused(
+    page: Page, headers: dict[str, str], why: str
+) -> None:
+    before = snapshot(page.vault)
+    sent = {"X-Vaultlens-CSRF": page.token} if "ORIGIN" in headers else {}
+    sent.update({("Origin" if k == "ORIGIN" else k): v for k, v in headers.items()})
+    for path, body in [
+        ("/ui/api/dismiss", {"a": "Copy one.md", "b": "Copy two.md"}),
+        ("/ui/api/review", {"a": CACHING, "b": SYSTEMS}),
+        ("/ui/api/apply", {"op_id": "x"}),
+        ("/ui/api/undo", {"op_id": "x"}),
+        ("/ui/api/ask", {"question": QUESTION, "consent": True}),
+        ("/ui/api/audit", {}),
+        ("/ui/api/audit/clusters", {}),
+        ("/ui/api/replan", {"review_id": "x"}),
+    ]:
+        reply = httpx.post(page.url + path, json=body, headers=sent, timeout=30)
+        assert reply.status_code == 403 and error_code(reply) == "csrf_refused", (why, path, reply.text)
+    assert snapshot(page.vault) == before and page.model.chats() == []
+
+
+def test_the_right_token_and_origin_pass_the_guard(page: Page) -> None:
+    reply = post(page, "/ui/api/review", {"a": CACHING, "b": SYSTEMS}, Origin=page.url)
+    assert reply.status_code == 403 and error_code(reply) == "consent_required", reply.text
+    assert page.model.chats() == [], "a proposal sends nothing"
+
+
+def test_the_v1_api_stays_read_only(page: Page) -> None:
+    for path in ("/v1/apply", "/v1/dismiss", "/v1/undo", "/v1/review"):
+        assert httpx.post(page.url + path, json={}, timeout=30).status_code in (404, 405), path
+    spec = get(page, "/openapi.json").json()
+    assert not [p for p in spec["paths"] if p.startswith("/ui") or p in ("/", "/note")]
+
+
+# ---- reads -------------------------------------------------------------------------------------
+
+
+def test_the_read_endpoints_answer_the_verbs_json(page: Page) -> None:
+    hits = get(page, "/ui/api/search", q=QUESTION).json()
+    check_shape("search", hits)
+    assert hits[0]["path"] == "Bread/Starter.md"
+    check_shape("similar", get(page, "/ui/api/similar", path="Bread/Starter.md").json())
+    dups = get(page, "/ui/api/duplicates").json()
+    assert dups["exact"][0]["paths"] == ["Copy one.md", "Copy two.md"]
+    status = get(page, "/ui/api/status").json()
+    assert status["files"]["indexed"] == len(NOTES) and status["watcher"] == {"state": "off", "reason": None}
+    assert get(page, "/ui/api/history").json() == []
+    assert {p["role"] for p in get(page, "/ui/api/providers").json()} == {"embedding", "llm"}
+    assert get(page, "/ui/api/search", q=" ").status_code == 400
+
+
+def test_the_event_stream_starts_with_the_progress_and_the_watcher(page: Page) -> None:
+    reply = get(page, "/ui/events", seconds=0)
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    got = events(httpx.Response(200, text=reply.text.removeprefix("retry: 2000\n\n")))
+    assert got == [("progress", None), ("watcher", {"state": "off", "reason": None})]
+
+
+# ---- review → diff → apply → history → undo ---------------------------------------------------
+
+
+def test_review_diff_apply_undo_changes_the_note_exactly_as_shown_and_back(page: Page) -> None:
+    before, original = snapshot(page.vault), (page.vault / SYSTEMS).read_bytes()
+    asked = post(page, "/ui/api/review", {"a": CACHING, "b": SYSTEMS})
+    assert asked.status_code == 403
+    proposal = asked.json()["error"]["proposal"]
+    assert "Every entry lives five minutes." in proposal["preview"] and page.model.chats() == []
+    reviewed = post(page, "/ui/api/review", {"a": CACHING, "b": SYSTEMS, "token": proposal["token"]})
+    assert reviewed.status_code == 200, reviewed.text
+    [sent] = page.model.chats()
+    assert "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in sent["messages"]) == proposal["preview"]
+    first = reviewed.json()
+    assert first["validation"]["ok"] and first["claims"][0]["evidenceA"]["path"] == CACHING
+    assert not consent_file().exists(), "the page's consent is never stored"
+
+    moved = post(page, "/ui/api/replan", {"review_id": first["review_id"], "direction": "B", "after": "B:0",
+                                           "link_text": "Compare"})  # fmt: skip
+    assert moved.status_code == 200 and len(page.model.chats()) == 1, moved.text
+    op = moved.json()["plan"]["op_id"]
+    assert moved.json()["plan"]["path"] == SYSTEMS
+
+    shown = post(page, "/ui/api/apply", {"op_id": op})
+    assert shown.status_code == 409 and error_code(shown) == "write_unconfirmed"
+    diff = shown.json()["error"]["proposal"]
+    assert diff["preview"] == moved.json()["plan"]["diff"] and snapshot(page.vault) == before
+    wrong = post(page, "/ui/api/apply", {"op_id": op, "token": "0" * 64})
+    assert wrong.status_code >= 400 and snapshot(page.vault) == before
+
+    applied = post(page, "/ui/api/apply", {"op_id": op, "token": diff["token"]})
+    assert applied.status_code == 200, applied.text
+    after = (page.vault / SYSTEMS).read_bytes()
+    assert render_diff(SYSTEMS, original, after) == diff["preview"], "the note changed exactly as shown"
+    assert {k: v for k, v in snapshot(page.vault).items() if k != SYSTEMS} == {
+        k: v for k, v in before.items() if k != SYSTEMS
+    }
+    history = hooks(get(page, "/history").text)
+    [entry] = history.find(class_="entry", data_op=op)
+    assert entry["data-state"] == "applied" and history.find("button", class_="undo")
+
+    undo = post(page, "/ui/api/undo", {"op_id": op})
+    assert undo.status_code == 200 and snapshot(page.vault) != before, "undo only plans"
+    back = post(page, "/ui/api/apply", {"op_id": undo.json()["op_id"]}).json()["error"]["proposal"]
+    done = post(page, "/ui/api/apply", {"op_id": undo.json()["op_id"], "token": back["token"]})
+    assert done.status_code == 200 and snapshot(page.vault) == before
+    assert (page.vault / SYSTEMS).read_bytes() == original, "every byte is back (CRLF)"
+
+
+def test_a_listed_pair_is_dismissed_and_an_exact_copy_cannot_be(page: Page) -> None:
+    pair = {"a": "Garden/Plan extended.md", "b": "Garden/Plan.md"}
+    listed = hooks(get(page, "/duplicates").text)
+    assert listed.find(class_="pair", data_a=pair["a"], data_b=pair["b"])
+    assert listed.find("section", data_kind="contained")
+    reply = post(page, "/ui/api/dismiss", pair)
+    assert reply.status_code == 200 and reply.json() == {"dismissed": [pair["a"], pair["b"]]}
+    assert not hooks(get(page, "/duplicates").text).find(class_="pair", data_a=pair["a"], data_b=pair["b"])
+    exact = post(page, "/ui/api/dismiss", {"a": "Copy one.md", "b": "Copy two.md"})
+    assert exact.status_code == 400 and "cannot be dismissed" in exact.json()["error"]["hint"]
+
+
+# ---- Ask -------------------------------------------------------------------------------------
+
+
+def test_ask_streams_after_consent_for_that_request_only(page: Page) -> None:
+    refused = post(page, "/ui/api/ask", {"question": QUESTION})
+    assert refused.status_code == 403 and error_code(refused) == "consent_required"
+    assert page.model.chats() == []
+    reply = post(page, "/ui/api/ask", {"question": QUESTION, "consent": True})
+    got = events(reply)
+    assert [k for k, _ in got][-1] == "done" and len(page.model.chats()) == 1
+    final = got[-1][1]
+    assert final["answer"] == ASK_REPLY and final["invalid_citations"] == ["S9"]
+    assert final["sources"][0]["path"] == "Bread/Starter.md"
+    assert post(page, "/ui/api/ask", {"question": QUESTION}).status_code == 403, "not remembered"
+    extractive = events(post(page, "/ui/api/ask", {"question": QUESTION, "extractive": True}))
+    assert extractive[-1][0] == "done" and len(page.model.chats()) == 1
+
+
+# ---- Audit -----------------------------------------------------------------------------------
+
+
+def test_the_audit_runs_then_the_dashboard_shows_its_charts_tables_and_map(page: Page) -> None:
+    assert hooks(get(page, "/audit").text).find("button", id="run-audit")
+    assert get(page, "/ui/api/audit/canvas").status_code == 400
+    ran = post(page, "/ui/api/audit", {})
+    assert ran.status_code == 200 and ran.json()["summary"]["notes"] == len(NOTES)
+    found = hooks(get(page, "/audit").text)
+    for hook in ("chart-folders", "chart-tags", "tag-tree", "components", "hubs", "broken-links",
+                 "ambiguous-links", "canvas-download"):  # fmt: skip
+        assert found.find(id=hook), hook
+    assert not found.find(id="clusters")
+    topics = post(page, "/ui/api/audit/clusters", {})
+    assert topics.status_code == 200 and page.model.chats() == [], "clusters call no model"
+    assert hooks(get(page, "/audit").text).find(id="clusters")
+    canvas = get(page, "/ui/api/audit/canvas")
+    assert canvas.status_code == 200 and {n["file"] for n in canvas.json()["nodes"] if "file" in n} >= {
+        CACHING
+    }
+
+
+# ---- vaultlens ui ------------------------------------------------------------------------------
+
+
+def test_ui_names_the_running_servers_page(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", ASK_NOTES)
+    with running_server(vault, tmp_path / "home", watch=False) as server:
+        result = run_cli(["ui", "--no-open", "--vault", str(vault), "--set", "embedding.provider=fake"])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == server.url + "/"
+        assert "Starting" not in result.stderr, "a running server is reused"
+
+
+def test_ui_starts_serve_in_the_background_when_none_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the bundled model, as a user runs it: the server outlives the command and serves the page."""
+    vault = write_vault(tmp_path / "vault", ASK_NOTES)
+    monkeypatch.setenv("VAULTLENS_HOME", str(tmp_path / "home"))
+    result = run_cli(["ui", "--no-open", "--vault", str(vault)])
+    assert result.exit_code == 0, result.output
+    info = json.loads(next((tmp_path / "home").rglob("serve.json")).read_text(encoding="utf-8"))
+    try:
+        url = result.stdout.strip()
+        assert url == f"http://127.0.0.1:{info['port']}/" and f"pid {info['pid']}" in result.stderr
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200 and 'id="q"' in page.text
+        again = run_cli(["ui", "--no-open", "--json", "--vault", str(vault)])
+        assert json.loads(again.stdout) == {"url": url, "pid": info["pid"], "started": False}
+    finally:
+        os.kill(info["pid"], signal.SIGTERM)  # the one process this test started
+    assert exited(info["pid"], 30), "the server stops on SIGTERM"
+
+
+def exited(pid: int, seconds: float) -> bool:
+    """Whether our child ``pid`` ended within ``seconds`` (reaped here, so it is no zombie)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:  # already reaped by subprocess's own clean-up
+            return not process_alive(pid)
+        time.sleep(0.1)
+    return False
+
+
+def test_beyond_loopback_the_page_needs_the_token_once_then_its_cookie(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", ASK_NOTES)
+    with running_server(vault, tmp_path / "home", watch=False, token="s3cret-token") as server:
+        assert httpx.get(server.url + "/", timeout=30).status_code == 401
+        assert httpx.get(server.url + "/?token=wrong", timeout=30).status_code == 401
+        first = httpx.get(server.url + "/note?path=Bread%2FLoaf.md&token=s3cret-token", timeout=30)
+        assert first.status_code == 303 and first.headers["location"] == "/note?path=Bread%2FLoaf.md"
+        cookie = first.headers["set-cookie"]
+        assert (
+            cookie.startswith("vaultlens_token=s3cret-token;")
+            and "HttpOnly" in cookie
+            and "SameSite=Strict" in cookie
+        )
+        with httpx.Client(
+            base_url=server.url, cookies={"vaultlens_token": "s3cret-token"}, timeout=30
+        ) as browser:
+            assert browser.get("/status").status_code == 200
+            assert browser.get("/v1/search", params={"q": "rye"}).status_code == 200
+        refused = httpx.post(server.url + "/ui/api/audit?token=s3cret-token", json={}, timeout=30)
+        assert refused.status_code == 401, "the token in a URL opens a page (GET) only"
