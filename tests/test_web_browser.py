@@ -22,8 +22,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -31,8 +31,9 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpx
 import pytest
 
-from scripted_chat_server import ScriptedChatServer
-from test_review import ReviewModel, settings
+from server_support import CHILD
+from test_review import settings
+from test_web_routes import ASK_REPLY, PageModel
 from vl_support import cli_env, snapshot, write_vault
 
 sync_api = pytest.importorskip(
@@ -118,24 +119,11 @@ NOTES: dict[str, str] = {
 }
 QUERY = "how often to feed the rye starter"
 QUESTION = "How often does a rye starter need feeding?"
-ANSWER = "A rye starter needs feeding twice a day [S1]. The moon is made of cheese [S9]."
 
 
-class PageModel(ReviewModel):
-    """Answers a review in refs.v2 (test_review's ReviewModel) and any other chat (Ask) with ANSWER."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reply = ANSWER
-
-    def reviews(self) -> list[Any]:
-        return [c for c in self.chats() if "NONCE is" in json.dumps(c)]
-
-    def _respond(self, handler: BaseHTTPRequestHandler, body: Any, step: Any) -> None:
-        if "NONCE is" in json.dumps(body):
-            super()._respond(handler, body, step)
-        else:
-            ScriptedChatServer._respond(self, handler, body, step)
+def reviews(model: PageModel) -> list[Any]:
+    """The review requests the model received (an Ask's carry no nonce)."""
+    return [c for c in model.chats() if "NONCE is" in json.dumps(c)]
 
 
 @dataclass
@@ -150,6 +138,23 @@ class Site:
         found = re.search(r'<meta name="vaultlens-csrf" content="([^"]+)"', httpx.get(self.url + "/").text)
         assert found, "no <meta name=vaultlens-csrf> on /"
         return found.group(1)
+
+
+@contextmanager
+def serving(args: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
+    """`vaultlens serve ARGS` as a process; yields its URL (on loopback), stops it with SIGTERM."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen([*args, "--port", "0"], env=env, stdout=out, stderr=out)
+    try:
+        yield _serving_url(log, proc).replace("//0.0.0.0:", "//127.0.0.1:")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace"), log.read_text()
 
 
 def _serving_url(log: Path, proc: subprocess.Popen[bytes], seconds: float = 120) -> str:
@@ -179,24 +184,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             [*vaultlens, "index", "--vault", str(vault), *sets], env=env, capture_output=True
         )
         assert done.returncode == 0, done.stderr.decode()
-        log = root / "serve.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [*vaultlens, "serve", "--vault", str(vault), "--port", "0", *sets],
-                env=env,
-                stdout=out,
-                stderr=out,
-            )
-        try:
-            yield Site(_serving_url(log, proc), vault, model, tmp_path_factory.mktemp("screenshots"))
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace"), log.read_text()
+        serve = [*vaultlens, "serve", "--vault", str(vault), *sets]
+        with serving(serve, env, root / "serve.log") as url:
+            yield Site(url, vault, model, tmp_path_factory.mktemp("screenshots"))
 
 
 @pytest.fixture(scope="module")
@@ -409,16 +399,16 @@ def test_review_a_same_named_pair_move_the_link_apply_then_undo_every_byte(site:
     expect(consent).to_contain_text(site.model.url)
     expect(consent).to_contain_text("openai-compatible")
     expect(consent).to_contain_text("Every entry lives five minutes.")
-    sent_before = len(site.model.reviews())
+    sent_before = len(reviews(site.model))
     page.wait_for_timeout(300)
-    assert len(site.model.reviews()) == sent_before, "sent before consent"
+    assert len(reviews(site.model)) == sent_before, "sent before consent"
     page.locator("button#send").click()
 
     expect(page.locator("#claims")).to_contain_text(
         "Every entry lives five minutes."
     )  # quoted from the catalog
     expect(page.locator("#validation")).to_be_visible()
-    assert len(site.model.reviews()) == sent_before + 1
+    assert len(reviews(site.model)) == sent_before + 1
     form = page.locator("form#plan")
     expect(form).to_be_visible()
     default_diff = _diff_text(page)
@@ -506,8 +496,9 @@ def test_ask_streams_an_answer_whose_citations_open_their_lines(site: Site, page
     expect(page.locator("input#extractive")).not_to_be_checked()
     page.locator("button#ask").click()
     answer = page.locator("#answer")
-    expect(answer).to_contain_text("twice a day")
-    expect(answer).to_contain_text("made of cheese")  # the whole answer streamed in
+    assert ASK_REPLY.startswith("Feed it rye flour daily [S1]") and ASK_REPLY.endswith("see [S9].")
+    expect(answer).to_contain_text("rye flour daily")
+    expect(answer).to_contain_text("and see")  # the whole answer streamed in
     invalid = answer.locator(".citation.invalid")
     expect(invalid).to_have_count(1)
     expect(invalid).to_contain_text("S9")
@@ -601,6 +592,33 @@ def test_the_read_only_api_stays_read_only(site: Site) -> None:
     for path in ("/v1/search", "/v1/apply", "/v1/undo", "/v1/dismiss"):
         reply = httpx.post(site.url + path, json={}, headers={"X-Vaultlens-CSRF": site.token()})
         assert reply.status_code in (404, 405), (path, reply.status_code)
+
+
+@pytest.mark.slow  # a second server
+def test_beyond_loopback_the_page_takes_the_token_once_then_its_cookie(
+    tmp_path: Path, browser: Browser
+) -> None:
+    vault = write_vault(tmp_path / "vault", {STARTER: NOTES[STARTER], RYE: NOTES[RYE]})
+    secret = "s3cret-" + "x" * 40
+    env = cli_env(tmp_path / "home", WEB_TEST_TOKEN=secret)
+    serve = [sys.executable, "-c", CHILD, "serve", "--vault", str(vault), "--host", "0.0.0.0"]
+    serve += ["--token-env", "WEB_TEST_TOKEN", "--set", "embedding.provider=fake"]
+    with serving(serve, env, tmp_path / "serve.log") as url:
+        assert httpx.get(url + "/").status_code == 401
+        context = browser.new_context()
+        context.set_default_timeout(WAIT_MS)
+        try:
+            page = context.new_page()
+            page.goto(f"{url}/?token={secret}")
+            assert "token" not in page.url, "the token stays out of the address bar and history"
+            assert secret not in page.evaluate("document.cookie"), "HttpOnly: no script reads it"
+            expect(page.locator("input#q")).to_be_focused()
+            page.goto(url + "/status")  # later pages need no token in the URL
+            expect(page.locator("[data-count=indexed]")).to_be_visible()
+            cookie = next(c for c in context.cookies() if secret == c["value"])
+            assert cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+        finally:
+            context.close()
 
 
 class _OtherSite(http.server.BaseHTTPRequestHandler):
