@@ -559,6 +559,20 @@ def test_status_shows_counts_watcher_and_providers(site: Site, page: Page) -> No
         assert events.headers["content-type"].startswith("text/event-stream")
 
 
+@pytest.mark.slow  # two watcher flushes (1.5 s debounce each)
+def test_status_follows_the_watcher_live_without_a_reload(site: Site, page: Page) -> None:
+    page.goto(site.url + "/status")
+    indexed = page.locator("[data-count=indexed]")
+    expect(indexed).to_have_text(str(len(NOTES)))
+    new = site.vault / "Garden" / "Otters.md"
+    new.write_text("# Otters\n\nOtters juggle pebbles in kelp forests.\n", encoding="utf-8")
+    try:
+        expect(indexed).to_have_text(str(len(NOTES) + 1))  # server-sent events, no reload
+    finally:
+        new.unlink()
+    expect(indexed).to_have_text(str(len(NOTES)))
+
+
 # ---- the write guard -----------------------------------------------------------------------------------
 
 # a harmless write: applying an operation that does not exist (refused by the verb, not by the guard)
