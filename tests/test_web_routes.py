@@ -448,3 +448,26 @@ def test_beyond_loopback_the_page_needs_the_token_once_then_its_cookie(tmp_path:
             assert browser.get("/v1/search", params={"q": "rye"}).status_code == 200
         refused = httpx.post(server.url + "/ui/api/audit?token=s3cret-token", json={}, timeout=30)
         assert refused.status_code == 401, "the token in a URL opens a page (GET) only"
+
+
+def test_the_event_stream_relays_the_watchers_progress_and_flushes(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", ASK_NOTES)
+    with running_server(vault, tmp_path / "home") as server:  # watching: its startup run reports progress
+        seen: list[tuple[str, Any]] = []
+        written = 0
+        with httpx.stream("GET", server.url + "/ui/events", params={"seconds": 60}, timeout=90) as stream:
+            kind = ""
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    kind = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    seen.append((kind, json.loads(line.removeprefix("data: "))))
+                    if kind == "watcher" and len(seen) == 2:  # the state first; now a change to follow
+                        (vault / "Travel" / "Boats.md").write_text("# Boats\n\nThe ferry leaves at ten.\n")
+                        written = len(seen)
+                    if kind == "flush" and seen[-1][1]["kind"] == "changes":
+                        break
+    assert seen[0][0] == "progress" and seen[1] == ("watcher", {"state": "watching", "reason": None})
+    assert any(k == "progress" and d and d["phase"] for k, d in seen), "the startup run's phases"
+    assert ("progress", {"phase": "Reading notes", "done": 1, "total": 1}) in seen[written:], "the flush's"
+    assert seen[-1][1]["stats"]["files_changed"] == 1

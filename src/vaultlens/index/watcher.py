@@ -376,8 +376,10 @@ class Watcher:
         debounce_s: float,
         on_flush: Callable[[FlushReport], None],
         max_wait_s: float = DEFAULT_MAX_WAIT_S,
+        progress_in_flushes: bool = False,
     ) -> None:
         self.indexer = indexer
+        self.progress_in_flushes = progress_in_flushes  # a page follows every flush's tier fill
         self.debounce_s = debounce_s
         self.max_wait_s = max(max_wait_s, debounce_s)
         self.on_flush = on_flush
@@ -391,7 +393,8 @@ class Watcher:
             raise vault_moved(self.indexer.vault)
         with VaultObserver(self.indexer.vault, self.coalescer) as observer:
             self.on_flush(FlushReport("startup", time.time(), self.indexer.run()))
-            self.indexer.progress = NoProgress()
+            if not self.progress_in_flushes:
+                self.indexer.progress = NoProgress()  # a terminal shows bars for the startup run only
             while not stop.is_set():
                 self.check_root()
                 if not observer.healthy():

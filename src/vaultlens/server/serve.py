@@ -234,7 +234,9 @@ class Companion:
 
         self.watcher_state, self.watcher_reason = "watching", None
         try:
-            watch_service(self.app, flushed, self._stop_watch, self.hub, consent=self.consent)
+            watch_service(
+                self.app, flushed, self._stop_watch, self.hub, consent=self.consent, progress_in_flushes=True
+            )
         except IndexLocked:
             self.watcher_state = "elsewhere"
             self.say("Another process (e.g. `vaultlens watch`) is writing this index; it keeps it current.")

@@ -82,3 +82,10 @@ def note_href(path: str, start: int | None = None, end: int | None = None) -> st
     if start is not None and end is not None:
         query["lines"] = lines_attr(start, end)
     return "/note?" + urlencode(query)
+
+
+def table(table_id: str, header: list[str], rows: list[list[str]]) -> str:
+    """A table with column headers; each row's cells are HTML already (escaped by the caller)."""
+    head = "".join(tag("th", h(t), scope="col") for t in header)
+    body = "".join(tag("tr", "".join(tag("td", c) for c in row)) for row in rows)
+    return tag("table", tag("thead", tag("tr", head)) + tag("tbody", body), id=table_id)

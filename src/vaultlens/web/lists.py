@@ -135,7 +135,7 @@ def history_body(entries: list[dict[str, Any]], page_no: int) -> str:
         )
         for e in shown
     )
-    head = "".join(tag("th", t, scope="col") for t in ("Note", "Change", "When", "State", ""))
+    head = "".join(tag("th", t, scope="col") for t in ("Note", "Change", "When", "State", "Undo"))
     table = tag("table", tag("thead", tag("tr", head)) + tag("tbody", rows), id="history")
     if not shown:
         table = tag("p", "No change was planned or made in this vault yet.", class_="empty")

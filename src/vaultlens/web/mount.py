@@ -9,7 +9,7 @@ from fastapi import FastAPI, Query
 from fastapi.responses import StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
-from vaultlens.web import dashboards, lists, pages, read_routes, write_routes
+from vaultlens.web import audit_page, lists, pages, read_routes, status_page, write_routes
 from vaultlens.web.events import event_stream
 from vaultlens.web.state import WebState
 
@@ -18,7 +18,7 @@ STREAM_S = 300.0  # one event stream's life; the browser reconnects
 
 
 def mount_web(api: FastAPI, state: WebState) -> None:
-    for module in (pages, lists, dashboards, read_routes, write_routes):
+    for module in (pages, lists, audit_page, status_page, read_routes, write_routes):
         api.include_router(module.build(state))
 
     @api.get("/ui/events", include_in_schema=False)

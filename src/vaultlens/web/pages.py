@@ -44,7 +44,7 @@ def related_html(state: WebState, path: str) -> str:
         pairs = "".join(
             tag(
                 "li",
-                section_ref(m["source"]) + " ↔ " + section_ref(m["other"], other["path"]),
+                section_ref(m["source"], path) + " ↔ " + section_ref(m["other"], other["path"]),
                 class_="match",
             )
             for m in other["matches"]

@@ -90,8 +90,12 @@ def watch(
     stop_event: threading.Event,
     progress: Progress | None = None,
     consent: bool = False,
+    progress_in_flushes: bool = False,
 ) -> None:
     """Reconcile, then follow file events until ``stop_event`` is set (or KeyboardInterrupt).
+
+    ``progress`` follows the startup run, and every flush too with ``progress_in_flushes`` (a
+    server's page shows each flush's quality-tier fill; a terminal only the startup run).
 
     The writer lock is held throughout, so a second `watch` or an `index` is refused. A cleared
     index is refused too: watching would silently rebuild what the user chose to empty. When the
@@ -100,7 +104,7 @@ def watch(
     with translated_errors(path=app.index_dir):
         _ask_consent(app, consent)
         with app.writing(), app.live.lease(create=True) as store:
-            _follow(app, store, on_flush, stop_event, progress)
+            _follow(app, store, on_flush, stop_event, progress, progress_in_flushes)
 
 
 def _follow(
@@ -109,6 +113,7 @@ def _follow(
     on_flush: Callable[[FlushReport], None],
     stop_event: threading.Event,
     progress: Progress | None,
+    progress_in_flushes: bool,
 ) -> None:
     if store.cleared:
         raise StoreError(
@@ -120,4 +125,6 @@ def _follow(
         provider.embed(["warm up"])  # load the local model now, not on the first save (seconds)
     indexer = Indexer(app.vault, store, provider, app.settings, progress, app.tier())
     w = app.settings.watch
-    Watcher(indexer, w.debounce_ms / 1000, on_flush, w.max_wait_ms / 1000).run(stop_event)
+    Watcher(indexer, w.debounce_ms / 1000, on_flush, w.max_wait_ms / 1000, progress_in_flushes).run(
+        stop_event
+    )

@@ -1,4 +1,4 @@
-"""Status and Audit: the index's coverage, the watcher and providers; the structure dashboard."""
+"""Audit: the structure dashboard (charts, tag tree, graph, link tables), the Canvas map, topics."""
 
 from __future__ import annotations
 
@@ -7,109 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse, HTMLResponse
 
-from vaultlens.errors import InvalidInput, VaultlensError
+from vaultlens.errors import InvalidInput
 from vaultlens.services.audit.report_files import MAP
-from vaultlens.services.verbs import inspecting
-from vaultlens.services.verbs.status import status as index_status
 from vaultlens.web.charts import bar_chart
-from vaultlens.web.layout import h, note_href, page, tag
+from vaultlens.web.layout import h, note_href, page, table, tag
 from vaultlens.web.lists import PAGE, pager
-from vaultlens.web.pages import problem
 from vaultlens.web.state import WebState
 
 TOP = 15  # rows in a chart or a short list; tables of links are paginated
-
-
-def _table(table_id: str, header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(tag("th", h(t), scope="col") for t in header)
-    body = "".join(tag("tr", "".join(tag("td", c) for c in row)) for row in rows)
-    return tag("table", tag("thead", tag("tr", head)) + tag("tbody", body), id=table_id)
-
-
-def watcher_html(info: dict[str, Any] | None) -> str:
-    if info is None:
-        return tag("p", "This server runs no watcher.", id="watcher", data_state="off")
-    words = {
-        "watching": "Watching the vault: the index follows every change.",
-        "elsewhere": "Another process (vaultlens watch) keeps the index current.",
-        "off": "Not watching (--no-watch): the index changes only when you run vaultlens index.",
-        "stopped": "The watcher stopped: the index no longer follows the vault.",
-    }
-    text = words.get(info["state"], info["state"]) + (f" {info['reason']}" if info.get("reason") else "")
-    return tag("p", h(text), id="watcher", data_state=info["state"])
-
-
-def status_body(state: WebState, page_no: int) -> str:
-    st: dict[str, Any] | None = None
-    try:
-        st = index_status(state.app).as_dict()
-    except VaultlensError as exc:
-        top = problem(exc)
-    else:
-        files: dict[str, int] = st["files"]
-        top = tag(
-            "dl",
-            "".join(
-                tag("dt", h(label)) + tag("dd", str(files[key]), data_count=key)
-                for key, label in (("indexed", "Indexed"), ("skipped", "Skipped"), ("failed", "Failed"))
-            ),
-            class_="counts",
-        )
-    problems: list[dict[str, Any]] = st["problems"] if st is not None else []
-    shown = problems[page_no * PAGE : (page_no + 1) * PAGE]
-    rows = [[tag("code", h(p["path"])), h(p["status"]), h(p["reason"])] for p in shown]
-    try:
-        providers = [p.as_dict() for p in inspecting.providers(state.app)]
-        prov = tag(
-            "ul",
-            "".join(
-                tag(
-                    "li",
-                    tag("strong", h(f"{p['role']}: {p['provider']}"))
-                    + h(
-                        f" {p['model']} at {p['endpoint']}"
-                        + (" (remote)" if p["remote"] else " (this machine)")
-                    )
-                    + tag("p", h(f"Receives {p['receives']}"), class_="receives"),
-                    class_="provider",
-                    data_role=p["role"],
-                )
-                for p in providers
-            ),
-        )
-    except VaultlensError as exc:
-        prov = problem(exc)
-    progress = state.hub.progress()
-    return (
-        top
-        + tag("h2", "Problems")
-        + _table("problems", ["Path", "Status", "Reason"], rows)
-        + pager("/status", page_no, len(problems) > (page_no + 1) * PAGE)
-        + tag("h2", "Watcher")
-        + watcher_html(state.watcher() if state.watcher else None)
-        + tag("h2", "Progress")
-        + tag(
-            "div",
-            tag("p", h(progress_text(progress)), class_="phase")
-            + tag(
-                "progress",
-                "",
-                max=str(max(1, progress["total"]) if progress else 1),
-                value=str(progress["done"] if progress else 0),
-                aria_label="Progress of the current index run",
-            ),
-            id="progress",
-        )
-        + tag("ol", "", id="flushes", aria_label="Recent index updates")
-        + tag("h2", "Providers")
-        + tag("section", prov, id="providers")
-    )
-
-
-def progress_text(progress: dict[str, Any] | None) -> str:
-    if progress is None:
-        return "No index run since the server started."
-    return f"{progress['phase']}: {progress['done']:,} of {progress['total']:,}"
 
 
 def clusters_html(state: WebState) -> str:
@@ -218,11 +123,11 @@ def audit_body(state: WebState, page_no: int) -> str:
         + tag("h3", "Hubs")
         + hubs
         + tag("h2", "Broken links")
-        + _table(
+        + table(
             "broken-links", ["Note", "Line", "Link", "Alias of"], link_rows(r["broken_links"], "alias_of")
         )
         + tag("h2", "Ambiguous links")
-        + _table(
+        + table(
             "ambiguous-links",
             ["Note", "Line", "Link", "Candidates"],
             link_rows(r["ambiguous_links"], "candidates"),
@@ -238,15 +143,10 @@ def _degree(hub: dict[str, Any]) -> str:
 
 def build(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
-    csrf = state.csrf.token
-
-    @router.get("/status", response_class=HTMLResponse)
-    def status_page(page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0) -> str:
-        return page("Status", "/status", status_body(state, page_no), csrf, "status")
 
     @router.get("/audit", response_class=HTMLResponse)
     def audit_page(page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0) -> str:
-        return page("Audit", "/audit", audit_body(state, page_no), csrf, "audit")
+        return page("Audit", "/audit", audit_body(state, page_no), state.csrf.token, "audit")
 
     @router.get("/ui/api/audit/canvas")
     def canvas() -> FileResponse:

@@ -1,0 +1,112 @@
+"""Status: indexed / skipped / failed with reasons, the watcher, live progress, the providers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import HTMLResponse
+
+from vaultlens.errors import VaultlensError
+from vaultlens.services.verbs import inspecting
+from vaultlens.services.verbs.status import status as index_status
+from vaultlens.web.layout import h, page, table, tag
+from vaultlens.web.lists import PAGE, pager
+from vaultlens.web.pages import problem
+from vaultlens.web.state import WebState
+
+
+def watcher_html(info: dict[str, Any] | None) -> str:
+    if info is None:
+        return tag("p", "This server runs no watcher.", id="watcher", data_state="off")
+    words = {
+        "watching": "Watching the vault: the index follows every change.",
+        "elsewhere": "Another process (vaultlens watch) keeps the index current.",
+        "off": "Not watching (--no-watch): the index changes only when you run vaultlens index.",
+        "stopped": "The watcher stopped: the index no longer follows the vault.",
+    }
+    text = words.get(info["state"], info["state"]) + (f" {info['reason']}" if info.get("reason") else "")
+    return tag("p", h(text), id="watcher", data_state=info["state"])
+
+
+def status_body(state: WebState, page_no: int) -> str:
+    st: dict[str, Any] | None = None
+    try:
+        st = index_status(state.app).as_dict()
+    except VaultlensError as exc:
+        top = problem(exc)
+    else:
+        files: dict[str, int] = st["files"]
+        top = tag(
+            "dl",
+            "".join(
+                tag("dt", h(label)) + tag("dd", str(files[key]), data_count=key)
+                for key, label in (("indexed", "Indexed"), ("skipped", "Skipped"), ("failed", "Failed"))
+            ),
+            class_="counts",
+        )
+    problems: list[dict[str, Any]] = st["problems"] if st is not None else []
+    shown = problems[page_no * PAGE : (page_no + 1) * PAGE]
+    rows = [[tag("code", h(p["path"])), h(p["status"]), h(p["reason"])] for p in shown]
+    try:
+        providers = [p.as_dict() for p in inspecting.providers(state.app)]
+        prov = tag(
+            "ul",
+            "".join(
+                tag(
+                    "li",
+                    tag("strong", h(f"{p['role']}: {p['provider']}"))
+                    + h(
+                        f" {p['model']} at {p['endpoint']}"
+                        + (" (remote)" if p["remote"] else " (this machine)")
+                    )
+                    + tag("p", h(f"Receives {p['receives']}"), class_="receives"),
+                    class_="provider",
+                    data_role=p["role"],
+                )
+                for p in providers
+            ),
+        )
+    except VaultlensError as exc:
+        prov = problem(exc)
+    progress = state.hub.progress()
+    return (
+        top
+        + tag("h2", "Problems")
+        + table("problems", ["Path", "Status", "Reason"], rows)
+        + pager("/status", page_no, len(problems) > (page_no + 1) * PAGE)
+        + tag("h2", "Watcher")
+        + watcher_html(state.watcher() if state.watcher else None)
+        + tag("h2", "Progress")
+        + tag(
+            "div",
+            tag("p", h(progress_text(progress)), class_="phase")
+            + tag(
+                "progress",
+                "",
+                max=str(max(1, progress["total"]) if progress else 1),
+                value=str(progress["done"] if progress else 0),
+                aria_label="Progress of the current index run",
+            ),
+            id="progress",
+        )
+        + tag("ol", "", id="flushes", aria_label="Recent index updates")
+        + tag("h2", "Providers")
+        + tag("section", prov, id="providers")
+    )
+
+
+def progress_text(progress: dict[str, Any] | None) -> str:
+    if progress is None:
+        return "No index run since the server started."
+    return f"{progress['phase']}: {progress['done']:,} of {progress['total']:,}"
+
+
+def build(state: WebState) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/status", response_class=HTMLResponse)
+    def status_page(page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0) -> str:
+        return page("Status", "/status", status_body(state, page_no), state.csrf.token, "status")
+
+    return router
