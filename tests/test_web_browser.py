@@ -380,6 +380,21 @@ def _diff_text(page: Page) -> str:
     return table.inner_text()
 
 
+def check_sides(page: Page, before: list[str], after: list[str]) -> None:
+    """Each numbered line of the side-by-side diff (line, before | line, after) is that line of the
+    file before and after the write: what was shown is what is (or was) on disk."""
+    rows = page.locator("#diff table.diff tr").evaluate_all(
+        "trs => trs.map(tr => [...tr.cells].map(c => c.innerText))"
+    )
+    shown = {0: 0, 1: 0}
+    for cells in (r for r in rows if len(r) == 4):
+        for side, (number, text), lines in ((0, cells[:2], before), (1, cells[2:], after)):
+            if number.strip().isdigit():
+                assert lines[int(number) - 1].strip() == text.strip(), (side, number, text, lines)
+                shown[side] += 1
+    assert shown[0] and shown[1], rows
+
+
 def test_review_a_same_named_pair_move_the_link_apply_then_undo_every_byte(site: Site, page: Page) -> None:
     original = snapshot(site.vault)
     before = (site.vault / CACHING).read_bytes()
@@ -447,6 +462,7 @@ def test_review_a_same_named_pair_move_the_link_apply_then_undo_every_byte(site:
         assert line[2:].strip() in diff, (line, diff)
     added = [ln[2:] for ln in changes if ln.strip()[2:]]
     assert len(added) == 1 and "Compare with" in added[0] and "[[" in added[0], added
+    check_sides(page, old, new)
     at = new.index(added[0])
     assert new.index("A cached value expires after its TTL.") < at < new.index("## Validation"), new
     assert snapshot(site.vault) == {**original, CACHING: snapshot(site.vault)[CACHING]}, "only that note"
@@ -458,6 +474,7 @@ def test_review_a_same_named_pair_move_the_link_apply_then_undo_every_byte(site:
     entry.locator("button.undo").click()
     undo_diff = _diff_text(page)
     assert added[0].strip() in undo_diff
+    check_sides(page, new, old)
     assert (site.vault / CACHING).read_bytes() == after_bytes, "undo writes only after its diff is confirmed"
     page.locator("button#apply").click()
     deadline = time.monotonic() + WAIT_MS / 1000
