@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpx
 import pytest
 
+from scripted_chat_server import ChatStep
 from server_support import CHILD
 from test_review import settings
 from test_web_routes import ASK_REPLY, PageModel
@@ -511,10 +512,12 @@ def test_ask_streams_an_answer_whose_citations_open_their_lines(site: Site, page
     page.goto(site.url + "/ask")
     page.locator("#question").fill(QUESTION)
     expect(page.locator("input#extractive")).not_to_be_checked()
+    site.model.script.append(ChatStep(piece_delay=0.4))  # slow pieces: the page shows them as they come
     page.locator("button#ask").click()
     answer = page.locator("#answer")
     assert ASK_REPLY.startswith("Feed it rye flour daily [S1]") and ASK_REPLY.endswith("see [S9].")
-    expect(answer).to_contain_text("rye flour daily")
+    expect(answer).to_contain_text("Feed it")
+    assert "and see" not in answer.inner_text(), "shown only when the whole answer had come"
     expect(answer).to_contain_text("and see")  # the whole answer streamed in
     invalid = answer.locator(".citation.invalid")
     expect(invalid).to_have_count(1)
