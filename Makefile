@@ -9,8 +9,24 @@ DEMO_HOME := .demo-home
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,quality]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,quality,web-test]'
 	touch $@
+
+# The web page's browser tests drive Debian's Chromium (Playwright pointed at /usr/bin/chromium; no
+# browser is downloaded at run time). apt-get runs only when it is missing; without root the tests
+# that need it are skipped, and this says how to install it.
+CHROMIUM := /usr/bin/chromium
+$(BIN)/.chromium: | $(BIN)/.installed
+	@if [ ! -x $(CHROMIUM) ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+				chromium fonts-dejavu-core; \
+		else \
+			echo "make: $(CHROMIUM) is missing and this is not root with apt-get: the browser tests will be skipped."; \
+			echo "      Install it once with:  sudo apt-get install chromium fonts-dejavu-core"; \
+		fi; \
+	fi
+	@if [ -x $(CHROMIUM) ]; then touch $@; fi
 
 demo: $(BIN)/.installed  ## index the sample vault in examples/ and search it
 	VAULTLENS_HOME=$(DEMO_HOME) $(BIN)/vaultlens index --vault examples/vault
@@ -24,10 +40,10 @@ check: $(BIN)/.installed  ## lint and type-check, changing nothing
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: check  ## the whole suite (what CI runs), slow tests included
+test: check $(BIN)/.chromium  ## the whole suite (what CI runs), slow tests included
 	$(BIN)/python -m pytest -q
 
-test-fast: $(BIN)/.installed  ## the quick loop while editing: no lint, no tests marked slow
+test-fast: $(BIN)/.installed $(BIN)/.chromium  ## the quick loop while editing: no lint, no tests marked slow
 	$(BIN)/python -m pytest -q -m "not slow"
 
 fmt: $(BIN)/.installed
