@@ -13,16 +13,20 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 0
 fi
 
-if [ ! -x "$PGBIN/initdb" ] || [ ! -x "$PGBIN/pg_config" ] || [ ! -d /usr/include/postgresql/15/server ]; then
+# a stamp says the step ran; the files it checks say its result is still there
+if [ ! -f "$STAMPS/postgresql-15.installed" ] || [ ! -x "$PGBIN/initdb" ] || [ ! -x "$PGBIN/pg_config" ] \
+   || [ ! -d /usr/include/postgresql/15/server ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-server-dev-15 \
-    build-essential dpkg-dev
+    build-essential dpkg-dev >/dev/null
+  touch "$STAMPS/postgresql-15.installed"
 fi
 
-if ! ls "$EXT"/vector.control >/dev/null 2>&1; then
+if [ ! -f "$STAMPS/pgvector.installed" ] || [ ! -f "$EXT/vector.control" ]; then
   # a private sources list: trixie's *source* packages only, never its binaries
   SRCDIR="$STAMPS/apt"
   mkdir -p "$SRCDIR/lists/partial" "$SRCDIR/build"
+  if id _apt >/dev/null 2>&1; then chown _apt "$SRCDIR/build"; fi  # apt downloads as _apt
   printf 'deb-src http://deb.debian.org/debian trixie main\n' >"$SRCDIR/trixie-src.list"
   APT_OPTS=(-o "Dir::Etc::SourceList=$SRCDIR/trixie-src.list" -o "Dir::Etc::SourceParts=-"
             -o "Dir::State::Lists=$SRCDIR/lists")
