@@ -170,6 +170,7 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path) -> None:
         updates.append(NoteUpdate(rec, [IndexedChunk(chunk, h, f"t{i}")]))
     exact.apply(updates, vectors)
     ann = PostgresBackend(exact_below=0).open(tmp_path / "h")
+    ann.ensure_ann()
     # at 600 rows the planner rightly prefers a scan; this session asks it to take the index
     ann._rows("SELECT set_config('enable_seqscan', 'off', false)")  # type: ignore[attr-defined]
     try:

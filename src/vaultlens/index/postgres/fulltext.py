@@ -47,7 +47,9 @@ def bm25_sql(table: str, key: str) -> str:
     return (
         f"SELECT d.{key}, SUM(q.idf * u.tf * {K1 + 1} / (u.tf + {K1} * ({1 - B} + {B} * d.dl / %(avgdl)s)))"
         f" FROM {table} d"
-        " CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions) AS tf FROM unnest(d.tsv)) u"
+        # only the query's lexemes are unnested: marked weight A, filtered, then read
+        " CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions) AS tf"
+        " FROM unnest(ts_filter(setweight(d.tsv, 'A', %(terms)s::text[]), '{a}'))) u"
         " JOIN unnest(%(terms)s::text[], %(idf)s::float8[]) AS q(term, idf) ON q.term = u.lexeme"
         " WHERE d.tsv @@ %(query)s::tsquery"
         f" GROUP BY d.{key} ORDER BY 2 DESC LIMIT %(limit)s"

@@ -40,6 +40,7 @@ CREATE TABLE chunks (
     embed_hash TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, frontmatter BOOLEAN NOT NULL DEFAULT false, context TEXT NOT NULL DEFAULT '',
     tsv TSVECTOR NOT NULL, dl INTEGER NOT NULL, vec vector);
+ALTER TABLE chunks ALTER COLUMN vec SET STORAGE PLAIN;  -- inline, never compressed: scans read it as is
 CREATE INDEX chunks_by_path ON chunks (path);
 CREATE INDEX chunks_by_embed ON chunks (embed_hash);
 CREATE INDEX chunks_tsv ON chunks USING gin (tsv);

@@ -91,6 +91,7 @@ class PostgresStore(Store):
             register_vectors(self._conn)
         self._matrix: dict[bool, tuple[int, ChunkKeys, Vectors]] = {}
         self._matrix_lock = threading.Lock()
+        self._dims: int | None = None  # the HNSW index's dimension once it exists
         self._stats: dict[tuple[int, str, str], float] = {}  # (generation, what, term) -> df or size
         self.store_id = self.get_meta("store_id") or "0"
 
@@ -138,9 +139,10 @@ class PostgresStore(Store):
             return
         conn = self._reader()
         with self._translated("read the index"), conn.transaction():
-            self._local.snap = True
+            gen = int(self._one("SELECT value FROM meta WHERE key = 'generation'")[0])
+            self._local.snap, self._local.gen = True, gen  # frozen: no need to ask again inside
             try:
-                yield self.generation
+                yield gen
             finally:
                 self._local.snap = False
 
@@ -176,6 +178,8 @@ class PostgresStore(Store):
 
     @property
     def generation(self) -> int:
+        if getattr(self._local, "snap", False):
+            return int(self._local.gen)
         return int(self.get_meta("generation") or 0)
 
     def _bump_generation(self) -> None:
@@ -304,10 +308,20 @@ class PostgresStore(Store):
             if vectors:
                 self._ensure_ann(cur)
 
-    def _ensure_ann(self, cur: psycopg.Cursor[Any]) -> None:
-        """Create the HNSW index once the vectors' dimension is known (its expression names it)."""
+    def ensure_ann(self) -> None:
+        """Build the HNSW index now, whatever the size (a bulk load builds it once, at the end)."""
+        with self.transaction() as db, db.cursor() as cur:
+            self._ensure_ann(cur, force=True)
+
+    def _ensure_ann(self, cur: psycopg.Cursor[Any], force: bool = False) -> None:
+        """Create the HNSW index once the store outgrows exact scans (its expression names the dimension)."""
         if self._ann_dims(cur) is not None:
             return
+        if not force:
+            sql = "SELECT COUNT(*) FROM (SELECT 1 FROM chunks LIMIT %s) x"
+            size = cur.execute(sql, (self.exact_below + 1,)).fetchone()
+            if size is None or int(size[0]) <= self.exact_below:
+                return
         row = cur.execute("SELECT vector_dims(vec) FROM vectors LIMIT 1").fetchone()
         if row is None:
             return
@@ -321,7 +335,10 @@ class PostgresStore(Store):
 
     def _ann_dims(self, cur: psycopg.Cursor[Any] | None = None) -> int | None:
         if cur is None:
+            if self._dims is not None:  # an index, once built, stays with its store
+                return self._dims
             raw = self.get_meta("ann_dims")
+            self._dims = None if raw is None else int(raw)
         else:
             row = cur.execute("SELECT value FROM meta WHERE key = 'ann_dims'").fetchone()
             raw = None if row is None else row[0]
