@@ -9,27 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from vaultlens.config.settings import Settings
 from vaultlens.errors import ConfigError
 from vaultlens.index.store import StoreBackend
 
 
-def _sqlite() -> StoreBackend:
+def _sqlite(settings: Settings) -> StoreBackend:
     from vaultlens.index.sqlite_store import SQLiteBackend
 
-    return SQLiteBackend()
+    return SQLiteBackend(settings.search.ann_threshold)
 
 
-_BACKENDS: dict[str, Callable[[], StoreBackend]] = {"sqlite": _sqlite}
+_BACKENDS: dict[str, Callable[[Settings], StoreBackend]] = {"sqlite": _sqlite}
 
 
 def backend_names() -> list[str]:
     return sorted(_BACKENDS)
 
 
-def get_backend(name: str = "sqlite") -> StoreBackend:
+def get_backend(name: str = "sqlite", settings: Settings | None = None) -> StoreBackend:
+    """The backend ``name``, with the store settings of ``settings`` (the defaults when None)."""
     factory = _BACKENDS.get(name)
     if factory is None:
         raise ConfigError(
             f"Unknown store backend {name!r}.", hint=f"Known backends: {', '.join(backend_names())}."
         )
-    return factory()
+    return factory(settings or Settings())
