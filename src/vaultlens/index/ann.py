@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from vaultlens.index.store import ChunkKeys
 
 CONNECTIVITY = 16  # M: edges per node (bench/ann_choice.py)
-EXPANSION_ADD = 128  # ef at construction
-EXPANSION_SEARCH = 128  # ef at search; a search for more results widens it to that count
+EXPANSION_ADD = 64  # ef at construction (128 doubled the build time for no recall after the re-scoring)
+EXPANSION_SEARCH = 200  # ef at search; a search for more results widens it to that count
 MERGE_SHARE = 0.05  # merge the delta into a new base file when it holds this share of the base
 
 
@@ -45,6 +45,24 @@ def _graph(dims: int) -> Any:
         expansion_add=EXPANSION_ADD,
         expansion_search=EXPANSION_SEARCH,
     )
+
+
+def _batch(graph: Any, queries: npt.NDArray[np.float32], k: int) -> tuple[npt.NDArray[np.float32], ChunkKeys]:
+    """(distances, keys), both (n, k), of a search of ``graph``; a slot without a match has distance inf."""
+    import numpy as np
+
+    n = queries.shape[0]
+    m = graph.search(queries, k, threads=0)
+    counts = np.asarray(m.counts if n > 1 else [len(m.keys)]).reshape(n, 1)
+    keys = np.zeros((n, k), dtype=np.int64)
+    dist = np.full((n, k), np.inf, dtype=np.float32)
+    got_keys = np.asarray(m.keys, dtype=np.int64).reshape(n, -1)
+    got_dist = np.asarray(m.distances, dtype=np.float32).reshape(n, -1)
+    width = got_keys.shape[1]
+    valid = np.arange(width) < counts
+    keys[:, :width] = np.where(valid, got_keys, 0)
+    dist[:, :width] = np.where(valid, got_dist, np.inf)
+    return dist, keys
 
 
 class AnnTier:
@@ -82,6 +100,7 @@ class AnnTier:
             return None
         if base is None or base.ndim != dims:
             return None
+        base.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # not kept in the file; settable
         return cls(dims, base, generation, path)
 
     def save(self, path: Path) -> None:
@@ -151,6 +170,29 @@ class AnnTier:
                 found += [(float(d), int(key)) for d, key in zip(m.distances, m.keys, strict=True)]
         found.sort()
         return np.array([key for _, key in found[:k]], dtype=np.int64)
+
+    def search_many(self, queries: npt.NDArray[np.float32], k: int) -> ChunkKeys:
+        """Up to ``k`` keys per query row, best first: an (n, k) array padded with -1."""
+        import numpy as np
+
+        n = queries.shape[0]
+        with self._lock:
+            parts = []
+            if len(self.base):
+                dist, keys = _batch(self.base, queries, k + min(len(self.removed), k))
+                if self.removed:
+                    gone = np.isin(keys, np.fromiter(self.removed, np.int64, len(self.removed)))
+                    dist = np.where(gone, np.inf, dist)
+                parts.append((dist, keys))
+            if len(self.delta):
+                parts.append(_batch(self.delta, queries, k))
+        if not parts:
+            return np.full((n, k), -1, dtype=np.int64)
+        dist = np.concatenate([d for d, _ in parts], axis=1)
+        keys = np.concatenate([kk for _, kk in parts], axis=1)
+        order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+        best = np.take_along_axis(keys, order, axis=1)
+        return np.where(np.isfinite(np.take_along_axis(dist, order, axis=1)), best, -1)
 
     def keys(self) -> ChunkKeys:
         """Every key the tier holds, ascending."""

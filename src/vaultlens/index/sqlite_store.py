@@ -53,7 +53,8 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
 SCHEMA_VERSION = 6
 _IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
-ANN_CANDIDATES = 100  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
+NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
+ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -648,6 +649,29 @@ class SQLiteStore(Store):
             return None
         with self.snapshot() as gen:
             return self._ann.current(gen, space.dimensions)
+
+    def neighbours(self, keys: ChunkKeys, k: int) -> tuple[ChunkKeys, ChunkKeys] | None:
+        """Past ``ann_threshold`` chunks: each key's ``k`` nearest other chunks in the ANN tier, by
+        stored vector, NEIGHBOUR_BATCH keys at a time (memory for one batch only); else None."""
+        import numpy as np
+
+        tier = self.ann_tier()
+        if tier is None:
+            return None
+        froms: list[ChunkKeys] = []
+        tos: list[ChunkKeys] = []
+        for start in range(0, keys.size, NEIGHBOUR_BATCH):
+            have, vecs = self.vectors_of(keys[start : start + NEIGHBOUR_BATCH])
+            if not have.size:
+                continue
+            found = tier.search_many(vecs, k + 1)  # the chunk itself comes back too
+            src = np.broadcast_to(have[:, None], found.shape)
+            keep = (found >= 0) & (found != src)
+            froms.append(src[keep])
+            tos.append(found[keep])
+        if not froms:
+            return keys[:0], keys[:0]
+        return np.concatenate(froms), np.concatenate(tos)
 
     def ann_floor(self) -> int:
         return int(self.get_meta("ann_floor") or 0)
