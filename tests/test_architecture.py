@@ -283,6 +283,7 @@ _MODULE_WRITES = {"replace", "rename", "link", "remove", "move", "copy", "open"}
 _WRITES_UNDER_HOME = {
     "fsutil.py", "config/consent.py", "config/paths.py", "index/lifecycle.py", "index/lock.py",
     "index/sqlite_store.py", "index/postgres/__init__.py", "services/evaluation.py",
+    "index/ann.py",  # the ANN tier's files beside the store, under VAULTLENS_HOME
     "services/audit/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
     "services/audit/outline_cache.py",  # under VAULTLENS_HOME
     "services/audit/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME

@@ -182,6 +182,13 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path) -> None:
             recalls.append(len(set(e_keys.tolist()) & set(a_keys.tolist())) / 10)
             np.testing.assert_allclose(np.sort(a_scores), np.sort(ann.scores(q, a_keys)), rtol=1e-5)
         assert np.mean(recalls) >= 0.95
+        assert exact.neighbours(exact.matrix()[0], 5) is None  # below its threshold: the caller compares
+        keys = ann.matrix()[0][:50]
+        src, dst = ann.neighbours(keys, 5)  # type: ignore[misc]
+        assert set(src.tolist()) == set(keys.tolist()) and not (src == dst).any()
+        assert (np.bincount(src - src.min()) <= 5).all()
+        recall = ann.ann_recall(queries=30, k=10)
+        assert recall is not None and recall >= 0.95 and exact.ann_recall() is None
         plan = ann._rows(  # type: ignore[attr-defined]
             "EXPLAIN SELECT key FROM chunks ORDER BY vec::vector(64) <=> %s LIMIT 10", (vectors["h0"],)
         )

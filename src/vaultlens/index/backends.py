@@ -9,35 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vaultlens.config.settings import IndexSettings
+from vaultlens.config.settings import Settings
 from vaultlens.errors import ConfigError
 from vaultlens.index.store import StoreBackend
 
 
-def _sqlite(settings: IndexSettings) -> StoreBackend:
+def _sqlite(settings: Settings) -> StoreBackend:
     from vaultlens.index.sqlite_store import SQLiteBackend
 
-    return SQLiteBackend()
+    return SQLiteBackend(settings.search.ann_threshold)
 
 
-def _postgres(settings: IndexSettings) -> StoreBackend:
+def _postgres(settings: Settings) -> StoreBackend:
     from vaultlens.index.postgres import PostgresBackend
 
-    return PostgresBackend(settings.dsn, settings.vault_id)
+    return PostgresBackend(settings.index.dsn, settings.index.vault_id, settings.search.ann_threshold)
 
 
-_BACKENDS: dict[str, Callable[[IndexSettings], StoreBackend]] = {"postgres": _postgres, "sqlite": _sqlite}
+_BACKENDS: dict[str, Callable[[Settings], StoreBackend]] = {"postgres": _postgres, "sqlite": _sqlite}
 
 
 def backend_names() -> list[str]:
     return sorted(_BACKENDS)
 
 
-def get_backend(name: str = "sqlite", settings: IndexSettings | None = None) -> StoreBackend:
-    """The backend ``name`` configured from ``settings`` (the index group: a DSN, a vault id)."""
+def get_backend(name: str = "sqlite", settings: Settings | None = None) -> StoreBackend:
+    """The backend ``name``, with the store settings of ``settings`` (the defaults when None)."""
     factory = _BACKENDS.get(name)
     if factory is None:
         raise ConfigError(
             f"Unknown store backend {name!r}.", hint=f"Known backends: {', '.join(backend_names())}."
         )
-    return factory(settings or IndexSettings())
+    return factory(settings or Settings())

@@ -62,10 +62,7 @@ class App:
         paths.ensure_home(writable=False)
         loaded = load_settings(root, overrides)
         return cls(
-            root,
-            loaded,
-            backend or get_backend(loaded.settings.index.backend, loaded.settings.index),
-            provider,
+            root, loaded, backend or get_backend(loaded.settings.index.backend, loaded.settings), provider
         )
 
     @property

@@ -45,8 +45,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import psycopg
 
-EXACT_BELOW = 20_000  # chunks: an exact scan is fast enough below, and returns what SQLite returns
+EXACT_BELOW = 100_000  # chunks (search.ann_threshold): exact scans below, as the embedded store's
 MAX_EF_SEARCH = 1000  # pgvector's bound
+NEIGHBOUR_BATCH = 256  # keys per neighbours query
 
 _CHUNK_FIELDS = (
     "key", "id", "path", "ordinal", "heading_path", "text", "content_hash", "start", '"end"',
@@ -639,6 +640,68 @@ class PostgresStore(Store):
                 )
         keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         return keys, np.fromiter((r[1] for r in rows), dtype=np.float32, count=len(rows))
+
+    def _ann_in_use(self) -> int | None:
+        """The HNSW index's dimension when searches use it (past ``exact_below`` chunks), else None."""
+        dims = self._ann_dims()
+        return dims if dims is not None and self._size("chunks") > self.exact_below else None
+
+    def neighbours(self, keys: ChunkKeys, k: int) -> tuple[ChunkKeys, ChunkKeys] | None:
+        """Each key's ``k`` nearest other chunks by the HNSW index, NEIGHBOUR_BATCH keys per query;
+        None below ``exact_below`` chunks (the caller compares the vectors itself)."""
+        import numpy as np
+
+        with self.snapshot():
+            dims = self._ann_in_use()
+            if dims is None:
+                return None
+            self._ef_search(k + 1)
+            froms: list[int] = []
+            tos: list[int] = []
+            ids = keys.tolist()
+            for start in range(0, len(ids), NEIGHBOUR_BATCH):
+                rows = self._rows(
+                    "SELECT q.key, n.key FROM unnest(%s::bigint[]) AS q(key) JOIN chunks c ON c.key = q.key"
+                    " CROSS JOIN LATERAL (SELECT d.key FROM chunks d"
+                    f" ORDER BY d.vec::vector({dims}) <=> c.vec::vector({dims}) LIMIT %s) n"
+                    " WHERE n.key <> q.key AND c.vec IS NOT NULL",
+                    (ids[start : start + NEIGHBOUR_BATCH], k + 1),
+                )
+                froms.extend(r[0] for r in rows)
+                tos.extend(r[1] for r in rows)
+        return np.asarray(froms, dtype=np.int64), np.asarray(tos, dtype=np.int64)
+
+    def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
+        """Recall@k of the HNSW index against an exact scan, ``queries`` stored vectors as queries."""
+        import numpy as np
+
+        with self.snapshot():
+            dims = self._ann_in_use()
+            if dims is None:
+                return None
+            sample = self._rows(
+                "SELECT vec FROM chunks WHERE vec IS NOT NULL ORDER BY md5(key::text) LIMIT %s",
+                (queries,),
+                binary=True,
+            )
+            hits = []
+            for (vec,) in sample:
+                q = np.asarray(vec.to_numpy(), dtype=np.float32)
+                exact = {
+                    r[0] for r in self._rows("SELECT key FROM chunks ORDER BY vec <#> %s LIMIT %s", (q, k))
+                }
+                self._ef_search(k)
+                found = self._rows(
+                    f"SELECT key FROM chunks ORDER BY vec::vector({dims}) <=> %s LIMIT %s", (q, k)
+                )
+                hits.append(len(exact & {r[0] for r in found}) / k)
+            return float(np.mean(hits)) if hits else None
+
+    def _ef_search(self, k: int) -> None:
+        """HNSW's candidate list for this transaction: at least 2k (pgvector's bounds: 40..1000)."""
+        self._rows(
+            "SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(MAX_EF_SEARCH, 2 * k))),)
+        )
 
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
         import numpy as np
