@@ -95,7 +95,8 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
             build[name] = fill_store(loader, corpus)
             build[name]["hnsw_build_s"] = timed(loader.ensure_ann)[0] / 1000
             loader.close()
-            store = PostgresBackend(dsn, vault_id).open(tmp / "pg", create=False)  # as a reader opens it
+            # as a reader opens it, with search.ann_threshold below the size: top-k from HNSW
+            store = PostgresBackend(dsn, vault_id, exact_below=0).open(tmp / "pg", create=False)
             build[name]["size_mb"] = store.size_bytes() / 1e6
         print("  " + ", ".join(f"{key} {v:.1f}" for key, v in build[name].items()), flush=True)
         stores[name] = store
