@@ -212,3 +212,27 @@ def test_a_background_rebuild_builds_a_new_schema_and_drops_the_old(tmp_path: Pa
     services.clear(app)
     assert app.backend.exists(app.index_dir)  # cleared, not removed: it stays cleared
     app.close()
+
+
+def test_a_lock_held_past_the_timeout_is_store_busy_with_a_hint(tmp_path: Path) -> None:
+    """A real lock timeout (another session holds the store's advisory lock) says busy, not a traceback."""
+    import psycopg
+
+    from vaultlens.errors import StoreBusy
+    from vaultlens.index.postgres.connection import translate
+    from vaultlens.index.postgres.schema import lock_key
+
+    backend = PostgresBackend()
+    schema = backend.schema(tmp_path / "busy")
+    holder = psycopg.connect("", autocommit=True)
+    waiter = psycopg.connect("", autocommit=True)
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", (lock_key(schema),))
+        waiter.execute("SET lock_timeout = 200")
+        with pytest.raises(psycopg.Error) as raised:
+            waiter.execute("SELECT pg_advisory_lock(%s)", (lock_key(schema),))
+        said = translate(raised.value, "", "write the index")
+        assert isinstance(said, StoreBusy) and said.hint and "another vaultlens process" in said.hint.lower()
+    finally:
+        holder.close()
+        waiter.close()
