@@ -3,7 +3,7 @@
 The corpus is search_latency.py's (seeded clustered 512-d unit vectors, 10 chunks per note, Zipf
 texts with per-cluster topic words). Both stores are filled through their own ``apply`` (the
 indexer's write path); the PostgreSQL store is loaded without its HNSW index and builds it once at
-the end (``ensure_ann``: what ``apply`` does by itself when a store passes 20,000 chunks). Then, for
+the end (``ensure_ann``: what ``apply`` does by itself past search.ann_threshold chunks). Then, for
 the same queries (query embedding excluded), alternating the backends:
 
 - search: services.search.score_chunks + group_notes inside one snapshot, as the `search` verb;
