@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_HOME := .demo-home
 
-.PHONY: demo test test-fast check lint fmt bench clean real-llm-smoke
+.PHONY: demo test test-fast check lint fmt bench clean real-llm-smoke postgres
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,quality,web-test]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,quality,web-test,postgres]'
 	touch $@
 
 # The web page's browser tests drive Debian's Chromium (Playwright pointed at /usr/bin/chromium; no
@@ -28,6 +28,11 @@ $(BIN)/.chromium: | $(BIN)/.installed
 	fi
 	@if [ -x $(CHROMIUM) ]; then touch $@; fi
 
+# PostgreSQL 15 (Debian) + pgvector built from Debian trixie's source package, for the postgres
+# backend's tests; idempotent (stamps under /var/lib/vaultlens-ci), skipped when not root
+postgres:  ## install PostgreSQL 15 and pgvector (root; the tests start their own cluster on loopback)
+	.ci/install-postgres.sh
+
 demo: $(BIN)/.installed  ## index the sample vault in examples/ and search it
 	VAULTLENS_HOME=$(DEMO_HOME) $(BIN)/vaultlens index --vault examples/vault
 	@grep -v '^\s*$$' examples/demo_queries.txt | while IFS= read -r q; do \
@@ -40,7 +45,7 @@ check: $(BIN)/.installed  ## lint and type-check, changing nothing
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: check $(BIN)/.chromium  ## the whole suite (what CI runs), slow tests included
+test: check $(BIN)/.chromium postgres  ## the whole suite (what CI runs), slow tests included, on both store backends
 	$(BIN)/python -m pytest -q
 
 test-fast: $(BIN)/.installed $(BIN)/.chromium  ## the quick loop while editing: no lint, no tests marked slow

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import pg_server
 import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.index.backends import backend_names
@@ -28,12 +29,41 @@ def use_provider() -> LocalUSEProvider:
     return LocalUSEProvider()
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[pg_server.PgServer | None]:
+    """A PostgreSQL 15 + pgvector cluster for the whole session, found through libpq's PG* variables.
+
+    Skips (with the reason) only where PostgreSQL cannot be installed; a nested session (pytester)
+    reuses its parent's cluster."""
+    if os.environ.get(pg_server.RUNNING):
+        yield None
+        return
+    reason = pg_server.missing()
+    if reason:
+        pytest.skip(reason)
+    server = pg_server.start()
+    saved = {k: os.environ.get(k) for k in pg_server.environ(server)}
+    os.environ.update(pg_server.environ(server))
+    try:
+        yield server
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        pg_server.stop(server)
+
+
 @pytest.fixture(scope="session", params=backend_names())
 def backend(request: pytest.FixtureRequest) -> str:
     """A store backend's name, also the test id: a suite that takes it runs once per backend.
 
-    Session-scoped so that module-scoped indexes can be built on it (a name holds no state).
+    Session-scoped so that module-scoped indexes can be built on it (a name holds no state); the
+    postgres run starts the session's PostgreSQL cluster first.
     """
+    if request.param == "postgres":
+        request.getfixturevalue("postgres_server")
     return str(request.param)
 
 

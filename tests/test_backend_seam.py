@@ -40,7 +40,9 @@ def test_a_suite_that_takes_backend_runs_once_per_registered_backend(pytester: p
 
 def test_index_backend_allows_exactly_the_registered_backends() -> None:
     assert list(STORE_BACKENDS) == backend_names()
-    with pytest.raises(ConfigError, match=r"Setting index\.backend must be one of sqlite.*got 'nosuch'"):
+    with pytest.raises(
+        ConfigError, match=r"Setting index\.backend must be one of postgres, sqlite.*got 'nosuch'"
+    ):
         load_settings(None, {"index.backend": "nosuch"})
 
 

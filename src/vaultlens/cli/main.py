@@ -237,12 +237,19 @@ def status(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) 
     render.print_status(info)
 
 
-def doctor(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
+def doctor(
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    deep: Annotated[
+        bool, typer.Option("--deep", help="Also measure the ANN tier's recall@10 against exact search.")
+    ] = False,
+) -> None:
     """Check the index's integrity and consistency; exits non-zero on any problem."""
     from vaultlens.services.verbs.status import doctor as check
 
     app = open_app(vault, set_)
-    report = check(app)
+    report = check(app, deep)
     if json_:
         render.print_json(report.as_dict())
     else:

@@ -210,6 +210,8 @@ def print_doctor(report: DoctorReport) -> None:
         err.print("Notes you excluded in Obsidian may be indexed until .obsidian/app.json is fixed.")
     if report.healthy:
         out.print("[green]✓[/green] index is healthy")
+    if report.ann_recall is not None:
+        out.print(f"ANN tier recall@10 against exact search: {report.ann_recall:.3f}")
     if report.unused_vectors:
         out.print(
             f"[dim]{report.unused_vectors} vectors without a chunk are kept for reuse; "

@@ -48,7 +48,9 @@ DEFAULT_MODELS: dict[str, str] = {
 TIERS = ("off", "e5")
 #: ``index.backend`` values: the store backends of vaultlens.index.backends. Repeated here because
 #: config sits above index in the layers; tests/test_backend_seam.py keeps the two lists equal.
-STORE_BACKENDS = ("sqlite",)
+STORE_BACKENDS = ("postgres", "sqlite")
+#: A password inside a libpq DSN: ``password=...`` (key/value form) or ``user:secret@`` / ``?password=`` (URI form).
+DSN_PASSWORD = re.compile(r"(?:^|[\s?&])password\s*=|^postgres(?:ql)?://[^/@?]*:[^/@?]*@", re.IGNORECASE)
 
 # Upper bounds shared by several settings. Every numeric setting has one, so no value can overflow
 # where it ends up (an SQLite INTEGER, a C int of a thread count, int(max_file_mb * 1e6), a timer).
@@ -252,6 +254,12 @@ class IndexSettings:
     backend: str = setting(
         "sqlite", check=lambda v: v in STORE_BACKENDS, shape="one of " + ", ".join(STORE_BACKENDS)
     )
+    # postgres: a libpq connection string without a password (libpq's PG* variables fill in the rest)
+    dsn: str = setting("", check=lambda v: not CONTROL.search(v), shape="a libpq connection string")
+    # postgres: the vault's name in a shared database; empty = this machine's index folder (set the
+    # same value on every machine of a team that shares one vault's index)
+    vault_id: str = setting("", check=lambda v: re.fullmatch(r"[\w.-]{0,100}", v) is not None,
+                            shape="letters, digits, '.', '-' or '_' (at most 100)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -263,6 +271,9 @@ class SearchSettings:
     # lexical share of the fused score when BM25 explains the whole query
     max_lexical_weight: float = setting(0.8, ge=0, le=1)
     tier_weight: float = setting(0.5, ge=0, le=1)  # the quality tier's share of the dense score
+    # chunks from which the embedded store finds dense candidates in its ANN graph (index/ann.py) and
+    # re-scores them exactly, instead of scanning every vector (bench/ann_scale.py)
+    ann_threshold: int = setting(100_000, ge=1, le=10**12)
 
     def bounded_query(self, query: str) -> str:
         """``query`` as search and Ask read it: stripped, then its first ``max_query_chars`` code points."""
@@ -512,6 +523,8 @@ def load_settings(vault: Path | None, overrides: dict[str, str] | None = None) -
         default = getattr(getattr(defaults, group), name)
         values[group][name] = _coerce(key, raw, default, origin)
         origins[key] = origin
+        if key == "index.dsn":
+            _refuse_password(values[group][name], origin)
 
     files = [user_config_file()]
     if vault is not None:
@@ -542,6 +555,23 @@ def load_settings(vault: Path | None, overrides: dict[str, str] | None = None) -
             origins.setdefault(f"{group}.{f.name}", "default")
     validate(settings, origins)
     return LoadedSettings(settings, origins)
+
+
+def _refuse_password(dsn: str, origin: str) -> None:
+    """A DSN must not carry a password: config files are read by other tools, synced and shown.
+    The message never repeats the DSN."""
+    if DSN_PASSWORD.search(dsn.strip()):
+        raise ConfigError(
+            f"Setting index.dsn holds a password ({_where(origin)}); vaultlens does not read passwords from settings.",
+            hint=f"{_fix(origin)}: remove the password from the connection string and put it in PGPASSWORD or "
+            "in a ~/.pgpass file readable only by you (chmod 600; PGPASSFILE names another file).",
+        )
+
+
+def mask_dsn(dsn: str) -> str:
+    """``dsn`` with any password replaced by ``***`` (for display)."""
+    dsn = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", dsn, flags=re.IGNORECASE)
+    return re.sub(r"^(postgres(?:ql)?://[^/@?:]*:)[^/@?]*@", r"\1***@", dsn, flags=re.IGNORECASE)
 
 
 def rule(key: str) -> Rule | None:
@@ -616,5 +646,7 @@ def as_rows(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:
         for f in fields(obj):
             key = f"{group}.{f.name}"
             value = obj.model_name if key in ("embedding.model", "llm.model") else getattr(obj, f.name)
+            if key == "index.dsn":
+                value = mask_dsn(value)
             rows.append((key, value, loaded.origins[key]))
     return rows

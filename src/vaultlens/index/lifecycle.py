@@ -124,10 +124,13 @@ class IndexHome:
     def retire(self, old: Path) -> None:
         """Delete a store that is no longer live, after a grace period for readers that just resolved it."""
         time.sleep(GRACE_S)
-        if old == self.root:
-            self.backend.wipe(self.root)
-        else:
-            shutil.rmtree(old, ignore_errors=True)
+        self._remove(old)
+
+    def _remove(self, directory: Path) -> None:
+        """Wipe the store of a folder that is no longer live (a database backend keeps it elsewhere), then the folder."""
+        self.backend.wipe(directory)
+        if directory != self.root:
+            shutil.rmtree(directory, ignore_errors=True)
 
     def collect_garbage(self) -> None:
         """Delete what a switch left behind (a kill between the pointer and the deletion)."""
@@ -135,7 +138,7 @@ class IndexHome:
         live_k = self._number(live)
         for k, d in self._numbered().items():
             if k < live_k:
-                shutil.rmtree(d, ignore_errors=True)
+                self._remove(d)
         if live != self.root:
             self.backend.wipe(self.root)
 

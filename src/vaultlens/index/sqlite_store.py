@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultlens.chunking.chunker import Chunk
+from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import IndexNotFound, SpaceMismatch, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
+from vaultlens.index.ann import AnnKeeper, AnnTier
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord, RunStats
 from vaultlens.index.store import (
@@ -48,9 +50,11 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
     import numpy as np
     import numpy.typing as npt
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
+NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
+ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -97,12 +101,18 @@ MIGRATIONS: dict[int, str] = {
     4: """ALTER TABLE chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';
         CREATE TABLE IF NOT EXISTS tier_vectors (embed_hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
         DELETE FROM meta WHERE key = 'chunker';""",
+    # the chunks each generation added or removed, so the ANN tier catches up a note at a time
+    5: """CREATE TABLE IF NOT EXISTS chunk_log (generation INTEGER NOT NULL, key INTEGER NOT NULL);
+        CREATE INDEX IF NOT EXISTS chunk_log_by_generation ON chunk_log(generation);""",
 }
 
 
 class SQLiteStore(Store):
-    def __init__(self, directory: Path, create: bool = True) -> None:
+    def __init__(
+        self, directory: Path, create: bool = True, ann_threshold: int = SearchSettings.ann_threshold
+    ) -> None:
         self.directory = directory
+        self.ann_threshold = ann_threshold  # chunks from which top_k asks the ANN tier (index/ann.py)
         if create:
             directory.mkdir(parents=True, exist_ok=True)
         elif not (directory / DB_NAME).is_file():
@@ -140,6 +150,7 @@ class SQLiteStore(Store):
         self._df_cache: dict[tuple[int, str], int] = {}  # (generation, term) -> chunks holding it
         self._chunk_count: tuple[int, int] | None = None  # (generation, chunks)
         self.store_id = self.get_meta("store_id") or "0"
+        self._ann = AnnKeeper(self)
 
     def _migrate(self) -> None:
         version = int(self.get_meta("schema_version") or 1)
@@ -399,12 +410,14 @@ class SQLiteStore(Store):
         import numpy as np
 
         with self.transaction() as db:
+            logged = self.generation + 1  # the generation this batch commits (when it changes notes)
             for embed_hash, vec in (vectors or {}).items():
                 db.execute(
                     "INSERT OR IGNORE INTO vectors(embed_hash, vec) VALUES (?, ?)",
                     (embed_hash, np.asarray(vec, dtype=np.float32).tobytes()),
                 )
             for path in [*deletes, *(u.record.path for u in updates)]:
+                db.execute("INSERT INTO chunk_log SELECT ?, rowid FROM chunks WHERE path = ?", (logged, path))
                 self._delete_path(path)
             for u in updates:
                 self._put_record(u.record)
@@ -432,6 +445,7 @@ class SQLiteStore(Store):
                     db.execute(
                         "INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, item.terms)
                     )
+                    db.execute("INSERT INTO chunk_log VALUES (?, ?)", (logged, cur.lastrowid))
                 if u.chunks:
                     db.execute(
                         "INSERT INTO notes_fts(rowid, terms) SELECT rowid, ? FROM files WHERE path = ?",
@@ -483,7 +497,11 @@ class SQLiteStore(Store):
         db.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def drop_orphan_vectors(self) -> int:
+        """Drop vectors no chunk uses, and the change log the ANN tier's newest file no longer needs."""
         with self.transaction() as db:
+            floor = max(self._ann.files(), default=self.generation)
+            db.execute("DELETE FROM chunk_log WHERE generation <= ?", (floor,))
+            self._set_meta("ann_floor", str(floor))
             db.execute("DELETE FROM tier_vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
             cur = db.execute("DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
             return cur.rowcount
@@ -491,8 +509,19 @@ class SQLiteStore(Store):
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the file, so a cleared index stays cleared."""
         with self.transaction() as db:
-            for table in ("chunks_fts", "notes_fts", "chunks", "vectors", "tier_vectors", "links", "files"):
+            tables = (
+                "chunks_fts",
+                "notes_fts",
+                "chunks",
+                "vectors",
+                "tier_vectors",
+                "links",
+                "files",
+                "chunk_log",
+            )
+            for table in tables:
                 db.execute(f"DELETE FROM {table}")
+            self._set_meta("ann_floor", str(self.generation + 1))
             db.execute("DELETE FROM meta WHERE key IN ('space', 'tier_space')")
             self._set_meta("cleared_at", str(time.time()))
             self._bump_generation()
@@ -575,8 +604,16 @@ class SQLiteStore(Store):
         return rowids, vecs
 
     def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
+        """Exact over the matrix; past ``ann_threshold`` chunks, the ANN tier's candidates re-scored
+        exactly from the stored float32 vectors (at least ANN_CANDIDATES of them, for recall)."""
         import numpy as np
 
+        tier = self.ann_tier()
+        if tier is not None:
+            keys, vecs = self.vectors_of(tier.search(query, max(k, ANN_CANDIDATES)))
+            dense = np.asarray(vecs @ query, dtype=np.float32)
+            top = np.argsort(-dense, kind="stable")[: max(k, 0)]
+            return keys[top], dense[top]
         rowids, vecs = self.matrix()
         if rowids.size == 0 or k <= 0:
             return rowids[:0], np.zeros(0, dtype=np.float32)
@@ -588,8 +625,14 @@ class SQLiteStore(Store):
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
         import numpy as np
 
-        rowids, vecs = self.matrix()
         out = np.full(keys.shape[0], np.nan, dtype=np.float32)
+        if self._chunks_now() >= self.ann_threshold:  # a few hundred rows: read them, never the matrix
+            have, vecs = self.vectors_of(keys)
+            pos = np.minimum(np.searchsorted(have, keys), max(have.size - 1, 0))
+            found = have[pos] == keys if have.size else np.zeros(keys.shape[0], dtype=np.bool_)
+            out[found] = np.asarray(vecs[pos[found]] @ query, dtype=np.float32)
+            return out
+        rowids, vecs = self.matrix()
         if rowids.size == 0 or keys.size == 0:
             return out
         pos = np.minimum(np.searchsorted(rowids, keys), rowids.size - 1)
@@ -597,6 +640,133 @@ class SQLiteStore(Store):
         if found.any():
             out[found] = np.asarray(vecs[pos[found]] @ query, dtype=np.float32)
         return out
+
+    # ---- the ANN tier (index/ann.py) ----------------------------------------------------------
+    def ann_tier(self) -> AnnTier | None:
+        """The ANN tier at this snapshot's generation, or None below ``ann_threshold`` chunks."""
+        space = self.space
+        if self._chunks_now() < self.ann_threshold or space is None or not space.dimensions:
+            return None
+        with self.snapshot() as gen:
+            return self._ann.current(gen, space.dimensions)
+
+    def neighbours(self, keys: ChunkKeys, k: int) -> tuple[ChunkKeys, ChunkKeys] | None:
+        """Past ``ann_threshold`` chunks: each key's ``k`` nearest other chunks in the ANN tier, by
+        stored vector, NEIGHBOUR_BATCH keys at a time (memory for one batch only); else None."""
+        import numpy as np
+
+        tier = self.ann_tier()
+        if tier is None:
+            return None
+        froms: list[ChunkKeys] = []
+        tos: list[ChunkKeys] = []
+        for start in range(0, keys.size, NEIGHBOUR_BATCH):
+            have, vecs = self.vectors_of(keys[start : start + NEIGHBOUR_BATCH])
+            if not have.size:
+                continue
+            found = tier.search_many(vecs, k + 1)  # the chunk itself comes back too
+            src = np.broadcast_to(have[:, None], found.shape)
+            keep = (found >= 0) & (found != src)
+            froms.append(src[keep])
+            tos.append(found[keep])
+        if not froms:
+            return keys[:0], keys[:0]
+        return np.concatenate(froms), np.concatenate(tos)
+
+    def ann_floor(self) -> int:
+        return int(self.get_meta("ann_floor") or 0)
+
+    def changed_keys(self, since: int) -> ChunkKeys:
+        import numpy as np
+
+        rows = self.db.execute("SELECT DISTINCT key FROM chunk_log WHERE generation > ?", (since,)).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def vectors_of(self, keys: ChunkKeys) -> tuple[ChunkKeys, Vectors]:
+        """(keys that have a chunk and a vector, their float32 vectors), ascending by key."""
+
+        sql = (
+            "SELECT c.rowid, v.vec FROM chunks c JOIN vectors v ON v.embed_hash = c.embed_hash"
+            " WHERE c.rowid IN ({marks})"
+        )
+        rows = sorted(self._rows_in(sql, dict.fromkeys(keys.tolist())))
+        return self._stack(rows)
+
+    def vector_blocks(self, size: int = 50_000) -> Iterator[tuple[ChunkKeys, Vectors]]:
+        last = -1
+        while True:
+            rows = self.db.execute(
+                "SELECT c.rowid, v.vec FROM chunks c JOIN vectors v ON v.embed_hash = c.embed_hash"
+                " WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?",
+                (last, size),
+            ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield self._stack(rows)
+
+    def _stack(self, rows: Sequence[Any]) -> tuple[ChunkKeys, Vectors]:
+        import numpy as np
+
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if not rows:
+            space = self.space
+            return keys, np.zeros((0, space.dimensions if space else 0), dtype=np.float32)
+        return keys, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+
+    def ann_problems(self) -> list[str]:
+        """An ANN file that cannot be read or holds other keys or vectors than the store (a sample)."""
+        import numpy as np
+
+        space = self.space
+        with self.snapshot() as gen:
+            files = {g: p for g, p in self._ann.files().items() if g <= gen}
+            if not files or space is None:
+                return []
+            newest = max(files)
+            tier = AnnTier.open(files[newest], space.dimensions, newest)
+            if tier is None:
+                return [f"ANN index {files[newest].name} cannot be read"]
+            if newest < self.ann_floor():
+                return []  # older than the change log: never taken, the next search rebuilds it
+            touched = self.changed_keys(newest)
+            tier.update(touched, *self.vectors_of(touched), gen)
+            true_keys = np.fromiter(
+                (r[0] for r in self.db.execute("SELECT rowid FROM chunks ORDER BY rowid")), np.int64
+            )
+            if not np.array_equal(tier.keys(), true_keys):
+                return [f"ANN index {files[newest].name} holds other chunks than the store"]
+            sample = true_keys[np.random.default_rng(0).permutation(true_keys.size)[:500]]
+            keys, stored = self.vectors_of(sample)
+            if np.abs(tier.vectors(keys) - stored).max(initial=0.0) > 1e-2:  # float16 rounds at ~1e-3
+                return [f"ANN index {files[newest].name} differs from the stored vectors"]
+            return []
+
+    def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
+        """Recall@k of the ANN tier against an exact scan, stored vectors as queries; None without a tier."""
+        import numpy as np
+
+        with self.snapshot():
+            tier = self.ann_tier()
+            if tier is None:
+                return None
+            keys = tier.keys()
+            sample = keys[np.random.default_rng(1).permutation(keys.size)[:queries]]
+            _, qs = self.vectors_of(sample)
+            best = [np.full(k, -np.inf, dtype=np.float32) for _ in qs]
+            best_keys = [np.zeros(k, dtype=np.int64) for _ in qs]
+            for block_keys, vecs in self.vector_blocks():
+                scores = qs @ vecs.T
+                for i in range(len(qs)):
+                    s = np.concatenate([best[i], scores[i]])
+                    kk = np.concatenate([best_keys[i], block_keys])
+                    top = np.argpartition(-s, k - 1)[:k]
+                    best[i], best_keys[i] = s[top], kk[top]
+            hits = [
+                len(set(tier.search(q, k).tolist()) & set(t.tolist()))
+                for q, t in zip(qs, best_keys, strict=True)
+            ]
+            return float(np.mean(hits)) / k
 
     def cache_problems(self) -> list[str]:
         """A vector cache that differs from the stored vectors (it would serve wrong results)."""
@@ -676,10 +846,13 @@ class SQLiteStore(Store):
 
     def _drop_caches(self, keep: int | None) -> None:
         """Delete caches of other stores, and this store's older than ``keep`` (all when None)."""
-        for p in [*self.directory.glob("matrix-*.npy"), *self.directory.glob("matrix-*.npz")]:
+        ann = self.directory.glob(
+            "matrix-*.ann"
+        )  # this store's are dropped by the tier itself (index/ann.py)
+        for p in [*self.directory.glob("matrix-*.npy"), *self.directory.glob("matrix-*.npz"), *ann]:
             _, store_id, gen = (p.name.split(".")[0].split("-") + ["", ""])[:3]
             ours = store_id == self.store_id and gen.isdigit()
-            if keep is None or not ours or int(gen) < keep:
+            if keep is None or not ours or (int(gen) < keep and p.suffix != ".ann"):
                 p.unlink(missing_ok=True)
 
     # ---- full text ----------------------------------------------------------------------------
@@ -933,7 +1106,7 @@ class SQLiteStore(Store):
                 bad = q(sql, (space.dimensions * 4,)).fetchone()[0]
                 if bad:
                     found.append(f"{bad} {label} with the wrong dimension")
-        return found + self.cache_problems()
+        return found + self.cache_problems() + self.ann_problems()
 
 
 class SQLiteBackend:
@@ -941,11 +1114,14 @@ class SQLiteBackend:
 
     name = "sqlite"
 
+    def __init__(self, ann_threshold: int = SearchSettings.ann_threshold) -> None:
+        self.ann_threshold = ann_threshold
+
     def exists(self, location: Path) -> bool:
         return (location / DB_NAME).exists()
 
     def open(self, location: Path, create: bool = True) -> SQLiteStore:
-        return SQLiteStore(location, create)
+        return SQLiteStore(location, create, self.ann_threshold)
 
     def wipe(self, location: Path) -> None:
         """Delete the store's files only (never the writer lock, a pointer or other folders)."""

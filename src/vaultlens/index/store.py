@@ -237,8 +237,23 @@ class VectorIndex(Protocol):
         return None
 
     def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
-        """The ``k`` chunks with the highest inner product with ``query`` (unordered) and their scores."""
+        """The ``k`` chunks with the highest inner product with ``query`` (unordered) and their scores.
+
+        Past ``search.ann_threshold`` chunks a backend may find them in an ANN index (the SQLite
+        backend's HNSW tier, pgvector's HNSW) and re-score them exactly: the scores are always exact."""
         ...
+
+    def neighbours(self, keys: ChunkKeys, k: int) -> tuple[ChunkKeys, ChunkKeys] | None:
+        """Candidate pairs (chunk in ``keys``, one of its ``k`` approximate nearest other chunks) from
+        the backend's ANN index, for `similar` and `duplicates` past ``search.ann_threshold``; None when
+        no ANN index is in use (the caller then compares the vectors itself). Candidates only: the
+        caller scores them exactly. pgvector: one ``ORDER BY embedding <#> q LIMIT k`` per key, batched."""
+        return None
+
+    def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
+        """Recall@k of the backend's ANN index against an exact scan, with ``queries`` stored vectors as
+        queries (``doctor --deep``); None when searches do not use one (below the threshold)."""
+        return None
 
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
         """Inner product of ``query`` with each chunk in ``keys`` (NaN for an unknown key)."""

@@ -61,7 +61,9 @@ class App:
         paths.check_index_outside_vault(root)  # before anything is created under the home
         paths.ensure_home(writable=False)
         loaded = load_settings(root, overrides)
-        return cls(root, loaded, backend or get_backend(loaded.settings.index.backend), provider)
+        return cls(
+            root, loaded, backend or get_backend(loaded.settings.index.backend, loaded.settings), provider
+        )
 
     @property
     def settings(self) -> Settings:

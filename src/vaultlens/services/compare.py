@@ -75,13 +75,22 @@ class Compared:
         """best[(note a, note b)][row of a] = (best cosine >= floor of that row against b, the row of b)."""
         lay = self.lay
         usable = ~lay.frontmatter & ~self.short[lay.note_of]
-        rows_idx = np.flatnonzero(usable)
-        note_of = lay.note_of[rows_idx]
+        batches = pairs.ann_pairs(self.store, lay.rowids, lay.vecs, usable, floor)
+        if batches is None:  # no ANN index in use: every close pair, found here
+            rows_idx = np.flatnonzero(usable)
+            batches = (
+                (rows_idx[r], rows_idx[c], sims)
+                for r, c, sims in pairs.close_pairs(lay.vecs[rows_idx], floor)
+            )
         best: dict[tuple[int, int], dict[int, tuple[float, int]]] = defaultdict(dict)
-        for r, c, sims in pairs.close_pairs(lay.vecs[rows_idx], floor):
-            rr, cc = rows_idx[r].tolist(), rows_idx[c].tolist()
+        for r, c, sims in batches:
             for i, j, ni, nj, sc in zip(
-                rr, cc, note_of[r].tolist(), note_of[c].tolist(), sims.tolist(), strict=True
+                r.tolist(),
+                c.tolist(),
+                lay.note_of[r].tolist(),
+                lay.note_of[c].tolist(),
+                sims.tolist(),
+                strict=True,
             ):
                 if ni == nj:
                     continue

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.errors import NoteNotFound, VaultError
@@ -21,6 +23,8 @@ from vaultlens.services.layout import ALNUM, layout, profile
 from vaultlens.services.section import Section
 from vaultlens.services.serial import AsDict
 from vaultlens.vault.links import LinkResolver
+
+SIMILAR_NEIGHBOURS = 100  # past the ANN threshold: nearest chunks of each section that `similar` compares
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,16 @@ def _refs(store: Store, rowids: list[int]) -> dict[int, Section]:
     return {r: Section.of(c) for r, c in store.chunks(rowids).items()}
 
 
+def _candidate_rows(store: Store, rowids: npt.NDArray[np.int64], body: npt.NDArray[np.int64]) -> Any:
+    """Layout rows to compare with ``body``: all of them (a slice), or past the store's ANN threshold
+    the SIMILAR_NEIGHBOURS nearest of each section, so a call costs no pass over every vector."""
+    found = store.neighbours(rowids[body], SIMILAR_NEIGHBOURS)
+    if found is None:
+        return slice(None)
+    pos = np.minimum(np.searchsorted(rowids, found[1]), len(rowids) - 1)
+    return np.unique(pos[rowids[pos] == found[1]])
+
+
 def similar(
     store: Store, path: str, limit: int, min_chars: int, *, settings: DiscoverSettings | None = None
 ) -> SimilarResult:
@@ -94,11 +108,13 @@ def similar(
     if len(body) > 1 and float(np.linalg.norm(centroid)) < 0.3:
         notice = "This note's sections point in unrelated directions; matches are per section, not for the whole note."
     keep = (1.0 - (1.0 - s.boilerplate_weight) * profile(store, lay, s).boiler_share()).astype(np.float32)
-    sims = lay.vecs @ lay.vecs[body].T  # (chunks, my sections)
+    rows = _candidate_rows(store, lay.rowids, body)  # every chunk, or the ANN index's nearest
+    sims = lay.vecs[rows] @ lay.vecs[body].T  # (candidate chunks, my sections)
     for j, row in enumerate(body.tolist()):  # a pair counts as much as its more boilerplate side
-        sims[:, j] *= np.minimum(keep, keep[row])
-    best = sims.max(axis=1)
-    which = sims.argmax(axis=1)
+        sims[:, j] *= np.minimum(keep[rows], keep[row])
+    best = np.full(len(lay.rowids), -np.inf, dtype=np.float32)
+    which = np.zeros(len(lay.rowids), dtype=np.int64)
+    best[rows], which[rows] = sims.max(axis=1), sims.argmax(axis=1)
     best[mine] = -np.inf
     if (~lay.frontmatter[body]).any():
         best[lay.frontmatter] = -np.inf  # template boilerplate in front matter is not relatedness

@@ -107,6 +107,7 @@ class DoctorReport:
     problems: list[str]  # the index is damaged or inconsistent: rebuild
     rule_problems: list[str]  # the vault's ignore rules could not be applied as written
     unused_vectors: int = 0  # kept for reuse after an interrupted run; not a problem
+    ann_recall: float | None = None  # --deep: recall@10 of the ANN tier against exact search (None: none)
 
     @property
     def healthy(self) -> bool:

@@ -95,14 +95,17 @@ def _space_change(app: App, store: Store) -> SpaceChange | None:
     return SpaceChange(configured.describe(), estimate, estimate.describe())
 
 
-def doctor(app: App) -> DoctorReport:
-    """Integrity and consistency of the index, and vault rules that do not work as the user meant."""
+def doctor(app: App, deep: bool = False) -> DoctorReport:
+    """Integrity and consistency of the index, and vault rules that do not work as the user meant.
+
+    ``deep``: also measure the ANN tier's recall@10 against exact search (stored vectors as queries)."""
     with translated_errors(path=app.index_dir):
         with app.reading() as store:
             records = store.file_records()
             problems = store.problems()
             unused = store.unused_vectors()
+            recall = store.ann_recall() if deep else None
         indexed = [p for p, r in records.items() if r.status == "indexed"]
         for real, rels in paths_sharing_a_file(app.vault, indexed).items():
             problems.append(f"{real} is indexed under {len(rels)} paths: {', '.join(rels)}")
-        return DoctorReport(problems, app.files().rule_problems(), unused)
+        return DoctorReport(problems, app.files().rule_problems(), unused, recall)

@@ -1,0 +1,151 @@
+"""Search on the PostgreSQL backend against the SQLite backend, on the same synthetic store, same run.
+
+The corpus is search_latency.py's (seeded clustered 512-d unit vectors, 10 chunks per note, Zipf
+texts with per-cluster topic words). Both stores are filled through their own ``apply`` (the
+indexer's write path); the PostgreSQL store is loaded without its HNSW index and builds it once at
+the end (``ensure_ann``: what ``apply`` does by itself past search.ann_threshold chunks). Then, for
+the same queries (query embedding excluded), alternating the backends:
+
+- search: services.search.score_chunks + group_notes inside one snapshot, as the `search` verb;
+- top-k: the dense candidates alone (``store.top_k``, k = search.candidates);
+- lexical: the BM25 candidates alone (``store.lexical``);
+- recall@10 of PostgreSQL's top-k (HNSW) against the exact ranking (numpy over the same vectors).
+
+The server: ``--dsn`` (a database where the pgvector extension exists), else a throw-away cluster
+started like the tests' (tests/pg_server.py; PostgreSQL 15 and pgvector must be installed).
+
+Usage: .venv/bin/python bench/pg_search.py [--quick] [--chunks N] [--queries N] [--dsn DSN] [--no-sqlite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from _common import REPO, machine, median, pct, save, table, temp_home, verdict
+from search_latency import PER_NOTE, Corpus, fill_store, timed
+
+BAR_MS = 30.0  # PostgreSQL search p50 at 1,000,000 chunks (issue 27)
+
+
+def server(dsn: str | None) -> tuple[str, Any]:
+    if dsn is not None:
+        return dsn, None
+    sys.path.insert(0, str(REPO / "tests"))
+    import pg_server
+
+    reason = pg_server.missing()
+    if reason:
+        sys.exit(f"error: {reason}")
+    started = pg_server.start()
+    return started.dsn, started
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="10,000 chunks, 50 queries")
+    ap.add_argument("--chunks", type=int, default=None, help="chunks in each store (100,000)")
+    ap.add_argument("--queries", type=int, default=None, help="timed queries (200)")
+    ap.add_argument("--dsn", default=None, help="an existing database (default: a throw-away cluster)")
+    ap.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only (no ratio)")
+    args = ap.parse_args()
+    n_chunks = args.chunks or (10_000 if args.quick else 100_000)
+    n_queries = args.queries or (50 if args.quick else 200)
+
+    tmp = temp_home("pg-search")
+    dsn, started = server(args.dsn)
+    try:
+        run(args, n_chunks, n_queries, Path(tmp.name), dsn)
+    finally:
+        if started is not None:
+            import pg_server
+
+            pg_server.stop(started)
+
+
+def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn: str) -> None:
+    from vaultlens.config.settings import SearchSettings
+    from vaultlens.index.lexical import query_terms
+    from vaultlens.index.postgres import PostgresBackend
+    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.services.search import NOTE_CANDIDATES, group_notes, score_chunks
+
+    search = SearchSettings()
+    limit, sections, k = search.limit, search.sections, search.candidates
+    stores: dict[str, Any] = {}
+    build: dict[str, dict[str, float]] = {}
+    backends = ["postgres"] if args.no_sqlite else ["postgres", "sqlite"]
+    vault_id = f"bench-{time.time_ns()}"
+    for name in backends:
+        corpus = Corpus(n_chunks)  # the same seed: the same notes in both stores
+        print(
+            f"building a {name} store of {n_chunks:,} chunks ({n_chunks // PER_NOTE:,} notes) ...", flush=True
+        )
+        if name == "sqlite":
+            store = SQLiteStore(tmp / "sqlite")
+            build[name] = fill_store(store, corpus)
+            build[name]["matrix_cache_s"] = timed(store.matrix)[0] / 1000
+        else:
+            loader = PostgresBackend(dsn, vault_id, exact_below=10**12).open(tmp / "pg")
+            build[name] = fill_store(loader, corpus)
+            build[name]["hnsw_build_s"] = timed(loader.ensure_ann)[0] / 1000
+            loader.close()
+            # as a reader opens it, with search.ann_threshold below the size: top-k from HNSW
+            store = PostgresBackend(dsn, vault_id, exact_below=0).open(tmp / "pg", create=False)
+            build[name]["size_mb"] = store.size_bytes() / 1e6
+        print("  " + ", ".join(f"{key} {v:.1f}" for key, v in build[name].items()), flush=True)
+        stores[name] = store
+
+    source = Corpus(n_chunks)  # the stores' words and clusters; its own draws of them
+    queries = [source.query() for _ in range(n_queries)]
+    keys_exact, vecs = stores["sqlite" if "sqlite" in stores else "postgres"].matrix()
+    mem = np.asarray(vecs, dtype=np.float32)
+
+    def full(store: Any, text: str, q: np.ndarray) -> Any:
+        with store.snapshot():
+            return group_notes(store, score_chunks(store, q, text, search, None, limit), limit, sections)
+
+    times: dict[str, dict[str, list[float]]] = {n: {"search": [], "top_k": [], "lexical": []} for n in stores}
+    recalls: list[float] = []
+    for text, q in queries[:3]:  # warm-up: caches, pages, connections
+        for store in stores.values():
+            full(store, text, q)
+    for i, (text, q) in enumerate(queries):
+        order = list(stores) if i % 2 else list(reversed(stores))  # alternate: drift hits both alike
+        for name in order:
+            store = stores[name]
+            times[name]["search"].append(timed(full, store, text, q)[0])
+            ms, (keys, _) = timed(store.top_k, q, k)
+            times[name]["top_k"].append(ms)
+            times[name]["lexical"].append(timed(store.lexical, query_terms(text), k, NOTE_CANDIDATES)[0])
+            if name == "postgres":
+                exact = keys_exact[np.argsort(-(mem @ q))[:10]]
+                got = keys[np.argsort(-stores[name].scores(q, keys))[:10]]
+                recalls.append(len(set(exact.tolist()) & set(got.tolist())) / 10)
+    rows = [("backend / part", "p50 ms", "p95 ms", "ratio p50 vs sqlite")]
+    result: dict[str, Any] = {"chunks": n_chunks, "queries": n_queries, "build": build, "machine": machine()}
+    for name in stores:
+        for part, values in times[name].items():
+            base = times.get("sqlite", {}).get(part)
+            ratio = f"{median(values) / median(base):.2f}" if base else "-"
+            rows.append((f"{name} {part}", f"{median(values):.2f}", f"{pct(values, 0.95):.2f}", ratio))
+            result[f"{name}_{part}_p50_ms"] = round(median(values), 3)
+            result[f"{name}_{part}_p95_ms"] = round(pct(values, 0.95), 3)
+    result["postgres_recall_at_10"] = round(float(np.mean(recalls)), 4)
+    print(table(rows))
+    p50 = result["postgres_search_p50_ms"]
+    print(f"\nPostgreSQL recall@10 of top-k vs exact: {result['postgres_recall_at_10']:.3f}")
+    print(f"{n_chunks:,} chunks: PostgreSQL search p50 {p50:.2f} ms; bar < {BAR_MS:.0f} ms at 1M -> "
+          f"{verdict(p50 < BAR_MS)}")  # fmt: skip
+    for store in stores.values():
+        store.close()
+    print(f"result: {save('pg_search', result)}")
+
+
+if __name__ == "__main__":
+    main()

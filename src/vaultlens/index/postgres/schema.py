@@ -1,0 +1,79 @@
+"""Where a store lives in the database (one schema per vault and lifecycle slot) and its migrations.
+
+A store is a schema: ``vl_<16 hex of the vault key>_<slot>``. The vault key is ``index.vault_id``
+when set (so every machine of a team names the same vault alike), else the index root's path on
+this machine; the slot is the lifecycle folder (``r0`` for the root, ``r<k>`` for a rebuild's).
+Each store's connections put its schema alone (plus ``public`` for the vector type) on the search
+path and every statement is unqualified, so one vault's store cannot name another vault's tables.
+
+Migrations are named and ordered; ``schema_migrations`` records the applied ones, and they run
+in one transaction under the store's advisory lock, so two processes opening a new store at
+once apply each exactly once.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from vaultlens.fsutil import sha256_hex
+
+_SLOT = re.compile(r"r\d+")
+
+# (name, statements). Append-only: a released name is never edited, a change is a new entry.
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "0001_base",
+        """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    path TEXT PRIMARY KEY, kind TEXT NOT NULL, size BIGINT NOT NULL, mtime_ns BIGINT NOT NULL,
+    file_hash TEXT, status TEXT NOT NULL, reason TEXT, title TEXT, aliases TEXT, tags TEXT,
+    n_chunks INTEGER NOT NULL DEFAULT 0, updated_at DOUBLE PRECISION NOT NULL,
+    tsv TSVECTOR, dl INTEGER);
+CREATE INDEX files_tsv ON files USING gin (tsv);
+CREATE TABLE vectors (embed_hash TEXT PRIMARY KEY, vec vector NOT NULL);
+CREATE TABLE tier_vectors (embed_hash TEXT PRIMARY KEY, vec vector NOT NULL);
+CREATE TABLE chunks (
+    key BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT NOT NULL UNIQUE, path TEXT NOT NULL,
+    ordinal INTEGER NOT NULL, heading_path TEXT NOT NULL, text TEXT NOT NULL, content_hash TEXT NOT NULL,
+    embed_hash TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, frontmatter BOOLEAN NOT NULL DEFAULT false, context TEXT NOT NULL DEFAULT '',
+    tsv TSVECTOR NOT NULL, dl INTEGER NOT NULL, vec vector);
+ALTER TABLE chunks ALTER COLUMN vec SET STORAGE PLAIN;  -- inline, never compressed: scans read it as is
+CREATE INDEX chunks_by_path ON chunks (path);
+CREATE INDEX chunks_by_embed ON chunks (embed_hash);
+CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
+CREATE TABLE links (
+    n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, src TEXT NOT NULL, kind TEXT NOT NULL,
+    target TEXT NOT NULL, heading TEXT, block TEXT, display TEXT, line INTEGER NOT NULL);
+CREATE INDEX links_by_src ON links (src);
+CREATE TABLE runs (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, started DOUBLE PRECISION NOT NULL,
+    finished DOUBLE PRECISION, status TEXT NOT NULL, stats TEXT);
+CREATE TABLE dismissed_pairs (
+    a TEXT NOT NULL, b TEXT NOT NULL, hash_a TEXT, hash_b TEXT, dismissed_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (a, b));
+INSERT INTO meta (key, value) VALUES ('generation', '0'), ('store_id', md5(random()::text || clock_timestamp()::text));
+""",
+    ),
+)
+
+
+def vault_slot(location: Path) -> tuple[Path, str]:
+    """(index root, lifecycle slot) of a store location: ``root/r<k>`` or the root itself (``r0``)."""
+    if _SLOT.fullmatch(location.name):
+        return location.parent, location.name
+    return location, "r0"
+
+
+def schema_name(location: Path, vault_id: str = "") -> str:
+    """The schema that holds the store at ``location`` (see the module docstring)."""
+    root, slot = vault_slot(location)
+    key = vault_id or str(root.absolute())
+    return f"vl_{sha256_hex(key)[:16]}_{slot}"
+
+
+def lock_key(schema: str) -> int:
+    """The store's advisory lock id: a signed 64-bit number derived from its schema name."""
+    return int(sha256_hex(schema)[:16], 16) - (1 << 63)

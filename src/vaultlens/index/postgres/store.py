@@ -1,0 +1,783 @@
+"""The PostgreSQL store: one schema per store, pgvector for vectors (HNSW, cosine), tsvector for full text.
+
+The same guarantees as the SQLite store, said in PostgreSQL: every batch is one transaction that
+first takes the store's advisory transaction lock, so batches of two writers (on any machine)
+never interleave and a killed writer leaves the last committed batch; a snapshot is a REPEATABLE
+READ, READ ONLY transaction on a per-thread connection, so every read in it sees one committed
+generation while writers keep committing. Vectors are kept twice: by embed hash (so an unchanged
+or moved chunk costs no embedding) and on the chunk row, where the HNSW index serves ``top_k``
+once a store holds more than ``exact_below`` chunks (below, an exact scan answers, as SQLite's).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaultlens.chunking.chunker import Chunk
+from vaultlens.embedding.base import EmbeddingSpace, Vectors
+from vaultlens.errors import SpaceMismatch
+from vaultlens.index.estimate import RebuildEstimate
+from vaultlens.index.postgres import fulltext
+from vaultlens.index.postgres.connection import connect, register_vectors, translated
+from vaultlens.index.postgres.schema import lock_key
+from vaultlens.index.runs import RunRecord, RunStats
+from vaultlens.index.store import (
+    ChunkKeys,
+    FileRecord,
+    LexicalHits,
+    NoteText,
+    NoteUpdate,
+    Store,
+    StoreCounts,
+    space_matches,
+)
+from vaultlens.vault.model import Link
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import psycopg
+
+EXACT_BELOW = 100_000  # chunks (search.ann_threshold): exact scans below, as the embedded store's
+MAX_EF_SEARCH = 1000  # pgvector's bound
+NEIGHBOUR_BATCH = 256  # keys per neighbours query
+
+_CHUNK_FIELDS = (
+    "key", "id", "path", "ordinal", "heading_path", "text", "content_hash", "start", '"end"',
+    "start_line", "end_line", "frontmatter", "context",
+)  # fmt: skip
+
+
+def _columns(alias: str = "") -> str:
+    return ", ".join(f"{alias}.{c}" if alias else c for c in _CHUNK_FIELDS)
+
+
+def _chunk(r: Sequence[Any]) -> Chunk:
+    return Chunk(
+        id=r[1],
+        path=r[2],
+        ordinal=r[3],
+        heading_path=tuple(json.loads(r[4])),
+        text=r[5],
+        content_hash=r[6],
+        start=r[7],
+        end=r[8],
+        start_line=r[9],
+        end_line=r[10],
+        frontmatter=bool(r[11]),
+        context=r[12],
+    )
+
+
+class PostgresStore(Store):
+    def __init__(self, dsn: str, schema: str, location: Path, exact_below: int = EXACT_BELOW) -> None:
+        self.dsn = dsn
+        self.schema = schema
+        self.location = location
+        self.exact_below = exact_below
+        self._lock_key = lock_key(schema)
+        self._local = threading.local()  # .conn: this thread's read connection, .snap: True inside a snapshot
+        self._readers: list[psycopg.Connection[Any]] = []
+        self._readers_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._conn = connect(dsn, schema)
+        with self._translated("open the index"):
+            register_vectors(self._conn)
+        self._matrix: dict[bool, tuple[int, ChunkKeys, Vectors]] = {}
+        self._matrix_lock = threading.Lock()
+        self._dims: int | None = None  # the HNSW index's dimension once it exists
+        self._stats: dict[tuple[int, str, str], float] = {}  # (generation, what, term) -> df or size
+        self.store_id = self.get_meta("store_id") or "0"
+
+    # ---- connections, transactions, snapshots ------------------------------------------------
+    def _translated(self, action: str) -> Any:
+        return translated(self.dsn, action)
+
+    def _reader(self) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            from psycopg import IsolationLevel
+
+            conn = connect(self.dsn, self.schema)
+            with self._translated("read the index"):
+                register_vectors(conn)
+            conn.isolation_level = IsolationLevel.REPEATABLE_READ
+            conn.read_only = True
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def _rows(self, sql: str, params: Any = None, *, binary: bool = False) -> list[Any]:
+        """Every row of a read, on this thread's connection (inside its snapshot when one is open)."""
+        conn = self._reader()
+        with self._translated("read the index"):
+            return conn.execute(sql, params, binary=binary).fetchall()
+
+    def _one(self, sql: str, params: Any = None) -> Any:
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """One write transaction under the store's advisory lock: one writer at a time, on any machine."""
+        with self._write_lock, self._translated("write the index"), self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            yield self._conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[int]:
+        """Freeze one committed generation for every read in the block (re-entrant per thread)."""
+        if getattr(self._local, "snap", False):
+            yield self.generation
+            return
+        conn = self._reader()
+        with self._translated("read the index"), conn.transaction():
+            gen = int(self._one("SELECT value FROM meta WHERE key = 'generation'")[0])
+            self._local.snap, self._local.gen = True, gen  # frozen: no need to ask again inside
+            try:
+                yield gen
+            finally:
+                self._local.snap = False
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._conn.close()
+
+    # ---- meta ---------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._set_meta(key, value)
+
+    def delete_meta(self, key: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM meta WHERE key = %s", (key,))
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    @property
+    def cleared(self) -> bool:
+        return self.get_meta("cleared_at") is not None
+
+    @property
+    def generation(self) -> int:
+        if getattr(self._local, "snap", False):
+            return int(self._local.gen)
+        return int(self.get_meta("generation") or 0)
+
+    def _bump_generation(self) -> None:
+        self._conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
+
+    # ---- embedding space and runs ----------------------------------------------------------
+    @property
+    def space(self) -> EmbeddingSpace | None:
+        raw = self.get_meta("space")
+        return None if raw is None else EmbeddingSpace.from_json(raw)
+
+    def set_space(self, space: EmbeddingSpace) -> None:
+        with self.transaction():
+            self._set_meta("space", space.to_json())
+
+    def check_space(self, space: EmbeddingSpace) -> None:
+        stored = self.space
+        if stored is None or space_matches(stored, space):
+            return
+        raise SpaceMismatch(
+            f"The index was built with {stored.describe()}, but the settings now say {space.describe()}. "
+            + self.rebuild_estimate(space).describe(),
+            hint="Vectors of two models cannot be mixed. Run `vaultlens rebuild` to re-embed every note "
+            "with the new model (or `vaultlens rebuild --background` to keep searching the old index "
+            "meanwhile), or change the settings back.",
+        )
+
+    def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate:
+        row = self._one(
+            "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM (SELECT MAX(length(text) + length(heading_path)) AS n"
+            " FROM chunks GROUP BY embed_hash) x"
+        )
+        return RebuildEstimate(int(row[0]), int(row[1]), self._embed_rate(), target.provider != "local")
+
+    def _embed_rate(self, runs: int = 10) -> float | None:
+        chunks = seconds = 0.0
+        for (raw,) in self._rows(
+            "SELECT stats FROM runs WHERE stats IS NOT NULL ORDER BY id DESC LIMIT %s", (runs,)
+        ):
+            stats = json.loads(raw or "{}")
+            own = float(stats.get("seconds") or 0) - float(stats.get("tier_seconds") or 0)
+            if stats.get("chunks_embedded") and own > 0:
+                chunks += float(stats["chunks_embedded"])
+                seconds += own
+        return chunks / seconds if seconds > 0 else None
+
+    def start_run(self) -> int:
+        with self.transaction() as db:
+            row = db.execute(
+                "INSERT INTO runs (started, status) VALUES (%s, 'running') RETURNING id", (time.time(),)
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+    def finish_run(self, run_id: int, status: str, stats: dict[str, Any]) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE runs SET finished = %s, status = %s, stats = %s WHERE id = %s",
+                (time.time(), status, json.dumps(stats), run_id),
+            )
+
+    def last_run(self) -> RunRecord | None:
+        row = self._one("SELECT started, finished, status, stats FROM runs ORDER BY id DESC LIMIT 1")
+        if row is None:
+            return None
+        raw = json.loads(row[3] or "{}")
+        error = raw.pop("error", None)
+        return RunRecord(
+            row[0], row[1], row[2], RunStats.from_dict(raw), None if error is None else str(error)
+        )
+
+    # ---- writes -------------------------------------------------------------------------------
+    def apply(
+        self,
+        updates: Sequence[NoteUpdate] = (),
+        vectors: dict[str, npt.NDArray[np.float32]] | None = None,
+        deletes: Sequence[str] = (),
+        touch: Sequence[FileRecord] = (),
+    ) -> None:
+        """Apply one batch atomically: new vectors, replaced notes, deleted paths, refreshed stamps."""
+        import numpy as np
+
+        with self.transaction() as db, db.cursor() as cur:
+            if vectors:
+                cur.executemany(
+                    "INSERT INTO vectors (embed_hash, vec) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    [(h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()],
+                )
+            gone = [*deletes, *(u.record.path for u in updates)]
+            if gone:
+                for table, column in (("chunks", "path"), ("links", "src"), ("files", "path")):
+                    cur.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (gone,))
+            for u in updates:
+                self._put_record(cur, u.record)
+                rows = []
+                for item in u.chunks:
+                    c = item.chunk
+                    tsv, dl = fulltext.tsvector_literal(item.terms)
+                    heads = json.dumps(c.heading_path, ensure_ascii=False)
+                    rows.append((c.id, c.path, c.ordinal, heads, c.text, c.content_hash, item.embed_hash,
+                                 c.start, c.end, c.start_line, c.end_line, c.frontmatter, c.context, tsv, dl))  # fmt: skip
+                cur.executemany(
+                    "INSERT INTO chunks (id, path, ordinal, heading_path, text, content_hash, embed_hash, start,"
+                    ' "end", start_line, end_line, frontmatter, context, tsv, dl, vec) VALUES (%s, %s, %s, %s,'
+                    " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s,"
+                    " (SELECT vec FROM vectors WHERE embed_hash = %s))",
+                    [(*r, r[6]) for r in rows],
+                )
+                if u.chunks:
+                    tsv, dl = fulltext.tsvector_literal(" ".join(item.terms for item in u.chunks))
+                    cur.execute(
+                        "UPDATE files SET tsv = %s::tsvector, dl = %s WHERE path = %s",
+                        (tsv, dl, u.record.path),
+                    )
+                cur.executemany(
+                    "INSERT INTO links (src, kind, target, heading, block, display, line)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [
+                        (u.record.path, ln.kind, ln.target, ln.heading, ln.block, ln.display, ln.line)
+                        for ln in u.links
+                    ],
+                )
+            for rec in touch:
+                self._put_record(cur, rec)
+            if updates or deletes:
+                self._bump_generation()
+            if vectors:
+                self._ensure_ann(cur)
+
+    def ensure_ann(self) -> None:
+        """Build the HNSW index now, whatever the size (a bulk load builds it once, at the end)."""
+        with self.transaction() as db, db.cursor() as cur:
+            self._ensure_ann(cur, force=True)
+
+    def _ensure_ann(self, cur: psycopg.Cursor[Any], force: bool = False) -> None:
+        """Create the HNSW index once the store outgrows exact scans (its expression names the dimension)."""
+        if self._ann_dims(cur) is not None:
+            return
+        if not force:
+            sql = "SELECT COUNT(*) FROM (SELECT 1 FROM chunks LIMIT %s) x"
+            size = cur.execute(sql, (self.exact_below + 1,)).fetchone()
+            if size is None or int(size[0]) <= self.exact_below:
+                return
+        row = cur.execute("SELECT vector_dims(vec) FROM vectors LIMIT 1").fetchone()
+        if row is None:
+            return
+        dims = int(row[0])
+        cur.execute(
+            f"CREATE INDEX IF NOT EXISTS chunks_vec_hnsw ON chunks USING hnsw ((vec::vector({dims})) vector_cosine_ops)"
+        )
+        cur.execute(
+            "INSERT INTO meta (key, value) VALUES ('ann_dims', %s) ON CONFLICT DO NOTHING", (str(dims),)
+        )
+
+    def _ann_dims(self, cur: psycopg.Cursor[Any] | None = None) -> int | None:
+        if cur is None:
+            if self._dims is not None:  # an index, once built, stays with its store
+                return self._dims
+            raw = self.get_meta("ann_dims")
+            self._dims = None if raw is None else int(raw)
+        else:
+            row = cur.execute("SELECT value FROM meta WHERE key = 'ann_dims'").fetchone()
+            raw = None if row is None else row[0]
+        return None if raw is None else int(raw)
+
+    def _put_record(self, cur: psycopg.Cursor[Any], r: FileRecord) -> None:
+        cur.execute(
+            "INSERT INTO files (path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags,"
+            " n_chunks, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (path) DO UPDATE SET kind = excluded.kind, size = excluded.size,"
+            " mtime_ns = excluded.mtime_ns, file_hash = excluded.file_hash, status = excluded.status,"
+            " reason = excluded.reason, title = excluded.title, aliases = excluded.aliases, tags = excluded.tags,"
+            " n_chunks = excluded.n_chunks, updated_at = excluded.updated_at",
+            (r.path, r.kind, r.size, r.mtime_ns, r.file_hash, r.status, r.reason, r.title,
+             json.dumps(r.aliases, ensure_ascii=False), json.dumps(r.tags, ensure_ascii=False),
+             r.n_chunks, time.time()),
+        )  # fmt: skip
+
+    def drop_orphan_vectors(self) -> int:
+        with self.transaction() as db:
+            db.execute(
+                "DELETE FROM tier_vectors t WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.embed_hash = t.embed_hash)"
+            )
+            cur = db.execute(
+                "DELETE FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.embed_hash = v.embed_hash)"
+            )
+            return cur.rowcount
+
+    def clear(self) -> None:
+        """Remove every indexed note and vector but keep the schema, so a cleared index stays cleared."""
+        with self.transaction() as db:
+            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files")
+            db.execute("DELETE FROM meta WHERE key IN ('space', 'tier_space')")
+            self._set_meta("cleared_at", str(time.time()))
+            self._bump_generation()
+
+    def dismiss_pair(self, a: str, b: str) -> None:
+        a, b = sorted((a, b))
+        hashes = dict(self._rows("SELECT path, file_hash FROM files WHERE path = ANY(%s)", ([a, b],)))
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO dismissed_pairs (a, b, hash_a, hash_b, dismissed_at) VALUES (%s, %s, %s, %s, %s)"
+                " ON CONFLICT (a, b) DO UPDATE SET hash_a = excluded.hash_a, hash_b = excluded.hash_b,"
+                " dismissed_at = excluded.dismissed_at",
+                (a, b, hashes.get(a), hashes.get(b), time.time()),
+            )
+
+    # ---- the quality tier ---------------------------------------------------------------------
+    @property
+    def tier_space(self) -> EmbeddingSpace | None:
+        raw = self.get_meta("tier_space")
+        return None if raw is None else EmbeddingSpace.from_json(raw)
+
+    def tier_missing(self, limit: int) -> list[tuple[str, str, Chunk]]:
+        rows = self._rows(
+            f"SELECT DISTINCT ON (c.embed_hash) c.embed_hash, f.title, {_columns('c')} FROM chunks c"
+            " JOIN files f ON f.path = c.path"
+            " WHERE NOT EXISTS (SELECT 1 FROM tier_vectors t WHERE t.embed_hash = c.embed_hash)"
+            " ORDER BY c.embed_hash, c.key",
+        )
+        rows.sort(key=lambda r: int(r[2]))
+        return [(r[0], r[1] or "", _chunk(r[2:])) for r in rows[:limit]]
+
+    def add_tier_vectors(self, space: EmbeddingSpace, vectors: dict[str, Vectors]) -> None:
+        import numpy as np
+
+        with self.transaction() as db, db.cursor() as cur:
+            stored = self.tier_space
+            if stored is not None and not space_matches(stored, space):
+                cur.execute("DELETE FROM tier_vectors")
+            if stored is None or stored != space:
+                self._set_meta("tier_space", space.to_json())
+            cur.executemany(
+                "INSERT INTO tier_vectors (embed_hash, vec) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                [(h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()],
+            )
+            self._bump_generation()
+
+    def drop_tier(self) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM tier_vectors")
+            db.execute("DELETE FROM meta WHERE key = 'tier_space'")
+            self._bump_generation()
+
+    def tier_coverage(self) -> tuple[int, int]:
+        row = self._one(
+            "SELECT COUNT(DISTINCT c.embed_hash), COUNT(DISTINCT t.embed_hash) FROM chunks c"
+            " LEFT JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
+        )
+        return int(row[1]), int(row[0])
+
+    # ---- catalog reads ------------------------------------------------------------------------
+    def file_records(self) -> dict[str, FileRecord]:
+        rows = self._rows(
+            "SELECT path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags, n_chunks FROM files"
+        )
+        return {
+            r[0]: FileRecord(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                r[7],
+                tuple(json.loads(r[8] or "[]")),
+                tuple(json.loads(r[9] or "[]")),
+                r[10],
+            )  # fmt: skip
+            for r in rows
+        }
+
+    def known_embed_hashes(self, hashes: Iterable[str]) -> set[str]:
+        wanted = list(dict.fromkeys(hashes))
+        return {
+            r[0] for r in self._rows("SELECT embed_hash FROM vectors WHERE embed_hash = ANY(%s)", (wanted,))
+        }
+
+    def chunk_keys(self, path: str) -> set[tuple[str, str]]:
+        return {
+            (r[0], r[1]) for r in self._rows("SELECT id, content_hash FROM chunks WHERE path = %s", (path,))
+        }
+
+    def chunks(self, keys: Iterable[int]) -> dict[int, Chunk]:
+        rows = self._rows(f"SELECT {_columns()} FROM chunks WHERE key = ANY(%s)", ([int(k) for k in keys],))
+        return {int(r[0]): _chunk(r) for r in rows}
+
+    def chunk_by_id(self, chunk_id: str) -> Chunk | None:
+        row = self._one(f"SELECT {_columns()} FROM chunks WHERE id = %s", (chunk_id,))
+        return None if row is None else _chunk(row)
+
+    def chunk_paths(self, keys: Iterable[int]) -> dict[int, str]:
+        rows = self._rows("SELECT key, path FROM chunks WHERE key = ANY(%s)", ([int(k) for k in keys],))
+        return {int(k): str(p) for k, p in rows}
+
+    def note_chunk_keys(self, paths: Iterable[str]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for key, path in self._rows(
+            "SELECT key, path FROM chunks WHERE path = ANY(%s) ORDER BY key", (list(paths),)
+        ):
+            out.setdefault(path, []).append(int(key))
+        return out
+
+    def chunk_layout(self) -> tuple[ChunkKeys, list[str], npt.NDArray[np.bool_]]:
+        import numpy as np
+
+        data = self._rows("SELECT key, path, frontmatter FROM chunks ORDER BY key")
+        keys = np.fromiter((r[0] for r in data), dtype=np.int64, count=len(data))
+        frontmatter = np.fromiter((bool(r[2]) for r in data), dtype=np.bool_, count=len(data))
+        return keys, [r[1] for r in data], frontmatter
+
+    def note_texts(self) -> Iterator[NoteText]:
+        current: str | None = None
+        parts: list[tuple[str, bool]] = []
+
+        def joined(path: str) -> NoteText:
+            return NoteText(path, "\n".join(t for t, _ in parts), "\n".join(t for t, fm in parts if not fm))
+
+        for path, text, frontmatter in self._rows(
+            "SELECT path, text, frontmatter FROM chunks ORDER BY path, ordinal"
+        ):
+            if path != current:
+                if current is not None:
+                    yield joined(current)
+                current, parts = path, []
+            parts.append((text, bool(frontmatter)))
+        if current is not None:
+            yield joined(current)
+
+    def titles(self, paths: Iterable[str]) -> dict[str, str]:
+        return dict(self._rows("SELECT path, title FROM files WHERE path = ANY(%s)", (list(paths),)))
+
+    def links(self, paths: Iterable[str] | None = None) -> dict[str, list[Link]]:
+        cols = "src, kind, target, heading, block, display, line"
+        if paths is None:
+            rows = self._rows(f"SELECT {cols} FROM links ORDER BY src, line, n")
+        else:
+            rows = self._rows(
+                f"SELECT {cols} FROM links WHERE src = ANY(%s) ORDER BY src, line, n", (list(paths),)
+            )
+        out: dict[str, list[Link]] = {}
+        for src, kind, target, heading, block, display, line in rows:
+            out.setdefault(src, []).append(Link(kind, target, line, display, heading, block))
+        return out
+
+    def dismissed_pairs(self) -> set[tuple[str, str]]:
+        rows = self._rows(
+            "SELECT d.a, d.b FROM dismissed_pairs d JOIN files fa ON fa.path = d.a JOIN files fb ON fb.path = d.b"
+            " WHERE fa.file_hash IS NOT DISTINCT FROM d.hash_a AND fb.file_hash IS NOT DISTINCT FROM d.hash_b"
+        )
+        return {(r[0], r[1]) for r in rows}
+
+    def counts(self) -> StoreCounts:
+        files = {str(s): int(n) for s, n in self._rows("SELECT status, COUNT(*) FROM files GROUP BY status")}
+        row = self._one(
+            "SELECT (SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'),"
+            " (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM vectors)"
+        )
+        return StoreCounts(int(row[0]), int(row[1]), int(row[2]), files)
+
+    def size_bytes(self) -> int:
+        row = self._one(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (self.schema,),
+        )
+        return int(row[0])
+
+    def unused_vectors(self) -> int:
+        row = self._one(
+            "SELECT COUNT(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.embed_hash = v.embed_hash)"
+        )
+        return int(row[0])
+
+    def problems(self) -> list[str]:
+        checks = {
+            "chunks without a vector": "SELECT COUNT(*) FROM chunks WHERE vec IS NULL",
+            "chunks whose vector differs from the stored one": "SELECT COUNT(*) FROM chunks c JOIN vectors v"
+            " ON v.embed_hash = c.embed_hash WHERE c.vec IS DISTINCT FROM v.vec",
+            "notes with chunks but no note-level full text": "SELECT COUNT(*) FROM files WHERE n_chunks > 0"
+            " AND status = 'indexed' AND tsv IS NULL",
+            "chunks of notes not marked indexed": "SELECT COUNT(*) FROM chunks WHERE path NOT IN"
+            " (SELECT path FROM files WHERE status = 'indexed')",
+            "notes whose chunk count disagrees": "SELECT COUNT(*) FROM files f WHERE status = 'indexed' AND"
+            " n_chunks != (SELECT COUNT(*) FROM chunks c WHERE c.path = f.path)",
+        }
+        found = []
+        for label, sql in checks.items():
+            n = self._one(sql)[0]
+            if n:
+                found.append(f"{n} {label}")
+        for table, space, label in (
+            ("vectors", self.space, "vectors"),
+            ("tier_vectors", self.tier_space, "quality-tier vectors"),
+        ):
+            if space is not None and space.dimensions:
+                bad = self._one(
+                    f"SELECT COUNT(*) FROM {table} WHERE vector_dims(vec) != %s", (space.dimensions,)
+                )[0]
+                if bad:
+                    found.append(f"{bad} {label} with the wrong dimension")
+        return found
+
+    # ---- vectors ----------------------------------------------------------------------------
+    def matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:
+        """(chunk keys ascending, vectors) of every chunk, read once per generation and kept in memory."""
+        with self.snapshot() as gen:
+            cached = self._matrix.get(tier)
+            if cached is not None and cached[0] == gen:
+                return cached[1], cached[2]
+            with self._matrix_lock:
+                cached = self._matrix.get(tier)
+                if cached is not None and cached[0] == gen:
+                    return cached[1], cached[2]
+                keys, vecs = self._read_matrix(tier)
+                self._matrix[tier] = (gen, keys, vecs)
+                return keys, vecs
+
+    def _read_matrix(self, tier: bool) -> tuple[ChunkKeys, Vectors]:
+        import numpy as np
+
+        if tier:
+            sql = "SELECT c.key, t.vec FROM chunks c JOIN tier_vectors t ON t.embed_hash = c.embed_hash ORDER BY c.key"
+        else:
+            sql = "SELECT key, vec FROM chunks WHERE vec IS NOT NULL ORDER BY key"
+        rows = self._rows(sql, binary=True)
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if not rows:
+            space = self.tier_space if tier else self.space
+            return keys, np.zeros((0, space.dimensions if space else 0), dtype=np.float32)
+        return keys, np.stack([np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows])
+
+    def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
+        """The ``k`` chunks of highest inner product: HNSW (cosine; vectors are unit) past
+        ``exact_below`` chunks, an exact scan below."""
+        import numpy as np
+
+        q = np.asarray(query, dtype=np.float32)
+        with self.snapshot():
+            n = self._size("chunks")
+            dims = self._ann_dims()
+            if k <= 0 or n == 0:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            if n <= self.exact_below or dims is None or k >= MAX_EF_SEARCH:
+                rows = self._rows(
+                    "SELECT key, -(vec <#> %s) FROM chunks WHERE vec IS NOT NULL ORDER BY vec <#> %s LIMIT %s",
+                    (q, q, k),
+                )
+            else:
+                self._rows(
+                    "SELECT set_config('hnsw.ef_search', %s, true)",
+                    (str(max(40, min(MAX_EF_SEARCH, 2 * k))),),
+                )
+                rows = self._rows(
+                    f"SELECT key, -(vec <#> %s) FROM chunks ORDER BY vec::vector({dims}) <=> %s LIMIT %s",
+                    (q, q, k),
+                )
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        return keys, np.fromiter((r[1] for r in rows), dtype=np.float32, count=len(rows))
+
+    def _ann_in_use(self) -> int | None:
+        """The HNSW index's dimension when searches use it (past ``exact_below`` chunks), else None."""
+        dims = self._ann_dims()
+        return dims if dims is not None and self._size("chunks") > self.exact_below else None
+
+    def neighbours(self, keys: ChunkKeys, k: int) -> tuple[ChunkKeys, ChunkKeys] | None:
+        """Each key's ``k`` nearest other chunks by the HNSW index, NEIGHBOUR_BATCH keys per query;
+        None below ``exact_below`` chunks (the caller compares the vectors itself)."""
+        import numpy as np
+
+        with self.snapshot():
+            dims = self._ann_in_use()
+            if dims is None:
+                return None
+            self._ef_search(k + 1)
+            froms: list[int] = []
+            tos: list[int] = []
+            ids = keys.tolist()
+            for start in range(0, len(ids), NEIGHBOUR_BATCH):
+                rows = self._rows(
+                    "SELECT q.key, n.key FROM unnest(%s::bigint[]) AS q(key) JOIN chunks c ON c.key = q.key"
+                    " CROSS JOIN LATERAL (SELECT d.key FROM chunks d"
+                    f" ORDER BY d.vec::vector({dims}) <=> c.vec::vector({dims}) LIMIT %s) n"
+                    " WHERE n.key <> q.key AND c.vec IS NOT NULL",
+                    (ids[start : start + NEIGHBOUR_BATCH], k + 1),
+                )
+                froms.extend(r[0] for r in rows)
+                tos.extend(r[1] for r in rows)
+        return np.asarray(froms, dtype=np.int64), np.asarray(tos, dtype=np.int64)
+
+    def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
+        """Recall@k of the HNSW index against an exact scan, ``queries`` stored vectors as queries."""
+        import numpy as np
+
+        with self.snapshot():
+            dims = self._ann_in_use()
+            if dims is None:
+                return None
+            sample = self._rows(
+                "SELECT vec FROM chunks WHERE vec IS NOT NULL ORDER BY md5(key::text) LIMIT %s",
+                (queries,),
+                binary=True,
+            )
+            hits = []
+            for (vec,) in sample:
+                q = np.asarray(vec.to_numpy(), dtype=np.float32)
+                exact = {
+                    r[0] for r in self._rows("SELECT key FROM chunks ORDER BY vec <#> %s LIMIT %s", (q, k))
+                }
+                self._ef_search(k)
+                found = self._rows(
+                    f"SELECT key FROM chunks ORDER BY vec::vector({dims}) <=> %s LIMIT %s", (q, k)
+                )
+                hits.append(len(exact & {r[0] for r in found}) / k)
+            return float(np.mean(hits)) if hits else None
+
+    def _ef_search(self, k: int) -> None:
+        """HNSW's candidate list for this transaction: at least 2k (pgvector's bounds: 40..1000)."""
+        self._rows(
+            "SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(MAX_EF_SEARCH, 2 * k))),)
+        )
+
+    def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        out = np.full(keys.shape[0], np.nan, dtype=np.float32)
+        if keys.size == 0:
+            return out
+        q = np.asarray(query, dtype=np.float32)
+        rows = self._rows(
+            "SELECT key, -(vec <#> %s) FROM chunks WHERE key = ANY(%s) AND vec IS NOT NULL",
+            (q, keys.tolist()),
+        )
+        found = {int(k): float(s) for k, s in rows}
+        for i, key in enumerate(keys.tolist()):
+            if key in found:
+                out[i] = found[key]
+        return out
+
+    # ---- full text ----------------------------------------------------------------------------
+    def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
+        """BM25 of chunks and of whole notes as FTS5 computes it, divided by the query's idf mass
+        (see :mod:`vaultlens.index.postgres.fulltext`); terms in more than half the chunks are left
+        out of the match, the rarest kept, as in the SQLite store."""
+        with self.snapshot():
+            distinct = list(dict.fromkeys(terms))
+            idf = self._idf("chunks", distinct)
+            if not idf:
+                return LexicalHits()
+            useful = [t for t, v in idf.items() if v > fulltext.IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
+            mass = sum(idf.values())
+            query = fulltext.tsquery_literal(useful)
+            chunk_rows = self._rows(
+                fulltext.bm25_sql("chunks", "key"),
+                {"query": query, "terms": useful, "idf": [idf[t] for t in useful],
+                 "avgdl": self._avgdl("chunks"), "limit": chunk_limit},
+            )  # fmt: skip
+            chunks = {int(k): float(v) / mass for k, v in chunk_rows}
+            if not chunks:
+                return LexicalHits()
+            note_idf = self._idf("files", useful)
+            note_rows = self._rows(
+                fulltext.bm25_sql("files", "path"),
+                {"query": query, "terms": useful, "idf": [note_idf[t] for t in useful],
+                 "avgdl": self._avgdl("files"), "limit": note_limit},
+            )  # fmt: skip
+            return LexicalHits(chunks, {str(p): float(v) / mass for p, v in note_rows})
+
+    def _idf(self, table: str, terms: list[str]) -> dict[str, float]:
+        """FTS5's idf of each term over the rows of ``table`` (``chunks`` or note-level ``files``)."""
+        n = self._size(table)
+        out = {}
+        for t in terms:
+            df = self._cached(
+                "df:" + table,
+                t,
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ %s::tsquery LIMIT %s) x",
+                (fulltext.tsquery_literal([t]), n // 2 + 1),
+            )
+            out[t] = max(math.log((n - df + 0.5) / (df + 0.5)), fulltext.IDF_FLOOR)
+        return out
+
+    def _size(self, table: str) -> int:
+        """Rows of ``table`` with full text in this generation (cached for it)."""
+        return int(self._cached("size", table, f"SELECT COUNT(*) FROM {table} WHERE tsv IS NOT NULL"))
+
+    def _avgdl(self, table: str) -> float:
+        return max(
+            self._cached("avgdl", table, f"SELECT COALESCE(AVG(dl), 0) FROM {table} WHERE tsv IS NOT NULL"),
+            1e-9,
+        )
+
+    def _cached(self, what: str, key: str, sql: str, params: Any = None) -> float:
+        gen = self.generation
+        if len(self._stats) > 100_000:
+            self._stats.clear()
+        value = self._stats.get((gen, what, key))
+        if value is None:
+            value = self._stats[(gen, what, key)] = float(self._one(sql, params)[0])
+        return value

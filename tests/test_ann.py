@@ -1,0 +1,247 @@
+"""The embedded store's ANN tier (index/ann.py): used past ``search.ann_threshold`` chunks, kept
+current a note at a time from the store's change log, persisted beside the store under its
+identity and generation, checked by doctor. Real SQLite files and the real bundled model."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vaultlens.config.settings import SearchSettings
+from vaultlens.errors import IndexNotFound
+from vaultlens.index.ann import AnnTier
+from vaultlens.index.backends import get_backend
+from vaultlens.index.store import Store
+from vaultlens.services.search import rank_notes
+from vl_support import VAULTLENS_BIN, cli_env, run_index, settings, write_vault
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@contextmanager
+def ann_store(store_dir: Path, threshold: int = 1) -> Iterator[Store]:
+    """The SQLite store at ``store_dir`` with the ANN tier switched on from ``threshold`` chunks."""
+    store = get_backend("sqlite", settings(None, **{"search.ann_threshold": str(threshold)})).open(
+        store_dir, create=False
+    )
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def top_paths(store: Store, provider, query: str, limit: int = 5) -> list[str]:
+    return [h.path for h in rank_notes(store, provider, query, SearchSettings(), limit, 1)]
+
+
+def chunk_rowids(store: Store) -> np.ndarray:
+    keys, _, _ = store.chunk_layout()
+    return keys
+
+
+def tier_of(store: Store) -> AnnTier:
+    tier = store.ann_tier()  # type: ignore[attr-defined]  # the SQLite backend's own
+    assert tier is not None
+    return tier
+
+
+def ann_files(store_dir: Path) -> list[Path]:
+    return sorted(store_dir.glob("matrix-*.ann"))
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory, use_provider) -> Path:
+    root = tmp_path_factory.mktemp("ann-sample")
+    vault = root / "vault"
+    shutil.copytree(EXAMPLES / "vault", vault)
+    run_index(vault, root / "index", use_provider)
+    return root / "index"
+
+
+def test_past_the_threshold_search_gives_the_exact_top_results(sample: Path, use_provider) -> None:
+    queries = [
+        q.strip()
+        for q in (EXAMPLES / "demo_queries.txt").read_text().splitlines()
+        if q.strip()[:1] not in "#"
+    ]
+    assert queries
+    with ann_store(sample, threshold=10**9) as exact, ann_store(sample) as approx:
+        for query in queries:
+            assert top_paths(approx, use_provider, query) == top_paths(exact, use_provider, query), query
+            qvec = use_provider.embed([query])[0]
+            a_keys, a_scores = approx.top_k(qvec, 10)
+            e_keys, e_scores = exact.top_k(qvec, 10)
+            assert set(a_keys.tolist()) == set(e_keys.tolist())
+            assert np.allclose(np.sort(a_scores), np.sort(e_scores), atol=1e-6)  # re-scored exactly
+        assert approx.ann_recall() == 1.0  # type: ignore[attr-defined]
+        assert exact.ann_recall() is None  # type: ignore[attr-defined]
+    assert len(ann_files(sample)) == 1  # built once and kept beside the store
+
+
+def _notes(n: int) -> dict[str, str]:
+    topics = ["sourdough bread baking", "marathon training plan", "kubernetes deploy rollback", "tax return"]
+    return {
+        f"Area {i % 4}/Note {i:02d}.md": f"# Note {i:02d}\n\nThis note is about {topics[i % 4]}, part {i}. "
+        + f"It mentions item-{i:02d} and the topic {topics[i % 4]} again in other words.\n"
+        for i in range(n)
+    }
+
+
+@pytest.fixture
+def small(tmp_path: Path, use_provider) -> tuple[Path, Path]:
+    vault = write_vault(tmp_path / "vault", _notes(24))
+    run_index(vault, tmp_path / "index", use_provider)
+    return vault, tmp_path / "index"
+
+
+def test_an_edit_a_delete_and_a_move_update_only_those_notes(small: tuple[Path, Path], use_provider) -> None:
+    vault, store_dir = small
+    with ann_store(store_dir) as store:
+        before = tier_of(store)
+        base_file, base_size = before.path, len(before.base)
+        assert base_file is not None and base_file.exists()
+    (vault / "Area 0/Note 00.md").write_text("# Note 00\n\nNow about growing chili peppers on a balcony.\n")
+    (vault / "Area 1/Note 01.md").unlink()
+    (vault / "Area 2/Note 02.md").rename(vault / "Moved note.md")
+    run_index(vault, store_dir, use_provider)
+    with ann_store(store_dir) as store:
+        tier = tier_of(store)
+        # caught up from the file and the change log: the base graph is the same file, untouched
+        assert tier.path == base_file and len(tier.base) == base_size
+        assert len(tier.delta) == 2  # the edited note's chunk and the moved one's: nothing else
+        assert np.array_equal(tier.keys(), chunk_rowids(store))
+        assert not any(store.ann_problems())  # type: ignore[attr-defined]
+        assert top_paths(store, use_provider, "growing chili peppers on a balcony")[0] == "Area 0/Note 00.md"
+        for query in ("item-01 marathon training plan", "sourdough bread baking"):
+            assert "Area 1/Note 01.md" not in top_paths(store, use_provider, query, limit=30)
+        assert "Moved note.md" in top_paths(
+            store, use_provider, "item-02 kubernetes deploy rollback", limit=3
+        )
+
+
+def test_a_file_of_another_store_or_a_newer_generation_is_never_taken(
+    small: tuple[Path, Path], use_provider
+) -> None:
+    vault, store_dir = small
+    with ann_store(store_dir) as store:
+        keys = chunk_rowids(store)
+        gen, store_id = store.generation, store.store_id
+        expected = top_paths(store, use_provider, "sourdough bread baking")
+    for p in ann_files(store_dir):
+        p.unlink()
+    rng = np.random.default_rng(0)
+    wrong = rng.standard_normal((keys.size, 512)).astype(np.float32)
+    wrong /= np.linalg.norm(wrong, axis=1, keepdims=True)
+    impostor = AnnTier.build(512, [(keys, wrong)], gen)
+    impostor.save(store_dir / f"matrix-{'0' * 16}-{gen}.ann")  # another store's, this generation
+    shutil.copy(store_dir / f"matrix-{'0' * 16}-{gen}.ann", store_dir / f"matrix-{store_id}-{gen + 5}.ann")
+    with ann_store(store_dir) as store:
+        assert top_paths(store, use_provider, "sourdough bread baking") == expected
+        tier = tier_of(store)
+        assert tier.path == store_dir / f"matrix-{store_id}-{gen}.ann"  # built afresh and saved
+        keys_now, stored = store.vectors_of(keys)  # type: ignore[attr-defined]
+        assert np.abs(tier.vectors(keys_now) - stored).max() < 1e-2
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "other vectors"])
+def test_doctor_reports_a_damaged_or_mismatched_ann_file(
+    small: tuple[Path, Path], use_provider, damage
+) -> None:
+    vault, store_dir = small
+    with ann_store(store_dir) as store:
+        tier_of(store)
+        assert store.problems() == []
+        keys, gen = chunk_rowids(store), store.generation
+    (path,) = ann_files(store_dir)
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(path.stat().st_size))
+    else:
+        wrong = np.random.default_rng(1).standard_normal((keys.size, 512)).astype(np.float32)
+        path.unlink()
+        AnnTier.build(512, [(keys, wrong / np.linalg.norm(wrong, axis=1, keepdims=True))], gen).save(path)
+    with ann_store(store_dir) as store:
+        found = store.problems()
+        assert len(found) == 1 and path.name in found[0], found
+    path.unlink()
+    with ann_store(store_dir) as store:
+        assert top_paths(store, use_provider, "item-03 tax return")[0] == "Area 3/Note 03.md"
+        assert store.problems() == []  # the next search rebuilt the file
+
+
+def test_kill_9_mid_index_leaves_a_usable_ann_tier(tmp_path: Path, use_provider) -> None:
+    vault = write_vault(tmp_path / "vault", _notes(120))
+    home = tmp_path / "home"
+    env = cli_env(home, VAULTLENS_INDEX__BATCH_FILES="4", VAULTLENS_SEARCH__ANN_THRESHOLD="1")
+    subprocess.run(
+        [str(VAULTLENS_BIN), "index", "--vault", str(vault)], env=env, check=True, capture_output=True
+    )
+    search = [str(VAULTLENS_BIN), "search", "sourdough", "--vault", str(vault), "--json"]
+    subprocess.run(search, env=env, check=True, capture_output=True)  # builds and saves the tier
+    (store_dir,) = {p.parent for p in home.rglob("index.sqlite")}
+    assert ann_files(store_dir)
+    for i in range(0, 120, 2):
+        (vault / f"Area {i % 4}/Note {i:02d}.md").write_text(
+            f"# Note {i:02d}\n\nRewritten text number {i}.\n"
+        )
+    proc = subprocess.Popen(
+        [str(VAULTLENS_BIN), "index", "--vault", str(vault)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while True:  # kill once a few batches are committed and the run is still going
+            try:
+                with ann_store(store_dir) as store:
+                    changed = store.changed_keys(store.ann_floor())  # type: ignore[attr-defined]
+            except IndexNotFound:
+                changed = np.zeros(0)
+            if changed.size >= 8 or proc.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with ann_store(store_dir) as store:
+        tier = tier_of(store)
+        assert np.array_equal(tier.keys(), chunk_rowids(store))
+        assert store.problems() == []
+        assert top_paths(store, use_provider, "item-01 marathon training plan")[0] == "Area 1/Note 01.md"
+
+
+def test_similar_and_duplicates_past_the_threshold_match_the_full_scan(tmp_path: Path, use_provider) -> None:
+    from test_discover import VAULT
+    from vaultlens.services import discover, duplicates
+
+    vault = write_vault(tmp_path / "vault", VAULT)
+    shutil.copytree(EXAMPLES / "vault", vault / "sample")
+    run_index(vault, tmp_path / "index", use_provider)
+    with ann_store(tmp_path / "index", threshold=10**9) as exact, ann_store(tmp_path / "index") as approx:
+        assert exact.neighbours(chunk_rowids(exact), 5) is None
+        src, dst = approx.neighbours(chunk_rowids(approx), 5)  # type: ignore[misc]
+        assert src.size and not (src == dst).any()
+        want = duplicates.duplicates(exact, 0.93, 100, 32).as_dict()
+        assert want["pairs"]  # the vault has near-copies: the comparison is not vacuous
+        assert duplicates.duplicates(approx, 0.93, 100, 32).as_dict() == want
+        sample_notes = sorted(p.relative_to(vault).as_posix() for p in (vault / "sample").rglob("*.md"))
+        for path in ["coffee.md", "release.md", *sample_notes[:3]]:
+            assert (
+                discover.similar(approx, path, 5, 32).as_dict()
+                == discover.similar(exact, path, 5, 32).as_dict()
+            )

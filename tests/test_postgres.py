@@ -1,0 +1,238 @@
+"""What only the PostgreSQL backend has: vaults sharing one database, its errors, its migrations, the
+HNSW path, and the index lifecycle's folders as schemas. The contract and service suites run on it
+through the ``backend`` fixture; these tests need the session's cluster (tests/pg_server.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pg_server
+import vaultlens as services
+from vaultlens.chunking.chunker import Chunk
+from vaultlens.config.settings import load_settings
+from vaultlens.errors import ConfigError, IndexNotFound, StoreError
+from vaultlens.index.backends import get_backend
+from vaultlens.index.postgres import PostgresBackend
+from vaultlens.index.postgres.schema import MIGRATIONS
+from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
+from vaultlens.testing import HashingEmbeddingProvider
+from vl_support import backend_args, open_app, run_cli, write_vault
+
+pytestmark = pytest.mark.usefixtures("postgres_server")
+
+
+@pytest.fixture
+def two_vaults(tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """Two vaults indexed into the one session database."""
+    stores = []
+    for name, text in (("a", "apples grow in the orchard"), ("b", "submarines dive under the ice")):
+        vault = write_vault(tmp_path / name, {"note.md": f"# {name}\n\n{text}\n"})
+        app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+        services.index(app)
+        stores.append(get_backend("postgres").open(app.index_dir, create=False))
+        app.close()
+    yield stores[0], stores[1]
+    for s in stores:
+        s.close()
+
+
+def test_two_vaults_in_one_database_never_see_each_others_rows(two_vaults: tuple[Store, Store]) -> None:
+    a, b = two_vaults
+    assert a.schema != b.schema  # type: ignore[attr-defined]
+    for store, mine, theirs in ((a, "orchard", "submarin"), (b, "submarin", "orchard")):
+        assert store.counts().notes == 1
+        assert store.lexical([mine], 10, 10).notes and not store.lexical([theirs], 10, 10).notes
+        texts = " ".join(n.text for n in store.note_texts())
+        assert mine[:6] in texts and theirs[:6] not in texts
+        keys, _ = store.matrix()
+        assert set(store.chunk_paths(keys.tolist())) == set(keys.tolist())
+    # every key either vault knows reads back as the asking vault's own text, never the other's
+    keys = {*a.matrix()[0].tolist(), *b.matrix()[0].tolist(), *range(1, 50)}
+    assert all("orchard" in c.text for c in a.chunks(keys).values())
+    assert all("submarines" in c.text for c in b.chunks(keys).values())
+    for chunk in b.chunks(keys).values():
+        mine = a.chunk_by_id(chunk.id)
+        assert mine is None or "orchard" in mine.text
+
+
+def test_the_same_vault_id_names_the_same_store_on_every_machine(tmp_path: Path) -> None:
+    one = PostgresBackend(vault_id="team-notes").schema(tmp_path / "laptop" / "idx" / "r2")
+    two = PostgresBackend(vault_id="team-notes").schema(tmp_path / "server" / "other" / "r2")
+    assert one == two and one.endswith("_r2")
+    assert PostgresBackend().schema(tmp_path / "laptop") != PostgresBackend().schema(tmp_path / "server")
+
+
+def test_migrations_are_named_ordered_and_applied_once(tmp_path: Path) -> None:
+    backend = PostgresBackend()
+    schema = backend.schema(tmp_path / "m")
+    assert backend.migrate(schema) == [name for name, _ in MIGRATIONS]
+    assert backend.migrate(schema) == []
+    store = backend.open(tmp_path / "m")
+    try:
+        rows = store._rows("SELECT name FROM schema_migrations ORDER BY name")  # type: ignore[attr-defined]
+        assert [r[0] for r in rows] == sorted(name for name, _ in MIGRATIONS)
+        assert store.generation == 0
+    finally:
+        store.close()
+    assert [name for name, _ in MIGRATIONS] == sorted(name for name, _ in MIGRATIONS)
+
+
+def test_a_missing_store_is_index_not_found(tmp_path: Path) -> None:
+    with pytest.raises(IndexNotFound):
+        PostgresBackend().open(tmp_path / "never", create=False)
+
+
+def test_a_wrong_port_is_an_unreachable_server_with_a_hint(tmp_path: Path) -> None:
+    port = pg_server._free_port()
+    backend = PostgresBackend(f"host=127.0.0.1 port={port} connect_timeout=2")
+    with pytest.raises(StoreError) as caught:
+        backend.open(tmp_path / "x")
+    assert type(caught.value) is StoreError
+    assert "cannot be reached" in caught.value.message and f"127.0.0.1:{port}" in caught.value.message
+    assert caught.value.hint and "index.dsn" in caught.value.hint
+
+
+def test_a_wrong_password_is_an_authentication_error_that_never_shows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGPASSWORD", "not-the-password")
+    backend = PostgresBackend(f"user={pg_server.SECRET_ROLE}")
+    with pytest.raises(ConfigError) as caught:
+        backend.open(tmp_path / "x")
+    said = str(caught.value)
+    assert "refused the login" in said and "PGPASSWORD" in said and "not-the-password" not in said
+
+
+def test_the_password_comes_from_a_600_pgpass_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"*:*:*:{pg_server.SECRET_ROLE}:{pg_server.SECRET}\n", encoding="utf-8")
+    passfile.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    assert PostgresBackend(f"user={pg_server.SECRET_ROLE}").exists(tmp_path / "x") is False
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "host=db password=hunter2 dbname=notes",
+        "postgresql://me:hunter2@db/notes",
+        "postgres://db/n?password=hunter2",
+    ],
+)
+def test_a_dsn_with_a_password_is_refused_without_showing_it(dsn: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, {"index.dsn": dsn})
+    assert "hunter2" not in str(caught.value) and "PGPASSWORD" in str(caught.value)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.toml").write_text(f"[index]\ndsn = {json.dumps(dsn)}\n", encoding="utf-8")
+    vault = write_vault(tmp_path / "v", {"a.md": "# A\n"})
+    env_before = os.environ.get("VAULTLENS_CONFIG")
+    os.environ["VAULTLENS_CONFIG"] = str(tmp_path / "cfg" / "config.toml")
+    try:
+        shown = run_cli(["config", "show", "--vault", str(vault)])
+    finally:
+        if env_before is None:
+            os.environ.pop("VAULTLENS_CONFIG", None)
+    assert shown.exit_code == 2 and "hunter2" not in shown.output and "config.toml" in shown.output
+
+
+def test_config_show_names_the_dsn(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "# A\n"})
+    shown = run_cli(["config", "show", "--json", "--vault", str(vault), *backend_args("postgres"),
+                     "--set", "index.dsn=host=db.example user=vl dbname=notes"])  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["index.dsn"]["value"] == "host=db.example user=vl dbname=notes"
+
+
+def test_hnsw_answers_like_the_exact_scan(tmp_path: Path) -> None:
+    """Past ``exact_below`` chunks the HNSW index answers top-k; on a small clustered set it finds the
+    exact neighbours (recall 1.0 at k=10) and scores them as inner products."""
+    rng = np.random.default_rng(7)
+    centers = rng.normal(size=(20, 64))
+    exact = PostgresBackend(exact_below=10**9).open(tmp_path / "h")
+    updates, vectors = [], {}
+    for i in range(600):
+        v = centers[i % 20] + 0.3 * rng.normal(size=64)
+        v = (v / np.linalg.norm(v)).astype(np.float32)
+        h = f"h{i}"
+        vectors[h] = v
+        chunk = Chunk(id=f"c{i}", path=f"n{i}.md", ordinal=0, heading_path=(), text=f"t{i}", content_hash=h,
+                      start=0, end=2, start_line=0, end_line=1)  # fmt: skip
+        rec = FileRecord(f"n{i}.md", "note", 1, 1, h, "indexed", n_chunks=1)
+        updates.append(NoteUpdate(rec, [IndexedChunk(chunk, h, f"t{i}")]))
+    exact.apply(updates, vectors)
+    ann = PostgresBackend(exact_below=0).open(tmp_path / "h")
+    ann.ensure_ann()
+    # at 600 rows the planner rightly prefers a scan; this session asks it to take the index
+    ann._rows("SELECT set_config('enable_seqscan', 'off', false)")  # type: ignore[attr-defined]
+    try:
+        recalls = []
+        for j in range(20):
+            q = vectors[f"h{j * 7}"]
+            e_keys, e_scores = exact.top_k(q, 10)
+            a_keys, a_scores = ann.top_k(q, 10)
+            recalls.append(len(set(e_keys.tolist()) & set(a_keys.tolist())) / 10)
+            np.testing.assert_allclose(np.sort(a_scores), np.sort(ann.scores(q, a_keys)), rtol=1e-5)
+        assert np.mean(recalls) >= 0.95
+        assert exact.neighbours(exact.matrix()[0], 5) is None  # below its threshold: the caller compares
+        keys = ann.matrix()[0][:50]
+        src, dst = ann.neighbours(keys, 5)  # type: ignore[misc]
+        assert set(src.tolist()) == set(keys.tolist()) and not (src == dst).any()
+        assert (np.bincount(src - src.min()) <= 5).all()
+        recall = ann.ann_recall(queries=30, k=10)
+        assert recall is not None and recall >= 0.95 and exact.ann_recall() is None
+        plan = ann._rows(  # type: ignore[attr-defined]
+            "EXPLAIN SELECT key FROM chunks ORDER BY vec::vector(64) <=> %s LIMIT 10", (vectors["h0"],)
+        )
+        assert "chunks_vec_hnsw" in " ".join(r[0] for r in plan)
+    finally:
+        exact.close()
+        ann.close()
+
+
+def test_a_background_rebuild_builds_a_new_schema_and_drops_the_old(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", {f"n{i}.md": f"# N{i}\n\nriver bread {i}\n" for i in range(5)})
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    backend = app.backend
+    first = app.index_dir
+    services.rebuild_in_background(app, switch_wait=5)
+    second = app.index_dir
+    assert second != first and second.name == "r1"
+    assert backend.exists(second) and not backend.exists(first)
+    assert services.search(app, "river bread", limit=3)
+    services.clear(app)
+    assert app.backend.exists(app.index_dir)  # cleared, not removed: it stays cleared
+    app.close()
+
+
+def test_a_lock_held_past_the_timeout_is_store_busy_with_a_hint(tmp_path: Path) -> None:
+    """A real lock timeout (another session holds the store's advisory lock) says busy, not a traceback."""
+    import psycopg
+
+    from vaultlens.errors import StoreBusy
+    from vaultlens.index.postgres.connection import translate
+    from vaultlens.index.postgres.schema import lock_key
+
+    backend = PostgresBackend()
+    schema = backend.schema(tmp_path / "busy")
+    holder = psycopg.connect("", autocommit=True)
+    waiter = psycopg.connect("", autocommit=True)
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", (lock_key(schema),))
+        waiter.execute("SET lock_timeout = 200")
+        with pytest.raises(psycopg.Error) as raised:
+            waiter.execute("SELECT pg_advisory_lock(%s)", (lock_key(schema),))
+        said = translate(raised.value, "", "write the index")
+        assert isinstance(said, StoreBusy) and said.hint and "another vaultlens process" in said.hint.lower()
+    finally:
+        holder.close()
+        waiter.close()
