@@ -128,7 +128,11 @@ def main() -> None:
         t = time.perf_counter()
         rank_notes(store, provider, text, SearchSettings(), 10, 3)  # type: ignore[arg-type]
         full_ms.append((time.perf_counter() - t) * 1000)
-    out["search"] = {"p50_ms": round(pct(full_ms, 0.5), 2), "p95_ms": round(pct(full_ms, 0.95), 2), "load": load()}
+    out["search"] = {
+        "p50_ms": round(pct(full_ms, 0.5), 2),
+        "p95_ms": round(pct(full_ms, 0.95), 2),
+        "load": load(),
+    }
     print(out["search"], flush=True)
     rng = np.random.default_rng(5)
     apply_ms, catch_up_ms = [], []
@@ -139,10 +143,23 @@ def main() -> None:
         chunks, vectors = [], {}
         for k in range(PER_NOTE):
             text = f"edited {e} section {k} of {path}"
-            ch = Chunk(sha(f"{path}#{k}#{e}")[:16], path, k, ("Edited", f"S{k}"), text, sha(text), 0, len(text), k, k + 1)
+            ch = Chunk(
+                sha(f"{path}#{k}#{e}")[:16],
+                path,
+                k,
+                ("Edited", f"S{k}"),
+                text,
+                sha(text),
+                0,
+                len(text),
+                k,
+                k + 1,
+            )
             vectors[sha(text)] = vecs[k]
             chunks.append(IndexedChunk(ch, sha(text), text))
-        rec = FileRecord(path, "note", 100, e, sha(path + str(e)), "indexed", None, "Edited", (), (), PER_NOTE)
+        rec = FileRecord(
+            path, "note", 100, e, sha(path + str(e)), "indexed", None, "Edited", (), (), PER_NOTE
+        )
         t = time.perf_counter()
         store.apply(updates=[NoteUpdate(rec, chunks, ())], vectors=vectors)
         apply_ms.append((time.perf_counter() - t) * 1000)
