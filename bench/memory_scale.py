@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import contextlib
+
 from _common import machine, save  # noqa: E402
 
 SETTINGS = ["--set", "embedding.provider=fake", "--set", "embedding.dimensions=512"]
@@ -37,10 +39,37 @@ RUN = [
     "-c",
     "import sys, vaultlens.testing; from vaultlens.cli.main import main; sys.exit(main())",
 ]
-WORDS = (
-    "bread flour water river mountain train ticket budget invoice backup restore index query cache latency"
-    " request server token policy header browser coffee kettle lamp window garden tomato marathon chess"
-).split()
+WORDS = [
+    "bread",
+    "flour",
+    "water",
+    "river",
+    "mountain",
+    "train",
+    "ticket",
+    "budget",
+    "invoice",
+    "backup",
+    "restore",
+    "index",
+    "query",
+    "cache",
+    "latency",
+    "request",
+    "server",
+    "token",
+    "policy",
+    "header",
+    "browser",
+    "coffee",
+    "kettle",
+    "lamp",
+    "window",
+    "garden",
+    "tomato",
+    "marathon",
+    "chess",
+]
 
 
 def write_vault(root: Path, n: int) -> None:
@@ -69,10 +98,8 @@ def peak_of(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0.0
     while proc.poll() is None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             peak = max(peak, status(proc.pid).get("VmHWM", 0.0))
-        except (OSError, ValueError):
-            pass
         time.sleep(0.2)
     if proc.returncode != 0:
         sys.exit(f"{cmd} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
