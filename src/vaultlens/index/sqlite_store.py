@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
     import numpy as np
     import numpy.typing as npt
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
 NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
@@ -78,6 +78,8 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL, stats TEXT);
 """
 
+_FILE_KEY = "'files:'||{row}.status||':'||{row}.kind"  # a counter per file status and kind
+
 # Append-only: MIGRATIONS[n] brings a schema at version n to n + 1.
 MIGRATIONS: dict[int, str] = {
     1: """CREATE TABLE IF NOT EXISTS dismissed_pairs (
@@ -104,6 +106,30 @@ MIGRATIONS: dict[int, str] = {
     # the chunks each generation added or removed, so the ANN tier catches up a note at a time
     5: """CREATE TABLE IF NOT EXISTS chunk_log (generation INTEGER NOT NULL, key INTEGER NOT NULL);
         CREATE INDEX IF NOT EXISTS chunk_log_by_generation ON chunk_log(generation);""",
+    # the counts `status` shows, kept by triggers (status answers from them, not by counting rows)
+    6: """CREATE INDEX IF NOT EXISTS files_with_reason ON files(path) WHERE reason IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT OR REPLACE INTO counters SELECT 'chunks', COUNT(*) FROM chunks;
+        INSERT OR REPLACE INTO counters SELECT 'vectors', COUNT(*) FROM vectors;
+        INSERT OR REPLACE INTO counters SELECT 'files:' || status || ':' || kind, COUNT(*) FROM files
+            GROUP BY status, kind;"""
+    # terse: the schema's text must stay on SQLite's first page (tests/test_store.py damages the rest)
+    + "".join(
+        f"CREATE TRIGGER IF NOT EXISTS n_{table}_{event[0]} AFTER {event} ON {table} BEGIN "
+        + "".join(
+            f"INSERT INTO counters VALUES({key},{d})ON CONFLICT DO UPDATE SET n=n+{d};" for key, d in rows
+        )
+        + "END;"
+        for table, event, rows in (
+            ("chunks", "INSERT", [("'chunks'", 1)]),
+            ("chunks", "DELETE", [("'chunks'", -1)]),
+            ("vectors", "INSERT", [("'vectors'", 1)]),
+            ("vectors", "DELETE", [("'vectors'", -1)]),
+            ("files", "INSERT", [(_FILE_KEY.format(row="new"), 1)]),
+            ("files", "DELETE", [(_FILE_KEY.format(row="old"), -1)]),
+            ("files", "UPDATE", [(_FILE_KEY.format(row="old"), -1), (_FILE_KEY.format(row="new"), 1)]),
+        )
+    ),
 }
 
 
@@ -157,9 +183,13 @@ class SQLiteStore(Store):
         while version < SCHEMA_VERSION:
             with self.transaction() as db:
                 if int(self.get_meta("schema_version") or 1) == version:  # another process may have won
-                    for statement in MIGRATIONS[version].split(";"):
-                        if statement.strip():
-                            db.execute(statement)
+                    statement = ""
+                    for piece in MIGRATIONS[version].split(";"):  # a trigger's body holds ";" too
+                        statement += piece + ";"
+                        if sqlite3.complete_statement(statement):
+                            if statement.strip(" \n;"):
+                                db.execute(statement)
+                            statement = ""
                     self._set_meta("schema_version", str(version + 1))
             version = int(self.get_meta("schema_version") or 1)
 
@@ -370,12 +400,15 @@ class SQLiteStore(Store):
     # ---- writes -----------------------------------------------------------------------------
 
     def file_records(self) -> dict[str, FileRecord]:
+        return {r.path: r for r in self._records()}
+
+    def _records(self, where: str = "") -> Iterator[FileRecord]:
         rows = self.db.execute(
             "SELECT path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags, n_chunks"
-            " FROM files"
+            " FROM files " + where
         )
-        return {
-            r[0]: FileRecord(
+        return (
+            FileRecord(
                 r[0],
                 r[1],
                 r[2],
@@ -389,7 +422,7 @@ class SQLiteStore(Store):
                 r[10],
             )
             for r in rows
-        }
+        )
 
     def known_embed_hashes(self, hashes: Iterable[str]) -> set[str]:
         sql = "SELECT embed_hash FROM vectors WHERE embed_hash IN ({marks})"
@@ -499,7 +532,11 @@ class SQLiteStore(Store):
     def drop_orphan_vectors(self) -> int:
         """Drop vectors no chunk uses, and the change log the ANN tier's newest file no longer needs."""
         with self.transaction() as db:
-            floor = max(self._ann.files(), default=self.generation)
+            gen = self.generation
+            for g, p in self._ann.files().items():
+                if g > gen:  # written for generations this store never committed (a restored backup)
+                    p.unlink(missing_ok=True)
+            floor = max((g for g in self._ann.files() if g <= gen), default=gen)
             db.execute("DELETE FROM chunk_log WHERE generation <= ?", (floor,))
             self._set_meta("ann_floor", str(floor))
             db.execute("DELETE FROM tier_vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
@@ -554,12 +591,28 @@ class SQLiteStore(Store):
 
     # ---- reads ------------------------------------------------------------------------------
     def counts(self) -> StoreCounts:
+        """From the counters the store's triggers keep (doctor compares them with the rows)."""
+        found = {str(name): int(n) for name, n in self.db.execute("SELECT name, n FROM counters")}
+        files: dict[str, int] = {}
+        for key, n in found.items():
+            if key.startswith("files:") and n:
+                status = key.split(":")[1]
+                files[status] = files.get(status, 0) + n
+        notes = found.get("files:indexed:note", 0)
+        return StoreCounts(notes, found.get("chunks", 0), found.get("vectors", 0), files)
+
+    def _counted(self) -> StoreCounts:
+        """The same numbers counted row by row."""
         q = self.db.execute
         files = {str(s): int(n) for s, n in q("SELECT status, COUNT(*) FROM files GROUP BY status")}
         notes = q("SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'").fetchone()[0]
         chunks = q("SELECT COUNT(*) FROM chunks").fetchone()[0]
         vectors = q("SELECT COUNT(*) FROM vectors").fetchone()[0]
         return StoreCounts(int(notes), int(chunks), int(vectors), files)
+
+    def file_problems(self) -> list[FileRecord]:
+        """Records that carry a reason (skipped, failed), by path: one indexed lookup, not every file."""
+        return list(self._records("WHERE reason IS NOT NULL ORDER BY path"))
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.directory.iterdir() if p.is_file())
@@ -597,9 +650,13 @@ class SQLiteStore(Store):
                 rowids = vecs = None
         except (OSError, ValueError):
             rowids = vecs = None
-        if rowids is None or vecs is None:
+        if (rowids is None or vecs is None) and self._write_cache(gen, tier):
+            try:
+                rowids, vecs = np.load(ids_file), np.load(vec_file, mmap_mode="r")
+            except (OSError, ValueError):  # an empty matrix cannot be mapped
+                rowids = vecs = None
+        if rowids is None or vecs is None:  # a read-only index folder: held in memory instead
             rowids, vecs = self._read_matrix(tier)
-            self._write_cache(gen, tier, rowids, vecs)
         self._matrix[tier] = (gen, rowids, vecs)
         return rowids, vecs
 
@@ -692,11 +749,14 @@ class SQLiteStore(Store):
         rows = sorted(self._rows_in(sql, dict.fromkeys(keys.tolist())))
         return self._stack(rows)
 
-    def vector_blocks(self, size: int = 50_000) -> Iterator[tuple[ChunkKeys, Vectors]]:
+    def vector_blocks(
+        self, size: int = 20_000, table: str = "vectors"
+    ) -> Iterator[tuple[ChunkKeys, Vectors]]:
+        """(keys, vectors) of every chunk in key order, ``size`` at a time (``table``: or tier_vectors)."""
         last = -1
         while True:
             rows = self.db.execute(
-                "SELECT c.rowid, v.vec FROM chunks c JOIN vectors v ON v.embed_hash = c.embed_hash"
+                f"SELECT c.rowid, v.vec FROM chunks c JOIN {table} v ON v.embed_hash = c.embed_hash"
                 " WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?",
                 (last, size),
             ).fetchall()
@@ -804,17 +864,32 @@ class SQLiteStore(Store):
         stem = f"matrix-{self.store_id}-{gen}" + ("-tier" if tier else "")
         return self.directory / f"{stem}.ids.npy", self.directory / f"{stem}.vecs.npy"
 
-    def _write_cache(self, gen: int, tier: bool, rowids: ChunkKeys, vecs: Vectors) -> None:
+    def _write_cache(self, gen: int, tier: bool) -> bool:
+        """Stream this snapshot's vectors into the cache files a block at a time (the matrix is never
+        held in memory: it is memory-mapped from the file afterwards); False when it cannot be written."""
         import numpy as np
 
+        table = "tier_vectors" if tier else "vectors"
+        join = f"FROM chunks c JOIN {table} v ON v.embed_hash = c.embed_hash"
+        ids = [r[0] for r in self.db.execute(f"SELECT c.rowid {join} ORDER BY c.rowid")]
+        space = self.tier_space if tier else self.space
+        header = {
+            "descr": "<f4",
+            "fortran_order": False,
+            "shape": (len(ids), space.dimensions if space else 0),
+        }
         try:
             ids_file, vec_file = self._cache_files(gen, tier)
-            for target, arr in ((ids_file, rowids), (vec_file, vecs)):  # vectors last: readers check it
-                with atomic_file(target, durable=False) as fh:
-                    np.save(fh, arr)
+            with atomic_file(ids_file, durable=False) as fh:
+                np.save(fh, np.array(ids, dtype=np.int64))
+            with atomic_file(vec_file, durable=False) as fh:  # vectors last: readers check them
+                np.lib.format.write_array_header_2_0(fh, header)
+                for _, block in self.vector_blocks(table=table):
+                    fh.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
         except OSError:
-            return  # a read-only index dir only costs speed
+            return False  # a read-only index dir only costs memory and speed
         self._drop_caches(keep=gen)
+        return True
 
     def load_derived(self, name: str, generation: int) -> dict[str, npt.NDArray[Any]] | None:
         """Arrays saved by :meth:`save_derived`, from ``matrix-<store id>-<generation>.<name>.npz``
@@ -1097,6 +1172,8 @@ class SQLiteStore(Store):
             n = q(sql).fetchone()[0]
             if n:
                 found.append(f"{n} {label}")
+        if self.counts() != self._counted():
+            found.append(f"the kept counts {self.counts()} differ from the rows {self._counted()}")
         for table, space, label in (
             ("vectors", self.space, "vectors"),
             ("tier_vectors", self.tier_space, "quality-tier vectors"),

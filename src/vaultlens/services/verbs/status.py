@@ -26,7 +26,6 @@ def status(app: App) -> IndexStatus:
         if not app.has_index():
             return base
         with app.reading() as store:
-            records = store.file_records()
             counts = store.counts()
             return replace(
                 base,
@@ -39,11 +38,7 @@ def status(app: App) -> IndexStatus:
                 size_bytes=store.size_bytes(),
                 embedding_space=store.space,
                 space_change=_space_change(app, store),
-                problems=[
-                    FileProblem(r.path, r.status, r.reason)
-                    for r in sorted(records.values(), key=lambda r: r.path)
-                    if r.reason
-                ],
+                problems=[FileProblem(r.path, r.status, r.reason) for r in store.file_problems() if r.reason],
                 last_run=_last_run(app, store),
                 rechunk_pending=store.get_meta("chunker") not in (None, app.chunker().signature),
                 tier=_tier_status(app, store),
