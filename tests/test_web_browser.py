@@ -292,10 +292,6 @@ def test_typing_a_query_shows_the_expected_note_first_with_sections_and_highligh
     expect(page.locator("#weak-notice")).to_be_hidden()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="page gap (web-ui ecc3f81): search.js marks query terms as substrings ('to' inside 'Tomatoes')",
-)
 def test_highlights_mark_whole_words_not_letters_inside_other_words(site: Site, page: Page) -> None:
     """ "to" of the query is no match inside "Tomatoes": a mark starts and ends at a word's edges."""
     search(page, site, QUERY)

@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal, overload
 
@@ -44,6 +45,7 @@ __all__ = ["find_journal", "journal_root"]
 
 RECORD = "vault.json"
 ID_FILE = "vault-id"
+CLAIM_LOCK = ".claim.lock"  # in the journals folder: finding or claiming an id, one process at a time
 
 
 def _record(folder: Path) -> dict[str, object] | None:
@@ -150,6 +152,25 @@ def _locate(vault: Path, create: Literal[True]) -> Path: ...
 def _locate(vault: Path, create: Literal[False]) -> Path | None: ...
 def _locate(vault: Path, create: bool) -> Path | None:
     journals = paths.journals_dir()
+    if not create:
+        return _find_or_claim(vault, journals, create=False)
+    with translated_errors("find the vault's journal", journals), _claiming(journals):
+        return _find_or_claim(vault, journals, create=True)
+
+
+@contextlib.contextmanager
+def _claiming(journals: Path) -> Iterator[None]:
+    """Processes planning a vault's first change at once must agree on one id: one could otherwise
+    drop the claim another just made (before its journal folder exists) and claim a second id. The
+    find-or-claim runs under a blocking lock on the journals folder, held for milliseconds."""
+    import portalocker
+
+    journals.mkdir(parents=True, exist_ok=True)
+    with portalocker.Lock(str(journals / CLAIM_LOCK), mode="a", timeout=60):
+        yield
+
+
+def _find_or_claim(vault: Path, journals: Path, create: bool) -> Path | None:
     resolved = vault.resolve()
     with translated_errors("find the vault's journal", journals):
         st = resolved.stat()

@@ -8,11 +8,16 @@
   const weak = document.getElementById("weak-notice");
   let timer = null, seq = 0;
 
+  // Whole words only: a word is marked when it is a query term, or starts with one of 4+ letters
+  // (the index stems, so "feeding" answers "feed"); a term is never marked inside another word.
   function marked(text, terms) {
-    if (!terms.length) return [text];
-    const escaped = terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-    const parts = text.split(new RegExp(`(${escaped.join("|")})`, "giu"));
-    return parts.map((part, i) => (i % 2 ? el("mark", {}, part) : part));
+    const wanted = terms.map((t) => t.toLowerCase()).filter((t) => t.length >= 3);
+    if (!wanted.length) return [text];
+    const hit = (word) => {
+      const w = word.toLowerCase();
+      return wanted.some((t) => w === t || (t.length >= 4 && w.startsWith(t)));
+    };
+    return text.split(/([\p{L}\p{N}]+)/u).map((part, i) => (i % 2 && hit(part) ? el("mark", {}, part) : part));
   }
 
   function render(hits, query) {
