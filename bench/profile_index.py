@@ -52,7 +52,7 @@ def profile(fn: Any) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
-def measure(label: str, vault: Path, root: Path, rounds: int) -> dict[str, Any]:
+def measure(label: str, vault: Path, root: Path, rounds: int, profiled: bool = True) -> dict[str, Any]:
     from vaultlens.embedding.registry import make_provider
     from vaultlens.services.app import App
 
@@ -73,8 +73,11 @@ def measure(label: str, vault: Path, root: Path, rounds: int) -> dict[str, Any]:
                 f"  {label} round {r + 1} {what:5}: wall {last['wall_s']:6.1f}s cpu {last['cpu_s']:6.1f}s load {load:.1f}",
                 flush=True,
             )
-    prof_raw = profile(lambda: run_raw(lambda: make_provider(settings.embedding), texts))
-    prof_idx = profile(lambda: run_inproc(vault, root / f"home-{label}-prof"))
+    prof_raw: dict[str, float] = {}
+    prof_idx: dict[str, float] = {}
+    if profiled:
+        prof_raw = profile(lambda: run_raw(lambda: make_provider(settings.embedding), texts))
+        prof_idx = profile(lambda: run_inproc(vault, root / f"home-{label}-prof"))
     wall = sum(x["wall_s"] for x in idx) / sum(x["wall_s"] for x in raw)
     cpu = sum(x["cpu_s"] for x in idx) / sum(x["cpu_s"] for x in raw)
     return {
