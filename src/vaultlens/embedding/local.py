@@ -87,3 +87,8 @@ class LocalUSEProvider:
         threads = self._query_threads if len(texts) == 1 else self._threads
         out = _shared_model().encode([t[:MAX_CHARS] for t in texts], threads)
         return normalize_rows(out, len(texts), DIMENSIONS, MODEL)
+
+    def model_seconds(self, texts: Sequence[str]) -> float:
+        """The forward pass alone on ``texts`` as :meth:`embed` cuts them (for `vaultlens bench embed`)."""
+        threads = self._threads if len(texts) > 1 else self._query_threads
+        return _shared_model().forward_seconds([t[:MAX_CHARS] for t in texts], threads)

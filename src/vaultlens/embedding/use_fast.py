@@ -74,6 +74,23 @@ class FastUSE:
                 self._run(ids, out)
         return out
 
+    def forward_seconds(self, texts: Sequence[str], threads: int) -> float:
+        """Seconds of the forward pass alone over ``texts`` (tokenized first, not timed)."""
+        import time
+
+        import numpy as np
+
+        ids = self.tokenize(texts, threads)
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        limit = self._backend._threadpool
+        started = time.perf_counter()
+        if limit is None:
+            self._run(ids, out)
+        else:
+            with limit(limits=threads, user_api="blas"):
+                self._run(ids, out)
+        return time.perf_counter() - started
+
     def _run(self, ids: list[list[int]], out: Vectors) -> None:
         """The forward pass over buckets of texts of similar length, scattered back in order."""
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
