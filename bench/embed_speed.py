@@ -99,11 +99,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--skip-index", action="store_true", help="only (a)")
+    ap.add_argument("--index-only", action="store_true", help="only (b)")
     args = ap.parse_args()
 
-    from audit_structure import generate
     from index_overhead import write_vault
-    from profile_index import measure
 
     tmp = temp_home("embed-speed")
     root = Path(tmp.name)
@@ -114,6 +113,15 @@ def main() -> None:
 
     chunk_texts = len(Texts(sci, App.open(sci).settings).all())
     result: dict[str, Any] = {"machine": machine(), "args": vars(args)}
+    if not args.index_only:
+        report_a(result, args, chunk_texts)
+    if not args.skip_index:
+        report_b(result, args, sci, root)
+    print(f"result: {save('embed_speed', result)}")
+    tmp.cleanup()
+
+
+def report_a(result: dict[str, Any], args: argparse.Namespace, chunk_texts: int) -> None:
     result["stock_vs_fast"] = a = part_a(args.docs, args.rounds, args.threads, chunk_texts)
     rows: list[tuple[str, ...]] = [
         ("arm", "docs/s", "chunks/s", "x stock wall", "x stock cpu", "min cos", "bar")
@@ -133,22 +141,23 @@ def main() -> None:
         )
     print(f"\n(a) {a['docs']} abstracts ({chunk_texts} chunk texts for chunks/s), {a['threads']} threads")
     print(table(rows), flush=True)
-    if not args.skip_index:
-        synth = root / "synthetic"
-        synth.mkdir()
-        generate(synth, args.notes)
-        rows = [("vault", "chunks", "index/raw wall", "index/raw cpu", "bar")]
-        for label, vault in (("scifact", sci), ("synthetic", synth)):
-            res = measure(label, vault, root, args.rounds, profiled=False)
-            result[f"index_{label}"] = res
-            ok = res["ratio_wall"] <= BAR_INDEX and res["ratio_cpu"] <= BAR_INDEX
-            rows.append(
-                (label, str(res["chunks"]), str(res["ratio_wall"]), str(res["ratio_cpu"]), verdict(ok))
-            )
-        print("\n(b) index against pure embedding")
-        print(table(rows))
-    print(f"result: {save('embed_speed', result)}")
-    tmp.cleanup()
+
+
+def report_b(result: dict[str, Any], args: argparse.Namespace, sci: Path, root: Path) -> None:
+    from audit_structure import generate
+    from profile_index import measure
+
+    synth = root / "synthetic"
+    synth.mkdir()
+    generate(synth, args.notes)
+    rows = [("vault", "chunks", "index/raw wall", "index/raw cpu", "bar")]
+    for label, vault in (("scifact", sci), ("synthetic", synth)):
+        res = measure(label, vault, root, args.rounds, profiled=False)
+        result[f"index_{label}"] = res
+        ok = res["ratio_wall"] <= BAR_INDEX and res["ratio_cpu"] <= BAR_INDEX
+        rows.append((label, str(res["chunks"]), str(res["ratio_wall"]), str(res["ratio_cpu"]), verdict(ok)))
+    print("\n(b) index against pure embedding")
+    print(table(rows))
 
 
 if __name__ == "__main__":
