@@ -15,8 +15,15 @@ Then the one-shot CLI: `vaultlens search --json` end to end (process start to ex
 server running (it answers; no model load) and after it stopped (the CLI loads the model),
 interleaved, with the same output checked; reported as the ratio of medians.
 
+``--contention``: instead, the query path on a busy machine (issue 26). `serve --no-watch` on a
+500-note vault, one client, 200 searches in a row quiet, then 200 while another process keeps both
+cores busy (numpy matrix products on 2 BLAS threads); once with today's query setting
+(``embedding.query_threads=0``: a query runs on ``embedding.threads`` = all cores) and once with the
+new default (1), alternating A B A B. Bar: loaded p95 <= 3x quiet p95 of the same server.
+
 Usage: .venv/bin/python bench/serve_load.py [--quick] [--notes N] [--clients N] [--seconds S] [--warmup S]
        [--cli-runs N] [--edit-every S]
+       .venv/bin/python bench/serve_load.py --contention [--rounds 2] [--queries 200]
 """
 
 from __future__ import annotations
@@ -129,6 +136,115 @@ def cli_search(vault: Path, query: str) -> tuple[float, str]:
     return time.perf_counter() - t0, done.stdout
 
 
+BAR_CONTENTION = 3.0
+HOG = """
+import numpy as np
+a = np.random.rand(600, 600)
+while True:
+    a = a @ a.T
+    a /= np.abs(a).max()
+"""
+
+
+def sequential(base: str, queries: list[str]) -> list[float]:
+    """Latency in ms of each query, one after another from one client."""
+    out = []
+    with httpx.Client(base_url=base, timeout=120) as http:
+        for q in queries:
+            t0 = time.perf_counter()
+            http.get("/v1/search", params={"q": q, "limit": 10}).raise_for_status()
+            out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def contention(rounds: int, n_queries: int) -> None:
+    """The query path quiet and while another process loads both cores, for two query settings."""
+    rng = random.Random(7)
+    tmp, vault, app, _ = indexed_vault("contention", 500, rng)
+    app.close()
+    queries = [f"{rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(n_queries)]
+    settings = {"today (query_threads=0: all cores)": "0", "query_threads=1 (new default)": "1"}
+    runs: list[dict[str, Any]] = []
+    for r in range(rounds):
+        for label, value in settings.items() if r % 2 == 0 else reversed(settings.items()):
+            port = free_port()
+            log = Path(tmp.name) / f"serve-{r}-{value}.log"
+            with log.open("ab") as out:
+                proc = subprocess.Popen(
+                    [
+                        cli(),
+                        "serve",
+                        "--no-watch",
+                        "--vault",
+                        str(vault),
+                        "--port",
+                        str(port),
+                        "--set",
+                        f"embedding.query_threads={value}",
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, "COLUMNS": "200"},
+                )
+            try:
+                wait_for(log, "Serving ", proc, timeout=600)
+                base = f"http://127.0.0.1:{port}"
+                sequential(base, queries[:20])  # warm-up
+                load_q = os.getloadavg()[0]
+                quiet = sequential(base, queries)
+                hog = subprocess.Popen(
+                    [sys.executable, "-c", HOG], env={**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+                )
+                try:
+                    time.sleep(2)
+                    load_l = os.getloadavg()[0]
+                    loaded = sequential(base, queries)
+                finally:
+                    hog.kill()
+                    hog.wait()
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)
+            run = {
+                "setting": label,
+                "round": r + 1,
+                "load_quiet": load_q,
+                "load_loaded": load_l,
+                "quiet_p50": pct(quiet, 0.5),
+                "quiet_p95": pct(quiet, 0.95),
+                "loaded_p50": pct(loaded, 0.5),
+                "loaded_p95": pct(loaded, 0.95),
+            }
+            run["ratio_p95"] = run["loaded_p95"] / run["quiet_p95"]
+            runs.append(run)
+            print(
+                f"  round {r + 1} {label:36} quiet p50 {run['quiet_p50']:6.1f} p95 {run['quiet_p95']:6.1f} ms"
+                f" (load {load_q:.1f}) | loaded p50 {run['loaded_p50']:6.1f} p95 {run['loaded_p95']:6.1f} ms"
+                f" (load {load_l:.1f}) | p95 ratio {run['ratio_p95']:.2f}",
+                flush=True,
+            )
+    rows: list[tuple[str, ...]] = [
+        ("setting", "quiet p50/p95 ms", "loaded p50/p95 ms", "loaded/quiet p95", "bar")
+    ]
+    for label in settings:
+        mine = [x for x in runs if x["setting"] == label]
+        qp50, qp95 = median([x["quiet_p50"] for x in mine]), median([x["quiet_p95"] for x in mine])
+        lp50, lp95 = median([x["loaded_p50"] for x in mine]), median([x["loaded_p95"] for x in mine])
+        rows.append(
+            (
+                label,
+                f"{qp50:.1f} / {qp95:.1f}",
+                f"{lp50:.1f} / {lp95:.1f}",
+                f"{lp95 / qp95:.2f}",
+                f"<= {BAR_CONTENTION}: {verdict(lp95 / qp95 <= BAR_CONTENTION)}",
+            )
+        )
+    print()
+    print(table(rows))
+    print(f"result: {save('serve_contention', {'machine': machine(), 'queries': n_queries, 'runs': runs})}")
+    tmp.cleanup()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="500 notes, 10 s of load, 3 CLI runs")
@@ -143,7 +259,13 @@ def main() -> None:
         default=2.0,
         help="seconds between edits (default 2: each flushed; 0: none)",
     )
+    ap.add_argument("--contention", action="store_true", help="the query path quiet and on busy cores")
+    ap.add_argument("--rounds", type=int, default=2, help="--contention: rounds of both settings")
+    ap.add_argument("--queries", type=int, default=200, help="--contention: queries per phase")
     args = ap.parse_args()
+    if args.contention:
+        contention(args.rounds, args.queries)
+        return
     n_notes = args.notes or (500 if args.quick else 5000)
     seconds = args.seconds or (10.0 if args.quick else 30.0)
     cli_runs = args.cli_runs or (3 if args.quick else 5)

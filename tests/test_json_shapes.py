@@ -53,6 +53,7 @@ def _results(vault: Path) -> dict[str, Any]:
         out["list_notes"] = vaultlens.list_notes(app, "", None, 5).as_dict()
         out["rebuild_in_background"] = vaultlens.rebuild_in_background(app).as_dict()
         out["providers"] = [p.as_dict() for p in vaultlens.providers(app)]
+        out["bench_embed"] = vaultlens.bench_embed(app).as_dict()
         out["ask_extractive"] = vaultlens.ask(app, "how do I cache static files", extractive=True).as_dict()
         session = vaultlens.open_chat(app, extractive=True)
         out["chat_turn"] = vaultlens.chat_turn(session, "how do I cache static files").as_dict()

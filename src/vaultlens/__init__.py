@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from vaultlens.services.chat import ChatSession, ChatTurn
     from vaultlens.services.discover import SimilarNote, SimilarResult
     from vaultlens.services.duplicates import Dismissed, DuplicatePair, DuplicateReport
+    from vaultlens.services.embed_bench import EmbedBench
     from vaultlens.services.evaluation import GroupScore
     from vaultlens.services.layout import ExactGroup
     from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice
@@ -89,7 +90,7 @@ if TYPE_CHECKING:
     )
     from vaultlens.services.verbs.finding import dismiss, duplicates, list_notes, note, search, similar
     from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
-    from vaultlens.services.verbs.inspecting import eval_beir, eval_queries, providers
+    from vaultlens.services.verbs.inspecting import bench_embed, eval_beir, eval_queries, providers
     from vaultlens.services.verbs.restructuring import write_batch, write_batch_run, write_split
     from vaultlens.services.verbs.status import doctor, status, unfinished_run
     from vaultlens.services.writes import Applied, Planned
@@ -130,6 +131,7 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["BatchResult", "NoteSelector"], "vaultlens.services.notetools.batch"),
     **dict.fromkeys(["SplitResult"], "vaultlens.services.notetools.split"),
     **dict.fromkeys(["ProviderInfo"], "vaultlens.services.providers"),
+    **dict.fromkeys(["EmbedBench"], "vaultlens.services.embed_bench"),
     **dict.fromkeys(
         ["Cleared", "DoctorReport", "FileProblem", "IndexStatus", "SpaceChange"], "vaultlens.services.results"
     ),
@@ -170,7 +172,9 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(
         ["clear", "index", "rebuild", "rebuild_in_background", "watch"], "vaultlens.services.verbs.indexing"
     ),
-    **dict.fromkeys(["eval_beir", "eval_queries", "providers"], "vaultlens.services.verbs.inspecting"),
+    **dict.fromkeys(
+        ["bench_embed", "eval_beir", "eval_queries", "providers"], "vaultlens.services.verbs.inspecting"
+    ),
     **dict.fromkeys(["doctor", "status", "unfinished_run"], "vaultlens.services.verbs.status"),
     **dict.fromkeys(["Applied", "Planned"], "vaultlens.services.writes"),
 }
@@ -192,6 +196,7 @@ __all__ = [
     "DoctorReport",
     "DuplicatePair",
     "DuplicateReport",
+    "EmbedBench",
     "Entry",
     "ExactGroup",
     "FileProblem",
@@ -231,6 +236,7 @@ __all__ = [
     "audit_clusters_only",
     "audit_deep",
     "audit_structure",
+    "bench_embed",
     "chat_turn",
     "clear",
     "dismiss",

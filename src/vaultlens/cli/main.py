@@ -44,6 +44,7 @@ cli = typer.Typer(
 )
 config_cli = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 eval_cli = typer.Typer(help="Measure retrieval quality on labelled data.", no_args_is_help=True)
+bench_cli = typer.Typer(help="Measure what this machine does.", no_args_is_help=True)
 
 # --help lists the commands by what they are for, in the order a newcomer meets them; each
 # panel's commands are registered in the order they are listed (see the end of this module).
@@ -317,6 +318,29 @@ def eval_queries(
     _print_scores(scores, json_)
 
 
+def bench_embed(
+    vault: VaultOpt = None,
+    tier: Annotated[bool, typer.Option("--tier", help="The e5 quality tier's model instead.")] = False,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Embedding speed on a built-in sample: docs/s, chunks/s and the ratio to the model alone."""
+    from vaultlens.services.verbs import inspecting
+
+    result = inspecting.bench_embed(open_app(vault, set_), tier)
+    if json_:
+        render.print_json(result.as_dict())
+        return
+    ratio = (
+        f"{result.ratio_to_model:.2f}x the model alone" if result.ratio_to_model else "model alone not timed"
+    )
+    render.out.print(
+        f"{escape(result.model)}: {result.docs_per_s:.1f} docs/s, {result.chunks_per_s:.1f} chunks/s "
+        f"({result.texts} texts, {result.threads} threads, batches of {result.batch_size}; {ratio}; "
+        f"load average {result.load_average:.1f})"
+    )
+
+
 _PANELS: list[tuple[str, list[Callable[..., None] | tuple[str, typer.Typer]]]] = [
     (KEEP, [index, watch, rebuild, clear]),
     (FIND, [search, similar, ("duplicates", duplicates_cli)]),
@@ -324,7 +348,7 @@ _PANELS: list[tuple[str, list[Callable[..., None] | tuple[str, typer.Typer]]]] =
     (CHANGE, [("write", write_app), review, apply, undo, history]),
     (AUDIT, [("audit", audit_cli), moc]),  # audit structure (no model), audit deep; a MOC from its clusters
     (SERVE, [serve, ui, mcp]),  # companion: HTTP API + MCP (cli/serve_cmds.py)
-    (INSPECT, [status, doctor, providers, ("config", config_cli), ("eval", eval_cli)]),
+    (INSPECT, [status, doctor, providers, ("config", config_cli), ("eval", eval_cli), ("bench", bench_cli)]),
 ]
 for _panel, _commands in _PANELS:
     for _command in _commands:
@@ -333,14 +357,15 @@ for _panel, _commands in _PANELS:
         else:
             cli.command(rich_help_panel=_panel)(_command)
 config_cli.command("show")(config_show)
-write_app.command("split")(split)  # cli/write_many_cmds.py
-write_app.command("batch")(batch)
 eval_cli.command("beir")(eval_beir)
 eval_cli.command("queries")(eval_queries)
+bench_cli.command("embed")(bench_embed)
 write_app.command("continue")(continue_)
 write_app.command("transform")(transform)
 write_app.command("dataview")(dataview)
 write_app.command("flashcards")(flashcards)
+write_app.command("split")(split)  # cli/write_many_cmds.py
+write_app.command("batch")(batch)
 
 
 def main() -> None:

@@ -182,7 +182,10 @@ class EmbeddingSettings:
     batch_size: int = setting(64, ge=1, le=10_000)
     timeout_s: float = setting(60.0, gt=0, le=DAY_S)  # per HTTP request
     max_retries: int = setting(4, ge=0, le=10)  # HTTP retries after the first try (backoff doubles)
-    threads: int = setting(0, ge=0, le=1024)  # 0 = os.cpu_count()
+    threads: int = setting(0, ge=0, le=1024)  # 0 = os.cpu_count(); the local model's batches
+    # BLAS threads for a one-text call (a search query): one thread does not spin or wait for a
+    # descheduled sibling on a busy machine (bench/serve_load.py); 0 = the same as threads
+    query_threads: int = setting(1, ge=0, le=1024)
     # the optional quality tier: a second, stronger and slower local model whose vectors are
     # filled after each index run and mixed into search (embedding/tier.py); "off" = USE only
     tier: str = setting("off", check=lambda v: v in TIERS, shape="one of " + ", ".join(TIERS))

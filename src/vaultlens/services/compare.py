@@ -75,13 +75,12 @@ class Compared:
         """best[(note a, note b)][row of a] = (best cosine >= floor of that row against b, the row of b)."""
         lay = self.lay
         usable = ~lay.frontmatter & ~self.short[lay.note_of]
-        batches = pairs.ann_pairs(self.store, lay.rowids, lay.vecs, usable, floor)
-        if batches is None:  # no ANN index in use: every close pair, found here
-            rows_idx = np.flatnonzero(usable)
-            batches = (
-                (rows_idx[r], rows_idx[c], sims)
-                for r, c, sims in pairs.close_pairs(lay.vecs[rows_idx], floor)
-            )
+        # not Store.neighbours: at 100,000 notes its candidates cost 483 s against 44 s for the
+        # partitions (docs/benchmarks.md, bench/dup_scale.py), so duplicates keep the partitions
+        rows_idx = np.flatnonzero(usable)
+        batches = (
+            (rows_idx[r], rows_idx[c], sims) for r, c, sims in pairs.close_pairs(lay.vecs[rows_idx], floor)
+        )
         best: dict[tuple[int, int], dict[int, tuple[float, int]]] = defaultdict(dict)
         for r, c, sims in batches:
             for i, j, ni, nj, sc in zip(

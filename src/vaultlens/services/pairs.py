@@ -12,15 +12,11 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from vaultlens.index.store import Store
-
 BLOCK_ROWS = 1024  # rows per exact block: a 1024 x n float32 product stays under ~120 MB at 30k sections
 # sections (notes, for translation candidates); above this, k-means partitions (recall measured)
 EXACT_MAX_ROWS = 30_000
 KMEANS_ITERATIONS = 8
 PROBES = 3  # partitions each section joins (2 found 92.6% of planted pairs at 100k notes, 3: see benchmarks)
-NEIGHBOURS = 10  # ANN neighbours of each section that may pair with it (duplicates past the ANN threshold)
-SCORE_ROWS = 65_536  # candidate pairs scored per block
 PairBatch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
 
@@ -102,43 +98,6 @@ def close_pairs(vecs: npt.NDArray[np.float32], floor: float) -> Iterator[PairBat
     if vecs.shape[0] <= EXACT_MAX_ROWS:
         return exact_pairs(vecs, floor)
     return partitioned_pairs(vecs, floor)
-
-
-def ann_pairs(
-    store: Store,
-    rowids: npt.NDArray[np.int64],
-    vecs: npt.NDArray[np.float32],
-    usable: npt.NDArray[np.bool_],
-    floor: float,
-    k: int = NEIGHBOURS,
-) -> Iterator[PairBatch] | None:
-    """Rows i < j (of ``rowids``, ascending, and ``vecs``), both ``usable``, with cos >= floor among each
-    row's ``k`` nearest in the store's ANN index, scored exactly here; None when the store uses none.
-
-    Memory is the candidate list (n k pairs) and one block of vectors: no product of n rows, no copy
-    of the matrix (a near-copy is its section's nearest neighbour, so k stays small)."""
-    rows = np.flatnonzero(usable)
-    found = store.neighbours(rowids[rows], k)
-    if found is None:
-        return None
-    src, dst = found
-    n = rowids.size
-    a = np.minimum(np.searchsorted(rowids, src), n - 1)
-    b = np.minimum(np.searchsorted(rowids, dst), n - 1)
-    valid = (rowids[a] == src) & (rowids[b] == dst) & usable[b]  # a writer may have committed since
-    codes = np.unique(np.minimum(a, b)[valid] * n + np.maximum(a, b)[valid])
-    return _scored(vecs, codes // n, codes % n, floor)
-
-
-def _scored(
-    vecs: npt.NDArray[np.float32], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], floor: float
-) -> Iterator[PairBatch]:
-    for start in range(0, lo.size, SCORE_ROWS):
-        a, b = lo[start : start + SCORE_ROWS], hi[start : start + SCORE_ROWS]
-        sims = np.einsum("ij,ij->i", vecs[a], vecs[b]).astype(np.float32)
-        keep = sims >= floor
-        if keep.any():
-            yield a[keep], b[keep], sims[keep]
 
 
 def top_across(

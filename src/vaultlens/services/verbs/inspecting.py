@@ -2,27 +2,51 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from vaultlens.config import paths
-from vaultlens.errors import translated_errors
+from vaultlens.embedding.tier import E5Tier
+from vaultlens.errors import ConfigError, translated_errors
 from vaultlens.index.indexer import Progress
 from vaultlens.services import evaluation
 from vaultlens.services.app import App
+from vaultlens.services.embed_bench import EmbedBench, Embedder, sample_texts
+from vaultlens.services.embed_bench import bench_embed as run_bench
 from vaultlens.services.evaluation import GroupScore, OpenVault
 from vaultlens.services.providers import ProviderInfo, describe_providers
 from vaultlens.services.search import NoteHit
 from vaultlens.services.verbs.finding import search
 from vaultlens.services.verbs.indexing import index
 
-__all__ = ["eval_beir", "eval_queries", "providers"]
+__all__ = ["bench_embed", "eval_beir", "eval_queries", "providers"]
 
 
 def providers(app: App) -> list[ProviderInfo]:
     """What is configured for embeddings and for the LLM, and which data each one receives."""
     with translated_errors(path=app.index_dir):
         return describe_providers(app.settings, app.provider, app.tier())
+
+
+def bench_embed(app: App, tier: bool = False) -> EmbedBench:
+    """docs/s and chunks/s of the embedding model on a built-in sample, and the ratio to the model
+    alone; ``tier``: the e5 quality tier's model (whether or not ``embedding.tier`` is on)."""
+    with translated_errors(path=app.index_dir):
+        s = app.settings.embedding
+        provider: Embedder
+        if tier:
+            provider = app.tier() or E5Tier(threads=s.threads)
+        else:
+            main = app.provider()
+            if main.remote:
+                raise ConfigError(
+                    f"bench embed measures a model on this machine; embedding.provider {s.provider!r} "
+                    "sends texts to a server.",
+                    hint="--set embedding.provider=local to measure the bundled model, or --tier for the e5 tier.",
+                )
+            provider = main
+        return run_bench(provider, s.threads or os.cpu_count() or 1, sample_texts())
 
 
 def _open_vault(overrides: dict[str, str] | None, progress: Progress | None, consent: bool) -> OpenVault:
