@@ -35,6 +35,11 @@ RECORD_UPSERT = (  # after ``ON CONFLICT (path)``: replace every column but the 
     " reason = excluded.reason, title = excluded.title, aliases = excluded.aliases, tags = excluded.tags,"
     " n_chunks = excluded.n_chunks, updated_at = excluded.updated_at"
 )
+TIER_COVERAGE = (  # (distinct chunk texts, those with a tier vector)
+    "SELECT COUNT(DISTINCT c.embed_hash), COUNT(DISTINCT t.embed_hash) FROM chunks c"
+    " LEFT JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
+)
+DROP_TIER = ("DELETE FROM tier_vectors", "DELETE FROM meta WHERE key = 'tier_space'")
 SHARED_CHECKS = {  # consistency checks both backends run (each adds its own)
     "chunks of notes not marked indexed": "SELECT COUNT(*) FROM chunks WHERE path NOT IN"
     " (SELECT path FROM files WHERE status = 'indexed')",

@@ -43,7 +43,7 @@ from vaultlens.index.store import (
     NoteUpdate,
     Store,
     StoreCounts,
-    space_matches,
+    tier_switch,
 )
 from vaultlens.vault.model import Link
 
@@ -331,10 +331,10 @@ class SQLiteStore(Store):
         import numpy as np
 
         with self.transaction() as db:
-            stored = self.tier_space
-            if stored is not None and not space_matches(stored, space):
+            drop, record = tier_switch(self.tier_space, space)
+            if drop:
                 db.execute("DELETE FROM tier_vectors")
-            if stored is None or stored != space:
+            if record:
                 self._set_meta("tier_space", space.to_json())
             db.executemany(
                 "INSERT OR IGNORE INTO tier_vectors(embed_hash, vec) VALUES (?, ?)",
@@ -344,15 +344,12 @@ class SQLiteStore(Store):
 
     def drop_tier(self) -> None:
         with self.transaction() as db:
-            db.execute("DELETE FROM tier_vectors")
-            db.execute("DELETE FROM meta WHERE key = 'tier_space'")
+            for sql in rows.DROP_TIER:
+                db.execute(sql)
             self._bump_generation()
 
     def tier_coverage(self) -> tuple[int, int]:
-        row = self.db.execute(
-            "SELECT COUNT(DISTINCT c.embed_hash), COUNT(DISTINCT t.embed_hash) FROM chunks c"
-            " LEFT JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
-        ).fetchone()
+        row = self.db.execute(rows.TIER_COVERAGE).fetchone()
         return int(row[1]), int(row[0])
 
     # ---- writes -----------------------------------------------------------------------------

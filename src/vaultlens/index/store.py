@@ -43,6 +43,11 @@ def space_matches(stored: EmbeddingSpace, space: EmbeddingSpace) -> bool:
     return same and (not space.dimensions or stored.dimensions == space.dimensions)
 
 
+def tier_switch(stored: EmbeddingSpace | None, space: EmbeddingSpace) -> tuple[bool, bool]:
+    """Before adding tier vectors of ``space``: (drop the stored ones: another space's, record ``space``)."""
+    return stored is not None and not space_matches(stored, space), stored is None or stored != space
+
+
 @dataclass(frozen=True, slots=True)
 class FileRecord:
     """What the index knows about one vault file (notes, and files it skipped or failed on)."""

@@ -36,7 +36,7 @@ from vaultlens.index.store import (
     NoteUpdate,
     Store,
     StoreCounts,
-    space_matches,
+    tier_switch,
 )
 from vaultlens.vault.model import Link
 
@@ -327,10 +327,10 @@ class PostgresStore(Store):
         import numpy as np
 
         with self.transaction() as db, db.cursor() as cur:
-            stored = self.tier_space
-            if stored is not None and not space_matches(stored, space):
+            drop, record = tier_switch(self.tier_space, space)
+            if drop:
                 cur.execute("DELETE FROM tier_vectors")
-            if stored is None or stored != space:
+            if record:
                 self._set_meta("tier_space", space.to_json())
             cur.executemany(
                 "INSERT INTO tier_vectors (embed_hash, vec) VALUES (%s, %s) ON CONFLICT DO NOTHING",
@@ -340,15 +340,12 @@ class PostgresStore(Store):
 
     def drop_tier(self) -> None:
         with self.transaction() as db:
-            db.execute("DELETE FROM tier_vectors")
-            db.execute("DELETE FROM meta WHERE key = 'tier_space'")
+            for sql in rows.DROP_TIER:
+                db.execute(sql)
             self._bump_generation()
 
     def tier_coverage(self) -> tuple[int, int]:
-        row = self._one(
-            "SELECT COUNT(DISTINCT c.embed_hash), COUNT(DISTINCT t.embed_hash) FROM chunks c"
-            " LEFT JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
-        )
+        row = self._one(rows.TIER_COVERAGE)
         return int(row[1]), int(row[0])
 
     # ---- catalog reads ------------------------------------------------------------------------
