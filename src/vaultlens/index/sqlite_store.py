@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
-from vaultlens.errors import IndexNotFound, SpaceMismatch, StoreError, translate_error
+from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
+from vaultlens.index import rows
 from vaultlens.index.ann import AnnKeeper, AnnTier
 from vaultlens.index.estimate import RebuildEstimate
-from vaultlens.index.runs import RunRecord, RunStats
+from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
     ChunkKeys,
     FileRecord,
@@ -42,7 +43,7 @@ from vaultlens.index.store import (
     NoteUpdate,
     Store,
     StoreCounts,
-    space_matches,
+    tier_switch,
 )
 from vaultlens.vault.model import Link
 
@@ -295,11 +296,6 @@ class SQLiteStore(Store):
         self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     @property
-    def cleared(self) -> bool:
-        """True after :meth:`clear` until the next index run records notes again."""
-        return self.get_meta("cleared_at") is not None
-
-    @property
     def generation(self) -> int:
         return int(self.get_meta("generation") or 0)
 
@@ -307,27 +303,6 @@ class SQLiteStore(Store):
         self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
 
     # ---- embedding space ------------------------------------------------------------------
-    @property
-    def space(self) -> EmbeddingSpace | None:
-        raw = self.get_meta("space")
-        return None if raw is None else EmbeddingSpace.from_json(raw)
-
-    def check_space(self, space: EmbeddingSpace) -> None:
-        """Refuse to mix vectors of two spaces; an unknown dimension (remote, not yet called) is a wildcard.
-
-        The error carries what a rebuild would cost, so the user decides before any work starts.
-        """
-        stored = self.space
-        if stored is None or space_matches(stored, space):
-            return
-        raise SpaceMismatch(
-            f"The index was built with {stored.describe()}, but the settings now say {space.describe()}. "
-            + self.rebuild_estimate(space).describe(),
-            hint="Vectors of two models cannot be mixed. Run `vaultlens rebuild` to re-embed every note "
-            "with the new model (or `vaultlens rebuild --background` to keep searching the old index "
-            "meanwhile), or change the settings back.",
-        )
-
     def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate:
         """Chunks, characters and measured rate for re-embedding everything into ``target``."""
         row = self.db.execute(
@@ -338,45 +313,28 @@ class SQLiteStore(Store):
 
     def embed_rate(self, runs: int = 10) -> float | None:
         """Chunks embedded per second over the recent runs that embedded anything."""
-        chunks = seconds = 0.0
-        for (raw,) in self.db.execute(
-            "SELECT stats FROM runs WHERE stats IS NOT NULL ORDER BY id DESC LIMIT ?", (runs,)
-        ):
-            stats = json.loads(raw or "{}")
-            own = float(stats.get("seconds") or 0) - float(stats.get("tier_seconds") or 0)
-            if stats.get("chunks_embedded") and own > 0:
-                chunks += float(stats["chunks_embedded"])
-                seconds += own
-        return chunks / seconds if seconds > 0 else None
-
-    def set_space(self, space: EmbeddingSpace) -> None:
-        with self.transaction():
-            self._set_meta("space", space.to_json())
+        sql = "SELECT stats FROM runs WHERE stats IS NOT NULL ORDER BY id DESC LIMIT ?"
+        return rows.embed_rate(raw for (raw,) in self.db.execute(sql, (runs,)))
 
     # ---- the optional quality tier ----------------------------------------------------------
-    @property
-    def tier_space(self) -> EmbeddingSpace | None:
-        raw = self.get_meta("tier_space")
-        return None if raw is None else EmbeddingSpace.from_json(raw)
-
     def tier_missing(self, limit: int) -> list[tuple[str, str, Chunk]]:
-        rows = self.db.execute(
-            f"SELECT c.embed_hash, f.title, {self._chunk_columns('c')} FROM chunks c"
+        found = self.db.execute(
+            f"SELECT c.embed_hash, f.title, {rows.chunk_columns('rowid', 'c')} FROM chunks c"
             " JOIN files f ON f.path = c.path"
             " WHERE c.embed_hash NOT IN (SELECT embed_hash FROM tier_vectors)"
             " GROUP BY c.embed_hash ORDER BY MIN(c.rowid) LIMIT ?",
             (limit,),
         ).fetchall()
-        return [(r[0], r[1] or "", self._chunk(r[2:])) for r in rows]
+        return [(r[0], r[1] or "", rows.chunk(r[2:])) for r in found]
 
     def add_tier_vectors(self, space: EmbeddingSpace, vectors: dict[str, Vectors]) -> None:
         import numpy as np
 
         with self.transaction() as db:
-            stored = self.tier_space
-            if stored is not None and not space_matches(stored, space):
+            drop, record = tier_switch(self.tier_space, space)
+            if drop:
                 db.execute("DELETE FROM tier_vectors")
-            if stored is None or stored != space:
+            if record:
                 self._set_meta("tier_space", space.to_json())
             db.executemany(
                 "INSERT OR IGNORE INTO tier_vectors(embed_hash, vec) VALUES (?, ?)",
@@ -386,15 +344,12 @@ class SQLiteStore(Store):
 
     def drop_tier(self) -> None:
         with self.transaction() as db:
-            db.execute("DELETE FROM tier_vectors")
-            db.execute("DELETE FROM meta WHERE key = 'tier_space'")
+            for sql in rows.DROP_TIER:
+                db.execute(sql)
             self._bump_generation()
 
     def tier_coverage(self) -> tuple[int, int]:
-        row = self.db.execute(
-            "SELECT COUNT(DISTINCT c.embed_hash), COUNT(DISTINCT t.embed_hash) FROM chunks c"
-            " LEFT JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
-        ).fetchone()
+        row = self.db.execute(rows.TIER_COVERAGE).fetchone()
         return int(row[1]), int(row[0])
 
     # ---- writes -----------------------------------------------------------------------------
@@ -403,26 +358,7 @@ class SQLiteStore(Store):
         return {r.path: r for r in self._records()}
 
     def _records(self, where: str = "") -> Iterator[FileRecord]:
-        rows = self.db.execute(
-            "SELECT path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags, n_chunks"
-            " FROM files " + where
-        )
-        return (
-            FileRecord(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                r[5],
-                r[6],
-                r[7],
-                tuple(json.loads(r[8] or "[]")),
-                tuple(json.loads(r[9] or "[]")),
-                r[10],
-            )
-            for r in rows
-        )
+        return (rows.record(r) for r in self.db.execute(f"SELECT {rows.FILE_COLUMNS} FROM files " + where))
 
     def known_embed_hashes(self, hashes: Iterable[str]) -> set[str]:
         sql = "SELECT embed_hash FROM vectors WHERE embed_hash IN ({marks})"
@@ -455,25 +391,9 @@ class SQLiteStore(Store):
             for u in updates:
                 self._put_record(u.record)
                 for item in u.chunks:
-                    chunk = item.chunk
                     cur = db.execute(
-                        "INSERT INTO chunks(id, path, ordinal, heading_path, text, content_hash, embed_hash,"
-                        ' start, "end", start_line, end_line, frontmatter, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)',
-                        (
-                            chunk.id,
-                            chunk.path,
-                            chunk.ordinal,
-                            json.dumps(chunk.heading_path, ensure_ascii=False),
-                            chunk.text,
-                            chunk.content_hash,
-                            item.embed_hash,
-                            chunk.start,
-                            chunk.end,
-                            chunk.start_line,
-                            chunk.end_line,
-                            int(chunk.frontmatter),
-                            chunk.context,
-                        ),
+                        f"INSERT INTO chunks({rows.CHUNK_INSERT_COLUMNS}) VALUES ({','.join('?' * 13)})",
+                        rows.chunk_params(item),
                     )
                     db.execute(
                         "INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, item.terms)
@@ -485,11 +405,8 @@ class SQLiteStore(Store):
                         (" ".join(item.terms for item in u.chunks), u.record.path),
                     )
                 db.executemany(
-                    "INSERT INTO links(src, kind, target, heading, block, display, line) VALUES (?,?,?,?,?,?,?)",
-                    [
-                        (u.record.path, ln.kind, ln.target, ln.heading, ln.block, ln.display, ln.line)
-                        for ln in u.links
-                    ],
+                    f"INSERT INTO links({rows.LINK_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                    rows.link_params(u.record.path, u.links),
                 )
             for rec in touch:
                 self._put_record(rec)
@@ -499,26 +416,9 @@ class SQLiteStore(Store):
     def _put_record(self, r: FileRecord) -> None:
         # an upsert keeps the row's rowid, which notes_fts uses as its key
         self._conn.execute(
-            "INSERT INTO files(path, kind, size, mtime_ns, file_hash, status, reason, title, aliases,"
-            " tags, n_chunks, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
-            " ON CONFLICT(path) DO UPDATE SET kind = excluded.kind, size = excluded.size,"
-            " mtime_ns = excluded.mtime_ns, file_hash = excluded.file_hash, status = excluded.status,"
-            " reason = excluded.reason, title = excluded.title, aliases = excluded.aliases, tags = excluded.tags,"
-            " n_chunks = excluded.n_chunks, updated_at = excluded.updated_at",
-            (
-                r.path,
-                r.kind,
-                r.size,
-                r.mtime_ns,
-                r.file_hash,
-                r.status,
-                r.reason,
-                r.title,
-                json.dumps(r.aliases, ensure_ascii=False),
-                json.dumps(r.tags, ensure_ascii=False),
-                r.n_chunks,
-                time.time(),
-            ),
+            f"INSERT INTO files({rows.RECORD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(path)"
+            + rows.RECORD_UPSERT,
+            rows.record_params(r),
         )
 
     def _delete_path(self, path: str) -> None:
@@ -578,16 +478,8 @@ class SQLiteStore(Store):
             )
 
     def last_run(self) -> RunRecord | None:
-        row = self.db.execute(
-            "SELECT started, finished, status, stats FROM runs ORDER BY id DESC LIMIT 1"
-        ).fetchone()
-        if row is None:
-            return None
-        raw = json.loads(row[3] or "{}")
-        error = raw.pop("error", None)
-        return RunRecord(
-            row[0], row[1], row[2], RunStats.from_dict(raw), None if error is None else str(error)
-        )
+        sql = "SELECT started, finished, status, stats FROM runs ORDER BY id DESC LIMIT 1"
+        return rows.run_record(self.db.execute(sql).fetchone())
 
     # ---- reads ------------------------------------------------------------------------------
     def counts(self) -> StoreCounts:
@@ -1010,42 +902,15 @@ class SQLiteStore(Store):
         return cached[1]
 
     # ---- chunks -------------------------------------------------------------------------------
-    _CHUNK_FIELDS = (
-        "rowid", "id", "path", "ordinal", "heading_path", "text", "content_hash", "start", '"end"',
-        "start_line", "end_line", "frontmatter", "context",
-    )  # fmt: skip
-
-    @classmethod
-    def _chunk_columns(cls, table: str = "") -> str:
-        """The columns :meth:`_chunk` reads, optionally qualified by a table alias."""
-        return ", ".join(f"{table}.{c}" if table else c for c in cls._CHUNK_FIELDS)
-
-    @staticmethod
-    def _chunk(r: Sequence[Any]) -> Chunk:
-        return Chunk(
-            id=r[1],
-            path=r[2],
-            ordinal=r[3],
-            heading_path=tuple(json.loads(r[4])),
-            text=r[5],
-            content_hash=r[6],
-            start=r[7],
-            end=r[8],
-            start_line=r[9],
-            end_line=r[10],
-            frontmatter=bool(r[11]),
-            context=r[12],
-        )
-
     def chunks(self, keys: Iterable[int]) -> dict[int, Chunk]:
-        sql = f"SELECT {self._chunk_columns()} FROM chunks WHERE rowid IN ({{marks}})"
-        return {int(r[0]): self._chunk(r) for r in self._rows_in(sql, keys)}
+        sql = f"SELECT {rows.chunk_columns('rowid')} FROM chunks WHERE rowid IN ({{marks}})"
+        return {int(r[0]): rows.chunk(r) for r in self._rows_in(sql, keys)}
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         row = self.db.execute(
-            f"SELECT {self._chunk_columns()} FROM chunks WHERE id = ?", (chunk_id,)
+            f"SELECT {rows.chunk_columns('rowid')} FROM chunks WHERE id = ?", (chunk_id,)
         ).fetchone()
-        return None if row is None else self._chunk(row)
+        return None if row is None else rows.chunk(row)
 
     def _rows_in(self, sql: str, keys: Iterable[Any]) -> Iterator[Any]:
         """Rows of ``sql`` (with one ``IN ({marks})``) for any number of keys, 500 at a time."""
@@ -1078,35 +943,17 @@ class SQLiteStore(Store):
 
     def note_texts(self) -> Iterator[NoteText]:
         """Each note's chunk texts joined in order, with and without its front matter chunk."""
-        rows = self.db.execute("SELECT path, text, frontmatter FROM chunks ORDER BY path, ordinal")
-        current: str | None = None
-        parts: list[tuple[str, bool]] = []
-
-        def joined(path: str) -> NoteText:
-            body = "\n".join(t for t, fm in parts if not fm)
-            return NoteText(path, "\n".join(t for t, _ in parts), body)
-
-        for path, text, frontmatter in rows:
-            if path != current:
-                if current is not None:
-                    yield joined(current)
-                current, parts = path, []
-            parts.append((text, bool(frontmatter)))
-        if current is not None:
-            yield joined(current)
+        yield from rows.note_texts(
+            self.db.execute("SELECT path, text, frontmatter FROM chunks ORDER BY path, ordinal")
+        )
 
     def links(self, paths: Iterable[str] | None = None) -> dict[str, list[Link]]:
-        cols = "src, kind, target, heading, block, display, line"
+        cols = rows.LINK_COLUMNS
         if paths is None:
-            rows: Iterable[Any] = self.db.execute(f"SELECT {cols} FROM links ORDER BY src, line, rowid")
-        else:
-            rows = self._rows_in(
-                f"SELECT {cols} FROM links WHERE src IN ({{marks}}) ORDER BY src, line", paths
-            )
-        out: dict[str, list[Link]] = {}
-        for src, kind, target, heading, block, display, line in rows:
-            out.setdefault(src, []).append(Link(kind, target, line, display, heading, block))
-        return out
+            return rows.links_by_src(self.db.execute(f"SELECT {cols} FROM links ORDER BY src, line, rowid"))
+        return rows.links_by_src(
+            self._rows_in(f"SELECT {cols} FROM links WHERE src IN ({{marks}}) ORDER BY src, line", paths)
+        )
 
     def file_hashes(self, paths: Iterable[str]) -> dict[str, str | None]:
         return dict(self._rows_in("SELECT path, file_hash FROM files WHERE path IN ({marks})", paths))
@@ -1163,10 +1010,7 @@ class SQLiteStore(Store):
             " AND status = 'indexed' AND rowid NOT IN (SELECT rowid FROM notes_fts)",
             "note-level full-text rows without a note": "SELECT COUNT(*) FROM notes_fts WHERE rowid NOT IN"
             " (SELECT rowid FROM files WHERE n_chunks > 0)",
-            "chunks of notes not marked indexed": "SELECT COUNT(*) FROM chunks WHERE path NOT IN"
-            " (SELECT path FROM files WHERE status = 'indexed')",
-            "notes whose chunk count disagrees": "SELECT COUNT(*) FROM files f WHERE status = 'indexed' AND"
-            " n_chunks != (SELECT COUNT(*) FROM chunks c WHERE c.path = f.path)",
+            **rows.SHARED_CHECKS,
         }
         for label, sql in checks.items():
             n = q(sql).fetchone()[0]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
+from vaultlens.errors import SpaceMismatch
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.vault.model import Link
@@ -40,6 +41,11 @@ def space_matches(stored: EmbeddingSpace, space: EmbeddingSpace) -> bool:
     """Same provider, model and endpoint; an unknown dimension (remote, not yet called) is a wildcard."""
     same = (stored.provider, stored.model, stored.endpoint) == (space.provider, space.model, space.endpoint)
     return same and (not space.dimensions or stored.dimensions == space.dimensions)
+
+
+def tier_switch(stored: EmbeddingSpace | None, space: EmbeddingSpace) -> tuple[bool, bool]:
+    """Before adding tier vectors of ``space``: (drop the stored ones: another space's, record ``space``)."""
+    return stored is not None and not space_matches(stored, space), stored is None or stored != space
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +129,7 @@ class Catalog(Protocol):
     @property
     def cleared(self) -> bool:
         """True after :meth:`clear` until an index run records notes again."""
-        ...
+        return self.get_meta("cleared_at") is not None
 
     def snapshot(self) -> AbstractContextManager[int]:
         """Freeze one committed generation for every read in the block (re-entrant per thread)."""
@@ -136,11 +142,27 @@ class Catalog(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
     def delete_meta(self, key: str) -> None: ...
     @property
-    def space(self) -> EmbeddingSpace | None: ...
-    def set_space(self, space: EmbeddingSpace) -> None: ...
+    def space(self) -> EmbeddingSpace | None:
+        raw = self.get_meta("space")
+        return None if raw is None else EmbeddingSpace.from_json(raw)
+
+    def set_space(self, space: EmbeddingSpace) -> None:
+        self.set_meta("space", space.to_json())
+
     def check_space(self, space: EmbeddingSpace) -> None:
-        """Raise SpaceMismatch (with the rebuild estimate) when ``space`` is not the stored one."""
-        ...
+        """Raise SpaceMismatch when ``space`` is not the stored one; an unknown dimension (remote, not
+        yet called) is a wildcard. The error carries what a rebuild would cost, so the user decides
+        before any work starts."""
+        stored = self.space
+        if stored is None or space_matches(stored, space):
+            return
+        raise SpaceMismatch(
+            f"The index was built with {stored.describe()}, but the settings now say {space.describe()}. "
+            + self.rebuild_estimate(space).describe(),
+            hint="Vectors of two models cannot be mixed. Run `vaultlens rebuild` to re-embed every note "
+            "with the new model (or `vaultlens rebuild --background` to keep searching the old index "
+            "meanwhile), or change the settings back.",
+        )
 
     def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate: ...
     def start_run(self) -> int: ...
@@ -275,6 +297,11 @@ class LexicalIndex(Protocol):
 
 class Store(Catalog, VectorIndex, LexicalIndex, Protocol):
     """One index: catalog, vectors and full text over the same committed state."""
+
+    @property
+    def tier_space(self) -> EmbeddingSpace | None:
+        raw = self.get_meta("tier_space")
+        return None if raw is None else EmbeddingSpace.from_json(raw)
 
 
 class StoreBackend(Protocol):

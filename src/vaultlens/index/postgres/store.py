@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
-from vaultlens.errors import SpaceMismatch
+from vaultlens.index import rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.postgres import fulltext
 from vaultlens.index.postgres.connection import connect, register_vectors, translated
 from vaultlens.index.postgres.schema import lock_key
-from vaultlens.index.runs import RunRecord, RunStats
+from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
     ChunkKeys,
     FileRecord,
@@ -36,7 +36,7 @@ from vaultlens.index.store import (
     NoteUpdate,
     Store,
     StoreCounts,
-    space_matches,
+    tier_switch,
 )
 from vaultlens.vault.model import Link
 
@@ -49,31 +49,9 @@ EXACT_BELOW = 100_000  # chunks (search.ann_threshold): exact scans below, as th
 MAX_EF_SEARCH = 1000  # pgvector's bound
 NEIGHBOUR_BATCH = 256  # keys per neighbours query
 
-_CHUNK_FIELDS = (
-    "key", "id", "path", "ordinal", "heading_path", "text", "content_hash", "start", '"end"',
-    "start_line", "end_line", "frontmatter", "context",
-)  # fmt: skip
-
 
 def _columns(alias: str = "") -> str:
-    return ", ".join(f"{alias}.{c}" if alias else c for c in _CHUNK_FIELDS)
-
-
-def _chunk(r: Sequence[Any]) -> Chunk:
-    return Chunk(
-        id=r[1],
-        path=r[2],
-        ordinal=r[3],
-        heading_path=tuple(json.loads(r[4])),
-        text=r[5],
-        content_hash=r[6],
-        start=r[7],
-        end=r[8],
-        start_line=r[9],
-        end_line=r[10],
-        frontmatter=bool(r[11]),
-        context=r[12],
-    )
+    return rows.chunk_columns("key", alias)
 
 
 class PostgresStore(Store):
@@ -174,10 +152,6 @@ class PostgresStore(Store):
         )
 
     @property
-    def cleared(self) -> bool:
-        return self.get_meta("cleared_at") is not None
-
-    @property
     def generation(self) -> int:
         if getattr(self._local, "snap", False):
             return int(self._local.gen)
@@ -187,27 +161,6 @@ class PostgresStore(Store):
         self._conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
 
     # ---- embedding space and runs ----------------------------------------------------------
-    @property
-    def space(self) -> EmbeddingSpace | None:
-        raw = self.get_meta("space")
-        return None if raw is None else EmbeddingSpace.from_json(raw)
-
-    def set_space(self, space: EmbeddingSpace) -> None:
-        with self.transaction():
-            self._set_meta("space", space.to_json())
-
-    def check_space(self, space: EmbeddingSpace) -> None:
-        stored = self.space
-        if stored is None or space_matches(stored, space):
-            return
-        raise SpaceMismatch(
-            f"The index was built with {stored.describe()}, but the settings now say {space.describe()}. "
-            + self.rebuild_estimate(space).describe(),
-            hint="Vectors of two models cannot be mixed. Run `vaultlens rebuild` to re-embed every note "
-            "with the new model (or `vaultlens rebuild --background` to keep searching the old index "
-            "meanwhile), or change the settings back.",
-        )
-
     def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate:
         row = self._one(
             "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM (SELECT MAX(length(text) + length(heading_path)) AS n"
@@ -216,16 +169,8 @@ class PostgresStore(Store):
         return RebuildEstimate(int(row[0]), int(row[1]), self._embed_rate(), target.provider != "local")
 
     def _embed_rate(self, runs: int = 10) -> float | None:
-        chunks = seconds = 0.0
-        for (raw,) in self._rows(
-            "SELECT stats FROM runs WHERE stats IS NOT NULL ORDER BY id DESC LIMIT %s", (runs,)
-        ):
-            stats = json.loads(raw or "{}")
-            own = float(stats.get("seconds") or 0) - float(stats.get("tier_seconds") or 0)
-            if stats.get("chunks_embedded") and own > 0:
-                chunks += float(stats["chunks_embedded"])
-                seconds += own
-        return chunks / seconds if seconds > 0 else None
+        sql = "SELECT stats FROM runs WHERE stats IS NOT NULL ORDER BY id DESC LIMIT %s"
+        return rows.embed_rate(raw for (raw,) in self._rows(sql, (runs,)))
 
     def start_run(self) -> int:
         with self.transaction() as db:
@@ -242,13 +187,8 @@ class PostgresStore(Store):
             )
 
     def last_run(self) -> RunRecord | None:
-        row = self._one("SELECT started, finished, status, stats FROM runs ORDER BY id DESC LIMIT 1")
-        if row is None:
-            return None
-        raw = json.loads(row[3] or "{}")
-        error = raw.pop("error", None)
-        return RunRecord(
-            row[0], row[1], row[2], RunStats.from_dict(raw), None if error is None else str(error)
+        return rows.run_record(
+            self._one("SELECT started, finished, status, stats FROM runs ORDER BY id DESC LIMIT 1")
         )
 
     # ---- writes -------------------------------------------------------------------------------
@@ -274,19 +214,14 @@ class PostgresStore(Store):
                     cur.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (gone,))
             for u in updates:
                 self._put_record(cur, u.record)
-                rows = []
+                values = []
                 for item in u.chunks:
-                    c = item.chunk
                     tsv, dl = fulltext.tsvector_literal(item.terms)
-                    heads = json.dumps(c.heading_path, ensure_ascii=False)
-                    rows.append((c.id, c.path, c.ordinal, heads, c.text, c.content_hash, item.embed_hash,
-                                 c.start, c.end, c.start_line, c.end_line, c.frontmatter, c.context, tsv, dl))  # fmt: skip
+                    values.append((*rows.chunk_params(item), tsv, dl, item.embed_hash))
                 cur.executemany(
-                    "INSERT INTO chunks (id, path, ordinal, heading_path, text, content_hash, embed_hash, start,"
-                    ' "end", start_line, end_line, frontmatter, context, tsv, dl, vec) VALUES (%s, %s, %s, %s,'
-                    " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s,"
-                    " (SELECT vec FROM vectors WHERE embed_hash = %s))",
-                    [(*r, r[6]) for r in rows],
+                    f"INSERT INTO chunks ({rows.CHUNK_INSERT_COLUMNS}, tsv, dl, vec) VALUES ({', '.join(['%s'] * 13)},"
+                    " %s::tsvector, %s, (SELECT vec FROM vectors WHERE embed_hash = %s))",
+                    values,
                 )
                 if u.chunks:
                     tsv, dl = fulltext.tsvector_literal(" ".join(item.terms for item in u.chunks))
@@ -295,12 +230,8 @@ class PostgresStore(Store):
                         (tsv, dl, u.record.path),
                     )
                 cur.executemany(
-                    "INSERT INTO links (src, kind, target, heading, block, display, line)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        (u.record.path, ln.kind, ln.target, ln.heading, ln.block, ln.display, ln.line)
-                        for ln in u.links
-                    ],
+                    f"INSERT INTO links ({rows.LINK_COLUMNS}) VALUES ({', '.join(['%s'] * 7)})",
+                    rows.link_params(u.record.path, u.links),
                 )
             for rec in touch:
                 self._put_record(cur, rec)
@@ -347,16 +278,10 @@ class PostgresStore(Store):
 
     def _put_record(self, cur: psycopg.Cursor[Any], r: FileRecord) -> None:
         cur.execute(
-            "INSERT INTO files (path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags,"
-            " n_chunks, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (path) DO UPDATE SET kind = excluded.kind, size = excluded.size,"
-            " mtime_ns = excluded.mtime_ns, file_hash = excluded.file_hash, status = excluded.status,"
-            " reason = excluded.reason, title = excluded.title, aliases = excluded.aliases, tags = excluded.tags,"
-            " n_chunks = excluded.n_chunks, updated_at = excluded.updated_at",
-            (r.path, r.kind, r.size, r.mtime_ns, r.file_hash, r.status, r.reason, r.title,
-             json.dumps(r.aliases, ensure_ascii=False), json.dumps(r.tags, ensure_ascii=False),
-             r.n_chunks, time.time()),
-        )  # fmt: skip
+            f"INSERT INTO files ({rows.RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})"
+            " ON CONFLICT (path)" + rows.RECORD_UPSERT,
+            rows.record_params(r),
+        )
 
     def drop_orphan_vectors(self) -> int:
         with self.transaction() as db:
@@ -388,29 +313,24 @@ class PostgresStore(Store):
             )
 
     # ---- the quality tier ---------------------------------------------------------------------
-    @property
-    def tier_space(self) -> EmbeddingSpace | None:
-        raw = self.get_meta("tier_space")
-        return None if raw is None else EmbeddingSpace.from_json(raw)
-
     def tier_missing(self, limit: int) -> list[tuple[str, str, Chunk]]:
-        rows = self._rows(
+        found = self._rows(
             f"SELECT DISTINCT ON (c.embed_hash) c.embed_hash, f.title, {_columns('c')} FROM chunks c"
             " JOIN files f ON f.path = c.path"
             " WHERE NOT EXISTS (SELECT 1 FROM tier_vectors t WHERE t.embed_hash = c.embed_hash)"
             " ORDER BY c.embed_hash, c.key",
         )
-        rows.sort(key=lambda r: int(r[2]))
-        return [(r[0], r[1] or "", _chunk(r[2:])) for r in rows[:limit]]
+        found.sort(key=lambda r: int(r[2]))
+        return [(r[0], r[1] or "", rows.chunk(r[2:])) for r in found[:limit]]
 
     def add_tier_vectors(self, space: EmbeddingSpace, vectors: dict[str, Vectors]) -> None:
         import numpy as np
 
         with self.transaction() as db, db.cursor() as cur:
-            stored = self.tier_space
-            if stored is not None and not space_matches(stored, space):
+            drop, record = tier_switch(self.tier_space, space)
+            if drop:
                 cur.execute("DELETE FROM tier_vectors")
-            if stored is None or stored != space:
+            if record:
                 self._set_meta("tier_space", space.to_json())
             cur.executemany(
                 "INSERT INTO tier_vectors (embed_hash, vec) VALUES (%s, %s) ON CONFLICT DO NOTHING",
@@ -420,38 +340,17 @@ class PostgresStore(Store):
 
     def drop_tier(self) -> None:
         with self.transaction() as db:
-            db.execute("DELETE FROM tier_vectors")
-            db.execute("DELETE FROM meta WHERE key = 'tier_space'")
+            for sql in rows.DROP_TIER:
+                db.execute(sql)
             self._bump_generation()
 
     def tier_coverage(self) -> tuple[int, int]:
-        row = self._one(
-            "SELECT COUNT(DISTINCT c.embed_hash), COUNT(DISTINCT t.embed_hash) FROM chunks c"
-            " LEFT JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
-        )
+        row = self._one(rows.TIER_COVERAGE)
         return int(row[1]), int(row[0])
 
     # ---- catalog reads ------------------------------------------------------------------------
     def file_records(self) -> dict[str, FileRecord]:
-        rows = self._rows(
-            "SELECT path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags, n_chunks FROM files"
-        )
-        return {
-            r[0]: FileRecord(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                r[5],
-                r[6],
-                r[7],
-                tuple(json.loads(r[8] or "[]")),
-                tuple(json.loads(r[9] or "[]")),
-                r[10],
-            )  # fmt: skip
-            for r in rows
-        }
+        return {r[0]: rows.record(r) for r in self._rows(f"SELECT {rows.FILE_COLUMNS} FROM files")}
 
     def known_embed_hashes(self, hashes: Iterable[str]) -> set[str]:
         wanted = list(dict.fromkeys(hashes))
@@ -465,12 +364,12 @@ class PostgresStore(Store):
         }
 
     def chunks(self, keys: Iterable[int]) -> dict[int, Chunk]:
-        rows = self._rows(f"SELECT {_columns()} FROM chunks WHERE key = ANY(%s)", ([int(k) for k in keys],))
-        return {int(r[0]): _chunk(r) for r in rows}
+        found = self._rows(f"SELECT {_columns()} FROM chunks WHERE key = ANY(%s)", ([int(k) for k in keys],))
+        return {int(r[0]): rows.chunk(r) for r in found}
 
     def chunk_by_id(self, chunk_id: str) -> Chunk | None:
         row = self._one(f"SELECT {_columns()} FROM chunks WHERE id = %s", (chunk_id,))
-        return None if row is None else _chunk(row)
+        return None if row is None else rows.chunk(row)
 
     def chunk_paths(self, keys: Iterable[int]) -> dict[int, str]:
         rows = self._rows("SELECT key, path FROM chunks WHERE key = ANY(%s)", ([int(k) for k in keys],))
@@ -493,38 +392,20 @@ class PostgresStore(Store):
         return keys, [r[1] for r in data], frontmatter
 
     def note_texts(self) -> Iterator[NoteText]:
-        current: str | None = None
-        parts: list[tuple[str, bool]] = []
-
-        def joined(path: str) -> NoteText:
-            return NoteText(path, "\n".join(t for t, _ in parts), "\n".join(t for t, fm in parts if not fm))
-
-        for path, text, frontmatter in self._rows(
-            "SELECT path, text, frontmatter FROM chunks ORDER BY path, ordinal"
-        ):
-            if path != current:
-                if current is not None:
-                    yield joined(current)
-                current, parts = path, []
-            parts.append((text, bool(frontmatter)))
-        if current is not None:
-            yield joined(current)
+        yield from rows.note_texts(
+            self._rows("SELECT path, text, frontmatter FROM chunks ORDER BY path, ordinal")
+        )
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:
         return dict(self._rows("SELECT path, title FROM files WHERE path = ANY(%s)", (list(paths),)))
 
     def links(self, paths: Iterable[str] | None = None) -> dict[str, list[Link]]:
-        cols = "src, kind, target, heading, block, display, line"
+        cols = rows.LINK_COLUMNS
         if paths is None:
-            rows = self._rows(f"SELECT {cols} FROM links ORDER BY src, line, n")
-        else:
-            rows = self._rows(
-                f"SELECT {cols} FROM links WHERE src = ANY(%s) ORDER BY src, line, n", (list(paths),)
-            )
-        out: dict[str, list[Link]] = {}
-        for src, kind, target, heading, block, display, line in rows:
-            out.setdefault(src, []).append(Link(kind, target, line, display, heading, block))
-        return out
+            return rows.links_by_src(self._rows(f"SELECT {cols} FROM links ORDER BY src, line, n"))
+        return rows.links_by_src(
+            self._rows(f"SELECT {cols} FROM links WHERE src = ANY(%s) ORDER BY src, line, n", (list(paths),))
+        )
 
     def dismissed_pairs(self) -> set[tuple[str, str]]:
         rows = self._rows(
@@ -562,10 +443,7 @@ class PostgresStore(Store):
             " ON v.embed_hash = c.embed_hash WHERE c.vec IS DISTINCT FROM v.vec",
             "notes with chunks but no note-level full text": "SELECT COUNT(*) FROM files WHERE n_chunks > 0"
             " AND status = 'indexed' AND tsv IS NULL",
-            "chunks of notes not marked indexed": "SELECT COUNT(*) FROM chunks WHERE path NOT IN"
-            " (SELECT path FROM files WHERE status = 'indexed')",
-            "notes whose chunk count disagrees": "SELECT COUNT(*) FROM files f WHERE status = 'indexed' AND"
-            " n_chunks != (SELECT COUNT(*) FROM chunks c WHERE c.path = f.path)",
+            **rows.SHARED_CHECKS,
         }
         found = []
         for label, sql in checks.items():
