@@ -5,7 +5,8 @@ the texts and FTS terms of bench/search_latency.py and synthetic vectors shaped 
 model's (bench/_vectors.py), through ``SQLiteStore.apply`` as the indexer writes. Then, in this
 process, with ``search.ann_threshold`` = 1:
 
-* the tier's first build from the store (or its load from the saved file), wall time;
+* the tier's first build from the store by the writer's ``refresh_ann`` (or its load from the saved
+  file), wall time;
 * for 200 queries drawn from the same clusters: ``store.top_k(q, 10)`` through the tier (its
   candidates re-scored exactly) against the exact scan of the matrix (the baseline, same run):
   p50 / p95 ms and recall@10;
@@ -72,6 +73,7 @@ class FixedQueries:
 def main() -> None:
     from vaultlens.chunking.chunker import Chunk
     from vaultlens.config.settings import SearchSettings
+    from vaultlens.index.indexer import NoProgress
     from vaultlens.index.sqlite_store import SQLiteStore
     from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
     from vaultlens.services.search import rank_notes
@@ -94,6 +96,7 @@ def main() -> None:
     exact = SQLiteStore(directory, create=False, ann_threshold=10**12)
     store = SQLiteStore(directory, create=False, ann_threshold=1)
     t = time.perf_counter()
+    store.refresh_ann(NoProgress())  # the writer's build (an index run does it at its end)
     tier = store.ann_tier()
     assert tier is not None and len(tier) == args.chunks, (tier and len(tier), args.chunks)
     out["tier_ready_s"], out["load_after_tier"] = round(time.perf_counter() - t, 1), load()

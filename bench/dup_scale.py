@@ -4,7 +4,7 @@ The index is bench/duplicates_scale.py's (vectors shaped like the bundled model'
 note, 1% planted near-copies at cosine 0.97-0.997, written through ``SQLiteStore.apply``). Each
 measurement runs in its own process (peak RSS = VmHWM):
 
-* ``tier``: the first ``ann_tier()`` of the store (the ANN tier built from SQLite and saved);
+* ``tier``: the writer's ``refresh_ann`` (the ANN tier built from SQLite and saved) and ``ann_tier()``;
 * ``ann``: ``duplicates(store, 0.95, ...)`` with ``search.ann_threshold`` = 1, so its candidate pairs
   come from ``Store.neighbours`` (the tier is loaded from its file, as in every run after the first);
 * ``partitions``: the same call with the default threshold (k-means partitions, today's path), at
@@ -34,6 +34,7 @@ from duplicates_scale import MIN_CHARS, _peak_mb, generate  # noqa: E402
 
 
 def measure(mode: str, directory: Path) -> dict[str, Any]:
+    from vaultlens.index.indexer import NoProgress
     from vaultlens.index.sqlite_store import SQLiteStore
     from vaultlens.services import duplicates
 
@@ -41,6 +42,7 @@ def measure(mode: str, directory: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     store = SQLiteStore(directory, create=False, ann_threshold=threshold)
     if mode == "tier":
+        store.refresh_ann(NoProgress())  # the writer's build (an index run does it at its end)
         tier = store.ann_tier()
         assert tier is not None
         return {

@@ -20,11 +20,13 @@ from vaultlens.config.settings import SearchSettings
 from vaultlens.errors import IndexNotFound
 from vaultlens.index.ann import AnnTier
 from vaultlens.index.backends import get_backend
+from vaultlens.index.indexer import NoProgress
 from vaultlens.index.store import Store
 from vaultlens.services.search import rank_notes
 from vl_support import VAULTLENS_BIN, cli_env, run_index, settings, write_vault
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ANN_ON = settings(None, **{"search.ann_threshold": "1"})  # the writer keeps the tier's file from 1 chunk
 
 
 @contextmanager
@@ -63,7 +65,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory, use_provider) -> Path:
     root = tmp_path_factory.mktemp("ann-sample")
     vault = root / "vault"
     shutil.copytree(EXAMPLES / "vault", vault)
-    run_index(vault, root / "index", use_provider)
+    run_index(vault, root / "index", use_provider, ANN_ON)
     return root / "index"
 
 
@@ -84,7 +86,7 @@ def test_past_the_threshold_search_gives_the_exact_top_results(sample: Path, use
             assert np.allclose(np.sort(a_scores), np.sort(e_scores), atol=1e-6)  # re-scored exactly
         assert approx.ann_recall() == 1.0  # type: ignore[attr-defined]
         assert exact.ann_recall() is None  # type: ignore[attr-defined]
-    assert len(ann_files(sample)) == 1  # built once and kept beside the store
+    assert len(ann_files(sample)) == 1  # built once, by the index run, and kept beside the store
 
 
 def _notes(n: int) -> dict[str, str]:
@@ -99,7 +101,7 @@ def _notes(n: int) -> dict[str, str]:
 @pytest.fixture
 def small(tmp_path: Path, use_provider) -> tuple[Path, Path]:
     vault = write_vault(tmp_path / "vault", _notes(24))
-    run_index(vault, tmp_path / "index", use_provider)
+    run_index(vault, tmp_path / "index", use_provider, ANN_ON)
     return vault, tmp_path / "index"
 
 
@@ -112,7 +114,7 @@ def test_an_edit_a_delete_and_a_move_update_only_those_notes(small: tuple[Path, 
     (vault / "Area 0/Note 00.md").write_text("# Note 00\n\nNow about growing chili peppers on a balcony.\n")
     (vault / "Area 1/Note 01.md").unlink()
     (vault / "Area 2/Note 02.md").rename(vault / "Moved note.md")
-    run_index(vault, store_dir, use_provider)
+    run_index(vault, store_dir, use_provider, ANN_ON)
     with ann_store(store_dir) as store:
         tier = tier_of(store)
         # caught up from the file and the change log: the base graph is the same file, untouched
@@ -146,8 +148,10 @@ def test_a_file_of_another_store_or_a_newer_generation_is_never_taken(
     shutil.copy(store_dir / f"matrix-{'0' * 16}-{gen}.ann", store_dir / f"matrix-{store_id}-{gen + 5}.ann")
     with ann_store(store_dir) as store:
         assert top_paths(store, use_provider, "sourdough bread baking") == expected
+        assert store.ann_tier() is None  # type: ignore[attr-defined]  # neither file taken: exact scan
+        store.refresh_ann(NoProgress())  # the writer's: built afresh and saved
         tier = tier_of(store)
-        assert tier.path == store_dir / f"matrix-{store_id}-{gen}.ann"  # built afresh and saved
+        assert tier.path == store_dir / f"matrix-{store_id}-{gen}.ann"
         keys_now, stored = store.vectors_of(keys)  # type: ignore[attr-defined]
         assert np.abs(tier.vectors(keys_now) - stored).max() < 1e-2
 
@@ -176,7 +180,11 @@ def test_doctor_reports_a_damaged_or_mismatched_ann_file(
     path.unlink()
     with ann_store(store_dir) as store:
         assert top_paths(store, use_provider, "item-03 tax return")[0] == "Area 3/Note 03.md"
-        assert store.problems() == []  # the next search rebuilt the file
+        (missing,) = store.problems()  # searches scan exactly until the writer rebuilds the file
+        assert "no ANN index" in missing
+    run_index(vault, store_dir, use_provider, ANN_ON)
+    with ann_store(store_dir) as store:
+        assert store.problems() == []
 
 
 def test_kill_9_mid_index_leaves_a_usable_ann_tier(tmp_path: Path, use_provider) -> None:
@@ -187,7 +195,7 @@ def test_kill_9_mid_index_leaves_a_usable_ann_tier(tmp_path: Path, use_provider)
         [str(VAULTLENS_BIN), "index", "--vault", str(vault)], env=env, check=True, capture_output=True
     )
     search = [str(VAULTLENS_BIN), "search", "sourdough", "--vault", str(vault), "--json"]
-    subprocess.run(search, env=env, check=True, capture_output=True)  # builds and saves the tier
+    subprocess.run(search, env=env, check=True, capture_output=True)
     (store_dir,) = {p.parent for p in home.rglob("index.sqlite")}
     assert ann_files(store_dir)
     for i in range(0, 120, 2):
@@ -231,7 +239,7 @@ def test_similar_and_duplicates_past_the_threshold_match_the_full_scan(tmp_path:
 
     vault = write_vault(tmp_path / "vault", VAULT)
     shutil.copytree(EXAMPLES / "vault", vault / "sample")
-    run_index(vault, tmp_path / "index", use_provider)
+    run_index(vault, tmp_path / "index", use_provider, ANN_ON)
     with ann_store(tmp_path / "index", threshold=10**9) as exact, ann_store(tmp_path / "index") as approx:
         assert exact.neighbours(chunk_rowids(exact), 5) is None
         src, dst = approx.neighbours(chunk_rowids(approx), 5)  # type: ignore[misc]
@@ -245,3 +253,35 @@ def test_similar_and_duplicates_past_the_threshold_match_the_full_scan(tmp_path:
                 discover.similar(approx, path, 5, 32).as_dict()
                 == discover.similar(exact, path, 5, 32).as_dict()
             )
+
+
+def test_the_index_run_writes_the_tier_file_for_the_generation_it_committed(
+    small: tuple[Path, Path], use_provider
+) -> None:
+    vault, store_dir = small
+    with ann_store(store_dir) as store:
+        gen, store_id = store.generation, store.store_id
+    assert ann_files(store_dir) == [store_dir / f"matrix-{store_id}-{gen}.ann"]
+    with ann_store(store_dir) as store:
+        assert tier_of(store).path == ann_files(store_dir)[0]  # mapped, not built
+        assert np.array_equal(tier_of(store).keys(), chunk_rowids(store))
+
+
+def test_a_reader_without_a_tier_file_scans_exactly_and_leaves_the_build_to_the_writer(
+    tmp_path: Path, use_provider
+) -> None:
+    vault = write_vault(tmp_path / "vault", _notes(24))
+    run_index(vault, tmp_path / "index", use_provider)  # the writer below the threshold: no file
+    assert ann_files(tmp_path / "index") == []
+    with ann_store(tmp_path / "index", threshold=10**9) as exact, ann_store(tmp_path / "index") as reader:
+        for query in ("sourdough bread baking", "item-07 marathon training plan", "tax return"):
+            assert top_paths(reader, use_provider, query) == top_paths(exact, use_provider, query)
+            qvec = use_provider.embed([query])[0]
+            r_keys, r_scores = reader.top_k(qvec, 10)
+            e_keys, e_scores = exact.top_k(qvec, 10)
+            assert set(r_keys.tolist()) == set(e_keys.tolist())
+            assert np.allclose(np.sort(r_scores), np.sort(e_scores))
+        assert reader.ann_tier() is None  # type: ignore[attr-defined]
+        assert reader.neighbours(chunk_rowids(reader), 5) is None  # callers compare exactly too
+        assert any("no ANN index" in p for p in reader.problems())
+    assert ann_files(tmp_path / "index") == []  # the reader never wrote one

@@ -131,9 +131,14 @@ def run_index(
     s: Settings | None = None,
     backend: str = DEFAULT_BACKEND,
 ) -> RunStats:
-    """One indexing run with the real Indexer on a real store of ``backend`` at ``store_dir``."""
-    with opened_store(store_dir, backend, create=True) as store:
-        return Indexer(vault, store, provider, s or settings(vault)).run()
+    """One indexing run with the real Indexer on a real store of ``backend`` at ``store_dir`` (the
+    store opened with ``s`` too, as the App opens it: its ANN threshold is the writer's)."""
+    s = s or settings(vault)
+    store = get_backend(backend, s).open(store_dir, True)
+    try:
+        return Indexer(vault, store, provider, s).run()
+    finally:
+        store.close()
 
 
 def chunk_keys(store_dir: Path, backend: str = DEFAULT_BACKEND) -> set[tuple[str, str]]:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from vaultlens.index.indexer import Progress
     from vaultlens.index.store import ChunkKeys
 
 CONNECTIVITY = 16  # M: edges per node (bench/ann_choice.py)
@@ -239,14 +240,27 @@ class AnnSource(Protocol):
         """Every chunk's (keys, vectors), a block at a time."""
         ...
 
+    def chunk_count(self) -> int:
+        """How many chunks the snapshot holds."""
+        ...
+
+
+def _counted(
+    blocks: Iterable[tuple[ChunkKeys, npt.NDArray[np.float32]]], progress: Progress
+) -> Iterator[tuple[ChunkKeys, npt.NDArray[np.float32]]]:
+    for keys, vecs in blocks:
+        yield keys, vecs
+        progress.advance(int(keys.size))
+
 
 class AnnKeeper:
     """Keeps one process's tier current: from its file, caught up from the store's change log.
 
-    Files are ``matrix-<store id>-<generation>.ann`` beside the vector cache. A file is taken
+    The writer (an index run, a watch flush) builds and saves the files; a reader only maps the
+    newest one. Files are ``matrix-<store id>-<generation>.ann`` beside the vector cache. A file is taken
     only for this store (its random id) and only for a generation the snapshot has reached and
     the change log still reaches back to; the log's keys since that generation are then
-    re-read, so the tier holds exactly the snapshot's vectors. Anything else is rebuilt.
+    re-read, so the tier holds exactly the snapshot's vectors. Anything else is rebuilt by the writer.
     """
 
     def __init__(self, source: AnnSource) -> None:
@@ -266,23 +280,36 @@ class AnnKeeper:
                 out[int(gen)] = p
         return out
 
-    def current(self, generation: int, dims: int) -> AnnTier:
-        """The tier at ``generation`` (the caller's snapshot), opened, caught up or built once."""
+    def current(self, generation: int, dims: int) -> AnnTier | None:
+        """The reader's tier at ``generation`` (the caller's snapshot): held, or mapped from the newest
+        usable file, caught up from the change log. None without a usable file: building one takes
+        minutes past 100,000 chunks, so that is the writer's (:meth:`refresh`), never a search's."""
         with self._lock:
-            tier, floor = self.tier, self.source.ann_floor()
-            if tier is not None and (tier.dims != dims or tier.generation < floor):
-                tier = None
+            return self._caught_up(generation, dims)
+
+    def refresh(self, generation: int, dims: int, progress: Progress) -> None:
+        """The writer's, after it committed ``generation``: catch up, or build from the store when no
+        file is usable, and write a new file when there is none or the delta outgrew MERGE_SHARE."""
+        with self._lock:
+            tier = self._caught_up(generation, dims)
             if tier is None:
-                tier = self._from_file(generation, dims, floor)
-            if tier is None:
-                tier = AnnTier.build(dims, self.source.vector_blocks(), generation)
-            elif tier.generation < generation:
-                touched = self.source.changed_keys(tier.generation)
-                tier.update(touched, *self.source.vectors_of(touched), generation)
-            self.tier = tier
+                progress.phase("Building the ANN index", self.source.chunk_count())
+                tier = AnnTier.build(dims, _counted(self.source.vector_blocks(), progress), generation)
+                self.tier = tier
             if tier.needs_merge():
                 self._save(tier)
-            return tier
+
+    def _caught_up(self, generation: int, dims: int) -> AnnTier | None:
+        tier, floor = self.tier, self.source.ann_floor()
+        if tier is not None and (tier.dims != dims or tier.generation < floor):
+            tier = None
+        if tier is None:
+            tier = self._from_file(generation, dims, floor)
+        elif tier.generation < generation:
+            touched = self.source.changed_keys(tier.generation)
+            tier.update(touched, *self.source.vectors_of(touched), generation)
+        self.tier = tier
+        return tier
 
     def _from_file(self, generation: int, dims: int, floor: int) -> AnnTier | None:
         usable = sorted((g for g in self.files() if floor <= g <= generation), reverse=True)

@@ -186,7 +186,8 @@ class Indexer:
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
-        stats.complete = True  # a Ctrl-C from here on leaves only the tier unfinished
+        stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
+        self.store.refresh_ann(self.progress)
         self._fill_tier(stats)
 
     def _fill_tier(self, stats: RunStats) -> None:
@@ -273,7 +274,8 @@ class Indexer:
             self.store.apply(updates=updates, vectors=vectors, deletes=plan.deletes, touch=plan.touch)
         if plan.deletes or stats.chunks_deleted:
             self.store.drop_orphan_vectors()
-        stats.complete = True  # a Ctrl-C from here on leaves only the tier unfinished
+        stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
+        self.store.refresh_ann(self.progress)
         self._fill_tier(stats)
         stats.seconds = round(time.monotonic() - started, 3)
         return stats

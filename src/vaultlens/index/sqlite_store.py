@@ -51,6 +51,8 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
     import numpy as np
     import numpy.typing as npt
 
+    from vaultlens.index.indexer import Progress
+
 SCHEMA_VERSION = 7
 _IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
@@ -432,16 +434,31 @@ class SQLiteStore(Store):
     def drop_orphan_vectors(self) -> int:
         """Drop vectors no chunk uses, and the change log the ANN tier's newest file no longer needs."""
         with self.transaction() as db:
-            gen = self.generation
-            for g, p in self._ann.files().items():
-                if g > gen:  # written for generations this store never committed (a restored backup)
-                    p.unlink(missing_ok=True)
-            floor = max((g for g in self._ann.files() if g <= gen), default=gen)
-            db.execute("DELETE FROM chunk_log WHERE generation <= ?", (floor,))
-            self._set_meta("ann_floor", str(floor))
+            self._prune_chunk_log()
             db.execute("DELETE FROM tier_vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
             cur = db.execute("DELETE FROM vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM chunks)")
             return cur.rowcount
+
+    def _prune_chunk_log(self) -> None:
+        """Inside a transaction: forget the change log up to the ANN tier's newest file."""
+        gen = self.generation
+        for g, p in self._ann.files().items():
+            if g > gen:  # written for generations this store never committed (a restored backup)
+                p.unlink(missing_ok=True)
+        floor = max((g for g in self._ann.files() if g <= gen), default=gen)
+        self._conn.execute("DELETE FROM chunk_log WHERE generation <= ?", (floor,))
+        self._set_meta("ann_floor", str(floor))
+
+    def refresh_ann(self, progress: Progress) -> None:
+        """Past ``ann_threshold`` chunks, bring the ANN tier's file up to the committed generation
+        (build it, or merge the delta into a new one), so searches only map it; then prune the log."""
+        space = self.space
+        if self._chunks_now() < self.ann_threshold or space is None or not space.dimensions:
+            return
+        with self.snapshot() as gen:
+            self._ann.refresh(gen, space.dimensions, progress)
+        with self.transaction():
+            self._prune_chunk_log()
 
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the file, so a cleared index stays cleared."""
@@ -592,7 +609,8 @@ class SQLiteStore(Store):
 
     # ---- the ANN tier (index/ann.py) ----------------------------------------------------------
     def ann_tier(self) -> AnnTier | None:
-        """The ANN tier at this snapshot's generation, or None below ``ann_threshold`` chunks."""
+        """The ANN tier at this snapshot's generation; None below ``ann_threshold`` chunks, or while no
+        usable file exists (the exact scan answers until the writer's :meth:`refresh_ann` writes one)."""
         space = self.space
         if self._chunks_now() < self.ann_threshold or space is None or not space.dimensions:
             return None
@@ -621,6 +639,9 @@ class SQLiteStore(Store):
         if not froms:
             return keys[:0], keys[:0]
         return np.concatenate(froms), np.concatenate(tos)
+
+    def chunk_count(self) -> int:
+        return self._chunks_now()
 
     def ann_floor(self) -> int:
         return int(self.get_meta("ann_floor") or 0)
@@ -673,14 +694,18 @@ class SQLiteStore(Store):
         space = self.space
         with self.snapshot() as gen:
             files = {g: p for g, p in self._ann.files().items() if g <= gen}
-            if not files or space is None:
+            if space is None:
                 return []
+            if not files:
+                if self._chunks_now() < self.ann_threshold:
+                    return []
+                return ["no ANN index yet: searches scan every vector until `vaultlens index` writes it"]
             newest = max(files)
             tier = AnnTier.open(files[newest], space.dimensions, newest)
             if tier is None:
                 return [f"ANN index {files[newest].name} cannot be read"]
             if newest < self.ann_floor():
-                return []  # older than the change log: never taken, the next search rebuilds it
+                return []  # older than the change log: never taken, the next index run rebuilds it
             touched = self.changed_keys(newest)
             tier.update(touched, *self.vectors_of(touched), gen)
             true_keys = np.fromiter(

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from vaultlens.index.indexer import Progress
+
 ChunkKeys: TypeAlias = "npt.NDArray[np.int64]"  # a string: numpy loads with the first vector, not here
 
 
@@ -277,6 +279,11 @@ class VectorIndex(Protocol):
         the backend's ANN index, for `similar` and `duplicates` past ``search.ann_threshold``; None when
         no ANN index is in use (the caller then compares the vectors itself). Candidates only: the
         caller scores them exactly. pgvector: one ``ORDER BY embedding <#> q LIMIT k`` per key, batched."""
+        return None
+
+    def refresh_ann(self, progress: Progress) -> None:
+        """The writer's, after a run or flush: bring the backend's ANN index up to the committed
+        generation so searches never build it (the SQLite tier's file; pgvector keeps its own)."""
         return None
 
     def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
