@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from vaultlens.services.app import App
 
 write_app = typer.Typer(
-    help="Note tools: continue, transform, Dataview, flashcards; every change is an exact diff to confirm.",
+    help="Note tools: continue, transform, Dataview, flashcards, split, batch; every change is an exact diff to confirm.",
     no_args_is_help=True,
 )
 
