@@ -47,7 +47,9 @@ class RebuildEstimate:
             "chunks": self.chunks,
             "chars": self.chars,
             "rate_chunks_per_s": None if self.rate is None else round(self.rate, 2),
-            "seconds": None if self.seconds is None else round(self.seconds, 1),
+            "seconds": None
+            if self.seconds is None
+            else float(f"{self.seconds:.3g}"),  # a small vault at a fast rate is not 0.0
             "approx_tokens": self.approx_tokens,
         }
 
