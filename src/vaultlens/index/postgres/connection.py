@@ -105,7 +105,7 @@ def translate(exc: BaseException, dsn: str, action: str) -> VaultlensError:
             f"Could not {action}: the PostgreSQL server at {server} is out of disk space.",
             hint="Free space on the database server (or move its data directory), then run the command again.",
         )
-    if isinstance(exc, pe.LockNotAvailable | pe.DeadlockDetected | pe.QueryCanceled):
+    if isinstance(exc, pe.LockNotAvailable | pe.DeadlockDetected):
         return StoreBusy(
             f"Could not {action}: the index at {server} stayed locked by another writer for "
             f"{LOCK_TIMEOUT_MS // 1000} s.",
@@ -155,4 +155,8 @@ def translated(dsn: str, action: str) -> Iterator[None]:
     try:
         yield
     except psycopg.Error as exc:
+        # Ctrl-C in a query: psycopg cancels it, and the cancel (or the rollback after it) surfaces as
+        # an error; the user's interruption, not the server, is what happened
+        if isinstance(exc, psycopg.errors.QueryCanceled) or isinstance(exc.__context__, KeyboardInterrupt):
+            raise KeyboardInterrupt from exc
         raise translate(exc, dsn, action) from exc
