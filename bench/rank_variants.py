@@ -130,7 +130,7 @@ def e5_fill(texts: list[str]) -> None:
     if not miss:
         return
     if _e5 is None:
-        from vaultlens.embedding.tier import E5Tier
+        from vaultlens.embedding.tiers.e5 import E5Tier
 
         _e5 = E5Tier()
     print(f"embedding {len(miss)} e5 texts", file=sys.stderr)

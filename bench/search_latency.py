@@ -188,7 +188,7 @@ def unit(v: np.ndarray) -> np.ndarray:
 
 def add_tier_vectors(index: Path) -> None:
     """A seeded quality-tier vector for every chunk text, through the store's own write path."""
-    from vaultlens.embedding.tier import E5Tier
+    from vaultlens.embedding.tiers.e5 import E5Tier
     from vaultlens.index.sqlite_store import SQLiteStore
 
     store = SQLiteStore(index)

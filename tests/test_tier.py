@@ -20,7 +20,8 @@ import pytest
 import vaultlens as services
 from vaultlens.config.paths import index_dir
 from vaultlens.embedding.base import Vectors
-from vaultlens.embedding.tier import E5Tier, TierProvider
+from vaultlens.embedding.tiers.base import TierProvider
+from vaultlens.embedding.tiers.e5 import E5Tier
 from vaultlens.errors import Cancelled, ConfigError
 from vaultlens.index import tier_fill
 from vaultlens.index.indexer import Indexer

@@ -187,7 +187,7 @@ class EmbeddingSettings:
     # descheduled sibling on a busy machine (bench/serve_load.py); 0 = the same as threads
     query_threads: int = setting(1, ge=0, le=1024)
     # the optional quality tier: a second, stronger and slower local model whose vectors are
-    # filled after each index run and mixed into search (embedding/tier.py); "off" = USE only
+    # filled after each index run and mixed into search (embedding/tiers/); "off" = USE only
     tier: str = setting("off", check=lambda v: v in TIERS, shape="one of " + ", ".join(TIERS))
 
     @property

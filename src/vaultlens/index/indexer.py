@@ -31,7 +31,7 @@ from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.chunking.source import NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
-from vaultlens.embedding.tier import TierProvider
+from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.errors import Cancelled, NoteNotFound, VaultlensError
 from vaultlens.fsutil import sha256_hex
 from vaultlens.index.runs import RunStats

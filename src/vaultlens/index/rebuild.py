@@ -17,7 +17,7 @@ from typing import Any
 
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
-from vaultlens.embedding.tier import TierProvider
+from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.errors import Cancelled
 from vaultlens.index.indexer import Indexer, Progress
 from vaultlens.index.lifecycle import IndexHome

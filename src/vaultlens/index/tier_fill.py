@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vaultlens.embedding.base import Vectors
-from vaultlens.embedding.tier import TierProvider
+from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import Store, space_matches
 from vaultlens.index.texts import embed_text

@@ -22,7 +22,8 @@ from vaultlens.config import paths
 from vaultlens.config.settings import LoadedSettings, Settings, load_settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.embedding.registry import make_provider
-from vaultlens.embedding.tier import TierProvider, make_tier
+from vaultlens.embedding.tiers.base import TierProvider
+from vaultlens.embedding.tiers.registry import make_tier
 from vaultlens.errors import IndexNotFound
 from vaultlens.index.backends import get_backend
 from vaultlens.index.lifecycle import IndexHome, LiveStore

