@@ -32,7 +32,7 @@ from vaultlens.chunking.source import NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.embedding.tiers.base import TierProvider
-from vaultlens.errors import Cancelled, NoteNotFound, VaultlensError
+from vaultlens.errors import Cancelled, NoteNotFound, ProviderError, VaultlensError
 from vaultlens.fsutil import sha256_hex
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
@@ -197,6 +197,8 @@ class Indexer:
         started = time.monotonic()
         try:
             fill_tier(self.store, self.tier, self.progress, stats)
+        except ProviderError as exc:  # the tier's server is down or slow: the index itself is complete
+            stats.tier_error = exc.message
         finally:  # kept apart, so the main model's measured rate (rebuild estimates) stays its own
             stats.tier_seconds = round(time.monotonic() - started, 3)
 
