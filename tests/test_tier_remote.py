@@ -18,6 +18,7 @@ from vaultlens.config.consent import consent_file
 from vaultlens.embedding.tiers.registry import make_tier
 from vaultlens.embedding.tiers.remote import RemoteTier, declared_prefixes
 from vaultlens.errors import ConfigError, ConsentRequired
+from vaultlens.index.indexer import Indexer
 from vaultlens.services.app import App
 from vaultlens.services.search import rank_notes
 from vl_support import run_cli, settings, write_vault
@@ -282,3 +283,21 @@ def test_a_tier_form_it_cannot_use_is_a_clear_config_error(vault: Path, value: s
     assert result.exit_code == ConfigError.exit_code and message in result.stderr
     assert "Traceback" not in result.output
     assert not json.loads(run_cli(["status", "--json", "--vault", str(vault)]).stdout)["indexed"]
+
+
+def test_watch_flushes_do_not_wait_for_a_failed_tier_server_again(vault: Path) -> None:
+    with ScriptedEmbeddingServer(dims=8) as server:
+        app = App.open(vault, tier_sets(server, "bge-m3", **{"embedding.max_retries": "1"}))
+        services.index(app)
+        server.script = [Step(status=503)] * 10  # the server is failing from now on
+        with app.writing(), app.live.lease() as store:
+            indexer = Indexer(app.vault, store, app.provider(), app.settings, tier=app.tier())
+            for n, name in enumerate(("Bread.md", "Trains.md")):
+                (vault / name).write_text(NOTES[name] + f"\nEdit {n}.\n", encoding="utf-8")
+                before = len(server.requests)
+                stats = indexer.sync([name])
+                assert stats.chunks_embedded == 1 and "HTTP 503" in stats.tier_error
+                # the first flush tries (and retries once); the next one within TIER_PAUSE_S does not
+                assert len(server.requests) - before == (2 if n == 0 else 0)
+            assert store.tier_coverage()[0] < store.tier_coverage()[1]
+        app.close()
