@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import httpx
 import numpy as np
 import pytest
+from mcp import ClientSession
 
 import vaultlens as services
 from scripted_server import ScriptedEmbeddingServer, Step, expected_unit
+from server_support import payload, run_async, running_server, with_http_session
 from vaultlens.config.consent import consent_file
 from vaultlens.embedding.tiers.registry import make_tier
 from vaultlens.embedding.tiers.remote import RemoteTier, declared_prefixes
 from vaultlens.errors import ConfigError, ConsentRequired
 from vaultlens.index.indexer import Indexer
+from vaultlens.server import runtime
 from vaultlens.services.app import App
 from vaultlens.services.search import rank_notes
 from vl_support import run_cli, settings, write_vault
@@ -301,3 +306,27 @@ def test_watch_flushes_do_not_wait_for_a_failed_tier_server_again(vault: Path) -
                 assert len(server.requests) - before == (2 if n == 0 else 0)
             assert store.tier_coverage()[0] < store.tier_coverage()[1]
         app.close()
+
+
+def test_a_server_s_search_carries_the_notice_when_the_tier_is_left_out(
+    vault: Path, isolated_env: Path
+) -> None:
+    server = ScriptedEmbeddingServer(dims=8)
+    with server:
+        sets = tier_sets(server, "bge-m3", **{"embedding.max_retries": "0"})
+        services.index(App.open(vault, sets))
+    with running_server(vault, isolated_env, watch=False, overrides=sets) as companion:
+        reply = httpx.get(companion.url + "/v1/search", params={"q": QUERY}, timeout=30)
+        assert (
+            reply.status_code == 200 and reply.json()[0]["path"] == "Trains.md"
+        )  # the body: hits, as always
+        notices = json.loads(reply.headers["Vaultlens-Notices"])
+        assert len(notices) == 1 and "left out" in notices[0] and "Cannot reach" in notices[0]
+        via = runtime.search_via_server(companion.app, QUERY, None, None)  # what `vaultlens search` uses
+        assert via is not None and via.notices == tuple(notices)
+
+        async def use(session: ClientSession) -> dict[str, Any]:
+            return payload(await session.call_tool("search_notes", {"query": QUERY}))
+
+        found = run_async(lambda: with_http_session(companion.url, use))["data"]
+        assert found["results"] and found["notices"] == notices
