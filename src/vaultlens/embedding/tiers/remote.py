@@ -46,7 +46,7 @@ DECLARED: dict[str, Prefixes] = {
     "mxbai-embed-large": Prefixes("Represent this sentence for searching relevant passages: ", ""),
     "snowflake-arctic-embed": Prefixes("Represent this sentence for searching relevant passages: ", ""),
 }
-E5_FAMILY = re.compile(r"(multilingual-)?e5-(small|base|large)(-v2|-instruct)?")
+E5_FAMILY = re.compile(r"(multilingual-)?e5-(small|base|large)(-v2)?")  # not -instruct: it takes instructions
 E5_PREFIXES = Prefixes("query: ", "passage: ")
 
 
