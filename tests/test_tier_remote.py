@@ -108,7 +108,7 @@ def test_prefixes_come_from_the_model_table_or_the_settings() -> None:
                     "nomic-embed-text",
                     **{"embedding.tier_query_prefix": "", "embedding.tier_passage_prefix": "doc: "},
                 )
-            ).embedding  # fmt: skip
+            ).embedding
         )
         assert isinstance(own, RemoteTier)
         own.embed(["a passage"])
@@ -330,3 +330,18 @@ def test_a_server_s_search_carries_the_notice_when_the_tier_is_left_out(
 
         found = run_async(lambda: with_http_session(companion.url, use))["data"]
         assert found["results"] and found["notices"] == notices
+
+
+def test_another_model_on_the_server_starts_the_tier_over(vault: Path) -> None:
+    with ScriptedEmbeddingServer(dims=8) as server:
+        first = services.index(App.open(vault, tier_sets(server, "bge-m3")))
+        other = App.open(vault, tier_sets(server, "nomic-embed-text"))
+        with other.reading() as store:
+            assert other.search_tier(store) is None  # bge-m3's vectors are never blended with another model's
+        before = len(server.requests)
+        again = services.index(other)
+        assert again.tier_embedded == first.tier_embedded  # every text again, in the new model
+        assert {r.body["model"] for r in server.requests[before:]} == {"nomic-embed-text"}
+        tier = services.status(other).tier
+        assert tier is not None and tier.covered == tier.total and "nomic-embed-text" in (tier.model or "")
+        other.close()
