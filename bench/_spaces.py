@@ -45,7 +45,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from scripted_server import ScriptedEmbeddingServer, Step
 from space_support import _Forever
-server = ScriptedEmbeddingServer(dims=int(sys.argv[2]))
+server = ScriptedEmbeddingServer(dims=int(sys.argv[2]), port=int(sys.argv[4]))
 server.script = _Forever(Step(delay=float(sys.argv[3])))
 with server:
     print(server.url, flush=True)
@@ -65,10 +65,10 @@ def write_notes(vault: Path, n: int, seed: int) -> None:
         path.write_text(f"# Note {i}\n\n{body}\n\n## More\n\nunique{i} {tail}\n", encoding="utf-8")
 
 
-def start_server(dims: int, delay: float) -> tuple[subprocess.Popen[str], str]:
-    """The scripted server in a child process; every answer waits ``delay`` seconds."""
+def start_server(dims: int, delay: float, port: int = 0) -> tuple[subprocess.Popen[str], str]:
+    """The scripted server in a child process; every answer waits ``delay`` seconds (``port`` 0: a free one)."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(REPO / "tests"), str(dims), str(delay)],
+        [sys.executable, "-c", SERVER, str(REPO / "tests"), str(dims), str(delay), str(port)],
         stdout=subprocess.PIPE,
         text=True,
     )

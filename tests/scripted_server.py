@@ -61,7 +61,8 @@ class Received:
 
 
 class ScriptedEmbeddingServer:
-    def __init__(self, dims: int = 8, script: list[Any] | None = None) -> None:
+    def __init__(self, dims: int = 8, script: list[Any] | None = None, port: int = 0) -> None:
+        """``port``: 0 picks a free one; a port of an earlier server brings "the same server" back."""
         self.dims = dims
         self.script: list[Any] = list(script or [])
         self.requests: list[Received] = []
@@ -98,7 +99,7 @@ class ScriptedEmbeddingServer:
                     server.connections += 1
                 return True
 
-        self.httpd = CountingServer(("127.0.0.1", 0), Handler)
+        self.httpd = CountingServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from vaultlens.index.runs import RunStats
     from vaultlens.services.app import App
     from vaultlens.services.evaluation import GroupScore
-    from vaultlens.services.search import NoteHit
+    from vaultlens.services.search import SearchHits
 
 cli = typer.Typer(
     name="vaultlens",
@@ -74,6 +74,11 @@ def _print_stats(stats: RunStats, vault: Path) -> None:
     )
     if stats.tier_embedded:
         render.out.print(f"Quality tier: {stats.tier_embedded} chunk texts embedded.")
+    if stats.tier_error:
+        render.err.print(
+            f"[yellow]The quality tier stopped: {escape(stats.tier_error)}[/yellow] The index is up to date and "
+            "search works without the missing tier vectors; the next `vaultlens index` resumes the tier."
+        )
     if stats.files_skipped or stats.files_failed:
         render.out.print(
             f"[yellow]{stats.files_skipped} skipped, {stats.files_failed} failed[/yellow]"
@@ -174,6 +179,7 @@ def search(
                 continue
             render.note_if_cut(q, app.settings.search)
             hits = _search_here(app, q, limit, sections)
+            _print_notices(hits)
             if json_:
                 results = [h.as_dict() for h in hits]
                 sys.stdout.write(json.dumps({"query": q, "results": results}, ensure_ascii=False) + "\n")
@@ -186,11 +192,18 @@ def search(
     render.note_if_cut(query, app.settings.search)
     warm = _search_warm(app, query, limit, sections)
     found = warm if warm is not None else _search_here(app, query, limit, sections)
+    _print_notices(found)
     if json_:
         render.print_json([h.as_dict() for h in found])
     else:
         render.print_hits(found)
         _warn_if_partial(app)
+
+
+def _print_notices(hits: SearchHits) -> None:
+    """What the results cannot show themselves (the quality tier was left out), on stderr."""
+    for notice in hits.notices:
+        render.err.print(f"[yellow]{escape(notice)}[/yellow]")
 
 
 def _warn_if_partial(app: App) -> None:
@@ -211,14 +224,14 @@ def _warn_if_partial(app: App) -> None:
         )
 
 
-def _search_here(app: App, query: str, limit: int | None, sections: int | None) -> list[NoteHit]:
+def _search_here(app: App, query: str, limit: int | None, sections: int | None) -> SearchHits:
     """Search in this process (the model is loaded here)."""
     from vaultlens.services.verbs.finding import search as find
 
     return find(app, query, limit, sections)
 
 
-def _search_warm(app: App, query: str, limit: int | None, sections: int | None) -> list[NoteHit] | None:
+def _search_warm(app: App, query: str, limit: int | None, sections: int | None) -> SearchHits | None:
     """Ask a `vaultlens serve` running for this vault with the same settings (its model is
     loaded); None when there is none, and the search runs here."""
     from vaultlens.server.runtime import search_via_server

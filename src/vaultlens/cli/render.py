@@ -127,11 +127,13 @@ def _print_tier(tier: TierStatus) -> None:
         return
     share = f"{tier.covered} of {tier.total} chunk texts"
     model = escape(tier.model or tier.setting)
-    if tier.covered < tier.total:
+    if tier.behind:
         out.print(
-            f"[bold]Tier[/bold]   {model}: [yellow]{share}[/yellow] "
+            f"[bold]Tier[/bold]   {model}: [yellow]{share}, behind[/yellow] "
             "(run `vaultlens index` to finish; search mixes it in where it is ready)"
         )
+        if tier.last_error:
+            out.print(f"         [yellow]the last fill stopped: {escape(tier.last_error)}[/yellow]")
     else:
         out.print(f"[bold]Tier[/bold]   {model}: {share}")
 

@@ -34,10 +34,13 @@ def _count(n: int, noun: str) -> str:
 
 
 def _summary(stats: RunStats) -> str:
-    return (
+    text = (
         f"updated {_count(stats.files_changed, 'note')}, removed {stats.files_deleted}, "
         f"{_count(stats.chunks_embedded, 'chunk')} embedded"
     )
+    if stats.tier_error:  # the next flush or run resumes it
+        text += f"; [yellow]quality tier behind: {escape(stats.tier_error)}[/yellow]"
+    return text
 
 
 def describe(report: FlushReport) -> str:

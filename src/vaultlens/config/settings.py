@@ -153,6 +153,13 @@ def _is_endpoint(value: str) -> bool:
     return parsed.scheme in ("http", "https") and bool(parsed.netloc) and not CONTROL.search(value)
 
 
+PREFIX_SHAPE = "auto (the model's declared prefix) or up to 500 characters of text"
+
+
+def _is_prefix(value: str) -> bool:
+    return len(value) <= 500 and not CONTROL.search(value.replace("\n", " "))
+
+
 @dataclass(frozen=True)
 class EmbeddingSettings:
     """The one declaration of every embedding default; providers take their values from here.
@@ -188,7 +195,28 @@ class EmbeddingSettings:
     query_threads: int = setting(1, ge=0, le=1024)
     # the optional quality tier: a second, stronger and slower local model whose vectors are
     # filled after each index run and mixed into search (embedding/tiers/); "off" = USE only
-    tier: str = setting("off", check=lambda v: v in TIERS, shape="one of " + ", ".join(TIERS))
+    tier: str = setting(
+        "off",
+        # TEMPORARY (branch tremote): "kind:model" passes here and embedding/tiers/remote.py checks the
+        # kind and the model; the tier registry's own check of the form replaces this at merge
+        check=lambda v: v in TIERS or (":" in v and not CONTROL.search(v)),
+        shape="one of " + ", ".join(TIERS) + ", or ollama:MODEL / openai-compatible:MODEL",
+    )
+    # the provider form of the tier (embedding/tiers/remote.py): its server, key and model prefixes
+    tier_endpoint: str = setting(
+        "", check=_is_endpoint, shape="empty (the server's default) or an http:// or https:// URL"
+    )  # "" = Ollama on this machine (http://127.0.0.1:11434), or https://api.openai.com/v1
+    tier_api_key_env: str = setting(
+        "",
+        check=lambda v: v == "" or bool(ENV_NAME.fullmatch(v)),
+        shape="empty (the same variable as embedding.api_key_env) or the name of an environment variable",
+    )
+    # what the model expects before a query / a passage; "auto" = its declared prefix (none if unknown)
+    tier_query_prefix: str = setting("auto", check=_is_prefix, shape=PREFIX_SHAPE)
+    tier_passage_prefix: str = setting("auto", check=_is_prefix, shape=PREFIX_SHAPE)
+    # per request to the tier's server: a search waits at most this long before the bundled model
+    # answers alone (no retry); an index run's fill retries like embedding.max_retries
+    tier_timeout_s: float = setting(10.0, gt=0, le=DAY_S)
 
     @property
     def model_name(self) -> str:

@@ -111,9 +111,8 @@ class _HTTPProvider:
                 resp = self._client.post(url, json=payload)
             except httpx.TimeoutException:
                 if last:
-                    raise ProviderTimeout(
-                        f"{where} did not answer in time ({self.max_retries + 1} tries)."
-                    ) from None
+                    tries = f"{attempt + 1} tries" if attempt else "1 try"
+                    raise ProviderTimeout(f"{where} did not answer in time ({tries}).") from None
             except httpx.HTTPError as exc:
                 if last:
                     raise ProviderError(f"Cannot reach {where}: {exc}.") from None

@@ -32,7 +32,7 @@ from vaultlens.chunking.source import NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.embedding.tiers.base import TierProvider
-from vaultlens.errors import Cancelled, NoteNotFound, VaultlensError
+from vaultlens.errors import Cancelled, NoteNotFound, ProviderError, VaultlensError
 from vaultlens.fsutil import sha256_hex
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
@@ -44,6 +44,9 @@ from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path,
 # A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
 # first: the most a crash can lose.
 COMMIT_CHUNKS = 256
+# after the quality tier's server failed, later runs of the same indexer (watch flushes) skip the tier this
+# long: each try costs a fill its retries (bench/tier_remote.py: 7.6 s with the default 4)
+TIER_PAUSE_S = 60.0
 
 
 class Progress(Protocol):
@@ -127,6 +130,7 @@ class Indexer:
         self.provider = provider
         self.tier = tier  # the optional quality tier, filled after each run and sync
         self._in_tier = False  # the run reached the tier phase (what Ctrl-C stopped)
+        self._tier_failed: tuple[float, str] | None = None  # when and why the tier's server last failed
         self.settings = settings
         self.progress = progress or NoProgress()
         s = settings.index
@@ -193,10 +197,17 @@ class Indexer:
     def _fill_tier(self, stats: RunStats) -> None:
         if self.tier is None:
             return
+        if self._tier_failed and time.monotonic() - self._tier_failed[0] < TIER_PAUSE_S:
+            stats.tier_error = self._tier_failed[1]  # a watch flush does not wait for its retries again
+            return
         self._in_tier = True
         started = time.monotonic()
         try:
             fill_tier(self.store, self.tier, self.progress, stats)
+            self._tier_failed = None
+        except ProviderError as exc:  # the tier's server is down or slow: the index itself is complete
+            stats.tier_error = exc.message
+            self._tier_failed = (time.monotonic(), exc.message)
         finally:  # kept apart, so the main model's measured rate (rebuild estimates) stays its own
             stats.tier_seconds = round(time.monotonic() - started, 3)
 

@@ -20,8 +20,9 @@ class RunStats:
     tier_seconds: float = 0.0  # of ``seconds``, the time the tier took
     seconds: float = 0.0
     complete: bool = False  # every note of the vault reached the index (the tier may still lack some)
+    tier_error: str = ""  # why the quality tier's fill stopped early (its server failed); the run is still ok
 
-    def as_dict(self) -> dict[str, float | bool]:
+    def as_dict(self) -> dict[str, float | bool | str]:
         return asdict(self)
 
     @classmethod

@@ -130,7 +130,8 @@ def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
         """Find notes by meaning and by words. Returns notes with a score and their best sections
         (heading path, line range, snippet). Read a whole section with get_note."""
         hits = await _call(lambda: finding.search(app, query, limit, untrusted=True))
-        return envelope("search_results", {"query": query, "results": [h.as_dict() for h in hits]})
+        found = {"query": query, "results": [h.as_dict() for h in hits]}
+        return envelope("search_results", {**found, "notices": list(hits.notices)} if hits.notices else found)
 
     @mcp.tool(annotations=READ_ONLY, title="Read a note")
     async def get_note(

@@ -30,7 +30,7 @@ from vaultlens.fsutil import atomic_write, sha256_hex
 from vaultlens.index.lock import process_alive
 from vaultlens.server.guard import is_loopback
 from vaultlens.services.app import App
-from vaultlens.services.search import NoteHit
+from vaultlens.services.search import NOTICES_HEADER, NoteHit, SearchHits
 
 RUNTIME_FILE = "serve.json"
 SERVE_LOG = "serve.log"  # what a server started in the background (`vaultlens ui`) printed
@@ -155,7 +155,7 @@ def start_in_background(app: App, serve_args: Sequence[str]) -> ServerInfo:
     )
 
 
-def search_via_server(app: App, query: str, limit: int | None, sections: int | None) -> list[NoteHit] | None:
+def search_via_server(app: App, query: str, limit: int | None, sections: int | None) -> SearchHits | None:
     """Hits from a running server for this vault, or None when there is none that answers well."""
     info = running_server(app)
     if info is None:
@@ -180,6 +180,7 @@ def search_via_server(app: App, query: str, limit: int | None, sections: int | N
             reply = client.get("/v1/search", params=params, timeout=timeout)
         if reply.status_code != 200:
             return None  # the local path raises the same error with its own wording and exit code
-        return [NoteHit.from_dict(item) for item in reply.json()]
+        notices = tuple(str(n) for n in json.loads(reply.headers.get(NOTICES_HEADER, "[]")))
+        return SearchHits([NoteHit.from_dict(item) for item in reply.json()], notices)
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         return None

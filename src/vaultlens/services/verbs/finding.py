@@ -14,7 +14,7 @@ from vaultlens.errors import InvalidInput, VaultError, translated_errors
 from vaultlens.services import discover, notes
 from vaultlens.services import duplicates as dups
 from vaultlens.services.app import App
-from vaultlens.services.search import NoteHit, rank_notes
+from vaultlens.services.search import SearchHits, rank_notes
 
 if TYPE_CHECKING:
     from vaultlens.index.store import Store
@@ -24,7 +24,7 @@ __all__ = ["dismiss", "duplicates", "list_notes", "note", "search", "similar"]
 
 def search(
     app: App, query: str, limit: int | None = None, sections: int | None = None, *, untrusted: bool = False
-) -> list[NoteHit]:
+) -> SearchHits:
     """Notes matching ``query`` by meaning and by words, inside one snapshot.
 
     ``untrusted``: a program's query (API, MCP), refused when longer than search.max_query_chars

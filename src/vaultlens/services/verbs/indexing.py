@@ -23,7 +23,7 @@ __all__ = ["clear", "index", "rebuild", "rebuild_in_background", "watch"]
 
 
 def _ask_consent(app: App, consent: bool) -> None:
-    require_embedding_consent(app.files(), app.provider(), app.settings.index.chunk_max, consent)
+    require_embedding_consent(app.files(), app.provider(), app.settings.index.chunk_max, consent, app.tier())
 
 
 def index(app: App, progress: Progress | None = None, consent: bool = False) -> RunStats:

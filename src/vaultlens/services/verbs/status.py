@@ -61,7 +61,10 @@ def _tier_status(app: App, store: Store) -> TierStatus | None:
     if setting == "off" and stored is None:
         return None
     have, total = store.tier_coverage()
-    return TierStatus(setting, None if stored is None else stored.describe(), have, total)
+    run = store.last_run()
+    error = run.stats.tier_error if run is not None and run.stats.tier_error else None
+    behind = setting != "off" and have < total
+    return TierStatus(setting, None if stored is None else stored.describe(), have, total, behind, error)
 
 
 def _last_run(app: App, store: Store) -> RunRecord | None:
