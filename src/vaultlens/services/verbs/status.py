@@ -23,6 +23,7 @@ def status(app: App) -> IndexStatus:
         base = IndexStatus(
             str(app.vault), str(app.index_dir), indexed=False, rule_problems=app.files().rule_problems()
         )
+        app.tier_choice(None)  # an embedding.tier nobody registered is an error, index or not
         if not app.has_index():
             return base
         with app.reading() as store:
@@ -61,7 +62,10 @@ def _tier_status(app: App, store: Store) -> TierStatus | None:
     if setting == "off" and stored is None:
         return None
     have, total = store.tier_coverage()
-    return TierStatus(setting, None if stored is None else stored.describe(), have, total)
+    choice = app.tier_choice(store)
+    return TierStatus(
+        setting, None if stored is None else stored.describe(), have, total, choice.name, choice.reason
+    )
 
 
 def _last_run(app: App, store: Store) -> RunRecord | None:
