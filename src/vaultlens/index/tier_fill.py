@@ -57,7 +57,8 @@ def fill_tier(store: Store, tier: TierProvider, progress: Progress, stats: RunSt
     have, total = store.tier_coverage()
     if have >= total:
         return
-    progress.phase("Quality tier (search works meanwhile)", total - have)  # the main pass is committed
+    # the main pass is committed: search answers now, and Ctrl-C keeps every finished batch
+    progress.phase(f"Quality tier {tier.space.model} (search already works meanwhile)", total - have)
     while rows := store.tier_missing(COMMIT_TEXTS):
         hashes = [h for h, _, _ in rows]
         texts = [embed_text(title, chunk) for _, title, chunk in rows]
