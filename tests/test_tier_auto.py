@@ -13,10 +13,12 @@ import vaultlens as services
 from vaultlens.chunking.scripts import ScriptMix
 from vaultlens.embedding.tiers import auto, e5, minilm
 from vaultlens.embedding.tiers.auto import ENGLISH_ONLY_BELOW, choose_tier
+from vaultlens.embedding.tiers.base import reads
 from vaultlens.errors import Cancelled
 from vaultlens.index import tier_fill
 from vaultlens.index.tier_fill import SCRIPTS_META, stored_scripts
 from vaultlens.services.app import App
+from vaultlens.services.search import rank_notes
 from vl_support import InterruptingTier, run_cli, write_vault
 
 needs_both = pytest.mark.skipif(
@@ -132,3 +134,17 @@ def test_a_stopped_auto_fill_keeps_its_batches_and_resumes(
     assert resumed.tier_embedded == stopped.total - stopped.covered  # committed batches are not redone
     done = services.status(app).tier
     assert done is not None and done.covered == done.total
+
+
+@needs_both
+def test_an_english_only_tier_sits_out_a_russian_query(tmp_path: Path) -> None:
+    app = App.open(write_vault(tmp_path / "vault", ENGLISH), AUTO)
+    services.index(app)
+    query = "как часто поливать помидоры"
+    with app.reading() as store:
+        tier = app.search_tier(store)
+        assert tier is not None and not reads(tier, query) and reads(tier, "how often to water tomatoes")
+        assert reads(e5.E5Tier(), query)  # a multilingual tier reads it
+        alone = rank_notes(store, app.provider(), query, app.settings.search, 3, 1)
+    hits = services.search(app, query, limit=3, sections=1)
+    assert [(h.path, h.score) for h in hits] == [(h.path, h.score) for h in alone]

@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
-from vaultlens.embedding.tiers.base import TierProvider
+from vaultlens.embedding.tiers.base import TierProvider, reads
 from vaultlens.errors import EmptyQuery, IndexEmpty, InvalidInput
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import ChunkKeys, Store
@@ -100,6 +100,8 @@ def rank_notes(
             hint="Check the terminal's or the input file's encoding; vaultlens reads queries as UTF-8.",
         ) from None
     qvec = provider.embed([query])[0]
+    if tier is not None and not reads(tier, query):
+        tier = None  # an English-only tier and a Russian query: the bundled model answers alone
     blend = None if tier is None else TierBlend(store, qvec, tier.embed_queries([query])[0], s.tier_weight)
     chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)
     if not chunk_scores:  # only an index without a single chunk has no candidate at all

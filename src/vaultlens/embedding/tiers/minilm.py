@@ -50,6 +50,8 @@ def installed() -> bool:
 class MiniLMTier:
     """all-MiniLM-L6-v2, int8, through onnxruntime with the model's own uncased BERT tokenizer."""
 
+    english_only = True  # search leaves it out for a Russian query (tiers.base.reads)
+
     def __init__(self, threads: int = 0, batch_size: int = 64, token_budget: int = TOKEN_BUDGET) -> None:
         self.space = EmbeddingSpace("onnxruntime", MINILM_MODEL, "", MINILM_DIMENSIONS)
         self.batch_size = batch_size  # texts per fill call; the forward runs are cut by token_budget
