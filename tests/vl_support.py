@@ -20,6 +20,7 @@ import pytest
 
 from vaultlens.config.settings import IndexSettings, Settings, load_settings
 from vaultlens.embedding.base import EmbeddingProvider, EmbeddingSpace, Vectors
+from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.index.backends import get_backend
 from vaultlens.index.indexer import Indexer
 from vaultlens.index.runs import RunStats
@@ -317,6 +318,23 @@ pushes a stock toward a goal, like a thermostat; a reinforcing loop makes it gro
 compound interest. Delays in feedback cause oscillation, which is why over-correcting makes things worse.
 """,
 }
+
+
+class InterruptingTier:
+    """A real tier model, with Ctrl-C arriving during its ``after``-th call."""
+
+    def __init__(self, inner: TierProvider, after: int) -> None:
+        self.inner, self.after, self.calls = inner, after, 0
+        self.space, self.batch_size = inner.space, inner.batch_size
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        if self.calls == self.after:
+            raise KeyboardInterrupt
+        return self.inner.embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_queries(texts)
 
 
 def bilingual_vault(root: Path) -> Path:

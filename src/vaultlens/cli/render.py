@@ -120,10 +120,15 @@ def _size(n: int) -> str:
 
 
 def _print_tier(tier: TierStatus) -> None:
-    if tier.setting == "off":
+    if tier.reason:
         out.print(
-            f"[bold]Tier[/bold]   off; {tier.covered} stored vectors of {escape(tier.model or '')} are unused"
+            f"[bold]Tier[/bold]   {escape(tier.setting)} picked {escape(tier.chosen)}: {escape(tier.reason)}"
         )
+    if tier.chosen == "off":
+        if tier.covered:
+            out.print(
+                f"[bold]Tier[/bold]   off; {tier.covered} stored vectors of {escape(tier.model or '')} are unused"
+            )
         return
     share = f"{tier.covered} of {tier.total} chunk texts"
     model = escape(tier.model or tier.setting)

@@ -26,9 +26,10 @@ P = TypeVar("P")  # what a factory makes
 
 
 class ProviderRegistry(Generic[S, P]):
-    def __init__(self, group: str, register_call: str) -> None:
+    def __init__(self, group: str, register_call: str, setting: str = "") -> None:
         self.group = group  # "embedding" or "llm": the settings group (and the word in messages)
         self.register_call = register_call  # where a plug-in registers, for the unknown-name hint
+        self.setting = setting or f"{group}.provider"  # the setting whose value names an entry
         self._factories: dict[str, Callable[[S], P]] = {}
         self._lock = threading.Lock()
 
@@ -58,11 +59,19 @@ class ProviderRegistry(Generic[S, P]):
 
     def make(self, s: S) -> P:
         """The provider ``s.provider`` names, built from ``s``; an unknown name is a ``ConfigError``."""
+        return self.build(s.provider, s)
+
+    def build(self, name: str, s: S) -> P:
+        """The entry ``name``, built from ``s``; an unknown name is a ``ConfigError``."""
+        return self.factory(name)(s)
+
+    def factory(self, name: str) -> Callable[[S], P]:
+        """The factory registered as ``name``; an unknown name is a ``ConfigError``."""
         with self._lock:
-            factory = self._factories.get(s.provider)
+            factory = self._factories.get(name)
         if factory is None:
             raise ConfigError(
-                f"{self.group}.provider must be one of {', '.join(self.names())} (got {s.provider!r}).",
-                hint=f"A plug-in provider is available once its package registers it ({self.register_call}).",
+                f"{self.setting} must be one of {', '.join(self.names())} (got {name!r}).",
+                hint=f"A plug-in is available once its package registers it ({self.register_call}).",
             )
-        return factory(s)
+        return factory

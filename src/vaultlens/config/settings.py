@@ -44,8 +44,13 @@ DEFAULT_MODELS: dict[str, str] = {
     "openai": "text-embedding-3-small",  # OpenAI's smallest current embedding model
 }
 
-#: ``embedding.tier`` values: off, or the optional local model whose vectors go beside the main ones.
-TIERS = ("off", "e5")
+#: ``embedding.tier``'s built-in values: off, auto (picked per vault by its languages), or a model
+#: whose vectors go beside the main ones. A plug-in may register more names
+#: (:mod:`vaultlens.embedding.tiers.registry`, which rejects a name nobody registered).
+TIERS = ("off", "auto", "e5", "minilm-en")
+#: ``embedding.tier = "<kind>:<model>"``: a model served by a provider of that kind (``ollama:bge-m3``,
+#: ``openai-compatible:<model>``); the kind is a registered tier form (``register_tier_form``).
+TIER_FORM = re.compile(r"([a-z][a-z0-9_.-]*):([^\s\x00-\x1f\x7f]+)")
 #: ``index.backend`` values: the store backends of vaultlens.index.backends. Repeated here because
 #: config sits above index in the layers; tests/test_backend_seam.py keeps the two lists equal.
 STORE_BACKENDS = ("postgres", "sqlite")
@@ -197,10 +202,8 @@ class EmbeddingSettings:
     # filled after each index run and mixed into search (embedding/tiers/); "off" = USE only
     tier: str = setting(
         "off",
-        # TEMPORARY (branch tremote): "kind:model" passes here and embedding/tiers/remote.py checks the
-        # kind and the model; the tier registry's own check of the form replaces this at merge
-        check=lambda v: v in TIERS or (":" in v and not CONTROL.search(v)),
-        shape="one of " + ", ".join(TIERS) + ", or ollama:MODEL / openai-compatible:MODEL",
+        check=lambda v: bool(PROVIDER_NAME.fullmatch(v) or TIER_FORM.fullmatch(v)),
+        shape=", ".join(TIERS) + ", a registered tier name, or ollama:<model> / openai-compatible:<model>",
     )
     # the provider form of the tier (embedding/tiers/remote.py): its server, key and model prefixes
     tier_endpoint: str = setting(

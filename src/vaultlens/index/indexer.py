@@ -31,13 +31,12 @@ from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.chunking.source import NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
-from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.errors import Cancelled, NoteNotFound, ProviderError, VaultlensError
 from vaultlens.fsutil import sha256_hex
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
-from vaultlens.index.tier_fill import fill_tier
+from vaultlens.index.tier_fill import TierFor, fill_tier, record_scripts, stored_scripts
 from vaultlens.vault.safepath import resolve_note_path
 from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path, scan_vault
 
@@ -123,12 +122,12 @@ class Indexer:
         provider: EmbeddingProvider,
         settings: Settings,
         progress: Progress | None = None,
-        tier: TierProvider | None = None,
+        tier: TierFor | None = None,
     ) -> None:
         self.vault = vault
         self.store = store
         self.provider = provider
-        self.tier = tier  # the optional quality tier, filled after each run and sync
+        self.tier = tier  # the optional quality tier for this store, filled after each run and sync
         self._in_tier = False  # the run reached the tier phase (what Ctrl-C stopped)
         self._tier_failed: tuple[float, str] | None = None  # when and why the tier's server last failed
         self.settings = settings
@@ -190,12 +189,15 @@ class Indexer:
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
+        if stats.files_changed or stats.files_deleted or stored_scripts(self.store) is None:
+            record_scripts(self.store)  # what embedding.tier = auto picks from (a watch flush keeps it)
         stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
         self.store.refresh_ann(self.progress)
         self._fill_tier(stats)
 
     def _fill_tier(self, stats: RunStats) -> None:
-        if self.tier is None:
+        tier = None if self.tier is None else self.tier(self.store)
+        if tier is None:
             return
         if self._tier_failed and time.monotonic() - self._tier_failed[0] < TIER_PAUSE_S:
             stats.tier_error = self._tier_failed[1]  # a watch flush does not wait for its retries again
@@ -203,7 +205,7 @@ class Indexer:
         self._in_tier = True
         started = time.monotonic()
         try:
-            fill_tier(self.store, self.tier, self.progress, stats)
+            fill_tier(self.store, tier, self.progress, stats)
             self._tier_failed = None
         except ProviderError as exc:  # the tier's server is down or slow: the index itself is complete
             stats.tier_error = exc.message

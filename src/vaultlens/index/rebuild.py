@@ -17,13 +17,13 @@ from typing import Any
 
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
-from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.errors import Cancelled
 from vaultlens.index.indexer import Indexer, Progress
 from vaultlens.index.lifecycle import IndexHome
 from vaultlens.index.lock import WriterLock
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import space_matches
+from vaultlens.index.tier_fill import TierFor
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ def rebuild_background(
     settings: Settings,
     progress: Progress | None = None,
     switch_wait: float = 30.0,
-    tier: TierProvider | None = None,
+    tier: TierFor | None = None,
 ) -> RebuildResult:
     """Build the configured space next to the live index, then switch to it atomically.
 

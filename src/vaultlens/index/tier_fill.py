@@ -5,12 +5,19 @@ from the store alone (title, heading path, context and text give exactly what th
 embedded), so a fill never re-reads the vault. Each batch commits on its own: Ctrl-C or kill -9
 loses at most the batch in flight, and the next run resumes. Search mixes the tier in per chunk
 (a chunk still without a tier vector keeps its main-model score), so it works during a fill.
+
+The run also records the vault's script mix (:func:`record_scripts`), from which
+``embedding.tier = auto`` picks the tier; when the pick changes, the old tier's vectors are dropped
+here and the new tier is filled.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from vaultlens.chunking.scripts import ScriptMix, script_mix
 from vaultlens.embedding.base import Vectors
 from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.index.runs import RunStats
@@ -21,6 +28,24 @@ if TYPE_CHECKING:
     from vaultlens.index.indexer import Progress
 
 COMMIT_TEXTS = 64  # texts per committed batch: at ~5 passages/s on 2 cores, about 13 s of work
+SCRIPTS_META = "script_mix"  # store meta: the vault's prose letters per script, as JSON
+
+#: The tier to fill for a store (``embedding.tier = auto`` reads the store's script mix), or None.
+TierFor = Callable[[Store], TierProvider | None]
+
+
+def record_scripts(store: Store) -> ScriptMix:
+    """Count the prose letters of every stored note body per script and keep the sums in the
+    store's meta (one pass over the chunk texts, at index time only)."""
+    mix = sum((script_mix(note.body) for note in store.note_texts()), ScriptMix())
+    store.set_meta(SCRIPTS_META, json.dumps({"cyrillic": mix.cyrillic, "latin": mix.latin}))
+    return mix
+
+
+def stored_scripts(store: Store) -> ScriptMix | None:
+    """The script mix the last index run recorded; None before one did."""
+    raw = store.get_meta(SCRIPTS_META)
+    return None if raw is None else ScriptMix(**json.loads(raw))
 
 
 def fill_tier(store: Store, tier: TierProvider, progress: Progress, stats: RunStats) -> None:
@@ -32,7 +57,8 @@ def fill_tier(store: Store, tier: TierProvider, progress: Progress, stats: RunSt
     have, total = store.tier_coverage()
     if have >= total:
         return
-    progress.phase("Quality tier (search works meanwhile)", total - have)  # the main pass is committed
+    # the main pass is committed: search answers now, and Ctrl-C keeps every finished batch
+    progress.phase(f"Quality tier {tier.space.model} (search already works meanwhile)", total - have)
     while rows := store.tier_missing(COMMIT_TEXTS):
         hashes = [h for h, _, _ in rows]
         texts = [embed_text(title, chunk) for _, title, chunk in rows]

@@ -22,12 +22,14 @@ from vaultlens.config import paths
 from vaultlens.config.settings import LoadedSettings, Settings, load_settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.embedding.registry import make_provider
+from vaultlens.embedding.tiers.auto import TierChoice, choose_tier
 from vaultlens.embedding.tiers.base import TierProvider
-from vaultlens.embedding.tiers.registry import make_tier
+from vaultlens.embedding.tiers.registry import check_tier, make_tier
 from vaultlens.errors import IndexNotFound
 from vaultlens.index.backends import get_backend
 from vaultlens.index.lifecycle import IndexHome, LiveStore
 from vaultlens.index.store import Store, StoreBackend, space_matches
+from vaultlens.index.tier_fill import stored_scripts
 from vaultlens.services.context import VaultFiles
 from vaultlens.vault.scan import check_vault
 
@@ -42,7 +44,7 @@ class App:
     backend: StoreBackend = field(default_factory=get_backend)
     _provider: EmbeddingProvider | None = field(default=None, repr=False)
     _provider_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _tier: TierProvider | None = field(default=None, repr=False)
+    _tiers: dict[str, TierProvider | None] = field(default_factory=dict, repr=False)  # by resolved name
 
     def __post_init__(self) -> None:
         self.home = IndexHome(paths.index_dir(self.vault), self.backend)
@@ -116,16 +118,27 @@ class App:
                 self._provider = make_provider(self.settings.embedding)
             return self._provider
 
-    def tier(self) -> TierProvider | None:
-        """The quality tier's model (``embedding.tier``), or None when it is off; loaded on first use."""
+    def tier_choice(self, store: Store | None) -> TierChoice:
+        """What ``embedding.tier`` resolves to for this vault (``auto``: by the script mix the last
+        index run recorded in ``store``); a tier name nobody registered is a ConfigError."""
+        setting = self.settings.embedding.tier
+        check_tier(setting)
+        return choose_tier(
+            setting, stored_scripts(store) if store is not None and setting == "auto" else None
+        )
+
+    def tier(self, store: Store | None = None) -> TierProvider | None:
+        """The quality tier's model for ``store`` (see :meth:`tier_choice`), or None when it is off;
+        its model loads on first use."""
+        name = self.tier_choice(store).name
         with self._provider_lock:
-            if self._tier is None:
-                self._tier = make_tier(self.settings.embedding)
-            return self._tier
+            if name not in self._tiers:
+                self._tiers[name] = make_tier(self.settings.embedding, name)
+            return self._tiers[name]
 
     def search_tier(self, store: Store) -> TierProvider | None:
         """The tier to blend into a search of ``store``: on, and holding vectors of its model."""
-        tier, stored = self.tier(), store.tier_space
+        tier, stored = self.tier(store), store.tier_space
         if tier is None or stored is None or not space_matches(stored, tier.space):
             return None  # off, or on but no index run has filled it yet
         return tier

@@ -26,19 +26,15 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultlens.chunking.chunker import Chunk
+from vaultlens.chunking.scripts import script_mix
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.fsutil import sha256_hex
 from vaultlens.index.store import Store
 
 FETCH_ROWS = 2000  # chunks read per store call while profiling the vault
-LANG_MIN_LETTERS = 20  # a note's language is its script: Cyrillic >= 50% of its prose letters, Latin >= 85%
 ALNUM = re.compile(r"[^\W_]", re.UNICODE)
-_CYRILLIC = re.compile(r"[\u0400-\u04ff]+")
-_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]+")
 _NON_ALNUM = re.compile(r"[\W_]+")
 _NON_ALNUM_LINES = re.compile(r"[^\w\n]+|_+")  # the same, keeping line breaks: one call per chunk
-# not prose: inline code, link targets, HTML tags, URLs, heading ids / include markers, wiki-link targets
-NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|<[^>\n]*>|https?://\S+|\{\s*[#*][^}\n]*\}|\[\[[^\]|\n]*\|?")
 _TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
 _ANCHOR_LINES = re.compile(r"\{[ \t]*#[^}\n]*\}[ \t]*$", re.M)
 HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s|$)")
@@ -325,14 +321,9 @@ def _read_scan(store: Store, lay: Layout) -> Scan:
             line_head.extend(heads_at[i] for i in kept)
             letters[row] = sum(sizes)
             note_letters[n] += letters[row]
-        text = NOT_PROSE.sub(" ", "\n".join(prose))
-        cyr = sum(map(len, _CYRILLIC.findall(text)))
-        lat = sum(map(len, _LATIN.findall(text)))
         note_keys.extend(keys)
         note_heads.extend(heads)
-        if cyr + lat >= LANG_MIN_LETTERS:
-            share = cyr / (cyr + lat)
-            lang[n] = "ru" if share >= 0.5 else "en" if share <= 0.15 else None
+        lang[n] = script_mix("\n".join(prose)).language()
         text = _normalized("\n".join(c.text for _, c in chunks))
         stripped = _normalized("\n".join(c.text for _, c in chunks if not c.frontmatter))
         full[sha256_hex(text)].append(path)

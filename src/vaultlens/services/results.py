@@ -13,12 +13,15 @@ from vaultlens.services.serial import AsDict
 
 @dataclass(frozen=True, slots=True)
 class TierStatus(AsDict):
-    """The optional quality tier: the setting, the stored model, and how many chunk texts it covers."""
+    """The optional quality tier: the setting, the tier it resolves to and why, the stored model,
+    and how many chunk texts it covers."""
 
     setting: str  # embedding.tier
     model: str | None  # the stored tier vectors' space; None before the first fill
     covered: int
     total: int
+    chosen: str  # the tier in use: the setting itself, or what auto picked for this vault ("off": none)
+    reason: str  # auto: why it picked that tier (the vault's script mix); "" otherwise
     behind: bool = False  # on, and chunk texts still lack a tier vector (search blends what is there)
     last_error: str | None = None  # why the last index run's fill stopped early (the tier's server failed)
 

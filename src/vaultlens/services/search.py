@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
-from vaultlens.embedding.tiers.base import TierProvider
+from vaultlens.embedding.tiers.base import TierProvider, reads
 from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import ChunkKeys, Store
@@ -115,6 +115,8 @@ def rank_notes(
             hint="Check the terminal's or the input file's encoding; vaultlens reads queries as UTF-8.",
         ) from None
     qvec = provider.embed([query])[0]
+    if tier is not None and not reads(tier, query):
+        tier = None  # an English-only tier and a Russian query: the bundled model answers alone
     tier_qvec, notices = _tier_query(tier, query)
     blend = None if tier_qvec is None else TierBlend(store, qvec, tier_qvec, s.tier_weight)
     chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)

@@ -16,9 +16,10 @@ from difflib import SequenceMatcher
 import numpy as np
 import numpy.typing as npt
 
+from vaultlens.chunking.scripts import NOT_PROSE
 from vaultlens.services import pairs
 from vaultlens.services.compare import Compared, weightiest
-from vaultlens.services.layout import FENCE, HEADING, NOT_PROSE
+from vaultlens.services.layout import FENCE, HEADING
 
 # A translation candidate: one of the TRANSLATION_CANDIDATES other-language notes nearest by centroid,
 # while the centroids are no further than CENTROID_SLACK below translation_threshold (fastapi-docs:

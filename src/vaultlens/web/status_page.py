@@ -69,6 +69,13 @@ def status_body(state: WebState, page_no: int) -> str:
         )
     except VaultlensError as exc:
         prov = problem(exc)
+    tier: dict[str, Any] | None = st["tier"] if st is not None else None
+    if tier is not None and tier["reason"]:  # embedding.tier = auto: which tier this vault got, and why
+        prov += tag(
+            "p",
+            h(f"embedding.tier = {tier['setting']} picked {tier['chosen']}: {tier['reason']}"),
+            id="tier-choice",
+        )
     progress = state.hub.progress()
     return (
         top

@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from vaultlens.chunking.scripts import script_mix
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 
 
 class TierProvider(Protocol):
+    """A second model. A tier that reads one language only also sets ``english_only = True``
+    (optional: see :func:`reads`)."""
+
     space: EmbeddingSpace
     batch_size: int
 
@@ -25,3 +29,9 @@ class TierProvider(Protocol):
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         """Unit vectors of search queries, one row per text."""
         ...
+
+
+def reads(tier: TierProvider, query: str) -> bool:
+    """Whether ``tier``'s model understands ``query``: an English-only model does not read a query
+    written mostly in Cyrillic (its vector would be noise, so search leaves the tier out for it)."""
+    return not getattr(tier, "english_only", False) or script_mix(query).cyrillic_share < 0.5

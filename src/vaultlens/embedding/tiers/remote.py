@@ -135,25 +135,6 @@ TIER_FORMS: dict[str, Callable[[str, EmbeddingSettings], TierProvider]] = {
 }
 
 
-def make_remote_tier(s: EmbeddingSettings) -> TierProvider:
-    """The tier ``embedding.tier = "kind:model"`` names; a kind nobody knows or no model is a ConfigError."""
-    kind, _, model = s.tier.partition(":")
-    make = TIER_FORMS.get(kind)
-    if make is None:
-        raise ConfigError(
-            f"embedding.tier is {s.tier!r}, but {kind!r} is not a kind of embedding server vaultlens speaks.",
-            hint="Use "
-            + " or ".join(f"{k}:MODEL" for k in TIER_FORMS)
-            + ", e.g. --set embedding.tier=ollama:bge-m3.",
-        )
-    if not model.strip():
-        raise ConfigError(
-            f"embedding.tier is {s.tier!r}, which names no model.",
-            hint=f"Name the model after the colon, e.g. --set embedding.tier={kind}:bge-m3.",
-        )
-    return make(model.strip(), s)
-
-
 def tier_destination(tier: TierProvider | None) -> str | None:
     """Where ``tier`` sends texts, as consent names it; None for a tier on this machine (or none)."""
     return tier.destination if isinstance(tier, RemoteTier) else None

@@ -23,6 +23,7 @@ __all__ = ["clear", "index", "rebuild", "rebuild_in_background", "watch"]
 
 
 def _ask_consent(app: App, consent: bool) -> None:
+    app.tier_choice(None)  # an unknown embedding.tier fails now, not after the main pass
     require_embedding_consent(app.files(), app.provider(), app.settings.index.chunk_max, consent, app.tier())
 
 
@@ -31,7 +32,7 @@ def index(app: App, progress: Progress | None = None, consent: bool = False) -> 
     with translated_errors(path=app.index_dir):
         _ask_consent(app, consent)
         with app.writing(), app.live.lease(create=True) as store:
-            return Indexer(app.vault, store, app.provider(), app.settings, progress, app.tier()).run()
+            return Indexer(app.vault, store, app.provider(), app.settings, progress, app.tier).run()
 
 
 def clear(app: App) -> Cleared:
@@ -60,7 +61,7 @@ def rebuild(app: App, progress: Progress | None = None, consent: bool = False) -
             app.live.reset()
             app.home.start_over()
             with app.live.lease(create=True) as store:
-                return Indexer(app.vault, store, app.provider(), app.settings, progress, app.tier()).run()
+                return Indexer(app.vault, store, app.provider(), app.settings, progress, app.tier).run()
 
 
 def _check_provider(app: App) -> None:
@@ -78,7 +79,7 @@ def rebuild_in_background(
     with translated_errors(path=app.index_dir):
         _ask_consent(app, consent)
         result = rebuild_background(
-            app.home, app.vault, app.provider(), app.settings, progress, switch_wait, app.tier()
+            app.home, app.vault, app.provider(), app.settings, progress, switch_wait, app.tier
         )
         app.live.reset()
         return result
@@ -123,7 +124,7 @@ def _follow(
     provider = app.provider()
     if not provider.remote:
         provider.embed(["warm up"])  # load the local model now, not on the first save (seconds)
-    indexer = Indexer(app.vault, store, provider, app.settings, progress, app.tier())
+    indexer = Indexer(app.vault, store, provider, app.settings, progress, app.tier)
     w = app.settings.watch
     Watcher(indexer, w.debounce_ms / 1000, on_flush, w.max_wait_ms / 1000, progress_in_flushes).run(
         stop_event

@@ -26,7 +26,10 @@ __all__ = ["bench_embed", "eval_beir", "eval_queries", "providers"]
 def providers(app: App) -> list[ProviderInfo]:
     """What is configured for embeddings and for the LLM, and which data each one receives."""
     with translated_errors(path=app.index_dir):
-        return describe_providers(app.settings, app.provider, app.tier())
+        if not app.has_index():
+            return describe_providers(app.settings, app.provider, app.tier())
+        with app.reading() as store:  # embedding.tier = auto: the tier the vault's languages picked
+            return describe_providers(app.settings, app.provider, app.tier(store))
 
 
 def bench_embed(app: App, tier: bool = False) -> EmbedBench:

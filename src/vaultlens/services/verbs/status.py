@@ -23,6 +23,7 @@ def status(app: App) -> IndexStatus:
         base = IndexStatus(
             str(app.vault), str(app.index_dir), indexed=False, rule_problems=app.files().rule_problems()
         )
+        app.tier_choice(None)  # an embedding.tier nobody registered is an error, index or not
         if not app.has_index():
             return base
         with app.reading() as store:
@@ -63,8 +64,18 @@ def _tier_status(app: App, store: Store) -> TierStatus | None:
     have, total = store.tier_coverage()
     run = store.last_run()
     error = run.stats.tier_error if run is not None and run.stats.tier_error else None
-    behind = setting != "off" and have < total
-    return TierStatus(setting, None if stored is None else stored.describe(), have, total, behind, error)
+    choice = app.tier_choice(store)
+    behind = choice.name != "off" and have < total
+    return TierStatus(
+        setting,
+        None if stored is None else stored.describe(),
+        have,
+        total,
+        choice.name,
+        choice.reason,
+        behind,
+        error,
+    )
 
 
 def _last_run(app: App, store: Store) -> RunRecord | None:
