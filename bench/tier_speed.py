@@ -38,7 +38,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     texts = abstracts(args.docs)
-    tiers = {(budget, threads): MiniLMTier(threads=threads, token_budget=budget) for budget, threads in CONFIGS}
+    tiers = {
+        (budget, threads): MiniLMTier(threads=threads, token_budget=budget) for budget, threads in CONFIGS
+    }
     for tier in tiers.values():
         tier.embed(texts[:8])  # load the model and warm the session up
     rows: list[tuple[str, ...]] = [("round", "token budget", "threads", "texts/s", "x baseline", "load")]
@@ -52,7 +54,9 @@ def main() -> None:
             rate = len(texts) / (time.perf_counter() - started)
             base = base or rate
             results[f"{budget} tokens, {threads} threads"].append(rate)
-            rows.append((str(r + 1), str(budget), str(threads), f"{rate:.1f}", f"{rate / base:.2f}x", f"{load:.1f}"))
+            rows.append(
+                (str(r + 1), str(budget), str(threads), f"{rate:.1f}", f"{rate / base:.2f}x", f"{load:.1f}")
+            )
             print(rows[-1], flush=True)
     print(table(rows))
     save("tier_speed", {"machine": machine(), "docs": len(texts), "texts_per_s": results})

