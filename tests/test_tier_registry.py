@@ -3,6 +3,7 @@ its real model (all-MiniLM-L6-v2 int8 from the quality extra's wheels)."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -31,14 +32,11 @@ needs_minilm = pytest.mark.skipif(
     not minilm.installed(), reason="minilm-en needs the quality extra (pip install '.[quality]')"
 )
 
-_MINILM: MiniLMTier | None = None
 
-
+@functools.cache
 def shared_minilm() -> MiniLMTier:
-    global _MINILM
-    if _MINILM is None:
-        _MINILM = MiniLMTier(threads=2)
-    return _MINILM
+    """One loaded model for the module's tests."""
+    return MiniLMTier(threads=2)
 
 
 def embedding_settings(**overrides: str) -> EmbeddingSettings:

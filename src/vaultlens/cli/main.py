@@ -333,7 +333,12 @@ def eval_queries(
 
 def bench_embed(
     vault: VaultOpt = None,
-    tier: Annotated[bool, typer.Option("--tier", help="The e5 quality tier's model instead.")] = False,
+    tier: Annotated[
+        bool,
+        typer.Option(
+            "--tier", help="The quality tier's model instead (embedding.tier; e5 when off or auto)."
+        ),
+    ] = False,
     set_: SetOpt = None,
     json_: JsonOpt = False,
 ) -> None:

