@@ -7,7 +7,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from vaultlens.services.compare import Compared, Rated
+from vaultlens.services.duplicates.coverage import Compared, Rated
 
 # A shared passage: a run of copied lines, or of sections matched at passage_threshold or better, with
 # at least this many letters that are not boilerplate, while the notes are not duplicates as a whole.

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.index.store import Store
-from vaultlens.services import pairs
+from vaultlens.services.duplicates import vector_pairs
 from vaultlens.services.layout import layout, profile
 
 # Coverage of a note is the mean, over its sections weighted by their letters and digits (boilerplate
@@ -79,7 +79,8 @@ class Compared:
         # partitions (docs/benchmarks.md, bench/dup_scale.py), so duplicates keep the partitions
         rows_idx = np.flatnonzero(usable)
         batches = (
-            (rows_idx[r], rows_idx[c], sims) for r, c, sims in pairs.close_pairs(lay.vecs[rows_idx], floor)
+            (rows_idx[r], rows_idx[c], sims)
+            for r, c, sims in vector_pairs.close_pairs(lay.vecs[rows_idx], floor)
         )
         best: dict[tuple[int, int], dict[int, tuple[float, int]]] = defaultdict(dict)
         for r, c, sims in batches:
