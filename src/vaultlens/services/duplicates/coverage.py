@@ -232,8 +232,9 @@ class Compared:
         out: dict[int, str] = {}
         for r in rows.tolist():
             chunk = chunks.get(int(self.lay.rowids[r]))
-            for i, line in enumerate(chunk.text.split("\n") if chunk else []):
-                no = chunk.start_line + 1 + i if chunk else 0
+            if chunk is None:
+                continue
+            for no, line in enumerate(chunk.text.split("\n"), start=chunk.start_line + 1):
                 if no not in template and any(lo <= no <= hi for lo, hi in ranges):
                     out[no] = line
         return out

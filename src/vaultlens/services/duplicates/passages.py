@@ -47,23 +47,24 @@ def find_passages(c: Compared, r: Rated) -> list[Span]:
 
 
 def copied_passages(c: Compared, na: int, nb: int) -> list[Span]:
-    """Copied text, edits allowed: the words around the runs of copied lines (:func:`copied_runs`),
-    once they add up to CANDIDATE_LETTERS, aligned window by window."""
-    runs = copied_runs(c, na, nb)
-    if sum(run[4] for run in runs) < CANDIDATE_LETTERS:
-        return []
-    windows: list[list[int]] = []  # first and last line in a, in b
-    for a0, a1, b0, b1, _ in runs:
-        w = [a0 - SEED_WINDOW, a1 + SEED_WINDOW, b0 - SEED_WINDOW, b1 + SEED_WINDOW]
+    """Copied text, edits allowed: the words around runs of copied lines (:func:`copied_runs`) aligned,
+    in windows of nearby runs that copy CANDIDATE_LETTERS or more together."""
+    windows: list[list[int]] = []  # first and last line in a, in b, copied letters
+    for a0, a1, b0, b1, letters in copied_runs(c, na, nb):
+        w = [a0 - SEED_WINDOW, a1 + SEED_WINDOW, b0 - SEED_WINDOW, b1 + SEED_WINDOW, letters]
         last = windows[-1] if windows else None
         if last is not None and w[0] <= last[1] and w[2] <= last[3] and last[2] <= w[3]:
             last[1], last[2], last[3] = max(last[1], w[1]), min(last[2], w[2]), max(last[3], w[3])
+            last[4] += letters
         else:
             windows.append(w)
+    windows = [w for w in windows if w[4] >= CANDIDATE_LETTERS]
+    if not windows:
+        return []
     texts_a = c.line_texts(na, [(w[0], w[1]) for w in windows])
     texts_b = c.line_texts(nb, [(w[2], w[3]) for w in windows])
     spans: list[Span] = []
-    for a0, a1, b0, b1 in windows:
+    for a0, a1, b0, b1, _ in windows:
         for span in _aligned(c, na, nb, _words(texts_a, a0, a1), _words(texts_b, b0, b1)):
             if not any(_overlaps(span, q) for q in spans):
                 spans.append(span)
@@ -72,7 +73,8 @@ def copied_passages(c: Compared, na: int, nb: int) -> list[Span]:
 
 def _words(texts: dict[int, str], first: int, last: int) -> list[tuple[str, int]]:
     """(word, line) of the lines first..last that ``texts`` holds, in order."""
-    return [(w, n) for n in range(first, last + 1) if n in texts for w in _WORD.findall(texts[n].casefold())]
+    words = [(w, n) for n in range(first, last + 1) if n in texts for w in _WORD.findall(texts[n].casefold())]
+    return words[:PASSAGE_MAX_WORDS]
 
 
 def _aligned(
