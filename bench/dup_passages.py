@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, RESULTS, machine, need_shared, save, table, verdict
+from _common import REPO, cached_home, machine, need_shared, save, table, verdict
 
 VAULT = REPO / "bench" / "dup_passages_vault"
 LABELS = REPO / "bench" / "dup_passages_pairs.jsonl"
@@ -157,12 +155,7 @@ def main() -> None:
     ap.add_argument("--fresh", action="store_true", help="Rebuild the cached indexes from scratch.")
     ap.add_argument("--show", action="store_true", help="Print every pair reported on the real vaults.")
     args = ap.parse_args()
-    home = RESULTS / "cache" / "dup-passages-home"
-    if args.fresh and home.exists():
-        shutil.rmtree(home)
-    os.environ["VAULTLENS_HOME"] = str(home)
-    for var in ("VAULTLENS_CONFIG", "VAULTLENS_VAULT"):
-        os.environ.pop(var, None)
+    cached_home("dup-passages-home", args.fresh)
 
     own = score_own(run(VAULT))
     print(f"{VAULT.relative_to(REPO)} ({LABELS.relative_to(REPO)}), recall per labelled kind:")
