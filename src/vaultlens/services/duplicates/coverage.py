@@ -204,12 +204,6 @@ class Compared:
             idx = idx[np.r_[True, prof.line_no[idx][1:] != prof.line_no[idx][:-1]]]
         return idx
 
-    def row_of(self, n: int, line: int) -> int:
-        """The body row of note ``n`` that holds line index ``line``."""
-        rows = self.body(n)
-        where = np.flatnonzero((self.prof.line_ptr[rows] <= line) & (line < self.prof.line_ptr[rows + 1]))
-        return int(rows[where[0]])
-
     def row_at(self, n: int, line_no: int) -> int:
         """The body row of note ``n`` whose lines include line number ``line_no`` (1-based)."""
         rows = self.body(n)

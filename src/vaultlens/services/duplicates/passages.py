@@ -14,8 +14,9 @@ import numpy as np
 
 from vaultlens.services.duplicates.coverage import CANDIDATE_LETTERS, Compared, Rated
 
-# A shared passage: copied text, or a run of sections matched at passage_threshold or better, with at
-# least this many letters that are not boilerplate, while the notes are not duplicates as a whole.
+# A shared passage, while the notes are not duplicates as a whole: copied text with at least this many
+# matched letters (a template's lines left out), or a run of sections matched at passage_threshold or
+# better with this many letters that are not boilerplate.
 PASSAGE_MIN_LETTERS = 200
 # ... and a run of sections must be copied text: this share of the shorter side's words, in order, in
 # the other side (fastapi-docs: copied passages >= 0.61, sections on the same topic <= 0.58)
