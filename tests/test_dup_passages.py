@@ -150,7 +150,9 @@ def _passages(report: dups.DuplicateReport) -> dict[frozenset[str], dups.Duplica
 
 
 def _lines_in(pair: dups.DuplicatePair, note: str) -> list[tuple[int, int]]:
-    return [(r.start_line, r.end_line) for p in pair.passages for r in ((p.a,) if pair.a == note else (p.b,))]
+    """The line ranges of ``pair``'s passages in ``note`` (one of its two notes)."""
+    sides = [p.a if pair.a == note else p.b for p in pair.passages]
+    return [(r.start_line, r.end_line) for r in sides]
 
 
 def test_copied_install_steps_are_a_shared_passage_of_every_pair_with_their_lines(
@@ -177,7 +179,7 @@ def test_a_copy_with_small_edits_is_found_whole(report: dups.DuplicateReport) ->
 
 
 def test_a_passage_copied_into_more_notes_than_the_boilerplate_floor_is_still_reported(
-    store: Store, report: dups.DuplicateReport
+    report: dups.DuplicateReport,
 ) -> None:
     notes = sorted(f"хлеб/{name}.md" for name in BREADS)
     assert len(notes) >= report.boilerplate_min_notes  # its lines are boilerplate for coverage
