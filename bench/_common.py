@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,6 +38,18 @@ def temp_home(prefix: str) -> tempfile.TemporaryDirectory[str]:
     os.environ.pop("VAULTLENS_CONFIG", None)
     os.environ.pop("VAULTLENS_VAULT", None)
     return tmp
+
+
+def cached_home(name: str, fresh: bool) -> Path:
+    """VAULTLENS_HOME at bench/results/cache/NAME, kept between runs (indexing is incremental);
+    emptied first when ``fresh``."""
+    home = RESULTS / "cache" / name
+    if fresh and home.exists():
+        shutil.rmtree(home)
+    os.environ["VAULTLENS_HOME"] = str(home)
+    os.environ.pop("VAULTLENS_CONFIG", None)
+    os.environ.pop("VAULTLENS_VAULT", None)
+    return home
 
 
 def cli() -> str:

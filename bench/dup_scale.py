@@ -36,7 +36,7 @@ from duplicates_scale import MIN_CHARS, _peak_mb, generate  # noqa: E402
 def measure(mode: str, directory: Path) -> dict[str, Any]:
     from vaultlens.index.indexer import NoProgress
     from vaultlens.index.sqlite_store import SQLiteStore
-    from vaultlens.services import duplicates
+    from vaultlens.services.duplicates import report as dups
 
     threshold = 10**12 if mode == "partitions" else 1
     t0 = time.perf_counter()
@@ -50,7 +50,7 @@ def measure(mode: str, directory: Path) -> dict[str, Any]:
             "peak_rss_mb": round(_peak_mb(), 1),
             "chunks": len(tier),
         }
-    report = duplicates.duplicates(store, 0.95, 10**6, MIN_CHARS)
+    report = dups.duplicates(store, 0.95, 10**6, MIN_CHARS)
     seconds = time.perf_counter() - t0
     planted = {frozenset(p) for p in json.loads((directory / "planted.json").read_text())["planted"]}
     found = {frozenset((p.a, p.b)) for p in report.pairs}

@@ -29,14 +29,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, machine, need_shared, save, table, verdict
+from _common import cached_home, machine, need_shared, save, table, verdict
 from fastapi_copies import build as build_copy
 
 WHOLE = {"near_duplicate", "contained", "translation"}
@@ -213,12 +211,7 @@ def main() -> None:
     ap.add_argument("--fresh", action="store_true", help="Rebuild the cached indexes from scratch.")
     args = ap.parse_args()
 
-    home = RESULTS / "cache" / "dup-home"
-    if args.fresh and home.exists():
-        shutil.rmtree(home)
-    os.environ["VAULTLENS_HOME"] = str(home)
-    for var in ("VAULTLENS_CONFIG", "VAULTLENS_VAULT"):
-        os.environ.pop(var, None)
+    cached_home("dup-home", args.fresh)
     from vaultlens.config.settings import DiscoverSettings
 
     default_t = DiscoverSettings().duplicate_threshold

@@ -17,7 +17,7 @@ The notes are written straight into a real SQLiteStore through ``SQLiteStore.app
 NoteUpdate, IndexedChunk, vectors dict) in batches of 2,000 notes, the same path the indexer uses.
 
 Measured, each in its own subprocess (so the generator's memory is not counted; peak RSS = VmHWM):
-* `duplicates.duplicates(store, 0.95, 10**6, min_chars)` twice: cold (the .npy matrix cache is built from
+* `report.duplicates(store, 0.95, 10**6, min_chars)` twice: cold (the .npy matrix cache is built from
   SQLite first, as after a fresh index) and warm; wall time, peak RSS, recall of the planted pairs.
   The limit is raised above the default 100 so that every planted pair can be counted.
 * the same call with the pair finder replaced by a naive all-pairs scan (V @ V.T in blocks of
@@ -201,13 +201,14 @@ def _naive_pairs(vecs: np.ndarray, floor: float) -> Any:
 
 def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:
     from vaultlens.index.sqlite_store import SQLiteStore
-    from vaultlens.services import duplicates, pairs
+    from vaultlens.services.duplicates import report as dups
+    from vaultlens.services.duplicates import vector_pairs
 
     if naive:
-        pairs.close_pairs = _naive_pairs  # type: ignore[assignment]
+        vector_pairs.close_pairs = _naive_pairs  # type: ignore[assignment]
     t0 = time.perf_counter()
     store = SQLiteStore(directory)
-    report = duplicates.duplicates(store, 0.95, 10**6, MIN_CHARS)
+    report = dups.duplicates(store, 0.95, 10**6, MIN_CHARS)
     seconds = time.perf_counter() - t0
     info = json.loads((directory / "planted.json").read_text())
     planted = {frozenset(p) for p in info["planted"]}

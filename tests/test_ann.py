@@ -235,7 +235,8 @@ def test_kill_9_mid_index_leaves_a_usable_ann_tier(tmp_path: Path, use_provider)
 
 def test_similar_and_duplicates_past_the_threshold_match_the_full_scan(tmp_path: Path, use_provider) -> None:
     from test_discover import VAULT
-    from vaultlens.services import discover, duplicates
+    from vaultlens.services import discover
+    from vaultlens.services.duplicates import report as dups
 
     vault = write_vault(tmp_path / "vault", VAULT)
     shutil.copytree(EXAMPLES / "vault", vault / "sample")
@@ -244,9 +245,9 @@ def test_similar_and_duplicates_past_the_threshold_match_the_full_scan(tmp_path:
         assert exact.neighbours(chunk_rowids(exact), 5) is None
         src, dst = approx.neighbours(chunk_rowids(approx), 5)  # type: ignore[misc]
         assert src.size and not (src == dst).any()
-        want = duplicates.duplicates(exact, 0.93, 100, 32).as_dict()
+        want = dups.duplicates(exact, 0.93, 100, 32).as_dict()
         assert want["pairs"]  # the vault has near-copies: the comparison is not vacuous
-        assert duplicates.duplicates(approx, 0.93, 100, 32).as_dict() == want
+        assert dups.duplicates(approx, 0.93, 100, 32).as_dict() == want
         sample_notes = sorted(p.relative_to(vault).as_posix() for p in (vault / "sample").rglob("*.md"))
         for path in ["coffee.md", "release.md", *sample_notes[:3]]:
             assert (

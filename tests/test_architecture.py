@@ -264,8 +264,8 @@ def test_services_and_indexer_take_the_store_protocol() -> None:
         "index/rebuild.py",
         "services/search.py",
         "services/discover.py",
-        "services/duplicates.py",
-        "services/compare.py",
+        "services/duplicates/report.py",
+        "services/duplicates/coverage.py",
         "services/layout.py",
     ):
         text = (SRC / rel).read_text(encoding="utf-8")

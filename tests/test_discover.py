@@ -14,7 +14,9 @@ from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.errors import InvalidInput, VaultError
 from vaultlens.index.store import Store
-from vaultlens.services import discover, duplicates, pairs
+from vaultlens.services import discover
+from vaultlens.services.duplicates import report as dups
+from vaultlens.services.duplicates import vector_pairs
 from vl_support import (
     RecordingProvider,
     backend_args,
@@ -126,11 +128,11 @@ def store(indexed: Path, backend: str) -> Iterator[Store]:
         yield s
 
 
-def _pairs(report: duplicates.DuplicateReport) -> dict[frozenset[str], duplicates.DuplicatePair]:
+def _pairs(report: dups.DuplicateReport) -> dict[frozenset[str], dups.DuplicatePair]:
     return {frozenset((p.a, p.b)): p for p in report.pairs}
 
 
-def _exact(report: duplicates.DuplicateReport) -> dict[frozenset[str], str]:
+def _exact(report: dups.DuplicateReport) -> dict[frozenset[str], str]:
     return {frozenset((a, b)): g.kind for g in report.exact for a in g.paths for b in g.paths if a < b}
 
 
@@ -178,7 +180,7 @@ def test_similar_makes_no_embedding_call(
 
 # ---- duplicates --------------------------------------------------------------------------------
 def test_duplicates_finds_copies_edits_and_contained_notes(store: Store) -> None:
-    report = duplicates.duplicates(store, 0.95, 100, MIN_CHARS)
+    report = dups.duplicates(store, 0.95, 100, MIN_CHARS)
     exact, pairs = _exact(report), _pairs(report)
     assert exact[frozenset(("release.md", "backup/release copy.md"))] == "identical"
     assert exact[frozenset(("release.md", "export/release crlf.md"))] == "identical"  # CRLF + BOM
@@ -194,7 +196,7 @@ def test_duplicates_finds_copies_edits_and_contained_notes(store: Store) -> None
 
 
 def test_unrelated_notes_and_same_names_are_not_duplicates(store: Store) -> None:
-    report = duplicates.duplicates(store, 0.95, 100, MIN_CHARS)
+    report = dups.duplicates(store, 0.95, 100, MIN_CHARS)
     pairs = _pairs(report)
     for a, b in [("garden.md", "chess.md"), ("bread.md", "k8s.md"), ("a/notes.md", "b/notes.md")]:
         assert frozenset((a, b)) not in pairs
@@ -289,7 +291,7 @@ def test_exact_pairs_match_brute_force() -> None:
         rows, cols = np.nonzero(np.triu(gram >= t, 1))
         brute = set(zip(rows.tolist(), cols.tolist(), strict=True))
         got: set[tuple[int, int]] = set()
-        for a, b, _ in pairs.exact_pairs(x, t):
+        for a, b, _ in vector_pairs.exact_pairs(x, t):
             got |= set(zip(a.tolist(), b.tolist(), strict=True))
         assert got == brute, t
         assert len(brute) > 100
@@ -303,7 +305,7 @@ def test_partitioned_pairs_find_near_copies() -> None:
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     got = {
         (int(a), int(b))
-        for ra, rb, _ in pairs.partitioned_pairs(x, 0.95)
+        for ra, rb, _ in vector_pairs.partitioned_pairs(x, 0.95)
         for a, b in zip(ra, rb, strict=True)
     }
     planted = {(i, n - 200 + i) for i in range(200)}

@@ -22,7 +22,9 @@ import pytest
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.index.store import Store
-from vaultlens.services import discover, duplicates, layout, pairs, translations
+from vaultlens.services import discover, layout
+from vaultlens.services.duplicates import report as dups
+from vaultlens.services.duplicates import translations, vector_pairs
 from vl_support import backend_args, opened_store, run_cli, run_index, write_vault
 
 EN_CACHE = """# HTTP caching
@@ -212,7 +214,7 @@ def store(indexed: Path, backend: str) -> Iterator[Store]:
         yield s
 
 
-def _by_pair(pairs: list[duplicates.DuplicatePair]) -> dict[frozenset[str], duplicates.DuplicatePair]:
+def _by_pair(pairs: list[dups.DuplicatePair]) -> dict[frozenset[str], dups.DuplicatePair]:
     return {frozenset((p.a, p.b)): p for p in pairs}
 
 
@@ -226,7 +228,7 @@ def _lines_of(text: str, first: str, last: str) -> tuple[int, int]:
 
 # ---- translations ----------------------------------------------------------------------------------
 def test_a_translation_is_its_own_kind_with_both_languages(store: Store) -> None:
-    report = duplicates.duplicates(store, 0.93, 100, 32)
+    report = dups.duplicates(store, 0.93, 100, 32)
     pairs = _by_pair(report.pairs)
     pair = pairs[frozenset(("en/http caching.md", "ru/Кеширование HTTP.md"))]
     assert pair.kind == "translation"
@@ -268,7 +270,7 @@ def test_structure_a_translation_keeps() -> None:
 
 # ---- shared passages --------------------------------------------------------------------------------
 def test_a_shared_passage_is_reported_apart_with_the_lines_on_both_sides(store: Store) -> None:
-    report = duplicates.duplicates(store, 0.93, 100, 32)
+    report = dups.duplicates(store, 0.93, 100, 32)
     key = frozenset(("import/evernote.md", "import/notion.md"))
     assert key not in _by_pair(report.pairs)  # not a duplicate as a whole
     pair = _by_pair(report.shared_passages)[key]
@@ -296,8 +298,8 @@ def test_template_sections_weigh_less_in_similar(store: Store) -> None:
 
 def test_template_sections_weigh_less_in_duplicates(store: Store) -> None:
     key = frozenset(("t/bread.md", "t/bread and rye.md"))
-    off = duplicates.duplicates(store, 0.93, 100, 32, settings=DiscoverSettings(boilerplate_weight=1.0))
-    on = duplicates.duplicates(store, 0.93, 100, 32)
+    off = dups.duplicates(store, 0.93, 100, 32, settings=DiscoverSettings(boilerplate_weight=1.0))
+    on = dups.duplicates(store, 0.93, 100, 32)
     # bread.md's own text is all inside the longer note; its template, filled differently, is not
     assert key not in _by_pair(off.pairs)
     pair = _by_pair(on.pairs)[key]
@@ -387,9 +389,9 @@ def test_line_hashes_are_the_same_in_every_process() -> None:
 
 # ---- the limit ----------------------------------------------------------------------------------------
 def test_a_cut_list_says_so(store: Store) -> None:
-    full = duplicates.duplicates(store, 0.93, 100, 32)
+    full = dups.duplicates(store, 0.93, 100, 32)
     assert not full.truncated and full.total_pairs == len(full.pairs) >= 2
-    cut = duplicates.duplicates(store, 0.93, 1, 32)
+    cut = dups.duplicates(store, 0.93, 1, 32)
     assert cut.truncated and len(cut.pairs) == 1 and cut.total_pairs == full.total_pairs
     assert cut.pairs[0] == full.pairs[0]  # the highest score is kept
 
@@ -430,7 +432,7 @@ def _pairs_of(found: tuple[np.ndarray, np.ndarray]) -> set[tuple[int, int]]:
 def test_top_across_matches_brute_force() -> None:
     x, side = _planted(300)
     left, right = np.flatnonzero(side), np.flatnonzero(~side)
-    got = _pairs_of(pairs.top_across(x, left, right, 3))
+    got = _pairs_of(vector_pairs.top_across(x, left, right, 3))
     sims = x[left] @ x[right].T
     want = {(int(left[i]), int(right[j])) for i in range(len(left)) for j in np.argsort(-sims[i])[:3]}
     want |= {(int(left[i]), int(right[j])) for j in range(len(right)) for i in np.argsort(-sims[:, j])[:3]}
@@ -440,7 +442,7 @@ def test_top_across_matches_brute_force() -> None:
 def test_translation_candidates_above_the_exact_limit_use_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     x, side = _planted(1500)
     exact = _pairs_of(translations.translation_candidates(x, side))
-    monkeypatch.setattr(pairs, "EXACT_MAX_ROWS", 1000)
+    monkeypatch.setattr(vector_pairs, "EXACT_MAX_ROWS", 1000)
     found = translations.translation_candidates(x, side)
     partitioned = _pairs_of(found)
     assert len(partitioned) == len(found[0])  # distinct pairs
@@ -478,7 +480,7 @@ def test_notes_without_structure_need_a_margin_and_the_same_content(
     with opened_store(tmp_path / "store", backend) as store:
         found = {
             t: _by_pair(
-                duplicates.duplicates(
+                dups.duplicates(
                     store, 0.93, 100, 32, settings=DiscoverSettings(translation_threshold=t)
                 ).pairs
             )

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from vaultlens.services.audit.moc import MocPlan
     from vaultlens.services.chat import ChatSession, ChatTurn
     from vaultlens.services.discover import SimilarNote, SimilarResult
-    from vaultlens.services.duplicates import Dismissed, DuplicatePair, DuplicateReport
+    from vaultlens.services.duplicates.report import Dismissed, DuplicatePair, DuplicateReport
     from vaultlens.services.embed_bench import EmbedBench
     from vaultlens.services.evaluation import GroupScore
     from vaultlens.services.layout import ExactGroup
@@ -120,7 +120,9 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["MocPlan"], "vaultlens.services.audit.moc"),
     **dict.fromkeys(["ChatSession", "ChatTurn"], "vaultlens.services.chat"),
     **dict.fromkeys(["SimilarNote", "SimilarResult"], "vaultlens.services.discover"),
-    **dict.fromkeys(["Dismissed", "DuplicatePair", "DuplicateReport"], "vaultlens.services.duplicates"),
+    **dict.fromkeys(
+        ["Dismissed", "DuplicatePair", "DuplicateReport"], "vaultlens.services.duplicates.report"
+    ),
     **dict.fromkeys(["GroupScore"], "vaultlens.services.evaluation"),
     **dict.fromkeys(["ExactGroup"], "vaultlens.services.layout"),
     **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice"], "vaultlens.services.notes"),

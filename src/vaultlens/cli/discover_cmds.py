@@ -11,7 +11,7 @@ from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 
 if TYPE_CHECKING:
-    from vaultlens.services.duplicates import LineRange
+    from vaultlens.services.duplicates.report import LineRange
     from vaultlens.services.section import Section
 
 duplicates_cli = typer.Typer(

@@ -38,7 +38,7 @@ from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, 
 from vaultlens.services import notes
 from vaultlens.services.app import App
 from vaultlens.services.discover import SimilarResult
-from vaultlens.services.duplicates import DuplicateReport
+from vaultlens.services.duplicates.report import DuplicateReport
 from vaultlens.services.notes import NoteList, NoteSlice
 from vaultlens.services.search import NOTICES_HEADER, NoteHit
 from vaultlens.services.verbs import finding

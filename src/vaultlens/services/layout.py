@@ -86,6 +86,7 @@ class Profile:
     line_no: npt.NDArray[np.int64]  # 1-based line in the note
     line_letters: npt.NDArray[np.int64]
     line_boiler: npt.NDArray[np.bool_]
+    line_notes: npt.NDArray[np.int64]  # notes that have the line's key
     note_letters: npt.NDArray[np.int64]  # body letters per note
     lang: list[str | None]  # per note
     exact: list[ExactGroup]
@@ -365,9 +366,9 @@ def _profile_of(scan: Scan, boiler_min: int) -> Profile:
     n_rows = len(a["letters"])
     rows_sorted = a["line_row"]
     keys_arr, heads_arr, line_letters_arr = a["line_key"], a["line_head"], a["line_letters"]
-    frequent_lines = _frequent(a["note_keys"], boiler_min)
     frequent_heads = _frequent(a["note_heads"], boiler_min)
-    line_boiler = np.isin(keys_arr, frequent_lines) | np.isin(heads_arr, frequent_heads)
+    line_notes = _notes_with(a["note_keys"], keys_arr)
+    line_boiler = (line_notes >= boiler_min) | np.isin(heads_arr, frequent_heads)
     boiler = np.bincount(rows_sorted, weights=line_letters_arr * line_boiler, minlength=n_rows).astype(
         np.int64
     )
@@ -384,6 +385,7 @@ def _profile_of(scan: Scan, boiler_min: int) -> Profile:
         a["line_no"],
         line_letters_arr,
         line_boiler,
+        line_notes,
         a["note_letters"],
         scan.lang(),
         exact,
@@ -397,6 +399,15 @@ def _frequent(keys: npt.NDArray[np.int64], min_notes: int) -> npt.NDArray[np.int
         return np.zeros(0, dtype=np.int64)
     values, counts = np.unique(keys, return_counts=True)
     return values[counts >= min_notes]
+
+
+def _notes_with(note_keys: npt.NDArray[np.int64], keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """For each of ``keys``, how many notes have it (``note_keys`` holds each note's distinct keys)."""
+    if not note_keys.size or not keys.size:
+        return np.zeros(len(keys), dtype=np.int64)
+    values, counts = np.unique(note_keys, return_counts=True)
+    at = np.minimum(np.searchsorted(values, keys), len(values) - 1)
+    return np.where(values[at] == keys, counts[at], 0).astype(np.int64)
 
 
 def _exact_groups(

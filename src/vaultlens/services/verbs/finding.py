@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from vaultlens.errors import InvalidInput, VaultError, translated_errors
 from vaultlens.services import discover, notes
-from vaultlens.services import duplicates as dups
 from vaultlens.services.app import App
+from vaultlens.services.duplicates import report as dups
 from vaultlens.services.search import SearchHits, rank_notes
 
 if TYPE_CHECKING:

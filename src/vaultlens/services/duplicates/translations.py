@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultlens.chunking.scripts import NOT_PROSE
-from vaultlens.services import pairs
-from vaultlens.services.compare import Compared, weightiest
+from vaultlens.services.duplicates import vector_pairs
+from vaultlens.services.duplicates.coverage import Compared, weightiest
 from vaultlens.services.layout import FENCE, HEADING
 
 # A translation candidate: one of the TRANSLATION_CANDIDATES other-language notes nearest by centroid,
@@ -40,14 +40,14 @@ def translation_candidates(
     centroids: npt.NDArray[np.float32], side: npt.NDArray[np.bool_]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Distinct pairs (Latin note, Cyrillic note) of near centroids, ordered; k-means partitions above
-    pairs.EXACT_MAX_ROWS notes."""
+    vector_pairs.EXACT_MAX_ROWS notes."""
     left, right = np.flatnonzero(side), np.flatnonzero(~side)
-    if len(centroids) <= pairs.EXACT_MAX_ROWS:
-        ls, rs = pairs.top_across(centroids, left, right, TRANSLATION_CANDIDATES)
+    if len(centroids) <= vector_pairs.EXACT_MAX_ROWS:
+        ls, rs = vector_pairs.top_across(centroids, left, right, TRANSLATION_CANDIDATES)
     else:
         parts = [
-            pairs.top_across(centroids, idx[side[idx]], idx[~side[idx]], TRANSLATION_CANDIDATES)
-            for idx in pairs.partitions(centroids)
+            vector_pairs.top_across(centroids, idx[side[idx]], idx[~side[idx]], TRANSLATION_CANDIDATES)
+            for idx in vector_pairs.partitions(centroids)
         ]
         ls = np.concatenate([p[0] for p in parts])
         rs = np.concatenate([p[1] for p in parts])

@@ -1,11 +1,11 @@
 """Duplicate candidates from the vectors and texts already in the index (no embedding calls).
 
-A candidate pair is rated by coverage (:mod:`vaultlens.services.compare`) and reported as
+A candidate pair is rated by coverage (:mod:`vaultlens.services.duplicates.coverage`) and reported as
 
 - ``near_duplicate`` (both notes covered) or ``contained`` (the smaller inside the larger);
-- ``translation``: the same note in two languages (:mod:`vaultlens.services.translations`);
+- ``translation``: the same note in two languages (:mod:`vaultlens.services.duplicates.translations`);
 - ``shared_passage``: notes that otherwise differ but share one or more copied sections, reported
-  apart, with the line ranges on both sides (:mod:`vaultlens.services.passages`).
+  apart, with the line ranges on both sides (:mod:`vaultlens.services.duplicates.passages`).
 
 Exact copies (after line endings, BOM and trailing whitespace) are grouped before any of this.
 """
@@ -18,13 +18,13 @@ from pathlib import PurePosixPath
 
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.index.store import Store
-from vaultlens.services.compare import SECTION_SLACK, Compared
 from vaultlens.services.discover import SectionMatch
+from vaultlens.services.duplicates.coverage import SECTION_SLACK, Compared
+from vaultlens.services.duplicates.passages import Span, find_passages
+from vaultlens.services.duplicates.translations import find_translations
 from vaultlens.services.layout import ExactGroup
-from vaultlens.services.passages import Span, find_passages
 from vaultlens.services.section import Section
 from vaultlens.services.serial import AsDict
-from vaultlens.services.translations import find_translations
 
 
 @dataclass(frozen=True, slots=True)

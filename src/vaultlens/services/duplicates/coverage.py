@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.index.store import Store
-from vaultlens.services import pairs
+from vaultlens.services.duplicates import vector_pairs
 from vaultlens.services.layout import layout, profile
 
 # Coverage of a note is the mean, over its sections weighted by their letters and digits (boilerplate
@@ -25,6 +25,10 @@ SECTION_SLACK = 0.05
 LINE_MIN_LETTERS = 12
 SHARED_LINE_MAX_NOTES = 50
 CANDIDATE_LETTERS = 60
+# Copied text (candidates, shared passages) counts every line but a template's: one in this many notes or
+# more, or in the boilerplate share of the vault when that is more. Boilerplate's own floor (5 notes) is
+# for coverage: the same install steps copied into 7 importer pages are a shared passage of each pair.
+TEMPLATE_MIN_NOTES = 10
 # the section shown for a pair: of those matched this close to the best, the one that adds most to coverage
 EVIDENCE_SLACK = 0.1
 
@@ -57,6 +61,7 @@ class Compared:
         self._body = usable[np.lexsort((self.prof.first_line[usable], lay.note_of[usable]))]
         self._body_starts = np.searchsorted(lay.note_of[self._body], np.arange(len(lay.notes) + 1))
         self._keys: dict[int, npt.NDArray[np.int64]] = {}
+        self.template_line = self.prof.line_notes >= max(TEMPLATE_MIN_NOTES, self.prof.boiler_min)
 
     def body(self, n: int) -> npt.NDArray[np.int64]:
         """Note ``n``'s compared rows in line order (none for a short note)."""
@@ -79,7 +84,8 @@ class Compared:
         # partitions (docs/benchmarks.md, bench/dup_scale.py), so duplicates keep the partitions
         rows_idx = np.flatnonzero(usable)
         batches = (
-            (rows_idx[r], rows_idx[c], sims) for r, c, sims in pairs.close_pairs(lay.vecs[rows_idx], floor)
+            (rows_idx[r], rows_idx[c], sims)
+            for r, c, sims in vector_pairs.close_pairs(lay.vecs[rows_idx], floor)
         )
         best: dict[tuple[int, int], dict[int, tuple[float, int]]] = defaultdict(dict)
         for r, c, sims in batches:
@@ -100,11 +106,11 @@ class Compared:
         return best
 
     def text_candidates(self) -> set[tuple[int, int]]:
-        """Note pairs that share non-boilerplate lines (copied text) of CANDIDATE_LETTERS letters or more."""
+        """Note pairs that share lines (copied text, no template's) of CANDIDATE_LETTERS letters or more."""
         prof, lay = self.prof, self.lay
         line_row = np.repeat(np.arange(len(lay.rowids), dtype=np.int64), np.diff(prof.line_ptr))
         keep = (
-            ~prof.line_boiler & (prof.line_letters >= LINE_MIN_LETTERS) & ~self.short[lay.note_of[line_row]]
+            ~self.template_line & (prof.line_letters >= LINE_MIN_LETTERS) & ~self.short[lay.note_of[line_row]]
         )
         keep &= ~lay.frontmatter[line_row]
         notes, keys, lets = lay.note_of[line_row[keep]], prof.line_key[keep], prof.line_letters[keep]
@@ -189,20 +195,43 @@ class Compared:
         return float((w * counted).sum() / w.sum()) if len(w) else 0.0
 
     def content_lines(self, n: int) -> npt.NDArray[np.int64]:
-        """A note's non-boilerplate lines, in line order, each line once."""
+        """A note's lines that are not a template's, in line order, each line once."""
         prof = self.prof
         idx, _ = prof.lines(self.body(n))
-        idx = idx[~prof.line_boiler[idx]]
+        idx = idx[~self.template_line[idx]]
         idx = idx[np.argsort(prof.line_no[idx], kind="stable")]
         if len(idx):
             idx = idx[np.r_[True, prof.line_no[idx][1:] != prof.line_no[idx][:-1]]]
         return idx
 
-    def row_of(self, n: int, line: int) -> int:
-        """The body row of note ``n`` that holds line index ``line``."""
+    def row_at(self, n: int, line_no: int) -> int:
+        """The body row of note ``n`` whose lines include line number ``line_no`` (1-based)."""
         rows = self.body(n)
-        where = np.flatnonzero((self.prof.line_ptr[rows] <= line) & (line < self.prof.line_ptr[rows + 1]))
+        where = np.flatnonzero(
+            (self.prof.first_line[rows] <= line_no) & (line_no <= self.prof.last_line[rows])
+        )
         return int(rows[where[0]])
+
+    def line_texts(self, n: int, ranges: list[tuple[int, int]]) -> dict[int, str]:
+        """Note ``n``'s lines within ``ranges`` (first, last; 1-based) by line number, a template's left out."""
+        rows = self.body(n)
+        first, last = self.prof.first_line[rows], self.prof.last_line[rows]
+        pick = np.zeros(len(rows), dtype=bool)
+        for lo, hi in ranges:
+            pick |= (first <= hi) & (last >= lo)
+        rows = rows[pick]
+        idx, _ = self.prof.lines(rows)
+        template = set(self.prof.line_no[idx][self.template_line[idx]].tolist())
+        chunks = self.store.chunks(int(k) for k in self.lay.rowids[rows])
+        out: dict[int, str] = {}
+        for r in rows.tolist():
+            chunk = chunks.get(int(self.lay.rowids[r]))
+            if chunk is None:
+                continue
+            for no, line in enumerate(chunk.text.split("\n"), start=chunk.start_line + 1):
+                if no not in template and any(lo <= no <= hi for lo, hi in ranges):
+                    out[no] = line
+        return out
 
     def body_texts(self, notes: set[int]) -> dict[int, str]:
         rows = np.concatenate([self.body(n) for n in notes])
