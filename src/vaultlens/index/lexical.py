@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import Stemmer
+if TYPE_CHECKING:
+    import Stemmer
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
@@ -18,6 +20,8 @@ _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 
 @lru_cache(maxsize=1)
 def _stemmers() -> tuple[Stemmer.Stemmer, Stemmer.Stemmer]:
+    import Stemmer  # loaded with the first text to stem, not by a run that reads no note
+
     return Stemmer.Stemmer("russian"), Stemmer.Stemmer("english")
 
 
