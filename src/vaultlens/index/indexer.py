@@ -72,12 +72,15 @@ class _Pending:
     replaces: list[str] = field(default_factory=list)  # gone paths with these bytes (a move)
     stale: bool = False  # deleted or changed since it was read: nothing of it is written
     seen: tuple[int, int] | None = None  # (size, mtime_ns) last confirmed to hold the read bytes
+    real: Path | None = None  # the file, as the first check resolved it (checked again at each read)
 
     def still_current(self, vault: Path) -> bool:
         """The file still holds the bytes being indexed: a stat, and a hash only when the stat differs."""
         rec = self.update.record
         try:
-            st = os.stat(resolve_note_path(vault, rec.path).real)
+            if self.real is None:
+                self.real = resolve_note_path(vault, rec.path).real
+            st = os.stat(self.real)
             stamp = (st.st_size, st.st_mtime_ns)
             if stamp not in (self.seen, (rec.size, rec.mtime_ns)):
                 if read_note(vault, rec.path).file_hash != rec.file_hash:
@@ -449,8 +452,7 @@ class Indexer:
             texts = {h: t for p in batch for h, t in p.embed.items() if h not in known and h not in done}
             if ahead is None:
                 vectors = self._embed(texts, _Freshness(self.vault, batch))
-            else:  # embedded meanwhile: check the notes once more, as a model call would
-                _Freshness(self.vault, batch).wanted(list(texts))
+            else:  # embedded meanwhile (their notes checked before each model call)
                 vectors = ahead[0].take(texts, self.progress.advance)
             if vectors and self.store.space is None:
                 self.store.set_space(self.provider.space)
