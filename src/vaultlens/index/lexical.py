@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import Stemmer
+if TYPE_CHECKING:
+    import Stemmer
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
@@ -18,6 +20,8 @@ _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 
 @lru_cache(maxsize=1)
 def _stemmers() -> tuple[Stemmer.Stemmer, Stemmer.Stemmer]:
+    import Stemmer  # loaded with the first text to stem, not by a run that reads no note
+
     return Stemmer.Stemmer("russian"), Stemmer.Stemmer("english")
 
 
@@ -25,11 +29,13 @@ def terms(text: str) -> list[str]:
     """Stemmed terms in order (duplicates kept, so term frequency survives)."""
     ru, en = _stemmers()
     words = _WORD.findall(text.lower().replace("ё", "е"))
-    cyr = [w for w in words if _CYRILLIC.search(w)]
-    stems_ru = dict(zip(cyr, ru.stemWords(cyr), strict=True)) if cyr else {}
-    lat = [w for w in words if w not in stems_ru and not w.isdigit()]
-    stems_en = dict(zip(lat, en.stemWords(lat), strict=True)) if lat else {}
-    return [stems_ru.get(w) or stems_en.get(w) or w for w in words]
+    distinct = list(dict.fromkeys(words))  # each word stemmed once (the indexer's hot path)
+    cyr = [w for w in distinct if _CYRILLIC.search(w)] if _CYRILLIC.search(text) else []
+    stems = dict(zip(cyr, ru.stemWords(cyr), strict=True)) if cyr else {}
+    lat = [w for w in distinct if w not in stems and not w.isdigit()]
+    if lat:
+        stems.update(zip(lat, en.stemWords(lat), strict=True))
+    return [stems.get(w) or w for w in words]
 
 
 # Snowball's English stop list. Query side only: these words match nearly every chunk, so

@@ -378,14 +378,14 @@ class SQLiteStore(Store):
         touch: Sequence[FileRecord] = (),
     ) -> None:
         """Apply one batch atomically: new vectors, replaced notes, deleted paths, refreshed stamps."""
-        import numpy as np
-
         with self.transaction() as db:
             logged = self.generation + 1  # the generation this batch commits (when it changes notes)
-            for embed_hash, vec in (vectors or {}).items():
-                db.execute(
+            if vectors:  # numpy only when there are vectors: a no-change run does not import it
+                import numpy as np
+
+                db.executemany(
                     "INSERT OR IGNORE INTO vectors(embed_hash, vec) VALUES (?, ?)",
-                    (embed_hash, np.asarray(vec, dtype=np.float32).tobytes()),
+                    [(h, np.asarray(vec, dtype=np.float32).tobytes()) for h, vec in vectors.items()],
                 )
             for path in [*deletes, *(u.record.path for u in updates)]:
                 db.execute("INSERT INTO chunk_log SELECT ?, rowid FROM chunks WHERE path = ?", (logged, path))

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from vaultlens.errors import ProviderError, StoreError, translated_errors
 from vaultlens.index.indexer import Indexer, Progress
-from vaultlens.index.rebuild import RebuildResult, rebuild_background
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import Store
-from vaultlens.index.watcher import FlushReport, Watcher
 from vaultlens.services.app import App
 from vaultlens.services.consent import require_embedding_consent
 from vaultlens.services.results import Cleared
+
+if TYPE_CHECKING:  # `index` and `clear` do not load the watcher (watchdog) or the background rebuild
+    from vaultlens.index.rebuild import RebuildResult
+    from vaultlens.index.watcher import FlushReport
 
 __all__ = ["clear", "index", "rebuild", "rebuild_in_background", "watch"]
 
@@ -76,6 +79,8 @@ def rebuild_in_background(
     app: App, progress: Progress | None = None, switch_wait: float = 30.0, consent: bool = False
 ) -> RebuildResult:
     """Build the configured space next to the live index, which keeps answering; switch when done."""
+    from vaultlens.index.rebuild import rebuild_background
+
     with translated_errors(path=app.index_dir):
         _ask_consent(app, consent)
         result = rebuild_background(
@@ -116,6 +121,8 @@ def _follow(
     progress: Progress | None,
     progress_in_flushes: bool,
 ) -> None:
+    from vaultlens.index.watcher import Watcher
+
     if store.cleared:
         raise StoreError(
             f"The index for {app.vault} was cleared; `vaultlens watch` does not rebuild it on its own.",

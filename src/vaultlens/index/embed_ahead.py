@@ -1,0 +1,128 @@
+"""Embedding ahead of the indexer: a note's chunk texts go to the local model as soon as the note
+is read, in one background thread, so reading, chunking and the store's writes overlap the model
+(most of an index run) instead of adding to its wall time.
+
+The indexer still decides what is written: it takes the vectors batch by batch, in its order,
+and commits them. Before each model call the texts' notes are checked as before (a stat each,
+``wanted``), so the rest of a note deleted or changed meanwhile is never embedded; a text only
+stale notes wanted is dropped, and embedded again if a note read later wants it. A provider error
+is raised where the indexer takes a text of the failed call, so the batches before it are
+committed. At most ``ahead`` vectors wait to be taken (memory stays bounded on a big vault).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from itertools import islice
+from typing import TYPE_CHECKING
+
+from vaultlens.embedding.base import EmbeddingProvider, Vectors
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+Wanted = Callable[[list[str]], list[str]]  # the hashes some current note still wants
+
+
+class EmbedAhead:
+    """One background thread embedding queued texts in full provider batches, in the order they came."""
+
+    def __init__(self, provider: EmbeddingProvider, wanted: Wanted, ahead: int) -> None:
+        self._provider = provider
+        self._wanted = wanted
+        self._ahead = ahead
+        self._todo: dict[str, str] = {}  # hash -> text, queued in order
+        self._ready: dict[str, npt.NDArray[np.float32]] = {}
+        self._dropped: set[str] = set()  # only stale notes wanted these
+        self._failed: dict[str, BaseException] = {}
+        self._running: set[str] = set()  # in the model call now
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._closed = False  # no more notes to read: a last part batch may go
+        self._thread: threading.Thread | None = None
+
+    def add(self, texts: dict[str, str], also: Callable[[], None] = lambda: None) -> None:
+        """Queue ``texts`` (a text already queued or embedded is not queued again); ``also`` runs
+        under the lock ``wanted`` runs under (the caller registers the note that wants them)."""
+        with self._cond:
+            also()
+            for h, text in texts.items():
+                if h in self._dropped or not (h in self._ready or h in self._failed or h in self._running):
+                    self._dropped.discard(h)
+                    self._todo.setdefault(h, text)
+            if self._todo and self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="vaultlens-embed-ahead", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def take(
+        self, texts: dict[str, str], advance: Callable[[int], None]
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """The vectors of ``texts`` that some note still wanted when they were embedded, waiting for
+        them; ``advance`` is told how many are done as they come (the caller's progress)."""
+        with self._cond:  # a text nobody queued (or one the model finished and a batch took) is queued now
+            self.add({h: t for h, t in texts.items() if h not in self._todo and h not in self._dropped})
+        out: dict[str, npt.NDArray[np.float32]] = {}
+        told = 0
+        with self._cond:
+            while True:
+                for h in texts:
+                    if h in self._failed:
+                        raise self._failed[h]
+                done = [h for h in texts if h in self._ready or h in self._dropped]
+                advance(len(done) - told)
+                told = len(done)
+                if told == len(texts):
+                    break
+                self._cond.wait()
+            for h in texts:
+                vec = self._ready.pop(h, None)
+                if vec is not None:
+                    out[h] = vec
+            self._cond.notify_all()  # room to embed further ahead
+        return out
+
+    def close(self) -> None:
+        """Every note is read: texts short of a full provider batch are embedded too."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        """No more calls to the model (the one running finishes in the background)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    def _loop(self) -> None:
+        step = max(1, self._provider.batch_size)
+        while True:
+            with self._cond:
+                while not self._stopped and (
+                    len(self._todo) < (1 if self._closed else step) or len(self._ready) >= self._ahead
+                ):
+                    self._cond.wait()
+                if self._stopped:
+                    return
+                batch = dict(islice(self._todo.items(), step))
+                for h in batch:
+                    del self._todo[h]
+                wanted = set(self._wanted(list(batch)))
+                self._dropped.update(h for h in batch if h not in wanted)
+                texts = {h: t for h, t in batch.items() if h in wanted}
+                self._running = set(texts)
+            try:
+                vectors: Vectors | None = self._provider.embed(list(texts.values())) if texts else None
+            except BaseException as exc:  # raised where the indexer takes these texts
+                with self._cond:
+                    self._failed.update(dict.fromkeys(texts, exc))
+                    self._running = set()
+                    self._cond.notify_all()
+                continue
+            with self._cond:
+                if vectors is not None:
+                    self._ready.update(zip(texts, vectors, strict=True))
+                self._running = set()
+                self._cond.notify_all()
