@@ -33,6 +33,7 @@ from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
 from vaultlens.index import rows
 from vaultlens.index.ann import AnnKeeper, AnnTier
+from vaultlens.index.bm25_top import Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
@@ -136,6 +137,11 @@ MIGRATIONS: dict[int, str] = {
 }
 
 
+def _idf(rows: int, df: int) -> float:
+    """FTS5's idf of a term in ``df`` of ``rows`` rows (floored just above zero, as FTS5 does)."""
+    return max(math.log((rows - df + 0.5) / (df + 0.5)), _IDF_FLOOR)
+
+
 class SQLiteStore(Store):
     def __init__(
         self, directory: Path, create: bool = True, ann_threshold: int = SearchSettings.ann_threshold
@@ -176,7 +182,7 @@ class SQLiteStore(Store):
         # one thread builds the matrix of a new generation; the others wait and take it (a server's
         # 40 worker threads each reading 20 MB of vectors after every commit held ~1 GB at once)
         self._matrix_lock = threading.Lock()
-        self._df_cache: dict[tuple[int, str], int] = {}  # (generation, term) -> chunks holding it
+        self._df_cache: dict[tuple[int, str, str], int] = {}  # (generation, table, term) -> rows holding it
         self._chunk_count: tuple[int, int] | None = None  # (generation, chunks)
         self.store_id = self.get_meta("store_id") or "0"
         self._ann = AnnKeeper(self)
@@ -848,15 +854,6 @@ class SQLiteStore(Store):
                 p.unlink(missing_ok=True)
 
     # ---- full text ----------------------------------------------------------------------------
-    def _bm25(self, sql: str, match: str, limit: int) -> list[Any]:
-        """Rows of a ``MATCH ? ... LIMIT ?`` query; FTS5 syntax errors become a StoreError."""
-        if not match:
-            return []
-        try:
-            return self.db.execute(sql, (match, limit)).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"Full-text query failed: {exc}") from None
-
     def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
         """FTS5 BM25 of chunks and of whole notes, divided by the query's idf mass.
 
@@ -864,39 +861,51 @@ class SQLiteStore(Store):
         is roughly the BM25 of a chunk holding every term once. Terms in more than half the
         chunks have ~0 idf: matching them would make FTS5 score most of the index for nothing,
         so they are left out of the MATCH (the rarest term is kept, so an all-common query
-        still finds something).
+        still finds something). The best rows come from :func:`bm25_top.best_rows`, which skips
+        scoring the rows that hold only the query's common terms.
         """
         with self.snapshot():
-            idf = self._idf(terms)
-            if not idf:
+            n_chunks = self._chunks_now()
+            dfs = self._doc_freqs("chunks_fts", dict.fromkeys(terms), n_chunks)
+            if not dfs:
                 return LexicalHits()
-            useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
-            match = " OR ".join(f'"{t}"' for t in useful)
+            idf = {t: _idf(n_chunks, df) for t, df in dfs.items()}
             mass = sum(idf.values())
-            chunk_sql = (
-                "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
-                " ORDER BY bm25(chunks_fts) LIMIT ?"
-            )
-            chunks = {int(r): float(v) / mass for r, v in self._bm25(chunk_sql, match, chunk_limit)}
+            useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
+            held = {t: idf[t] for t in useful if dfs[t]}  # a term no chunk holds matches nothing
+            best = best_rows(self._bm25_rows("chunks_fts"), held, chunk_limit)
+            chunks = {int(r): float(v) / mass for r, v in best}
             if not chunks:
                 return LexicalHits()
-            note_sql = (
-                "SELECT f.path, -bm25(notes_fts) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
-                " WHERE notes_fts MATCH ? ORDER BY bm25(notes_fts) LIMIT ?"
-            )
-            notes = {str(p): float(v) / mass for p, v in self._bm25(note_sql, match, note_limit)}
+            n_notes = self._notes_bound()
+            note_dfs = self._doc_freqs("notes_fts", held, n_notes)
+            note_idf = {t: _idf(n_notes, df) for t, df in note_dfs.items() if df}  # bounds: n_notes >= N
+            top_notes = best_rows(self._bm25_rows("notes_fts"), note_idf, note_limit)
+            keys = (r for r, _ in top_notes)
+            paths = dict(self._rows_in("SELECT rowid, path FROM files WHERE rowid IN ({marks})", keys))
+            notes = {str(paths[r]): float(v) / mass for r, v in top_notes if r in paths}
             return LexicalHits(chunks, notes)
 
-    def _idf(self, terms: Sequence[str]) -> dict[str, float]:
-        """FTS5's idf over chunks of each distinct term (unseen terms included)."""
-        n = self._chunks_now()
-        dfs = self._doc_freqs(dict.fromkeys(terms), n)
-        return {t: max(math.log((n - df + 0.5) / (df + 0.5)), _IDF_FLOOR) for t, df in dfs.items()}
+    def _bm25_rows(self, table: str) -> Query:
+        """(MATCH expression, limit) -> the best (rowid, -bm25) rows of ``table``; FTS5 syntax errors
+        become a StoreError."""
 
-    def _doc_freqs(self, terms: Iterable[str], n_chunks: int) -> dict[str, int]:
-        """Chunks containing each term, counted up to just over half of all chunks.
+        def run(match: str, limit: int) -> list[tuple[Any, float]]:
+            sql = (
+                f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ?"
+                f" ORDER BY bm25({table}) LIMIT ?"
+            )
+            try:
+                return [(r, float(v)) for r, v in self.db.execute(sql, (match, limit))]
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"Full-text query failed: {exc}") from None
 
-        FTS5 clamps the idf of a term in more than half the chunks to ~0, so counting further
+        return run
+
+    def _doc_freqs(self, table: str, terms: Iterable[str], rows: int) -> dict[str, int]:
+        """Rows of ``table`` containing each term, counted up to just over half of ``rows``.
+
+        FTS5 clamps the idf of a term in more than half the rows to ~0, so counting further
         changes no score; the cap keeps a very common word from costing a full count. Cached
         per generation (a search asks for the same few terms again and again).
         """
@@ -905,15 +914,19 @@ class SQLiteStore(Store):
             self._df_cache.clear()
         out: dict[str, int] = {}
         for t in terms:
-            df = self._df_cache.get((gen, t))
+            df = self._df_cache.get((gen, table, t))
             if df is None:
                 row = self.db.execute(
-                    "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
-                    (f'"{t}"', n_chunks // 2 + 1),
+                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+                    (f'"{t}"', rows // 2 + 1),
                 ).fetchone()
-                df = self._df_cache[(gen, t)] = int(row[0])
+                df = self._df_cache[(gen, table, t)] = int(row[0])
             out[t] = df
         return out
+
+    def _notes_bound(self) -> int:
+        """At least the rows of notes_fts (one per file with chunks): every file the counters know."""
+        return sum(self.counts().files.values())
 
     def _chunks_now(self) -> int:
         """Number of chunks in the current generation (cached for it)."""
