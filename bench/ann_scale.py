@@ -11,7 +11,10 @@ process, with ``search.ann_threshold`` = 1:
   candidates re-scored exactly) against the exact scan of the matrix (the baseline, same run):
   p50 / p95 ms and recall@10;
 * the whole search (``rank_notes``: dense, FTS5 lexical, fusion, grouping) with a provider that
-  returns the precomputed query vector, so the query embedding is excluded: p50 / p95 ms;
+  returns the precomputed query vector, so the query embedding is excluded: p50 / p95 ms, beside
+  the same search on the exact store, and recall@10 of its notes against the exact search's; the
+  lexical stage alone (``store.lexical``, bm25_top's pruned FTS5 queries) beside the plain FTS5
+  queries that score every matching row (same terms and idf);
 * a one-note edit (the note's 10 chunks replaced by new vectors through ``apply``): the time the
   next search spends bringing the tier up to date (``ann_tier()``), and the ``apply`` itself.
 
@@ -70,13 +73,30 @@ class FixedQueries:
         return np.stack([self.vectors[t] for t in texts])
 
 
+def plain_lexical(store: Any, terms: list[str], chunk_limit: int, note_limit: int) -> int:
+    """The lexical stage as it was: one FTS5 query over every useful term per table, each matching row
+    scored (the baseline of bm25_top.best_rows, same idf and terms); returns the rows found."""
+    from vaultlens.index.bm25_top import any_of
+    from vaultlens.index.sqlite_store import _IDF_FLOOR, _idf
+
+    with store.snapshot():
+        n = store._chunks_now()
+        dfs = store._doc_freqs("chunks_fts", dict.fromkeys(terms), n)
+        idf = {t: _idf(n, df) for t, df in dfs.items()}
+        useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
+        chunks = store._bm25_rows("chunks_fts")(any_of(useful), chunk_limit)
+        notes = store._bm25_rows("notes_fts")(any_of(useful), note_limit) if chunks else []
+        return len(chunks) + len(notes)
+
+
 def main() -> None:
     from vaultlens.chunking.chunker import Chunk
     from vaultlens.config.settings import SearchSettings
     from vaultlens.index.indexer import NoProgress
+    from vaultlens.index.lexical import query_terms
     from vaultlens.index.sqlite_store import SQLiteStore
     from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
-    from vaultlens.services.search import rank_notes
+    from vaultlens.services.search import NOTE_CANDIDATES, rank_notes
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks", type=int, default=1_000_000)
@@ -126,14 +146,32 @@ def main() -> None:
         text, _ = corpus.query()
         texts[f"{text} {i}"] = q
     provider = FixedQueries(store.space, texts)
-    full_ms = []
+    full_ms, exact_full_ms, lex_ms, plain_lex_ms, overlap = [], [], [], [], []
     for text in texts:
         t = time.perf_counter()
-        rank_notes(store, provider, text, SearchSettings(), 10, 3)  # type: ignore[arg-type]
+        hits = rank_notes(store, provider, text, SearchSettings(), 10, 3)  # type: ignore[arg-type]
         full_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        truth_hits = rank_notes(exact, provider, text, SearchSettings(), 10, 3)  # type: ignore[arg-type]
+        exact_full_ms.append((time.perf_counter() - t) * 1000)
+        overlap.append(len({h.path for h in hits} & {h.path for h in truth_hits}) / max(len(truth_hits), 1))
+        terms = query_terms(text)
+        t = time.perf_counter()
+        store.lexical(terms, SearchSettings().candidates, NOTE_CANDIDATES)
+        lex_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        plain_lexical(store, terms, SearchSettings().candidates, NOTE_CANDIDATES)
+        plain_lex_ms.append((time.perf_counter() - t) * 1000)
     out["search"] = {
         "p50_ms": round(pct(full_ms, 0.5), 2),
         "p95_ms": round(pct(full_ms, 0.95), 2),
+        "exact_p50_ms": round(pct(exact_full_ms, 0.5), 2),
+        "exact_p95_ms": round(pct(exact_full_ms, 0.95), 2),
+        "recall_at_10_notes": round(float(np.mean(overlap)), 4),
+        "lexical_p50_ms": round(pct(lex_ms, 0.5), 2),
+        "lexical_p95_ms": round(pct(lex_ms, 0.95), 2),
+        "plain_fts5_lexical_p50_ms": round(pct(plain_lex_ms, 0.5), 2),
+        "plain_fts5_lexical_p95_ms": round(pct(plain_lex_ms, 0.95), 2),
         "load": load(),
     }
     print(out["search"], flush=True)

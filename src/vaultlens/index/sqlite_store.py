@@ -33,7 +33,7 @@ from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
 from vaultlens.index import rows
 from vaultlens.index.ann import AnnKeeper, AnnTier
-from vaultlens.index.bm25_top import Query, best_rows
+from vaultlens.index.bm25_top import Query, any_of, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
@@ -58,6 +58,8 @@ SCHEMA_VERSION = 7
 _IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
 NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
+# rows a plain FTS5 query would score from which the lexical stage prunes (bm25_top): ~10 ms of scoring
+_PRUNE_FROM_ROWS = 20_000
 ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
 
 _SCHEMA = """
@@ -861,8 +863,9 @@ class SQLiteStore(Store):
         is roughly the BM25 of a chunk holding every term once. Terms in more than half the
         chunks have ~0 idf: matching them would make FTS5 score most of the index for nothing,
         so they are left out of the MATCH (the rarest term is kept, so an all-common query
-        still finds something). The best rows come from :func:`bm25_top.best_rows`, which skips
-        scoring the rows that hold only the query's common terms.
+        still finds something). Past _PRUNE_FROM_ROWS matching rows the best rows come from
+        :func:`bm25_top.best_rows`, which skips scoring the rows that hold only the query's common
+        terms (the same rows and scores; below, its probe costs more than it saves).
         """
         with self.snapshot():
             n_chunks = self._chunks_now()
@@ -873,14 +876,23 @@ class SQLiteStore(Store):
             mass = sum(idf.values())
             useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
             held = {t: idf[t] for t in useful if dfs[t]}  # a term no chunk holds matches nothing
-            best = best_rows(self._bm25_rows("chunks_fts"), held, chunk_limit)
+            chunk_rows, note_rows = self._bm25_rows("chunks_fts"), self._bm25_rows("notes_fts")
+            # the rows a plain query scores (a note holds a term only if one of its chunks does)
+            plain = sum(dfs[t] for t in held) < _PRUNE_FROM_ROWS
+            if plain:
+                best = chunk_rows(any_of(list(held)), chunk_limit) if held else []
+            else:
+                best = best_rows(chunk_rows, held, chunk_limit)
             chunks = {int(r): float(v) / mass for r, v in best}
             if not chunks:
                 return LexicalHits()
-            n_notes = self._notes_bound()
-            note_dfs = self._doc_freqs("notes_fts", held, n_notes)
-            note_idf = {t: _idf(n_notes, df) for t, df in note_dfs.items() if df}  # bounds: n_notes >= N
-            top_notes = best_rows(self._bm25_rows("notes_fts"), note_idf, note_limit)
+            if plain:
+                top_notes = note_rows(any_of(list(held)), note_limit)
+            else:
+                n_notes = self._notes_bound()
+                note_dfs = self._doc_freqs("notes_fts", held, n_notes)
+                note_idf = {t: _idf(n_notes, df) for t, df in note_dfs.items() if df}  # n_notes >= N: bounds
+                top_notes = best_rows(note_rows, note_idf, note_limit)
             keys = (r for r, _ in top_notes)
             paths = dict(self._rows_in("SELECT rowid, path FROM files WHERE rowid IN ({marks})", keys))
             notes = {str(paths[r]): float(v) / mass for r, v in top_notes if r in paths}
