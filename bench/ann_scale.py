@@ -76,7 +76,6 @@ class FixedQueries:
 def plain_lexical(store: Any, terms: list[str], chunk_limit: int, note_limit: int) -> int:
     """The lexical stage as it was: one FTS5 query over every useful term per table, each matching row
     scored (the baseline of bm25_top.best_rows, same idf and terms); returns the rows found."""
-    from vaultlens.index.bm25_top import any_of
     from vaultlens.index.sqlite_store import _IDF_FLOOR, _idf
 
     with store.snapshot():
@@ -84,8 +83,8 @@ def plain_lexical(store: Any, terms: list[str], chunk_limit: int, note_limit: in
         dfs = store._doc_freqs("chunks_fts", dict.fromkeys(terms), n)
         idf = {t: _idf(n, df) for t, df in dfs.items()}
         useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
-        chunks = store._bm25_rows("chunks_fts")(any_of(useful), chunk_limit)
-        notes = store._bm25_rows("notes_fts")(any_of(useful), note_limit) if chunks else []
+        chunks = store._bm25_rows("chunks_fts")(useful, [], chunk_limit)
+        notes = store._bm25_rows("notes_fts")(useful, [], note_limit) if chunks else []
         return len(chunks) + len(notes)
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from vaultlens.index.bm25_top import any_of, best_rows
+from vaultlens.index.bm25_top import Query, best_rows
+from vaultlens.index.sqlite_store import fts5_query
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +38,14 @@ def idf_of(db: sqlite3.Connection, terms: list[str]) -> dict[str, float]:
     return out
 
 
-def runner(db: sqlite3.Connection, log: list[str]) -> Any:
-    def run(match: str, limit: int) -> list[tuple[Any, float]]:
-        log.append(match)
-        sql = "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?"
-        return [(r, float(s)) for r, s in db.execute(sql, (match, limit))]
+def runner(db: sqlite3.Connection, log: list[str]) -> Query:
+    """The store's query over table t, logging each FTS5 expression it runs."""
 
-    return run
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
+        log.append(params[0])
+        return db.execute(sql, params).fetchall()
+
+    return fts5_query(execute, "t")
 
 
 QUERIES = [
@@ -60,7 +62,7 @@ QUERIES = [
 @pytest.mark.parametrize("limit", [5, 50, 400])
 def test_best_rows_are_the_plain_querys(fts: sqlite3.Connection, terms: list[str], limit: int) -> None:
     idf = idf_of(fts, terms)
-    plain = runner(fts, [])(any_of(list(idf)), limit)
+    plain = runner(fts, [])(list(idf), [], limit)
     pruned = best_rows(runner(fts, []), idf, limit)
     assert [s for _, s in pruned] == pytest.approx([s for _, s in plain], rel=1e-12)
     mine, fts5 = dict(pruned), dict(plain)
@@ -84,34 +86,3 @@ def test_the_common_word_is_only_sought_beside_the_rare_ones(fts: sqlite3.Connec
 def test_nothing_to_find(fts: sqlite3.Connection) -> None:
     assert best_rows(runner(fts, []), {}, 10) == []
     assert best_rows(runner(fts, []), idf_of(fts, ["w0"]), 0) == []
-
-
-def test_the_store_prunes_to_the_same_hits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SQLiteStore.lexical with pruning on from the first row gives the chunks and notes, with their
-    scores, of the plain FTS5 queries it runs below _PRUNE_FROM_ROWS."""
-    from test_store_contract import note_update
-    from vaultlens.index import sqlite_store
-    from vaultlens.index.lexical import query_terms
-
-    rng = random.Random(5)
-    words = [f"word{i}" for i in range(150)]
-    weights = [1.0 / (i + 1) ** 0.8 for i in range(len(words))]
-    store = sqlite_store.SQLiteStore(tmp_path / "index")
-    updates, vectors = [], {}
-    for n in range(400):
-        sections = [((f"N{n}",), " ".join(rng.choices(words, weights, k=20))) for _ in range(3)]
-        update, vecs = note_update(f"n{n}.md", sections)
-        updates.append(update)
-        vectors.update(vecs)
-    store.apply(updates=updates, vectors=vectors)
-    queries = ["word0 word90 word91", "word1 word3 word140", "word2 word5", "word149", "word0 nothere"]
-    plain = [store.lexical(query_terms(q), 30, 60) for q in queries]
-    monkeypatch.setattr(sqlite_store, "_PRUNE_FROM_ROWS", 0)
-    store._df_cache.clear()
-    pruned = [store.lexical(query_terms(q), 30, 60) for q in queries]
-    for a, b in zip(plain, pruned, strict=True):
-        assert a.chunks.keys() == b.chunks.keys() and a.notes.keys() == b.notes.keys()
-        assert list(b.chunks.values()) == pytest.approx(list(a.chunks.values()), rel=1e-12)
-        assert list(b.notes.values()) == pytest.approx(list(a.notes.values()), rel=1e-12)
-    assert plain[0].chunks  # the queries do find rows
-    store.close()

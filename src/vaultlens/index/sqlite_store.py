@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,7 @@ from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
 from vaultlens.index import rows
 from vaultlens.index.ann import AnnKeeper, AnnTier
-from vaultlens.index.bm25_top import Query, any_of, best_rows
+from vaultlens.index.bm25_top import PRUNE_FROM_ROWS, Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
@@ -58,8 +58,6 @@ SCHEMA_VERSION = 7
 _IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
 NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
-# rows a plain FTS5 query would score from which the lexical stage prunes (bm25_top): ~10 ms of scoring
-_PRUNE_FROM_ROWS = 20_000
 ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
 
 _SCHEMA = """
@@ -137,6 +135,40 @@ MIGRATIONS: dict[int, str] = {
         )
     ),
 }
+
+
+def _any_of(terms: list[str]) -> str:
+    """The FTS5 expression for rows holding any of ``terms`` (each quoted, so read as a word)."""
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+def fts5_query(execute: Callable[[str, tuple[Any, ...]], list[Any]], table: str) -> Query:
+    """bm25_top's query over the FTS5 ``table``: the best rows of ``match`` as (rowid, -bm25()), each
+    scored with the terms of ``also`` too; FTS5 syntax errors become a StoreError."""
+
+    def best(expression: str, limit: int) -> list[tuple[Any, float]]:
+        sql = (
+            f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?"
+        )
+        try:
+            return [(r, float(v)) for r, v in execute(sql, (expression, limit))]
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"Full-text query failed: {exc}") from None
+
+    def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
+        if not match:
+            return []
+        alone = best(_any_of(match), limit)
+        if not also:
+            return alone
+        # FTS5 scores a row with every term of its expression: the rows holding ``also`` terms too are
+        # the best of ``match AND also`` (FTS5 seeks in the common terms' lists instead of reading them)
+        rows = dict(alone)
+        for key, score in best(f"({_any_of(match)}) AND ({_any_of(also)})", limit):
+            rows[key] = max(score, rows.get(key, score))
+        return sorted(rows.items(), key=lambda kv: -kv[1])[:limit]
+
+    return run
 
 
 def _idf(rows: int, df: int) -> float:
@@ -863,7 +895,7 @@ class SQLiteStore(Store):
         is roughly the BM25 of a chunk holding every term once. Terms in more than half the
         chunks have ~0 idf: matching them would make FTS5 score most of the index for nothing,
         so they are left out of the MATCH (the rarest term is kept, so an all-common query
-        still finds something). Past _PRUNE_FROM_ROWS matching rows the best rows come from
+        still finds something). Past PRUNE_FROM_ROWS matching rows the best rows come from
         :func:`bm25_top.best_rows`, which skips scoring the rows that hold only the query's common
         terms (the same rows and scores; below, its probe costs more than it saves).
         """
@@ -878,16 +910,15 @@ class SQLiteStore(Store):
             held = {t: idf[t] for t in useful if dfs[t]}  # a term no chunk holds matches nothing
             chunk_rows, note_rows = self._bm25_rows("chunks_fts"), self._bm25_rows("notes_fts")
             # the rows a plain query scores (a note holds a term only if one of its chunks does)
-            plain = sum(dfs[t] for t in held) < _PRUNE_FROM_ROWS
-            if plain:
-                best = chunk_rows(any_of(list(held)), chunk_limit) if held else []
-            else:
-                best = best_rows(chunk_rows, held, chunk_limit)
+            plain = sum(dfs[t] for t in held) < PRUNE_FROM_ROWS
+            best = (
+                chunk_rows(list(held), [], chunk_limit) if plain else best_rows(chunk_rows, held, chunk_limit)
+            )
             chunks = {int(r): float(v) / mass for r, v in best}
             if not chunks:
                 return LexicalHits()
             if plain:
-                top_notes = note_rows(any_of(list(held)), note_limit)
+                top_notes = note_rows(list(held), [], note_limit)
             else:
                 n_notes = self._notes_bound()
                 note_dfs = self._doc_freqs("notes_fts", held, n_notes)
@@ -899,20 +930,7 @@ class SQLiteStore(Store):
             return LexicalHits(chunks, notes)
 
     def _bm25_rows(self, table: str) -> Query:
-        """(MATCH expression, limit) -> the best (rowid, -bm25) rows of ``table``; FTS5 syntax errors
-        become a StoreError."""
-
-        def run(match: str, limit: int) -> list[tuple[Any, float]]:
-            sql = (
-                f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ?"
-                f" ORDER BY bm25({table}) LIMIT ?"
-            )
-            try:
-                return [(r, float(v)) for r, v in self.db.execute(sql, (match, limit))]
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"Full-text query failed: {exc}") from None
-
-        return run
+        return fts5_query(lambda sql, params: self.db.execute(sql, params).fetchall(), table)
 
     def _doc_freqs(self, table: str, terms: Iterable[str], rows: int) -> dict[str, int]:
         """Rows of ``table`` containing each term, counted up to just over half of ``rows``.
