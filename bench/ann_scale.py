@@ -74,18 +74,21 @@ class FixedQueries:
 
 
 def plain_lexical(store: Any, terms: list[str], chunk_limit: int, note_limit: int) -> int:
-    """The lexical stage as it was: one FTS5 query over every useful term per table, each matching row
-    scored (the baseline of bm25_top.best_rows, same idf and terms); returns the rows found."""
-    from vaultlens.index.sqlite_store import _IDF_FLOOR, _idf
+    """The lexical stage without pruning: one FTS5 query over every useful term per table, each
+    matching row scored (bm25_top.best_rows's baseline: the same terms and idf); returns the rows found."""
+    from vaultlens.index import bm25_top
 
     with store.snapshot():
         n = store._chunks_now()
         dfs = store._doc_freqs("chunks_fts", dict.fromkeys(terms), n)
-        idf = {t: _idf(n, df) for t, df in dfs.items()}
-        useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
-        chunks = store._bm25_rows("chunks_fts")(useful, [], chunk_limit)
-        notes = store._bm25_rows("notes_fts")(useful, [], note_limit) if chunks else []
-        return len(chunks) + len(notes)
+        useful = bm25_top.useful({t: bm25_top.idf(n, df) for t, df in dfs.items()})
+        chunks = store._bm25_rows("chunks_fts", useful)(list(useful), [], chunk_limit)
+        if not chunks:
+            return 0
+        n_notes = store._notes_now()
+        note_dfs = store._doc_freqs("notes_fts", [t for t in useful if dfs[t]], n_notes)
+        note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
+        return len(chunks) + len(store._bm25_rows("notes_fts", note_idf)(list(note_idf), [], note_limit))
 
 
 def main() -> None:

@@ -12,15 +12,33 @@ same rows and scores, up to the order in which the terms' shares are added: a fl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 K1 = 1.2  # BM25's k1 (FTS5's bm25() and index/postgres/fulltext.py): a term adds < idf * (K1 + 1)
+B = 0.75  # BM25's b (the same two)
+IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 PRUNE_FROM_ROWS = 20_000  # rows a plain query scores from which pruning pays for its probe (~10 ms)
 
 Query = Callable[[list[str], list[str], int], list[tuple[Any, float]]]
 """(match, also, limit) -> the best ``limit`` (key, score) rows, best first, of the rows holding a term
 of ``match``, each scored over the terms of ``match`` and ``also``."""
+
+
+def idf(rows: int, df: int) -> float:
+    """FTS5's idf of a term in ``df`` of ``rows`` rows, floored just above zero as FTS5 does."""
+    return max(math.log((rows - df + 0.5) / (df + 0.5)), IDF_FLOOR)
+
+
+def useful(idf: dict[str, float]) -> dict[str, float]:
+    """The terms whose idf is above the floor (a term in more than half the rows adds ~0 to any
+    score, but would have every such row scored), or the rarest one when none is."""
+    above = {t: v for t, v in idf.items() if v > IDF_FLOOR}
+    if above or not idf:
+        return above
+    rarest = max(idf, key=idf.__getitem__)
+    return {rarest: idf[rarest]}
 
 
 def best_rows(run: Query, idf: Mapping[str, float], limit: int) -> list[tuple[Any, float]]:

@@ -15,13 +15,14 @@ rows) while writers keep committing on the main connection without waiting for t
 
 from __future__ import annotations
 
+import heapq
 import json
-import math
 import sqlite3
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,9 +32,9 @@ from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
-from vaultlens.index import rows
+from vaultlens.index import bm25_top, rows
 from vaultlens.index.ann import AnnKeeper, AnnTier
-from vaultlens.index.bm25_top import PRUNE_FROM_ROWS, Query, best_rows
+from vaultlens.index.bm25_top import K1, PRUNE_FROM_ROWS, B, Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
@@ -55,7 +56,6 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
     from vaultlens.index.indexer import Progress
 
 SCHEMA_VERSION = 7
-_IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
 NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
 ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
@@ -142,38 +142,87 @@ def _any_of(terms: list[str]) -> str:
     return " OR ".join(f'"{t}"' for t in terms)
 
 
-def fts5_query(execute: Callable[[str, tuple[Any, ...]], list[Any]], table: str) -> Query:
-    """bm25_top's query over the FTS5 ``table``: the best rows of ``match`` as (rowid, -bm25()), each
-    scored with the terms of ``also`` too; FTS5 syntax errors become a StoreError."""
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian varints (7 bits a byte, the 9th byte whole), as FTS5 writes its sizes."""
+    out, value, used = [], 0, 0
+    for byte in blob:
+        used += 1
+        if used == 9:
+            out.append((value << 8) | byte)
+            value, used = 0, 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            out.append((value << 7) | byte)
+            value, used = 0, 0
+    return out
 
-    def best(expression: str, limit: int) -> list[tuple[Any, float]]:
-        sql = (
-            f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?"
-        )
+
+def fts5_size(execute: Callable[[str, tuple[Any, ...]], list[Any]], table: str) -> tuple[int, int]:
+    """(rows, tokens) of the single-column FTS5 ``table``, from FTS5's own averages record."""
+    found = execute(f"SELECT block FROM {table}_data WHERE id = 1", ())
+    sizes = _varints(found[0][0]) if found else []
+    return (sizes[0], sizes[1]) if len(sizes) >= 2 else (0, 0)
+
+
+def fts5_query(
+    execute: Callable[[str, tuple[Any, ...]], list[Any]], table: str, idf: Mapping[str, float]
+) -> Query:
+    """bm25_top's query over the FTS5 ``table`` (single column): the best rows of ``match`` as
+    (rowid, -bm25()), each scored with the terms of ``also`` (``idf``: theirs) too; FTS5 syntax
+    errors become a StoreError.
+
+    FTS5's bm25() counts every row of every term of its expression once per query (its idf), so the
+    common ``also`` terms cannot be in it without costing what pruning saves. The rows of ``match``
+    come best first by their score over ``match``; each then gets the common terms' shares computed
+    here as bm25() computes them (its k1 and b, the row's token count and the mean from FTS5's own
+    size records, the term counted in the row's stored terms), until no row left can reach the
+    ``limit``-th best even with every common term at its bound. The counting is by exact term: a
+    stored word that only FTS5's diacritic folding would equate with the query's is not counted.
+    """
+
+    def best(expression: str, limit: int | None) -> list[tuple[Any, float]]:
+        sql = f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table})"
         try:
-            return [(r, float(v)) for r, v in execute(sql, (expression, limit))]
+            rows = (
+                execute(sql + " LIMIT ?", (expression, limit))
+                if limit is not None
+                else execute(sql, (expression,))
+            )
         except sqlite3.OperationalError as exc:
             raise StoreError(f"Full-text query failed: {exc}") from None
+        return [(r, float(v)) for r, v in rows]
 
     def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
         if not match:
             return []
-        alone = best(_any_of(match), limit)
         if not also:
-            return alone
-        # FTS5 scores a row with every term of its expression: the rows holding ``also`` terms too are
-        # the best of ``match AND also`` (FTS5 seeks in the common terms' lists instead of reading them)
-        rows = dict(alone)
-        for key, score in best(f"({_any_of(match)}) AND ({_any_of(also)})", limit):
-            rows[key] = max(score, rows.get(key, score))
-        return sorted(rows.items(), key=lambda kv: -kv[1])[:limit]
+            return best(_any_of(match), limit)
+        rows_n, tokens = fts5_size(execute, table)
+        avgdl = tokens / max(rows_n, 1)
+        reach = sum(idf[t] for t in also) * (K1 + 1)
+        common = set(also)
+        top: list[tuple[float, Any]] = []  # a min-heap of the best full scores
+        ranked = best(_any_of(match), None)
+        for start in range(0, len(ranked), 256):
+            part = ranked[start : start + 256]
+            if len(top) >= limit and part[0][1] + reach < top[0][0]:
+                break
+            keys = [r for r, _ in part]
+            marks = ",".join("?" * len(keys))
+            texts = dict(execute(f"SELECT rowid, terms FROM {table} WHERE rowid IN ({marks})", tuple(keys)))
+            sizes = dict(execute(f"SELECT id, sz FROM {table}_docsize WHERE id IN ({marks})", tuple(keys)))
+            for key, score in part:
+                counts = Counter(w for w in str(texts.get(key, "")).split() if w in common)
+                norm = K1 * (1 - B + B * _varints(sizes.get(key, b"\x00"))[0] / avgdl)
+                full = score + sum(idf[t] * n * (K1 + 1) / (n + norm) for t, n in counts.items())
+                if len(top) < limit:
+                    heapq.heappush(top, (full, key))
+                elif full > top[0][0]:
+                    heapq.heapreplace(top, (full, key))
+        return [(key, full) for full, key in sorted(top, key=lambda fk: -fk[0])]
 
     return run
-
-
-def _idf(rows: int, df: int) -> float:
-    """FTS5's idf of a term in ``df`` of ``rows`` rows (floored just above zero, as FTS5 does)."""
-    return max(math.log((rows - df + 0.5) / (df + 0.5)), _IDF_FLOOR)
 
 
 class SQLiteStore(Store):
@@ -895,7 +944,8 @@ class SQLiteStore(Store):
         is roughly the BM25 of a chunk holding every term once. Terms in more than half the
         chunks have ~0 idf: matching them would make FTS5 score most of the index for nothing,
         so they are left out of the MATCH (the rarest term is kept, so an all-common query
-        still finds something). Past PRUNE_FROM_ROWS matching rows the best rows come from
+        still finds something); the note-level query leaves out the terms in more than half
+        the notes the same way. Past PRUNE_FROM_ROWS matching rows the best rows come from
         :func:`bm25_top.best_rows`, which skips scoring the rows that hold only the query's common
         terms (the same rows and scores; below, its probe costs more than it saves).
         """
@@ -904,11 +954,12 @@ class SQLiteStore(Store):
             dfs = self._doc_freqs("chunks_fts", dict.fromkeys(terms), n_chunks)
             if not dfs:
                 return LexicalHits()
-            idf = {t: _idf(n_chunks, df) for t, df in dfs.items()}
+            idf = {t: bm25_top.idf(n_chunks, df) for t, df in dfs.items()}
             mass = sum(idf.values())
-            useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
-            held = {t: idf[t] for t in useful if dfs[t]}  # a term no chunk holds matches nothing
-            chunk_rows, note_rows = self._bm25_rows("chunks_fts"), self._bm25_rows("notes_fts")
+            held = {
+                t: v for t, v in bm25_top.useful(idf).items() if dfs[t]
+            }  # a term no chunk holds matches nothing
+            chunk_rows = self._bm25_rows("chunks_fts", held)
             # the rows a plain query scores (a note holds a term only if one of its chunks does)
             plain = sum(dfs[t] for t in held) < PRUNE_FROM_ROWS
             best = (
@@ -917,20 +968,21 @@ class SQLiteStore(Store):
             chunks = {int(r): float(v) / mass for r, v in best}
             if not chunks:
                 return LexicalHits()
+            n_notes = self._notes_now()
+            note_dfs = self._doc_freqs("notes_fts", held, n_notes)
+            note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
+            note_rows = self._bm25_rows("notes_fts", note_idf)
             if plain:
-                top_notes = note_rows(list(held), [], note_limit)
+                top_notes = note_rows(list(note_idf), [], note_limit)
             else:
-                n_notes = self._notes_bound()
-                note_dfs = self._doc_freqs("notes_fts", held, n_notes)
-                note_idf = {t: _idf(n_notes, df) for t, df in note_dfs.items() if df}  # n_notes >= N: bounds
                 top_notes = best_rows(note_rows, note_idf, note_limit)
             keys = (r for r, _ in top_notes)
             paths = dict(self._rows_in("SELECT rowid, path FROM files WHERE rowid IN ({marks})", keys))
             notes = {str(paths[r]): float(v) / mass for r, v in top_notes if r in paths}
             return LexicalHits(chunks, notes)
 
-    def _bm25_rows(self, table: str) -> Query:
-        return fts5_query(lambda sql, params: self.db.execute(sql, params).fetchall(), table)
+    def _bm25_rows(self, table: str, idf: Mapping[str, float]) -> Query:
+        return fts5_query(lambda sql, params: self.db.execute(sql, params).fetchall(), table, idf)
 
     def _doc_freqs(self, table: str, terms: Iterable[str], rows: int) -> dict[str, int]:
         """Rows of ``table`` containing each term, counted up to just over half of ``rows``.
@@ -954,9 +1006,9 @@ class SQLiteStore(Store):
             out[t] = df
         return out
 
-    def _notes_bound(self) -> int:
-        """At least the rows of notes_fts (one per file with chunks): every file the counters know."""
-        return sum(self.counts().files.values())
+    def _notes_now(self) -> int:
+        """Rows of notes_fts (one per note with chunks), as FTS5 counts them for its idf."""
+        return fts5_size(lambda sql, params: self.db.execute(sql, params).fetchall(), "notes_fts")[0]
 
     def _chunks_now(self) -> int:
         """Number of chunks in the current generation (cached for it)."""

@@ -11,18 +11,11 @@ floored at 1e-6) and the same division by the query's idf mass, hybrid search ra
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
-K1 = 1.2
-B = 0.75
-IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
+from vaultlens.index.bm25_top import K1, B
+
 MAX_POSITIONS = 256  # PostgreSQL's limit per lexeme
-
-
-def idf(rows: int, df: int) -> float:
-    """FTS5's idf of a term in ``df`` of ``rows`` rows, floored just above zero as FTS5 does."""
-    return max(math.log((rows - df + 0.5) / (df + 0.5)), IDF_FLOOR)
 
 
 def _lexeme(term: str) -> str:

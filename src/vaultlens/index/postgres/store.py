@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
-from vaultlens.index import rows
+from vaultlens.index import bm25_top, rows
 from vaultlens.index.bm25_top import PRUNE_FROM_ROWS, Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.postgres import fulltext
@@ -602,7 +602,8 @@ class PostgresStore(Store):
     def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
         """BM25 of chunks and of whole notes as FTS5 computes it, divided by the query's idf mass
         (see :mod:`vaultlens.index.postgres.fulltext`); terms in more than half the chunks are left
-        out of the match, the rarest kept, and past bm25_top.PRUNE_FROM_ROWS matching rows the rows
+        out of the match, the rarest kept (and from the note-level match, those in more than half the
+        notes), and past bm25_top.PRUNE_FROM_ROWS matching rows the rows
         holding only common terms are not scored (bm25_top.best_rows), as in the SQLite store."""
         with self.snapshot():
             distinct = list(dict.fromkeys(terms))
@@ -610,8 +611,8 @@ class PostgresStore(Store):
             if not dfs:
                 return LexicalHits()
             n = self._size("chunks")
-            idf = {t: fulltext.idf(n, df) for t, df in dfs.items()}
-            useful = [t for t, v in idf.items() if v > fulltext.IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
+            idf = {t: bm25_top.idf(n, df) for t, df in dfs.items()}
+            useful = list(bm25_top.useful(idf))
             mass = sum(idf.values())
             plain = sum(dfs[t] for t in useful) < PRUNE_FROM_ROWS
             chunk_rows = self._bm25_rows("chunks", "key", idf)
@@ -623,11 +624,14 @@ class PostgresStore(Store):
             if not chunks:
                 return LexicalHits()
             n_notes = self._size("files")
-            note_dfs = self._doc_freqs("files", useful)
-            note_idf = {t: fulltext.idf(n_notes, df) for t, df in note_dfs.items()}
+            note_dfs = self._doc_freqs("files", [t for t in useful if dfs[t]])
+            note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
             note_rows = self._bm25_rows("files", "path", note_idf)
-            held = {t: note_idf[t] for t in useful if note_dfs[t]}
-            top = note_rows(useful, [], note_limit) if plain else best_rows(note_rows, held, note_limit)
+            top = (
+                note_rows(list(note_idf), [], note_limit)
+                if plain
+                else best_rows(note_rows, note_idf, note_limit)
+            )
             return LexicalHits(chunks, {str(p): float(v) / mass for p, v in top})
 
     def _bm25_rows(self, table: str, key: str, idf: dict[str, float]) -> Query:
