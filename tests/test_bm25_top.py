@@ -38,12 +38,12 @@ def idf_of(db: sqlite3.Connection, terms: list[str]) -> dict[str, float]:
     return out
 
 
-def runner(db: sqlite3.Connection, log: list[str], idf: dict[str, float]) -> Query:
-    """The store's query over table t, logging each FTS5 expression it runs."""
+def runner(db: sqlite3.Connection, log: list[tuple[str, str]], idf: dict[str, float]) -> Query:
+    """The store's query over table t, logging each (statement, FTS5 expression) it runs."""
 
     def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
         if " MATCH " in sql:
-            log.append(params[0])
+            log.append((sql, params[0]))
         return db.execute(sql, params).fetchall()
 
     return fts5_query(execute, "t", idf)
@@ -72,15 +72,16 @@ def test_best_rows_are_the_plain_querys(fts: sqlite3.Connection, terms: list[str
     assert all(mine[r] == pytest.approx(plain[-1][1], rel=1e-12) for r in mine.keys() - fts5.keys())
 
 
-def test_the_common_word_is_never_matched(fts: sqlite3.Connection) -> None:
-    """No FTS5 query of the search holds the common word (FTS5 would count and score its thousands of
-    rows): its share is added to the rare words' rows from their stored terms."""
+def test_the_common_word_is_never_scored_by_fts5(fts: sqlite3.Connection) -> None:
+    """No bm25() query of the search holds the common word (FTS5 would count and score its thousands of
+    rows): it is only looked up AND the rare words, and its share added to their rows here."""
     idf = idf_of(fts, ["w0", "w150", "w151"])
     common = fts.execute("SELECT COUNT(*) FROM t WHERE t MATCH 'w0'").fetchone()[0]
     assert common > 1000
-    log: list[str] = []
+    log: list[tuple[str, str]] = []
     best_rows(runner(fts, log, idf), idf, 5)
-    assert log and all('"w0"' not in m for m in log)
+    with_common = [(sql, m) for sql, m in log if '"w0"' in m]
+    assert with_common and all("bm25" not in sql and ") AND (" in m for sql, m in with_common)
 
 
 def test_nothing_to_find(fts: sqlite3.Connection) -> None:
