@@ -678,10 +678,7 @@ class SQLiteStore(Store):
 
         tier = self.ann_tier()
         if tier is not None:
-            keys, vecs = self.vectors_of(tier.search(query, max(k, ANN_CANDIDATES)))
-            dense = np.asarray(vecs @ query, dtype=np.float32)
-            top = np.argsort(-dense, kind="stable")[: max(k, 0)]
-            return keys[top], dense[top]
+            return self._ann_top(tier, query, k)
         rowids, vecs = self.matrix()
         if rowids.size == 0 or k <= 0:
             return rowids[:0], np.zeros(0, dtype=np.float32)
@@ -689,6 +686,15 @@ class SQLiteStore(Store):
         k = min(k, dense.size)
         top = np.argpartition(-dense, k - 1)[:k]
         return rowids[top], dense[top]
+
+    def _ann_top(self, tier: AnnTier, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
+        """The ``k`` best of the tier's candidates (at least ANN_CANDIDATES), re-scored exactly."""
+        import numpy as np
+
+        keys, vecs = self.vectors_of(tier.search(query, max(k, ANN_CANDIDATES)))
+        dense = np.asarray(vecs @ query, dtype=np.float32)
+        top = np.argsort(-dense, kind="stable")[: max(k, 0)]
+        return keys[top], dense[top]
 
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
         import numpy as np
@@ -822,7 +828,8 @@ class SQLiteStore(Store):
             return []
 
     def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
-        """Recall@k of the ANN tier against an exact scan, stored vectors as queries; None without a tier."""
+        """Recall@k of the ANN tier as searches use it (its candidates re-scored exactly) against an
+        exact scan, stored vectors as queries; None without a tier."""
         import numpy as np
 
         with self.snapshot():
@@ -842,7 +849,7 @@ class SQLiteStore(Store):
                     top = np.argpartition(-s, k - 1)[:k]
                     best[i], best_keys[i] = s[top], kk[top]
             hits = [
-                len(set(tier.search(q, k).tolist()) & set(t.tolist()))
+                len(set(self._ann_top(tier, q, k)[0].tolist()) & set(t.tolist()))
                 for q, t in zip(qs, best_keys, strict=True)
             ]
             return float(np.mean(hits)) / k
