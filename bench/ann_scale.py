@@ -11,7 +11,10 @@ process, with ``search.ann_threshold`` = 1:
   candidates re-scored exactly) against the exact scan of the matrix (the baseline, same run):
   p50 / p95 ms and recall@10;
 * the whole search (``rank_notes``: dense, FTS5 lexical, fusion, grouping) with a provider that
-  returns the precomputed query vector, so the query embedding is excluded: p50 / p95 ms;
+  returns the precomputed query vector, so the query embedding is excluded: p50 / p95 ms, beside
+  the same search on the exact store, and recall@10 of its notes against the exact search's; the
+  lexical stage alone (``store.lexical``, bm25_top's pruned FTS5 queries) beside the plain FTS5
+  queries that score every matching row (same terms and idf);
 * a one-note edit (the note's 10 chunks replaced by new vectors through ``apply``): the time the
   next search spends bringing the tier up to date (``ann_tier()``), and the ``apply`` itself.
 
@@ -70,13 +73,32 @@ class FixedQueries:
         return np.stack([self.vectors[t] for t in texts])
 
 
+def plain_lexical(store: Any, terms: list[str], chunk_limit: int, note_limit: int) -> int:
+    """The lexical stage without pruning: one FTS5 query over every useful term per table, each
+    matching row scored (bm25_top.best_rows's baseline: the same terms and idf); returns the rows found."""
+    from vaultlens.index import bm25_top
+
+    with store.snapshot():
+        n = store._chunks_now()
+        dfs = store._doc_freqs("chunks_fts", dict.fromkeys(terms), n)
+        useful = bm25_top.useful({t: bm25_top.idf(n, df) for t, df in dfs.items()})
+        chunks = store._bm25_rows("chunks_fts", useful)(list(useful), [], chunk_limit)
+        if not chunks:
+            return 0
+        n_notes = store._notes_now()
+        note_dfs = store._doc_freqs("notes_fts", [t for t in useful if dfs[t]], n_notes)
+        note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
+        return len(chunks) + len(store._bm25_rows("notes_fts", note_idf)(list(note_idf), [], note_limit))
+
+
 def main() -> None:
     from vaultlens.chunking.chunker import Chunk
     from vaultlens.config.settings import SearchSettings
     from vaultlens.index.indexer import NoProgress
+    from vaultlens.index.lexical import query_terms
     from vaultlens.index.sqlite_store import SQLiteStore
     from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
-    from vaultlens.services.search import rank_notes
+    from vaultlens.services.search import NOTE_CANDIDATES, rank_notes
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks", type=int, default=1_000_000)
@@ -126,14 +148,32 @@ def main() -> None:
         text, _ = corpus.query()
         texts[f"{text} {i}"] = q
     provider = FixedQueries(store.space, texts)
-    full_ms = []
+    full_ms, exact_full_ms, lex_ms, plain_lex_ms, overlap = [], [], [], [], []
     for text in texts:
         t = time.perf_counter()
-        rank_notes(store, provider, text, SearchSettings(), 10, 3)  # type: ignore[arg-type]
+        hits = rank_notes(store, provider, text, SearchSettings(), 10, 3)  # type: ignore[arg-type]
         full_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        truth_hits = rank_notes(exact, provider, text, SearchSettings(), 10, 3)  # type: ignore[arg-type]
+        exact_full_ms.append((time.perf_counter() - t) * 1000)
+        overlap.append(len({h.path for h in hits} & {h.path for h in truth_hits}) / max(len(truth_hits), 1))
+        terms = query_terms(text)
+        t = time.perf_counter()
+        store.lexical(terms, SearchSettings().candidates, NOTE_CANDIDATES)
+        lex_ms.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        plain_lexical(store, terms, SearchSettings().candidates, NOTE_CANDIDATES)
+        plain_lex_ms.append((time.perf_counter() - t) * 1000)
     out["search"] = {
         "p50_ms": round(pct(full_ms, 0.5), 2),
         "p95_ms": round(pct(full_ms, 0.95), 2),
+        "exact_p50_ms": round(pct(exact_full_ms, 0.5), 2),
+        "exact_p95_ms": round(pct(exact_full_ms, 0.95), 2),
+        "recall_at_10_notes": round(float(np.mean(overlap)), 4),
+        "lexical_p50_ms": round(pct(lex_ms, 0.5), 2),
+        "lexical_p95_ms": round(pct(lex_ms, 0.95), 2),
+        "plain_fts5_lexical_p50_ms": round(pct(plain_lex_ms, 0.5), 2),
+        "plain_fts5_lexical_p95_ms": round(pct(plain_lex_ms, 0.95), 2),
         "load": load(),
     }
     print(out["search"], flush=True)

@@ -11,7 +11,7 @@ model's own ~100 MB is not in these figures; add it for a real run).
 * ``serve``: `vaultlens serve` (watcher on) in a child process; 50 searches over HTTP after it is
   ready (the first builds the ANN tier, then saved); RSS after them, split into anonymous memory
   (the process's own) and file-backed pages (the memory-mapped matrix cache and ANN graph: the
-  kernel's to drop under pressure, not pinned).
+  kernel's to drop under pressure, not pinned), and the resident MB of each mapping (/proc/PID/smaps).
 
 Usage: .venv/bin/python bench/memory_scale.py [--notes 50000] [--keep DIR]
 """
@@ -92,6 +92,24 @@ def status(pid: int) -> dict[str, float]:
     return out
 
 
+def mapped(pid: int, top: int = 8) -> dict[str, float]:
+    """Resident MB per mapping of ``pid`` from /proc/PID/smaps: the largest file-backed ones by name
+    (the ANN graph, the matrix cache, the libraries), all anonymous memory together."""
+    rss: dict[str, float] = {}
+    name = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        first = line.split(maxsplit=5)
+        if len(first) >= 5 and "-" in first[0] and not first[0].endswith(":"):
+            name = first[5] if len(first) == 6 and first[5].startswith("/") else "[anonymous]"
+        elif first and first[0] == "Rss:":
+            rss[name] = rss.get(name, 0.0) + int(first[1]) / 1024
+    files = sorted(((v, k) for k, v in rss.items() if k != "[anonymous]"), reverse=True)
+    out = {Path(k).name: round(v, 1) for v, k in files[:top]}
+    out["other files"] = round(sum(v for v, _ in files[top:]), 1)
+    out["[anonymous]"] = round(rss.get("[anonymous]", 0.0), 1)
+    return out
+
+
 def peak_of(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, peak RSS MB) of a child process, polled from /proc until it exits."""
     t = time.monotonic()
@@ -162,6 +180,7 @@ def main() -> None:
             out["first_search_s"] = round(times[0], 1)
             out["search_median_ms"] = round(sorted(times[1:])[len(times) // 2] * 1000, 1)
             out["serve_after_searches"] = status(proc.pid)
+            out["serve_mappings_mb"] = mapped(proc.pid)
             out["load_end"] = round(os.getloadavg()[0], 2)
     finally:
         proc.send_signal(signal.SIGTERM)

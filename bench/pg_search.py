@@ -8,7 +8,8 @@ the same queries (query embedding excluded), alternating the backends:
 
 - search: services.search.score_chunks + group_notes inside one snapshot, as the `search` verb;
 - top-k: the dense candidates alone (``store.top_k``, k = search.candidates);
-- lexical: the BM25 candidates alone (``store.lexical``);
+- lexical: the BM25 candidates alone (``store.lexical``), and the same with bm25_top's pruning off
+  (every row holding a query term scored: the baseline of the pruning);
 - recall@10 of PostgreSQL's top-k (HNSW) against the exact ranking (numpy over the same vectors).
 
 The server: ``--dsn`` (a database where the pgvector extension exists), else a throw-away cluster
@@ -110,7 +111,8 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
         with store.snapshot():
             return group_notes(store, score_chunks(store, q, text, search, None, limit), limit, sections)
 
-    times: dict[str, dict[str, list[float]]] = {n: {"search": [], "top_k": [], "lexical": []} for n in stores}
+    parts = ["search", "top_k", "lexical", "lexical_unpruned"]
+    times: dict[str, dict[str, list[float]]] = {n: {part: [] for part in parts} for n in stores}
     recalls: list[float] = []
     for text, q in queries[:3]:  # warm-up: caches, pages, connections
         for store in stores.values():
@@ -123,6 +125,12 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
             ms, (keys, _) = timed(store.top_k, q, k)
             times[name]["top_k"].append(ms)
             times[name]["lexical"].append(timed(store.lexical, query_terms(text), k, NOTE_CANDIDATES)[0])
+            module = sys.modules[type(store).__module__]
+            module.PRUNE_FROM_ROWS, pruned_from = 10**12, module.PRUNE_FROM_ROWS  # every row scored
+            times[name]["lexical_unpruned"].append(
+                timed(store.lexical, query_terms(text), k, NOTE_CANDIDATES)[0]
+            )
+            module.PRUNE_FROM_ROWS = pruned_from
             if name == "postgres":
                 exact = keys_exact[np.argsort(-(mem @ q))[:10]]
                 got = keys[np.argsort(-stores[name].scores(q, keys))[:10]]

@@ -133,6 +133,43 @@ def test_known_embed_hashes_answers_only_stored_vectors(store: Store) -> None:
     assert store.known_embed_hashes([sha256_hex(text), "missing"]) == {sha256_hex(text)}
 
 
+def test_lexical_pruning_finds_the_plain_hits(backend: StoreBackend, tmp_path: Path) -> None:
+    """Past bm25_top.PRUNE_FROM_ROWS matching rows (here from the first), the rows holding only the
+    query's common words are not scored: the chunks and notes found, and their scores, stay those of
+    the plain queries."""
+    import random
+    import sys
+
+    from vaultlens.index import bm25_top
+
+    rng = random.Random(5)
+    words = [f"word{i}" for i in range(150)]
+    weights = [1.0 / (i + 1) ** 0.8 for i in range(len(words))]
+    store = backend.open(tmp_path / "store")
+    store.set_space(PROVIDER.space)
+    updates, vectors = [], {}
+    for n in range(400):
+        u, v = note_update(
+            f"n{n}.md", [((f"N{n}",), " ".join(rng.choices(words, weights, k=20))) for _ in range(3)]
+        )
+        updates.append(u)
+        vectors.update(v)
+    store.apply(updates=updates, vectors=vectors)
+    queries = ["word0 word90 word91", "word1 word3 word140", "word2 word5", "word149", "word0 nothere"]
+    plain = [store.lexical(query_terms(q), 30, 60) for q in queries]
+    store.close()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys.modules[type(store).__module__], "PRUNE_FROM_ROWS", 0)
+        store = backend.open(tmp_path / "store")  # a new object: no cached counts
+        pruned = [store.lexical(query_terms(q), 30, 60) for q in queries]
+        store.close()
+    for a, b in zip(plain, pruned, strict=True):
+        assert a.chunks.keys() == b.chunks.keys() and a.notes.keys() == b.notes.keys()
+        assert list(b.chunks.values()) == pytest.approx(list(a.chunks.values()), rel=1e-12)
+        assert list(b.notes.values()) == pytest.approx(list(a.notes.values()), rel=1e-12)
+    assert plain[0].chunks and bm25_top.PRUNE_FROM_ROWS > 1000  # the queries find rows; pruning is off below
+
+
 def test_top_k_and_scores_are_inner_products(store: Store) -> None:
     query = PROVIDER.embed(["sourdough starter rye flour"])[0]
     keys, scores = store.top_k(query, 2)

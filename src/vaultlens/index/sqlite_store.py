@@ -15,13 +15,14 @@ rows) while writers keep committing on the main connection without waiting for t
 
 from __future__ import annotations
 
+import heapq
 import json
-import math
 import sqlite3
 import threading
 import time
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,8 +32,9 @@ from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
-from vaultlens.index import rows
+from vaultlens.index import bm25_top, rows
 from vaultlens.index.ann import AnnKeeper, AnnTier
+from vaultlens.index.bm25_top import K1, PRUNE_FROM_ROWS, B, Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
@@ -54,7 +56,6 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
     from vaultlens.index.indexer import Progress
 
 SCHEMA_VERSION = 7
-_IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 DB_NAME = "index.sqlite"
 NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
 ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
@@ -136,6 +137,107 @@ MIGRATIONS: dict[int, str] = {
 }
 
 
+def _any_of(terms: list[str]) -> str:
+    """The FTS5 expression for rows holding any of ``terms`` (each quoted, so read as a word)."""
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian varints (7 bits a byte, the 9th byte whole), as FTS5 writes its sizes."""
+    out, value, used = [], 0, 0
+    for byte in blob:
+        used += 1
+        if used == 9:
+            out.append((value << 8) | byte)
+            value, used = 0, 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            out.append((value << 7) | byte)
+            value, used = 0, 0
+    return out
+
+
+def fts5_size(execute: Callable[[str, tuple[Any, ...]], list[Any]], table: str) -> tuple[int, int]:
+    """(rows, tokens) of the single-column FTS5 ``table``, from FTS5's own averages record."""
+    found = execute(f"SELECT block FROM {table}_data WHERE id = 1", ())
+    sizes = _varints(found[0][0]) if found else []
+    return (sizes[0], sizes[1]) if len(sizes) >= 2 else (0, 0)
+
+
+def fts5_query(
+    execute: Callable[[str, tuple[Any, ...]], list[Any]], table: str, idf: Mapping[str, float]
+) -> Query:
+    """bm25_top's query over the FTS5 ``table`` (single column): the best rows of ``match`` as
+    (rowid, -bm25()), each scored with the terms of ``also`` (``idf``: theirs) too; FTS5 syntax
+    errors become a StoreError.
+
+    FTS5's bm25() counts every row of every term of its expression once per query (its idf), so the
+    common ``also`` terms cannot be in it without costing what pruning saves. The rows of ``match``
+    come best first by their score over ``match``; each then gets the common terms' shares computed
+    here as bm25() computes them (its k1 and b, the row's token count and the mean from FTS5's own
+    size records, the term counted in the row's stored terms), until no row left can reach the
+    ``limit``-th best even with every common term at its bound. The counting is by exact term: a
+    stored word that only FTS5's diacritic folding would equate with the query's is not counted.
+    """
+
+    def best(expression: str, limit: int | None) -> list[tuple[Any, float]]:
+        sql = f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table})"
+        try:
+            rows = (
+                execute(sql + " LIMIT ?", (expression, limit))
+                if limit is not None
+                else execute(sql, (expression,))
+            )
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"Full-text query failed: {exc}") from None
+        return [(r, float(v)) for r, v in rows]
+
+    def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
+        if not match:
+            return []
+        if not also:
+            return best(_any_of(match), limit)
+        rows_n, tokens = fts5_size(execute, table)
+        avgdl = tokens / max(rows_n, 1)
+        reach = sum(idf[t] for t in also) * (K1 + 1)
+        common = set(also)
+        # which rows hold a common term at all: FTS5 finds them fast while no bm25() asks for counts
+        sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
+        holding = {r for (r,) in execute(sql, (f"({_any_of(match)}) AND ({_any_of(also)})",))}
+        top: list[tuple[float, Any]] = []  # a min-heap of the best full scores
+        ranked = best(_any_of(match), None)
+        for start in range(0, len(ranked), 256):
+            part = ranked[start : start + 256]
+            if len(top) >= limit and part[0][1] + reach < top[0][0]:
+                break
+            keys = tuple(r for r, _ in part if r in holding)
+            marks = ",".join("?" * len(keys))
+            texts = (
+                dict(execute(f"SELECT rowid, terms FROM {table} WHERE rowid IN ({marks})", keys))
+                if keys
+                else {}
+            )
+            sizes = (
+                dict(execute(f"SELECT id, sz FROM {table}_docsize WHERE id IN ({marks})", keys))
+                if keys
+                else {}
+            )
+            for key, score in part:
+                full = score
+                if key in texts:
+                    counts = Counter(w for w in str(texts[key]).split() if w in common)
+                    norm = K1 * (1 - B + B * _varints(sizes.get(key, b"\x00"))[0] / avgdl)
+                    full += sum(idf[t] * n * (K1 + 1) / (n + norm) for t, n in counts.items())
+                if len(top) < limit:
+                    heapq.heappush(top, (full, key))
+                elif full > top[0][0]:
+                    heapq.heapreplace(top, (full, key))
+        return [(key, full) for full, key in sorted(top, key=lambda fk: -fk[0])]
+
+    return run
+
+
 class SQLiteStore(Store):
     def __init__(
         self, directory: Path, create: bool = True, ann_threshold: int = SearchSettings.ann_threshold
@@ -176,7 +278,7 @@ class SQLiteStore(Store):
         # one thread builds the matrix of a new generation; the others wait and take it (a server's
         # 40 worker threads each reading 20 MB of vectors after every commit held ~1 GB at once)
         self._matrix_lock = threading.Lock()
-        self._df_cache: dict[tuple[int, str], int] = {}  # (generation, term) -> chunks holding it
+        self._df_cache: dict[tuple[int, str, str], int] = {}  # (generation, table, term) -> rows holding it
         self._chunk_count: tuple[int, int] | None = None  # (generation, chunks)
         self.store_id = self.get_meta("store_id") or "0"
         self._ann = AnnKeeper(self)
@@ -576,10 +678,7 @@ class SQLiteStore(Store):
 
         tier = self.ann_tier()
         if tier is not None:
-            keys, vecs = self.vectors_of(tier.search(query, max(k, ANN_CANDIDATES)))
-            dense = np.asarray(vecs @ query, dtype=np.float32)
-            top = np.argsort(-dense, kind="stable")[: max(k, 0)]
-            return keys[top], dense[top]
+            return self._ann_top(tier, query, k)
         rowids, vecs = self.matrix()
         if rowids.size == 0 or k <= 0:
             return rowids[:0], np.zeros(0, dtype=np.float32)
@@ -587,6 +686,15 @@ class SQLiteStore(Store):
         k = min(k, dense.size)
         top = np.argpartition(-dense, k - 1)[:k]
         return rowids[top], dense[top]
+
+    def _ann_top(self, tier: AnnTier, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
+        """The ``k`` best of the tier's candidates (at least ANN_CANDIDATES), re-scored exactly."""
+        import numpy as np
+
+        keys, vecs = self.vectors_of(tier.search(query, max(k, ANN_CANDIDATES)))
+        dense = np.asarray(vecs @ query, dtype=np.float32)
+        top = np.argsort(-dense, kind="stable")[: max(k, 0)]
+        return keys[top], dense[top]
 
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
         import numpy as np
@@ -720,7 +828,8 @@ class SQLiteStore(Store):
             return []
 
     def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
-        """Recall@k of the ANN tier against an exact scan, stored vectors as queries; None without a tier."""
+        """Recall@k of the ANN tier as searches use it (its candidates re-scored exactly) against an
+        exact scan, stored vectors as queries; None without a tier."""
         import numpy as np
 
         with self.snapshot():
@@ -740,7 +849,7 @@ class SQLiteStore(Store):
                     top = np.argpartition(-s, k - 1)[:k]
                     best[i], best_keys[i] = s[top], kk[top]
             hits = [
-                len(set(tier.search(q, k).tolist()) & set(t.tolist()))
+                len(set(self._ann_top(tier, q, k)[0].tolist()) & set(t.tolist()))
                 for q, t in zip(qs, best_keys, strict=True)
             ]
             return float(np.mean(hits)) / k
@@ -848,15 +957,6 @@ class SQLiteStore(Store):
                 p.unlink(missing_ok=True)
 
     # ---- full text ----------------------------------------------------------------------------
-    def _bm25(self, sql: str, match: str, limit: int) -> list[Any]:
-        """Rows of a ``MATCH ? ... LIMIT ?`` query; FTS5 syntax errors become a StoreError."""
-        if not match:
-            return []
-        try:
-            return self.db.execute(sql, (match, limit)).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"Full-text query failed: {exc}") from None
-
     def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
         """FTS5 BM25 of chunks and of whole notes, divided by the query's idf mass.
 
@@ -864,39 +964,50 @@ class SQLiteStore(Store):
         is roughly the BM25 of a chunk holding every term once. Terms in more than half the
         chunks have ~0 idf: matching them would make FTS5 score most of the index for nothing,
         so they are left out of the MATCH (the rarest term is kept, so an all-common query
-        still finds something).
+        still finds something); the note-level query leaves out the terms in more than half
+        the notes the same way. Past PRUNE_FROM_ROWS matching rows the best rows come from
+        :func:`bm25_top.best_rows`, which skips scoring the rows that hold only the query's common
+        terms (the same rows and scores; below, its probe costs more than it saves).
         """
         with self.snapshot():
-            idf = self._idf(terms)
-            if not idf:
+            n_chunks = self._chunks_now()
+            dfs = self._doc_freqs("chunks_fts", dict.fromkeys(terms), n_chunks)
+            if not dfs:
                 return LexicalHits()
-            useful = [t for t, v in idf.items() if v > _IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
-            match = " OR ".join(f'"{t}"' for t in useful)
+            idf = {t: bm25_top.idf(n_chunks, df) for t, df in dfs.items()}
             mass = sum(idf.values())
-            chunk_sql = (
-                "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
-                " ORDER BY bm25(chunks_fts) LIMIT ?"
+            held = {
+                t: v for t, v in bm25_top.useful(idf).items() if dfs[t]
+            }  # a term no chunk holds matches nothing
+            chunk_rows = self._bm25_rows("chunks_fts", held)
+            # the rows a plain query scores (a note holds a term only if one of its chunks does)
+            plain = sum(dfs[t] for t in held) < PRUNE_FROM_ROWS
+            best = (
+                chunk_rows(list(held), [], chunk_limit) if plain else best_rows(chunk_rows, held, chunk_limit)
             )
-            chunks = {int(r): float(v) / mass for r, v in self._bm25(chunk_sql, match, chunk_limit)}
+            chunks = {int(r): float(v) / mass for r, v in best}
             if not chunks:
                 return LexicalHits()
-            note_sql = (
-                "SELECT f.path, -bm25(notes_fts) FROM notes_fts JOIN files f ON f.rowid = notes_fts.rowid"
-                " WHERE notes_fts MATCH ? ORDER BY bm25(notes_fts) LIMIT ?"
-            )
-            notes = {str(p): float(v) / mass for p, v in self._bm25(note_sql, match, note_limit)}
+            n_notes = self._notes_now()
+            note_dfs = self._doc_freqs("notes_fts", held, n_notes)
+            note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
+            note_rows = self._bm25_rows("notes_fts", note_idf)
+            if plain:
+                top_notes = note_rows(list(note_idf), [], note_limit)
+            else:
+                top_notes = best_rows(note_rows, note_idf, note_limit)
+            keys = (r for r, _ in top_notes)
+            paths = dict(self._rows_in("SELECT rowid, path FROM files WHERE rowid IN ({marks})", keys))
+            notes = {str(paths[r]): float(v) / mass for r, v in top_notes if r in paths}
             return LexicalHits(chunks, notes)
 
-    def _idf(self, terms: Sequence[str]) -> dict[str, float]:
-        """FTS5's idf over chunks of each distinct term (unseen terms included)."""
-        n = self._chunks_now()
-        dfs = self._doc_freqs(dict.fromkeys(terms), n)
-        return {t: max(math.log((n - df + 0.5) / (df + 0.5)), _IDF_FLOOR) for t, df in dfs.items()}
+    def _bm25_rows(self, table: str, idf: Mapping[str, float]) -> Query:
+        return fts5_query(lambda sql, params: self.db.execute(sql, params).fetchall(), table, idf)
 
-    def _doc_freqs(self, terms: Iterable[str], n_chunks: int) -> dict[str, int]:
-        """Chunks containing each term, counted up to just over half of all chunks.
+    def _doc_freqs(self, table: str, terms: Iterable[str], rows: int) -> dict[str, int]:
+        """Rows of ``table`` containing each term, counted up to just over half of ``rows``.
 
-        FTS5 clamps the idf of a term in more than half the chunks to ~0, so counting further
+        FTS5 clamps the idf of a term in more than half the rows to ~0, so counting further
         changes no score; the cap keeps a very common word from costing a full count. Cached
         per generation (a search asks for the same few terms again and again).
         """
@@ -905,15 +1016,19 @@ class SQLiteStore(Store):
             self._df_cache.clear()
         out: dict[str, int] = {}
         for t in terms:
-            df = self._df_cache.get((gen, t))
+            df = self._df_cache.get((gen, table, t))
             if df is None:
                 row = self.db.execute(
-                    "SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
-                    (f'"{t}"', n_chunks // 2 + 1),
+                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+                    (f'"{t}"', rows // 2 + 1),
                 ).fetchone()
-                df = self._df_cache[(gen, t)] = int(row[0])
+                df = self._df_cache[(gen, table, t)] = int(row[0])
             out[t] = df
         return out
+
+    def _notes_now(self) -> int:
+        """Rows of notes_fts (one per note with chunks), as FTS5 counts them for its idf."""
+        return fts5_size(lambda sql, params: self.db.execute(sql, params).fetchall(), "notes_fts")[0]
 
     def _chunks_now(self) -> int:
         """Number of chunks in the current generation (cached for it)."""

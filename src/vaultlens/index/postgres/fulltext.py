@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-K1 = 1.2
-B = 0.75
-IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
+from vaultlens.index.bm25_top import K1, B
+
 MAX_POSITIONS = 256  # PostgreSQL's limit per lexeme
 
 

@@ -12,7 +12,6 @@ once a store holds more than ``exact_below`` chunks (below, an exact scan answer
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
-from vaultlens.index import rows
+from vaultlens.index import bm25_top, rows
+from vaultlens.index.bm25_top import PRUNE_FROM_ROWS, Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.postgres import fulltext
 from vaultlens.index.postgres.connection import connect, register_vectors, translated
@@ -602,44 +602,75 @@ class PostgresStore(Store):
     def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
         """BM25 of chunks and of whole notes as FTS5 computes it, divided by the query's idf mass
         (see :mod:`vaultlens.index.postgres.fulltext`); terms in more than half the chunks are left
-        out of the match, the rarest kept, as in the SQLite store."""
+        out of the match, the rarest kept (and from the note-level match, those in more than half the
+        notes), and past bm25_top.PRUNE_FROM_ROWS matching rows the rows
+        holding only common terms are not scored (bm25_top.best_rows), as in the SQLite store."""
         with self.snapshot():
             distinct = list(dict.fromkeys(terms))
-            idf = self._idf("chunks", distinct)
-            if not idf:
+            dfs = self._doc_freqs("chunks", distinct)
+            if not dfs:
                 return LexicalHits()
-            useful = [t for t, v in idf.items() if v > fulltext.IDF_FLOOR] or [max(idf, key=idf.__getitem__)]
+            n = self._size("chunks")
+            idf = {t: bm25_top.idf(n, df) for t, df in dfs.items()}
+            useful = list(bm25_top.useful(idf))
             mass = sum(idf.values())
-            query = fulltext.tsquery_literal(useful)
-            chunk_rows = self._rows(
-                fulltext.bm25_sql("chunks", "key"),
-                {"query": query, "terms": useful, "idf": [idf[t] for t in useful],
-                 "avgdl": self._avgdl("chunks"), "limit": chunk_limit},
-            )  # fmt: skip
-            chunks = {int(k): float(v) / mass for k, v in chunk_rows}
+            plain = sum(dfs[t] for t in useful) < PRUNE_FROM_ROWS
+            chunk_rows = self._bm25_rows("chunks", "key", idf)
+            if plain:
+                best = chunk_rows(useful, [], chunk_limit)
+            else:  # a term no chunk holds matches nothing
+                best = best_rows(chunk_rows, {t: idf[t] for t in useful if dfs[t]}, chunk_limit)
+            chunks = {int(k): float(v) / mass for k, v in best}
             if not chunks:
                 return LexicalHits()
-            note_idf = self._idf("files", useful)
-            note_rows = self._rows(
-                fulltext.bm25_sql("files", "path"),
-                {"query": query, "terms": useful, "idf": [note_idf[t] for t in useful],
-                 "avgdl": self._avgdl("files"), "limit": note_limit},
-            )  # fmt: skip
-            return LexicalHits(chunks, {str(p): float(v) / mass for p, v in note_rows})
-
-    def _idf(self, table: str, terms: list[str]) -> dict[str, float]:
-        """FTS5's idf of each term over the rows of ``table`` (``chunks`` or note-level ``files``)."""
-        n = self._size(table)
-        out = {}
-        for t in terms:
-            df = self._cached(
-                "df:" + table,
-                t,
-                f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ %s::tsquery LIMIT %s) x",
-                (fulltext.tsquery_literal([t]), n // 2 + 1),
+            n_notes = self._size("files")
+            note_dfs = self._doc_freqs("files", [t for t in useful if dfs[t]])
+            note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
+            note_rows = self._bm25_rows("files", "path", note_idf)
+            top = (
+                note_rows(list(note_idf), [], note_limit)
+                if plain
+                else best_rows(note_rows, note_idf, note_limit)
             )
-            out[t] = max(math.log((n - df + 0.5) / (df + 0.5)), fulltext.IDF_FLOOR)
-        return out
+            return LexicalHits(chunks, {str(p): float(v) / mass for p, v in top})
+
+    def _bm25_rows(self, table: str, key: str, idf: dict[str, float]) -> Query:
+        """bm25_top's query over ``table``: the best (key, BM25) rows holding a term of ``match``, each
+        scored over ``match`` and ``also`` (one query: the score's terms need not be the match's)."""
+
+        def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
+            scored = [*match, *also]
+            return [
+                (k, float(v))
+                for k, v in self._rows(
+                    fulltext.bm25_sql(table, key),
+                    {
+                        "query": fulltext.tsquery_literal(match),
+                        "terms": scored,
+                        "idf": [idf[t] for t in scored],
+                        "avgdl": self._avgdl(table),
+                        "limit": limit,
+                    },
+                )  # fmt: skip
+            ]
+
+        return run
+
+    def _doc_freqs(self, table: str, terms: list[str]) -> dict[str, int]:
+        """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, counted up to just
+        over half of them (past it FTS5's idf is floored, whatever the count); cached per generation."""
+        n = self._size(table)
+        return {
+            t: int(
+                self._cached(
+                    "df:" + table,
+                    t,
+                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ %s::tsquery LIMIT %s) x",
+                    (fulltext.tsquery_literal([t]), n // 2 + 1),
+                )
+            )
+            for t in terms
+        }
 
     def _size(self, table: str) -> int:
         """Rows of ``table`` with full text in this generation (cached for it)."""
