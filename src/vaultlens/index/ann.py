@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 CONNECTIVITY = 16  # M: edges per node (bench/ann_choice.py)
 EXPANSION_ADD = 64  # ef at construction (128 doubled the build time for no recall after the re-scoring)
 EXPANSION_SEARCH = 200  # ef at search; a search for more results widens it to that count
+SCAN_BELOW = 4096  # graphs this small are scanned (int8: about 2 MB a query reads)
 MERGE_SHARE = 0.05  # merge the delta into a new base file when it holds this share of the base
 
 
@@ -51,12 +52,19 @@ def _graph(dims: int) -> Any:
     )
 
 
+def _scan(graph: Any, k: int) -> bool:
+    """Whether a search of ``graph`` for ``k`` keys compares every vector instead of walking the graph:
+    a walk can miss a node however wide its beam, and a small graph (a delta, a store just past a
+    low threshold) or a search for most of it costs no more scanned."""
+    return len(graph) <= SCAN_BELOW or k >= len(graph)
+
+
 def _batch(graph: Any, queries: npt.NDArray[np.float32], k: int) -> tuple[npt.NDArray[np.float32], ChunkKeys]:
     """(distances, keys), both (n, k), of a search of ``graph``; a slot without a match has distance inf."""
     import numpy as np
 
     n = queries.shape[0]
-    m = graph.search(queries, k, threads=0)
+    m = graph.search(queries, k, threads=0, exact=_scan(graph, k))
     counts = np.asarray(m.counts if n > 1 else [len(m.keys)]).reshape(n, 1)
     keys = np.zeros((n, k), dtype=np.int64)
     dist = np.full((n, k), np.inf, dtype=np.float32)
@@ -163,14 +171,14 @@ class AnnTier:
             found: list[tuple[float, int]] = []
             if len(self.base):
                 extra = min(len(self.removed), k)
-                m = self.base.search(query, k + extra, threads=1)
+                m = self.base.search(query, k + extra, threads=1, exact=_scan(self.base, k + extra))
                 found += [
                     (float(d), int(key))
                     for d, key in zip(m.distances, m.keys, strict=True)
                     if int(key) not in self.removed
                 ]
             if len(self.delta):
-                m = self.delta.search(query, k, threads=1)
+                m = self.delta.search(query, k, threads=1, exact=_scan(self.delta, k))
                 found += [(float(d), int(key)) for d, key in zip(m.distances, m.keys, strict=True)]
         found.sort()
         return np.array([key for _, key in found[:k]], dtype=np.int64)
