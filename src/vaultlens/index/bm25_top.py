@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-K1 = 1.2  # BM25's k1 (FTS5's bm25() and index/postgres/fulltext.py): a term adds < idf * (K1 + 1)
+K1 = 1.2  # BM25's k1 (FTS5's bm25 function and index/postgres/fulltext.py): a term adds < idf * (K1 + 1)
 B = 0.75  # BM25's b (the same two)
 IDF_FLOOR = 1e-6  # FTS5 floors idf just above zero; a term at the floor cannot move a score
 PRUNE_FROM_ROWS = 20_000  # rows a plain query scores from which pruning pays for its probe (~10 ms)
