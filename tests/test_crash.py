@@ -36,8 +36,9 @@ from vl_support import (
 pytestmark = pytest.mark.slow
 
 SEED = 20240611
-N_NOTES = 300
-BATCH = 30  # notes per committed batch (index.batch_files): ten commits to kill between
+N_NOTES = 1200
+BATCH = 30  # notes per committed batch (index.batch_files): forty commits, kills within the first ten
+KILL_WITHIN = 10  # commits: thirty more follow, so a kill lands mid-run however fast the embedding
 BATCH_ENV = {"VAULTLENS_INDEX__BATCH_FILES": str(BATCH)}
 WORDS = [
     "cache",
@@ -183,10 +184,10 @@ def store_problems(store_dir: Path, backend: str) -> list[str]:
 
 def _kill_points() -> list:
     """Five different commits to kill after (seeded), the first right away and the others a
-    moment into the next batch. Points are counted in committed batches, not seconds, so they stay
-    mid-run on a fast machine and a slow one alike."""
+    moment into the next batch. Points are counted in committed batches, not seconds, and sit in
+    the first quarter of the run, so they stay mid-run on a fast machine and a slow one alike."""
     rng = random.Random(SEED)
-    first, *later = sorted(rng.sample(range(1, N_NOTES // BATCH - 1), 5))
+    first, *later = sorted(rng.sample(range(1, KILL_WITHIN), 5))
     points = [pytest.param(first * BATCH, 0.0, id=f"right-after-commit-{first}")]
     for k in later:
         delay = round(rng.uniform(0.01, 0.05), 3)
