@@ -18,6 +18,7 @@ import pg_server
 import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.index.backends import backend_names
+from vl_support import TIER_OFF
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
@@ -69,12 +70,14 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """A private VAULTLENS_HOME for every test; no other VAULTLENS_* variable leaks in."""
+    """A private VAULTLENS_HOME for every test; no other VAULTLENS_* variable leaks in, and the
+    quality tier is off unless a test names one (vl_support.TIER_OFF)."""
     for var in list(os.environ):
         if var.startswith("VAULTLENS_"):
             monkeypatch.delenv(var)
     home = tmp_path / "vaultlens-home"
     monkeypatch.setenv("VAULTLENS_HOME", str(home))
+    monkeypatch.setenv(*TIER_OFF)
     yield home
 
 

@@ -29,10 +29,12 @@ def user_config(home: Path, text: str) -> Path:
     return path
 
 
-def test_defaults_and_their_origin(vault: Path) -> None:
+def test_defaults_and_their_origin(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VAULTLENS_EMBEDDING__TIER")  # the suite's own setting (conftest): the real default here
     loaded = load_settings(vault)
     assert loaded.settings == Settings()
     assert loaded.settings.embedding.batch_size == 64
+    assert loaded.settings.embedding.tier == "auto"
     assert loaded.settings.index.chunk_target == 1200
     assert (loaded.settings.search.limit, loaded.settings.search.sections) == (10, 3)
     rows = as_rows(loaded)

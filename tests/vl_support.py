@@ -194,11 +194,17 @@ def run_cli(args: Sequence[str], stdin: str = "") -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+# The quality tier (default auto) would load and run a second model in every test that indexes;
+# the suite runs without it, and the tier's own tests (test_tier*.py) turn it on by name.
+TIER_OFF = ("VAULTLENS_EMBEDDING__TIER", "off")
+
+
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     """Environment for a real `vaultlens` subprocess: this test's home, no other VAULTLENS_* vars."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTLENS_")}
     env["VAULTLENS_HOME"] = str(home)
     env["COLUMNS"] = str(CLI_COLUMNS)
+    env[TIER_OFF[0]] = TIER_OFF[1]
     env.update(extra)
     return env
 

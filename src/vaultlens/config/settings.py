@@ -199,9 +199,11 @@ class EmbeddingSettings:
     # descheduled sibling on a busy machine (bench/serve_load.py); 0 = the same as threads
     query_threads: int = setting(1, ge=0, le=1024)
     # the optional quality tier: a second, stronger and slower local model whose vectors are
-    # filled after each index run and mixed into search (embedding/tiers/); "off" = USE only
+    # filled after each index run and mixed into search (embedding/tiers/); "off" = USE only.
+    # "auto" (the vault's languages pick minilm-en or e5, none without the quality extra) is the
+    # default because no group of the dev sets lost on either half (docs/benchmarks.md)
     tier: str = setting(
-        "off",
+        "auto",
         check=lambda v: bool(PROVIDER_NAME.fullmatch(v) or TIER_FORM.fullmatch(v)),
         shape=", ".join(TIERS) + ", a registered tier name, or ollama:<model> / openai-compatible:<model>",
     )
