@@ -73,7 +73,10 @@ def _print_stats(stats: RunStats, vault: Path) -> None:
         f"{stats.chunks_deleted} deleted in {stats.seconds:.1f}s."
     )
     if stats.tier_embedded:
-        render.out.print(f"Quality tier: {stats.tier_embedded} chunk texts embedded.")
+        render.out.print(
+            f"Quality tier: {stats.tier_embedded} chunk texts embedded in {stats.tier_seconds:.1f}s "
+            "(`vaultlens status` says which model and why; --set embedding.tier=off goes without)."
+        )
     if stats.tier_error:
         render.err.print(
             f"[yellow]The quality tier stopped: {escape(stats.tier_error)}[/yellow] The index is up to date and "
