@@ -20,6 +20,8 @@ from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.index.backends import backend_names
 from vl_support import TIER_OFF
 
+os.environ[TIER_OFF[0]] = TIER_OFF[1]  # for module- and session-scoped fixtures too (isolated_env: per test)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
 
