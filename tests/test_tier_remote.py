@@ -324,6 +324,9 @@ def test_a_server_s_search_carries_the_notice_when_the_tier_is_left_out(
         assert len(notices) == 1 and "left out" in notices[0] and "Cannot reach" in notices[0]
         via = runtime.search_via_server(companion.app, QUERY, None, None)  # what `vaultlens search` uses
         assert via is not None and via.notices == tuple(notices)
+        page = httpx.get(companion.url + "/ui/api/search", params={"q": QUERY}, timeout=30)  # the web page's
+        assert page.json()[0]["path"] == "Trains.md"
+        assert json.loads(page.headers["Vaultlens-Notices"]) == notices
 
         async def use(session: ClientSession) -> dict[str, Any]:
             return payload(await session.call_tool("search_notes", {"query": QUERY}))

@@ -310,6 +310,36 @@ def test_a_query_nothing_matches_shows_the_weak_match_notice(site: Site, page: P
     expect(page.locator("#weak-notice")).to_be_visible()
 
 
+def test_a_search_that_leaves_the_quality_tier_out_says_so(site: Site, page: Page, tmp_path: Path) -> None:
+    """The vault indexed in another home with a remote tier (the scripted embedding server on
+    loopback), then served after that server went away: the page still answers, and shows the
+    notice the CLI prints."""
+    from scripted_server import ScriptedEmbeddingServer
+
+    env = cli_env(tmp_path / "home")
+    vaultlens = [sys.executable, "-m", "vaultlens"]
+    with ScriptedEmbeddingServer(dims=8) as tier_server:
+        tier = [
+            "--set",
+            "embedding.tier=ollama:bge-m3",
+            "--set",
+            f"embedding.tier_endpoint={tier_server.url}",
+        ]
+        done = subprocess.run(
+            [*vaultlens, "index", "--vault", str(site.vault), *tier], env=env, capture_output=True
+        )
+        assert done.returncode == 0 and tier_server.requests, done.stderr.decode()
+    serve = [*vaultlens, "serve", "--vault", str(site.vault), "--no-watch", *tier]
+    with serving(serve, env, tmp_path / "serve.log") as url:
+        page.goto(url + "/")
+        assert type_query(page, QUERY)[0] == STARTER
+        expect(page.locator("#search-notices")).to_be_visible()
+        expect(page.locator("#search-notices")).to_contain_text("left out")
+    page.goto(site.url + "/")  # the site's server has no tier: no notice
+    type_query(page, QUERY)
+    expect(page.locator("#search-notices")).to_be_hidden()
+
+
 def test_keyboard_search_is_focused_on_load_and_arrows_and_enter_open_a_result(
     site: Site, page: Page
 ) -> None:

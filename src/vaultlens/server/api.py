@@ -13,7 +13,6 @@ page shares). The web page (:mod:`vaultlens.web`) is mounted on the same app at 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -40,7 +39,7 @@ from vaultlens.services.app import App
 from vaultlens.services.discover import SimilarResult
 from vaultlens.services.duplicates.report import DuplicateReport
 from vaultlens.services.notes import NoteList, NoteSlice
-from vaultlens.services.search import NOTICES_HEADER, NoteHit
+from vaultlens.services.search import NoteHit
 from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.vault.safepath import ALLOWED_TEXT_PATTERN
@@ -200,9 +199,8 @@ def create_api(
     ) -> JSONResponse:
         hits = finding.search(app, q, limit, sections, untrusted=True)
         # the body stays a list of hits; what they cannot show (the quality tier was left out) rides
-        # in a header, as a JSON list in ASCII
-        notices = {NOTICES_HEADER: json.dumps(hits.notices)} if hits.notices else None
-        return JSONResponse([h.as_dict() for h in hits], headers=notices)
+        # in a header
+        return JSONResponse([h.as_dict() for h in hits], headers=hits.headers())
 
     @api.get("/v1/similar", response_model=SimilarResult, summary="Notes related to one note")
     def similar(

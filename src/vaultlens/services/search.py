@@ -93,6 +93,13 @@ class SearchHits(list[NoteHit]):
         super().__init__(hits)
         self.notices = notices
 
+    def headers(self) -> dict[str, str] | None:
+        """The HTTP header that carries the notices beside a body of hits (a JSON list in ASCII),
+        for the API and the page alike; None without notices."""
+        import json
+
+        return {NOTICES_HEADER: json.dumps(self.notices)} if self.notices else None
+
 
 def rank_notes(
     store: Store,

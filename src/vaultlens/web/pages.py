@@ -79,6 +79,7 @@ def build(state: WebState) -> APIRouter:
             + labelled("q", "Search the vault", type="search", autocomplete="off", autofocus=True)
             + "</form>"
             + tag("p", "Every match is weak: the vault may not hold this.", id="weak-notice", hidden=True)
+            + tag("p", "", id="search-notices", class_="notice", hidden=True)
             + tag("div", "", id="results", aria_live="polite")
         )
         return page("Search", "/", body, csrf, "search")

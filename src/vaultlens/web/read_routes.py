@@ -23,7 +23,8 @@ def build(state: WebState) -> APIRouter:
 
     @router.get("/search")
     def search(q: Annotated[str, Query(min_length=1)]) -> JSONResponse:  # the verb refuses a long one
-        return JSONResponse([hit.as_dict() for hit in finding.search(app, q, SEARCH_LIMIT, untrusted=True)])
+        hits = finding.search(app, q, SEARCH_LIMIT, untrusted=True)
+        return JSONResponse([hit.as_dict() for hit in hits], headers=hits.headers())
 
     @router.get("/similar")
     def similar(path: Annotated[str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS)]) -> JSONResponse:

@@ -6,6 +6,7 @@
   const q = document.getElementById("q");
   const results = document.getElementById("results");
   const weak = document.getElementById("weak-notice");
+  const notices = document.getElementById("search-notices"); // e.g. the quality tier was left out
   let timer = null, seq = 0;
 
   // Whole words only: a word is marked when it is a query term, or starts with one of 4+ letters
@@ -50,6 +51,9 @@
     const r = await fetch(`/ui/api/search?q=${encodeURIComponent(query)}`);
     const data = await vl.json(r);
     if (mine !== seq) return; // a newer keystroke's answer wins
+    const said = r.ok ? JSON.parse(r.headers.get("Vaultlens-Notices") || "[]") : [];
+    notices.textContent = said.join(" ");
+    notices.hidden = !said.length;
     if (!r.ok) { weak.hidden = true; results.replaceChildren(vl.errorBox(data.error)); return; }
     render(data, query);
   }
