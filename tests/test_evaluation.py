@@ -188,6 +188,18 @@ def test_a_queries_file_that_is_empty_or_not_utf8_is_a_clear_error(tmp_path: Pat
     assert "Traceback" not in result.output
 
 
+def test_an_empty_beir_document_is_an_empty_note_and_a_text_that_is_not_a_string_an_error(
+    tmp_path: Path,
+) -> None:
+    corpus = [{"_id": "d1", "title": "Rye", "text": "rye starter"}, {"_id": "d2", "title": "", "text": ""}]
+    result = run_cli(["eval", "beir", str(_beir(tmp_path / "b1", corpus)), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)[0]["metrics"]["ndcg@10"] == pytest.approx(1.0)
+    broken = [{"_id": "d1", "text": "rye starter"}, {"_id": "d2", "text": 7}]
+    result = run_cli(["eval", "beir", str(_beir(tmp_path / "b2", broken))])
+    assert result.exit_code == 2 and _said('corpus.jsonl:2: "text" must be a string, got 7.', result.stderr)
+
+
 def test_malformed_beir_judgements_are_a_clear_error(tmp_path: Path) -> None:
     beir = _beir(tmp_path / "b1", [{"_id": "d1", "text": "rye"}], qrels="q1\td1\tx\n")
     result = run_cli(["eval", "beir", str(beir)])

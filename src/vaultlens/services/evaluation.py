@@ -100,8 +100,11 @@ def beir_vault(beir_dir: Path, target: Path) -> Path:
     for n, doc in read_jsonl(corpus, "a BEIR corpus"):
         doc_id = _doc_id(corpus, n, doc)
         title = str(doc.get("title") or "").strip()
-        text = _field(corpus, n, doc, "text")
-        notes[doc_id] = f"# {title}\n\n{text}\n" if title else f"{text}\n"
+        text = doc.get("text", "")
+        if not isinstance(text, str):
+            raise InvalidInput(f'{corpus}:{n}: "text" must be a string, got {text!r}.')
+        # an empty document is a BEIR document too (Cranfield holds two): an empty note, never found
+        notes[doc_id] = f"# {title}\n\n{text}\n" if title else f"{text}\n" if text.strip() else ""
     target.mkdir(parents=True, exist_ok=True)
     for doc_id, body in notes.items():
         (target / f"{doc_id}.md").write_text(body, encoding="utf-8")
