@@ -206,6 +206,35 @@ def test_vector_cache_is_rebuilt_when_missing_stale_or_damaged(healthy: tuple[Pa
     ]
 
 
+def test_vectors_read_are_kept_per_generation_so_a_reused_rowid_gets_its_new_vector(
+    healthy: tuple[Path, Path],
+) -> None:
+    _, d = healthy
+    store, reader = SQLiteStore(d), SQLiteStore(d)
+    try:
+        ((path,),) = db_rows(d, "SELECT path FROM chunks ORDER BY rowid DESC LIMIT 1")
+        ((freed,),) = db_rows(d, f"SELECT MAX(rowid) + 1 FROM chunks WHERE path != '{path}'")
+        assert (freed,) in db_rows(d, f"SELECT rowid FROM chunks WHERE path = '{path}'")
+        key = np.array([freed], dtype=np.int64)
+        old = store.vectors_of(key)[1][0].copy()
+        new = np.zeros(512, np.float32)
+        new[7] = 1.0
+        chunk = Chunk("replacement-chunk", path, 0, (), "new text", "c-new", 0, 8, 0, 1)
+        record = FileRecord(path, "note", 8, 2, "fh-new", "indexed", n_chunks=1)
+        update = NoteUpdate(record, [IndexedChunk(chunk, "e-new", "new text")])
+        with reader.snapshot():  # pinned before the edit: keeps reading the old generation
+            np.testing.assert_array_equal(reader.vectors_of(key)[1][0], old)
+            # the note's chunks go and its one new chunk takes the lowest of their rowids, now free
+            store.apply(updates=[update], vectors={"e-new": new})
+            assert db_rows(d, "SELECT rowid FROM chunks WHERE id = 'replacement-chunk'") == [(freed,)]
+            np.testing.assert_array_equal(reader.vectors_of(key)[1][0], old)
+        np.testing.assert_array_equal(store.vectors_of(key)[1][0], new)
+        np.testing.assert_array_equal(reader.vectors_of(key)[1][0], new)
+    finally:
+        store.close()
+        reader.close()
+
+
 def test_known_embed_hashes_handles_many_at_once(healthy: tuple[Path, Path]) -> None:
     _, d = healthy
     present = [str(r[0]) for r in db_rows(d, "SELECT embed_hash FROM vectors")]

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from vaultlens.chunking.chunker import MarkdownChunker
+from vaultlens.chunking.chunker import Chunk, MarkdownChunker
 from vaultlens.chunking.source import NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
@@ -36,8 +36,9 @@ from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
 from vaultlens.index.tier_fill import TierFor, fill_tier, record_scripts, stored_scripts
+from vaultlens.vault.model import Link
 from vaultlens.vault.safepath import resolve_note_path
-from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path, scan_vault
+from vaultlens.vault.scan import ScanResult, Skipped, VaultFile, VaultRules, printable_path, scan_vault
 
 if TYPE_CHECKING:  # numpy is loaded by the model: a run with nothing to embed never imports it
     import numpy as np
@@ -68,17 +69,25 @@ class NoProgress:
 
 @dataclass
 class _Pending:
-    update: NoteUpdate
+    record: FileRecord
     embed: dict[str, str]  # embed_hash -> text, for chunks that still need a vector
     removed: int = 0  # chunks of the previous version that are gone
+    chunks: list[tuple[Chunk, str]] = field(default_factory=list)  # (chunk, its embed hash)
+    links: tuple[Link, ...] = ()
     replaces: list[str] = field(default_factory=list)  # gone paths with these bytes (a move)
     stale: bool = False  # deleted or changed since it was read: nothing of it is written
     seen: tuple[int, int] | None = None  # (size, mtime_ns) last confirmed to hold the read bytes
     real: Path | None = None  # the file, as the first check resolved it (checked again at each read)
 
+    def update(self) -> NoteUpdate:
+        """The note's new state, its chunks' lexical terms made now: held from the read to the commit
+        they were a third copy of every changed note's text (a first index of 50,000 notes: 220 MB)."""
+        indexed = [IndexedChunk(c, h, lexical_text(self.record.path, self.record, c)) for c, h in self.chunks]
+        return NoteUpdate(self.record, indexed, self.links)
+
     def still_current(self, vault: Path) -> bool:
         """The file still holds the bytes being indexed: a stat, and a hash only when the stat differs."""
-        rec = self.update.record
+        rec = self.record
         try:
             if self.real is None:
                 self.real = resolve_note_path(vault, rec.path).real
@@ -189,7 +198,27 @@ class Indexer:
             self.store.set_meta("chunker", self.chunker.signature)
             rechunk = False
         present = {f.path for f in scan.notes} | {s.path for s in scan.skipped}
-        gone = [p for p in records if p not in present]
+        self._write(scan, [p for p in records if p not in present], records, stats, rechunk)
+        if rechunk:
+            self.store.set_meta("chunker", self.chunker.signature)
+        self.store.drop_orphan_vectors()
+        if stats.files_changed or stats.files_deleted or stored_scripts(self.store) is None:
+            record_scripts(self.store)  # what embedding.tier = auto picks from (a watch flush keeps it)
+        stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
+        self.store.refresh_ann(self.progress)
+        self._fill_tier(stats)
+
+    def _write(
+        self,
+        scan: ScanResult,
+        gone: list[str],
+        records: dict[str, FileRecord],
+        stats: RunStats,
+        rechunk: bool,
+    ) -> None:
+        """Read, chunk, embed and commit every changed note. The plan holds every changed note's
+        texts (about 5 KB a chunk): it is dropped on return, before the ANN tier is built (a first
+        index of 50,000 notes peaked at 1.3 GB with both at once: docs/benchmarks.md)."""
         # a local model embeds each note's texts from the moment it is read (index/embed_ahead.py);
         # a remote provider is called batch by batch, when each batch is committed
         ahead = None if self.provider.remote else self._ahead()
@@ -204,14 +233,6 @@ class Indexer:
         finally:
             if ahead is not None:
                 ahead[0].stop()
-        if rechunk:
-            self.store.set_meta("chunker", self.chunker.signature)
-        self.store.drop_orphan_vectors()
-        if stats.files_changed or stats.files_deleted or stored_scripts(self.store) is None:
-            record_scripts(self.store)  # what embedding.tier = auto picks from (a watch flush keeps it)
-        stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
-        self.store.refresh_ann(self.progress)
-        self._fill_tier(stats)
 
     def _ahead(self) -> tuple[EmbedAhead, _Freshness]:
         fresh = _Freshness(self.vault, ())
@@ -246,7 +267,7 @@ class Indexer:
                 by_hash.setdefault(file_hash, []).append(path)
         moved: set[str] = set()
         for item in plan.pending:
-            file_hash = item.update.record.file_hash
+            file_hash = item.record.file_hash
             olds = by_hash.get(file_hash) if file_hash else None
             if olds:
                 item.replaces.append(olds.pop())
@@ -304,7 +325,7 @@ class Indexer:
             stats.chunks_embedded += len(vectors)
             if vectors and self.store.space is None:
                 self.store.set_space(self.provider.space)
-        updates = [*plan.updates, *(p.update for p in plan.pending if not p.stale)]
+        updates = [*plan.updates, *(p.update() for p in plan.pending if not p.stale)]
         if updates or vectors or plan.deletes or plan.touch:
             self.store.apply(updates=updates, vectors=vectors, deletes=plan.deletes, touch=plan.touch)
         if plan.deletes or stats.chunks_deleted:
@@ -372,9 +393,9 @@ class Indexer:
                 plan.touch.append(item)  # tier 2: same bytes, new stamp
                 continue
             stats.files_changed += 1
-            if item.update.record.status == "skipped":
+            if item.record.status == "skipped":
                 stats.files_skipped += 1
-            elif item.update.record.status == "failed":
+            elif item.record.status == "failed":
                 stats.files_failed += 1
             stats.chunks_deleted += item.removed
             plan.pending.append(item)
@@ -393,7 +414,7 @@ class Indexer:
     def _read(self, f: VaultFile, old: FileRecord | None) -> _Pending | FileRecord:
         def record(status: str, reason: str | None, file_hash: str | None = None) -> _Pending:
             rec = FileRecord(f.path, "note", f.size, f.mtime_ns, file_hash, status, reason)
-            return _Pending(NoteUpdate(rec), {}, old.n_chunks if old else 0)
+            return _Pending(rec, {}, old.n_chunks if old else 0)
 
         try:
             raw = read_note(self.vault, f.path)
@@ -427,18 +448,18 @@ class Indexer:
             note.tags,
             len(chunks),
         )
-        indexed = []
+        hashed = []
         embed: dict[str, str] = {}
         for chunk in chunks:
             etext = embed_text(note.title, chunk)
             ehash = sha256_hex(etext)
-            indexed.append(IndexedChunk(chunk, ehash, lexical_text(f.path, note, chunk)))
+            hashed.append((chunk, ehash))
             embed[ehash] = etext
         removed = 0
         if old is not None and old.n_chunks:
             new_keys = {(c.id, c.content_hash) for c in chunks}
             removed = len(self.store.chunk_keys(f.path) - new_keys)
-        return _Pending(NoteUpdate(rec, indexed, note.links), embed, removed)
+        return _Pending(rec, embed, removed, hashed, note.links)
 
     def _batches(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
         batch: list[_Pending] = []
@@ -472,7 +493,7 @@ class Indexer:
             kept = [p for p in batch if not p.stale]
             # a moved note's old path goes in the transaction that adds its new one
             moved = [old for p in kept for old in p.replaces]
-            self.store.apply(updates=[p.update for p in kept], vectors=vectors, deletes=moved)
+            self.store.apply(updates=[p.update() for p in kept], vectors=vectors, deletes=moved)
             done.update(vectors)  # a text skipped for a stale note may still be wanted by a later one
             stats.chunks_embedded += len(vectors)
 

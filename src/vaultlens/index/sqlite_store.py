@@ -59,6 +59,9 @@ SCHEMA_VERSION = 7
 DB_NAME = "index.sqlite"
 NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
 ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
+# vectors read from SQLite kept per generation (2 KB each at 512 dimensions): a search past the ANN
+# threshold reads its candidates' vectors up to three times (re-score, fusion, note penalties)
+VECTOR_CACHE = 4096
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -279,6 +282,7 @@ class SQLiteStore(Store):
         # 40 worker threads each reading 20 MB of vectors after every commit held ~1 GB at once)
         self._matrix_lock = threading.Lock()
         self._df_cache: dict[tuple[int, str, str], int] = {}  # (generation, table, term) -> rows holding it
+        self._vec_cache: dict[tuple[int, int], bytes] = {}  # (generation, chunk rowid) -> its float32 vector
         self._chunk_count: tuple[int, int] | None = None  # (generation, chunks)
         self.store_id = self.get_meta("store_id") or "0"
         self._ann = AnnKeeper(self)
@@ -761,14 +765,21 @@ class SQLiteStore(Store):
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def vectors_of(self, keys: ChunkKeys) -> tuple[ChunkKeys, Vectors]:
-        """(keys that have a chunk and a vector, their float32 vectors), ascending by key."""
-
+        """(keys that have a chunk and a vector, their float32 vectors), ascending by key; the last
+        VECTOR_CACHE read are kept for the generation (a rowid may name another chunk in the next)."""
         sql = (
             "SELECT c.rowid, v.vec FROM chunks c JOIN vectors v ON v.embed_hash = c.embed_hash"
             " WHERE c.rowid IN ({marks})"
         )
-        rows = sorted(self._rows_in(sql, dict.fromkeys(keys.tolist())))
-        return self._stack(rows)
+        cache, wanted = self._vec_cache, dict.fromkeys(keys.tolist())
+        with self.snapshot() as gen:
+            rows = [(k, v) for k in wanted if (v := cache.get((gen, k))) is not None]
+            cached = {k for k, _ in rows}
+            read = list(self._rows_in(sql, (k for k in wanted if k not in cached)))
+        if len(cache) + len(read) > VECTOR_CACHE:
+            cache.clear()
+        cache.update(((gen, k), v) for k, v in read[:VECTOR_CACHE])
+        return self._stack(sorted(rows + read))
 
     def vector_blocks(
         self, size: int = 20_000, table: str = "vectors"

@@ -10,9 +10,10 @@ exactly the texts it got before contexts existed, so its vector is reused.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.index.lexical import terms
-from vaultlens.vault.model import ParsedNote
 
 
 def embed_text(title: str, chunk: Chunk) -> str:
@@ -24,10 +25,20 @@ def embed_text(title: str, chunk: Chunk) -> str:
     return f"{prefix}\n{chunk.text}"
 
 
-def lexical_text(path: str, note: ParsedNote, chunk: Chunk) -> str:
+class Named(Protocol):
+    """A note's names (a parsed note, or the record the index keeps of it)."""
+
+    @property
+    def title(self) -> str | None: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+
+def lexical_text(path: str, note: Named, chunk: Chunk) -> str:
     """Stemmed terms for full text: path words, title and aliases count for every chunk."""
     head = " ".join(
-        [path.rsplit(".", 1)[0].replace("/", " "), note.title, *note.aliases, *chunk.heading_path]
+        [path.rsplit(".", 1)[0].replace("/", " "), note.title or "", *note.aliases, *chunk.heading_path]
     )
     if chunk.context:
         head = f"{head}\n{chunk.context}"

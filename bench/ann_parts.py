@@ -1,0 +1,153 @@
+"""Where a search past the ANN threshold spends its time, on a store kept by bench/ann_scale.py.
+
+Modes (each in this process, on ``--keep DIR`` of ``ann_scale.py --chunks N``, its tier file present):
+
+* ``recall``: recall@10 against the exact scan and ``top_k`` p50 / p95 for several (candidates re-scored,
+  ef_search) settings, the same 200 queries as ann_scale.py for every row (``ANN_CANDIDATES`` and the
+  tier's ``expansion_search`` set in turn);
+* ``stages``: whole searches (``score_chunks`` + ``group_notes`` in one snapshot, the query embedding
+  excluded) on fresh queries, each store call timed: p50 per part;
+* ``profile``: the same searches twice, the second pass under cProfile (cumulative and own time);
+* ``cache``: the same searches with the store's vector cache off (``VECTOR_CACHE`` = 0) and on, the arms
+  alternating per query: p50 / p95 of each, their ratio, and whether both return the same hits.
+
+Usage: .venv/bin/python bench/ann_parts.py DIR MODE [--chunks 1000000] [--queries 40] [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import pct  # noqa: E402
+from _vectors import recall  # noqa: E402
+from ann_scale import ModelShapedCorpus  # noqa: E402
+
+STORE_CALLS = ["top_k", "lexical", "scores", "vectors_of", "_doc_freqs", "chunk_paths", "note_chunk_keys"]
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def fresh_queries(corpus: ModelShapedCorpus, n: int, seed: int) -> Iterator[tuple[str, np.ndarray]]:
+    """Query texts and vectors from the corpus's clusters, not the ones ann_scale.py times."""
+    corpus.rng = np.random.default_rng(seed)
+    for i in range(n):
+        text, _ = corpus.query()
+        yield f"{text} {i}", corpus.shaped.queries(1, seed=seed * 1000 + i)[0]
+
+
+def search(store: Any, text: str, q: np.ndarray) -> list[Any]:
+    from vaultlens.config.settings import SearchSettings
+    from vaultlens.services import search as se
+
+    with store.snapshot():
+        return se.group_notes(store, se.score_chunks(store, q, text, SearchSettings(), None, exact=10), 10, 3)
+
+
+def timed(store: Any, totals: dict[str, float]) -> None:
+    """Wrap each of the store's STORE_CALLS so its wall time adds to ``totals`` (nested calls count in both)."""
+
+    def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kw: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kw)
+            finally:
+                totals[name] += (time.perf_counter() - t) * 1000
+
+        return call
+
+    for name in STORE_CALLS:
+        setattr(store, name, wrap(name, getattr(store, name)))
+
+
+def main() -> None:
+    from vaultlens.index import sqlite_store as ss
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("keep", type=Path)
+    ap.add_argument("mode", choices=["recall", "stages", "profile", "cache"])
+    ap.add_argument("--chunks", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    store = ss.SQLiteStore(args.keep, create=False, ann_threshold=1)
+    tier = store.ann_tier()
+    assert tier is not None, "no tier file: run bench/ann_scale.py --keep DIR first"
+    corpus = ModelShapedCorpus(args.chunks)
+    print("load", load(), flush=True)
+    if args.mode == "recall":
+        exact = ss.SQLiteStore(args.keep, create=False, ann_threshold=10**12)
+        queries = corpus.shaped.queries(200)
+        truth = []
+        for q in queries:
+            keys, scores = exact.top_k(q, 10)
+            truth.append(keys[np.argsort(-scores)])
+        for cand, ef in [(200, 200), (200, 400), (300, 300), (400, 400), (200, 200)]:
+            ss.ANN_CANDIDATES, tier.base.expansion_search = cand, ef
+            found, ms = [], []
+            for q in queries:
+                store._vec_cache.clear()
+                t = time.perf_counter()
+                found.append(store.top_k(q, 10)[0])
+                ms.append((time.perf_counter() - t) * 1000)
+            print(
+                f"candidates {cand} ef {ef}: recall@10 {recall(np.array(found), np.array(truth)):.4f}"
+                f" p50 {pct(ms, 0.5):.2f} p95 {pct(ms, 0.95):.2f} ms load {load()}",
+                flush=True,
+            )
+    elif args.mode == "stages":
+        totals: dict[str, float] = defaultdict(float)
+        timed(store, totals)
+        rows = []
+        for text, q in fresh_queries(corpus, args.queries, args.seed):
+            totals.clear()
+            t = time.perf_counter()
+            search(store, text, q)
+            rows.append({"search": (time.perf_counter() - t) * 1000, **totals})
+        print({k: round(pct([r.get(k, 0.0) for r in rows], 0.5), 1) for k in ["search", *STORE_CALLS]})
+    elif args.mode == "profile":
+        queries = list(fresh_queries(corpus, args.queries, args.seed))
+        for text, q in queries:
+            search(store, text, q)
+        prof = cProfile.Profile()
+        prof.enable()
+        for text, q in queries:
+            search(store, text, q)
+        prof.disable()
+        stats = pstats.Stats(prof)
+        stats.sort_stats("cumulative").print_stats(25)
+        stats.sort_stats("tottime").print_stats(12)
+    else:
+        size, ms, same = ss.VECTOR_CACHE, {"off": [], "on": []}, 0
+        for i, (text, q) in enumerate(fresh_queries(corpus, args.queries, args.seed)):
+            hits = []
+            for arm in ["off", "on"] if i % 2 == 0 else ["on", "off"]:
+                ss.VECTOR_CACHE = size if arm == "on" else 0
+                store._vec_cache.clear()
+                t = time.perf_counter()
+                hits.append(search(store, text, q))
+                ms[arm].append((time.perf_counter() - t) * 1000)
+            same += hits[0] == hits[1]
+        summary = {arm: (round(pct(v, 0.5), 1), round(pct(v, 0.95), 1)) for arm, v in ms.items()}
+        ratio = pct(ms["on"], 0.5) / pct(ms["off"], 0.5)
+        print(
+            f"p50 / p95 ms {summary}, on / off p50 {ratio:.2f}, same hits {same}/{args.queries}, load {load()}"
+        )
+
+
+if __name__ == "__main__":
+    main()
