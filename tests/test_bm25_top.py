@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from vaultlens.index import sqlite_store
 from vaultlens.index.bm25_top import Query, best_rows
 from vaultlens.index.sqlite_store import fts5_query
 
@@ -61,7 +62,11 @@ QUERIES = [
 
 @pytest.mark.parametrize("terms", QUERIES)
 @pytest.mark.parametrize("limit", [5, 50, 400])
-def test_best_rows_are_the_plain_querys(fts: sqlite3.Connection, terms: list[str], limit: int) -> None:
+@pytest.mark.parametrize("head", [1, 60, 2000])  # the probe's head: too short, partly long enough, every row
+def test_best_rows_are_the_plain_querys(
+    fts: sqlite3.Connection, terms: list[str], limit: int, head: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "PROBE_HEAD", head)
     idf = idf_of(fts, terms)
     plain = runner(fts, [], idf)(list(idf), [], limit)
     pruned = best_rows(runner(fts, [], idf), idf, limit)
@@ -88,3 +93,14 @@ def test_nothing_to_find(fts: sqlite3.Connection) -> None:
     assert best_rows(runner(fts, [], {}), {}, 10) == []
     idf = idf_of(fts, ["w0"])
     assert best_rows(runner(fts, [], idf), idf, 0) == []
+
+
+@pytest.mark.parametrize("terms", QUERIES)
+def test_the_probes_rows_are_scored_by_fts5_once(fts: sqlite3.Connection, terms: list[str]) -> None:
+    """The pruned query over the probe's terms scores the rows the probe fetched (PROBE_HEAD of them,
+    here every one) instead of asking FTS5's bm25() for them again."""
+    idf = idf_of(fts, terms)
+    log: list[tuple[str, str]] = []
+    best_rows(runner(fts, log, idf), idf, 5)
+    scored = [m for sql, m in log if "bm25" in sql]
+    assert scored and len(scored) == len(set(scored))

@@ -62,6 +62,7 @@ ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >
 # vectors read from SQLite kept per generation (2 KB each at 512 dimensions): a search past the ANN
 # threshold reads its candidates' vectors up to three times (re-score, fusion, note penalties)
 VECTOR_CACHE = 4096
+PROBE_HEAD = 2000  # rows a pruned FTS5 query's probe fetches, so the pruned query rarely scores them again
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -182,7 +183,12 @@ def fts5_query(
     size records, the term counted in the row's stored terms), until no row left can reach the
     ``limit``-th best even with every common term at its bound. The counting is by exact term: a
     stored word that only FTS5's diacritic folding would equate with the query's is not counted.
+    A call over only some of ``idf``'s terms and none ``also`` is bm25_top's probe, and its terms are
+    often the pruned call's ``match``: it fetches PROBE_HEAD rows, and the pruned call scores those
+    first; when no row past them can reach the best ``limit``, FTS5 does not score the rows of
+    ``match`` a second time (~4 ms at 1,000,000 chunks).
     """
+    heads: dict[str, tuple[int, list[tuple[Any, float]]]] = {}  # expression -> (limit, its best rows)
 
     def best(expression: str, limit: int | None) -> list[tuple[Any, float]]:
         sql = f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table})"
@@ -194,13 +200,17 @@ def fts5_query(
             )
         except sqlite3.OperationalError as exc:
             raise StoreError(f"Full-text query failed: {exc}") from None
-        return [(r, float(v)) for r, v in rows]
+        found = [(r, float(v)) for r, v in rows]
+        if limit is not None:
+            heads[expression] = (limit, found)
+        return found
 
     def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
         if not match:
             return []
         if not also:
-            return best(_any_of(match), limit)
+            probe = len(match) < len(idf)
+            return best(_any_of(match), max(limit, PROBE_HEAD) if probe else limit)[:limit]
         rows_n, tokens = fts5_size(execute, table)
         avgdl = tokens / max(rows_n, 1)
         reach = sum(idf[t] for t in also) * (K1 + 1)
@@ -208,35 +218,47 @@ def fts5_query(
         # which rows hold a common term at all: FTS5 finds them fast while no bm25() asks for counts
         sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
         holding = {r for (r,) in execute(sql, (f"({_any_of(match)}) AND ({_any_of(also)})",))}
-        top: list[tuple[float, Any]] = []  # a min-heap of the best full scores
-        ranked = best(_any_of(match), None)
-        for start in range(0, len(ranked), 256):
-            part = ranked[start : start + 256]
-            if len(top) >= limit and part[0][1] + reach < top[0][0]:
-                break
-            keys = tuple(r for r, _ in part if r in holding)
-            marks = ",".join("?" * len(keys))
-            texts = (
-                dict(execute(f"SELECT rowid, terms FROM {table} WHERE rowid IN ({marks})", keys))
-                if keys
-                else {}
-            )
-            sizes = (
-                dict(execute(f"SELECT id, sz FROM {table}_docsize WHERE id IN ({marks})", keys))
-                if keys
-                else {}
-            )
-            for key, score in part:
-                full = score
-                if key in texts:
-                    counts = Counter(w for w in str(texts[key]).split() if w in common)
-                    norm = K1 * (1 - B + B * _varints(sizes.get(key, b"\x00"))[0] / avgdl)
-                    full += sum(idf[t] * n * (K1 + 1) / (n + norm) for t, n in counts.items())
-                if len(top) < limit:
-                    heapq.heappush(top, (full, key))
-                elif full > top[0][0]:
-                    heapq.heapreplace(top, (full, key))
-        return [(key, full) for full, key in sorted(top, key=lambda fk: -fk[0])]
+
+        def with_common(ranked: list[tuple[Any, float]]) -> tuple[list[tuple[Any, float]], bool]:
+            """The best ``limit`` of ``ranked`` (rows of match, best first) with the common terms' shares
+            added, and whether it stopped before a row that could not enter them any more."""
+            top: list[tuple[float, Any]] = []  # a min-heap of the best full scores
+            for start in range(0, len(ranked), 256):
+                part = ranked[start : start + 256]
+                if len(top) >= limit and part[0][1] + reach < top[0][0]:
+                    return [(key, full) for full, key in sorted(top, key=lambda fk: -fk[0])], True
+                keys = tuple(r for r, _ in part if r in holding)
+                marks = ",".join("?" * len(keys))
+                texts = (
+                    dict(execute(f"SELECT rowid, terms FROM {table} WHERE rowid IN ({marks})", keys))
+                    if keys
+                    else {}
+                )
+                sizes = (
+                    dict(execute(f"SELECT id, sz FROM {table}_docsize WHERE id IN ({marks})", keys))
+                    if keys
+                    else {}
+                )
+                for key, score in part:
+                    full = score
+                    if key in texts:
+                        counts = Counter(w for w in str(texts[key]).split() if w in common)
+                        norm = K1 * (1 - B + B * _varints(sizes.get(key, b"\x00"))[0] / avgdl)
+                        full += sum(idf[t] * n * (K1 + 1) / (n + norm) for t, n in counts.items())
+                    if len(top) < limit:
+                        heapq.heappush(top, (full, key))
+                    elif full > top[0][0]:
+                        heapq.heapreplace(top, (full, key))
+            return [(key, full) for full, key in sorted(top, key=lambda fk: -fk[0])], False
+
+        expression = _any_of(match)
+        head_limit, head = heads.get(expression, (0, []))
+        if head_limit and len(head) == head_limit:  # the head holds not every row of match
+            found, stopped = with_common(head)
+            # a row past the head scores at most the head's last over match
+            if stopped or (len(found) >= limit and head[-1][1] + reach < found[-1][1]):
+                return found
+        return with_common(head if len(head) < head_limit else best(expression, None))[0]
 
     return run
 
