@@ -4,10 +4,12 @@ Each command runs in a fresh process under ``python -X importtime``; the total i
 top-level cumulative times it prints (so the interpreter's own start-up is not in it), taken as
 the median of N runs (and the minimum: on a busy machine the one least disturbed by other jobs). Also reported: the process's wall time, how many modules it imported and
 which of the heavy third-party ones (numpy, httpx, markdown_it, fastapi, mcp, ...) among them.
-``status`` runs on examples/vault twice: before it is indexed and after (the index is built once,
-with the bundled model, in a temporary VAULTLENS_HOME). ``--notes N`` adds a no-change
+``status`` runs on examples/vault twice: before it is indexed and after (the index is built once
+per tree, with the bundled model, in a temporary VAULTLENS_HOME: an older tree may not read a
+newer index). ``--notes N`` adds a no-change
 `vaultlens index` of a generated vault of N notes (bench/audit_structure.py's generator, indexed
-once by this tree first), the command whose wall time issue 26 bounds (< 1 s at 2,000 notes).
+once by this tree first), the command whose wall time issue 26 bounds (< 1 s at 2,000 notes);
+it runs on this tree only.
 
 ``--src DIR`` (repeatable) measures another checkout's ``src`` folder too, e.g. one made with
 ``git archive main src | tar -x -C /tmp/before``; the trees are measured in alternation, so they
@@ -109,16 +111,24 @@ def main() -> None:
             sys.exit(f"error: {tree} holds no vaultlens package")
     tmp = temp_home("import-time")
     home = Path(os.environ["VAULTLENS_HOME"])
-    unindexed, indexed = home / "unindexed", home / "indexed"
-    print(f"indexing {VAULT} once (bundled model) ...", flush=True)
-    env = {**os.environ, "VAULTLENS_HOME": str(indexed), "PYTHONPATH": str(trees[0])}
-    subprocess.run(
-        [sys.executable, "-m", "vaultlens", "index", "--vault", str(VAULT)],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    homes = {"--help": unindexed, "status (no index)": unindexed, "status (indexed)": indexed}
+    unindexed = home / "unindexed"
+    indexed = [home / f"indexed-{i}" for i in range(len(trees))]  # an older tree may not read a newer index
+
+    def index_once(i: int, vault: Path) -> None:
+        env = {**os.environ, "VAULTLENS_HOME": str(indexed[i]), "PYTHONPATH": str(trees[i])}
+        cmd = [sys.executable, "-m", "vaultlens", "index", "--vault", str(vault)]
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+
+    for i, tree in enumerate(trees):
+        print(f"indexing {VAULT} once with {tree} (bundled model) ...", flush=True)
+        index_once(i, VAULT)
+    # the home each command runs in; None: the tree's own index
+    homes: dict[str, Path | None] = {
+        "--help": unindexed,
+        "status (no index)": unindexed,
+        "status (indexed)": None,
+    }
+    only_this: set[str] = set()  # timed on this tree only
     if args.notes:
         from audit_structure import generate
 
@@ -126,16 +136,18 @@ def main() -> None:
         synthetic.mkdir()
         generate(synthetic, args.notes)
         print(f"indexing {args.notes} generated notes once ...", flush=True)
-        cmd = [sys.executable, "-m", "vaultlens", "index", "--vault", str(synthetic)]
-        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        index_once(0, synthetic)
         name = f"index (no change, {args.notes} notes)"
         COMMANDS[name] = ["index", "--vault", str(synthetic)]
-        homes[name] = indexed
+        homes[name] = None
+        only_this.add(name)
     samples: dict[tuple[int, str], list[tuple[float, float, float, dict[str, int]]]] = {}
     for _ in range(args.runs):
         for i, tree in enumerate(trees):  # alternate the trees so they share the load
             for name, cmd in COMMANDS.items():
-                samples.setdefault((i, name), []).append(run(tree, cmd, homes[name]))
+                if i and name in only_this:
+                    continue
+                samples.setdefault((i, name), []).append(run(tree, cmd, homes[name] or indexed[i]))
     rows: list[tuple[str, ...]] = [
         ("tree", "command", "import ms (min)", "wall s", "CPU s", "modules", "heavy modules imported")
     ]

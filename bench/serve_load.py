@@ -17,13 +17,14 @@ interleaved, with the same output checked; reported as the ratio of medians.
 
 ``--contention``: instead, the query path on a busy machine (issue 26). `serve --no-watch` on a
 500-note vault, one client, 200 searches in a row quiet, then 200 while another process keeps both
-cores busy (numpy matrix products on 2 BLAS threads); once with today's query setting
-(``embedding.query_threads=0``: a query runs on ``embedding.threads`` = all cores) and once with the
-new default (1), alternating A B A B. Bar: loaded p95 <= 3x quiet p95 of the same server.
+cores busy (numpy matrix products on 2 BLAS threads); once with ``embedding.query_threads=0`` (a
+search runs on ``embedding.threads`` = all cores) and once with the default (1), and with ``--src
+DIR`` once more with the default served from another checkout's ``src`` (e.g. ``git archive main
+src``), alternating A B C / C B A. Bar: loaded p95 <= 3x quiet p95 of the same server.
 
 Usage: .venv/bin/python bench/serve_load.py [--quick] [--notes N] [--clients N] [--seconds S] [--warmup S]
        [--cli-runs N] [--edit-every S]
-       .venv/bin/python bench/serve_load.py --contention [--rounds 2] [--queries 200]
+       .venv/bin/python bench/serve_load.py --contention [--rounds 2] [--queries 200] [--src DIR]
 """
 
 from __future__ import annotations
@@ -157,18 +158,28 @@ def sequential(base: str, queries: list[str]) -> list[float]:
     return out
 
 
-def contention(rounds: int, n_queries: int) -> None:
-    """The query path quiet and while another process loads both cores, for two query settings."""
+def contention(rounds: int, n_queries: int, before: Path | None) -> None:
+    """The query path quiet and while another process loads both cores, for two query settings
+    (and the default of another checkout's ``src``, ``before``)."""
     rng = random.Random(7)
     tmp, vault, app, _ = indexed_vault("contention", 500, rng)
     app.close()
     queries = [f"{rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(n_queries)]
-    settings = {"today (query_threads=0: all cores)": "0", "query_threads=1 (new default)": "1"}
+    # label -> (embedding.query_threads, the src folder serve runs from: None = this checkout)
+    settings: dict[str, tuple[str, Path | None]] = {
+        "query_threads=0 (all cores)": ("0", None),
+        "query_threads=1 (the default)": ("1", None),
+    }
+    if before is not None:
+        settings[f"query_threads=1, {before}"] = ("1", before)
     runs: list[dict[str, Any]] = []
     for r in range(rounds):
-        for label, value in settings.items() if r % 2 == 0 else reversed(settings.items()):
+        for label, (value, src) in settings.items() if r % 2 == 0 else reversed(settings.items()):
             port = free_port()
-            log = Path(tmp.name) / f"serve-{r}-{value}.log"
+            log = Path(tmp.name) / f"serve-{r}-{len(runs)}.log"
+            env = {**os.environ, "COLUMNS": "200"}
+            if src is not None:
+                env["PYTHONPATH"] = str(src)
             with log.open("ab") as out:
                 proc = subprocess.Popen(
                     [
@@ -184,7 +195,7 @@ def contention(rounds: int, n_queries: int) -> None:
                     ],
                     stdout=out,
                     stderr=subprocess.STDOUT,
-                    env={**os.environ, "COLUMNS": "200"},
+                    env=env,
                 )
             try:
                 wait_for(log, "Serving ", proc, timeout=600)
@@ -218,7 +229,7 @@ def contention(rounds: int, n_queries: int) -> None:
             run["ratio_p95"] = run["loaded_p95"] / run["quiet_p95"]
             runs.append(run)
             print(
-                f"  round {r + 1} {label:36} quiet p50 {run['quiet_p50']:6.1f} p95 {run['quiet_p95']:6.1f} ms"
+                f"  round {r + 1} {label:44} quiet p50 {run['quiet_p50']:6.1f} p95 {run['quiet_p95']:6.1f} ms"
                 f" (load {load_q:.1f}) | loaded p50 {run['loaded_p50']:6.1f} p95 {run['loaded_p95']:6.1f} ms"
                 f" (load {load_l:.1f}) | p95 ratio {run['ratio_p95']:.2f}",
                 flush=True,
@@ -262,9 +273,10 @@ def main() -> None:
     ap.add_argument("--contention", action="store_true", help="the query path quiet and on busy cores")
     ap.add_argument("--rounds", type=int, default=2, help="--contention: rounds of both settings")
     ap.add_argument("--queries", type=int, default=200, help="--contention: queries per phase")
+    ap.add_argument("--src", type=Path, default=None, help="--contention: also serve from this src folder")
     args = ap.parse_args()
     if args.contention:
-        contention(args.rounds, args.queries)
+        contention(args.rounds, args.queries, args.src.resolve() if args.src else None)
         return
     n_notes = args.notes or (500 if args.quick else 5000)
     seconds = args.seconds or (10.0 if args.quick else 30.0)

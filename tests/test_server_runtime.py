@@ -21,7 +21,7 @@ import pytest
 from mcp import ClientSession
 
 import vaultlens
-from server_support import CHILD, payload, run_async, running_server, trap_vault, with_http_session
+from server_support import CHILD, FAKE, payload, run_async, running_server, trap_vault, with_http_session
 from vaultlens.server import runtime
 from vaultlens.server.serve import VAULT_POLL_S
 from vl_support import bilingual_vault, cli_env, run_cli
@@ -197,6 +197,26 @@ def test_serve_without_the_writer_lock_serves_and_says_who_keeps_the_index(
         assert httpx.get(server.url + "/v1/status").json()["watcher"]["state"] == "elsewhere"
     assert any("Another process" in line for line in said), said
     assert any(line.startswith("Serving") for line in said)
+
+
+@pytest.mark.parametrize(("query_threads", "blas_threads"), [("1", 1), ("0", 2)])
+def test_serve_runs_blas_on_the_query_threads(
+    tmp_path: Path, isolated_env: Path, query_threads: str, blas_threads: int
+) -> None:
+    """A search's matrix products run on embedding.query_threads BLAS threads in `serve` (0: on
+    embedding.threads), as its query's embedding does: on all cores they wait for descheduled
+    siblings on a busy machine (issue 26)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    vault = trap_vault(tmp_path / "v")
+    overrides = {**FAKE, "embedding.threads": "2", "embedding.query_threads": query_threads}
+    with (
+        threadpool_limits(limits=3 - blas_threads, user_api="blas"),  # the other count before it starts
+        running_server(vault, isolated_env, overrides=overrides) as server,
+    ):
+        assert httpx.get(server.url + "/v1/search", params={"q": "cats"}).status_code == 200
+        counts = {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+    assert counts == {blas_threads}
 
 
 def _wait_for(check: Callable[[], bool], seconds: float = 60) -> None:

@@ -27,6 +27,7 @@ import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
+from vaultlens.embedding.blas import answer_queries
 from vaultlens.errors import TRANSLATED, ConfigError, IndexLocked, VaultlensError, translate_error
 from vaultlens.index.watcher import FlushReport, VaultMoved, root_identity
 from vaultlens.server import runtime
@@ -140,6 +141,7 @@ class Companion:
         provider = self.app.provider()
         if not provider.remote:
             provider.embed(["warm up"])  # load the local model now, not on the first search (seconds)
+        answer_queries(self.app.settings.embedding)  # a search's products on the query's threads
         asgi = build_asgi(
             self.app, self.host, self.token, self._started, self._stopping, self._watcher_info, self.hub
         )
