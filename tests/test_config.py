@@ -30,7 +30,8 @@ def user_config(home: Path, text: str) -> Path:
 
 
 def test_defaults_and_their_origin(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("VAULTLENS_EMBEDDING__TIER")  # the suite's own setting (conftest): the real default here
+    # the suite's own setting (conftest) removed: the real default here
+    monkeypatch.delenv("VAULTLENS_EMBEDDING__TIER")
     loaded = load_settings(vault)
     assert loaded.settings == Settings()
     assert loaded.settings.embedding.batch_size == 64
