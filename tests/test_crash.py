@@ -254,7 +254,7 @@ def test_ctrl_c_keeps_finished_batches_and_says_so(
     err = log.read_text(encoding="utf-8", errors="replace")
     assert "Indexing stopped" in err and "chunks embedded so far are saved" in err
     assert "vaultlens index" in err  # the hint says how to finish
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "error ignored" not in err  # nor a driver's warning
     assert store_problems(store_dir, backend) == []
     with opened_store(store_dir, backend) as store:
         run = store.last_run()

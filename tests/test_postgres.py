@@ -236,3 +236,21 @@ def test_a_lock_held_past_the_timeout_is_store_busy_with_a_hint(tmp_path: Path) 
     finally:
         holder.close()
         waiter.close()
+
+
+def test_a_write_left_mid_command_by_ctrl_c_does_not_break_the_next_write(tmp_path: Path) -> None:
+    """Ctrl-C between sending a statement and reading its answer leaves the connection busy (psycopg
+    cannot cancel it there); the run's "cancelled" record and every later write must still land."""
+    store = PostgresBackend().open(tmp_path / "s", create=True)
+    try:
+        run_id = store.start_run()
+        with pytest.raises(KeyboardInterrupt), store.transaction() as db:
+            db.execute("INSERT INTO meta (key, value) VALUES ('half', 'written')")
+            db.pgconn.send_query(b"SELECT pg_sleep(0.2)")  # sent, its answer never read
+            raise KeyboardInterrupt
+        store.finish_run(run_id, "cancelled", {"chunks_embedded": 3})
+        record = store.last_run()
+        assert record is not None and record.status == "cancelled"
+        assert store.get_meta("half") is None  # the interrupted transaction was rolled back
+    finally:
+        store.close()

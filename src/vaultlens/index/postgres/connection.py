@@ -8,6 +8,7 @@ refuse a DSN that holds one (config/settings.py), and no message here ever shows
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,11 @@ CONNECT_TIMEOUT_S = 10
 LOCK_TIMEOUT_MS = 30_000  # as long as SQLite's busy timeout: a writer waits this long for another
 DSN_HINT = "Check index.dsn (or VAULTLENS_INDEX__DSN); libpq's PGHOST, PGPORT, PGUSER and PGDATABASE fill in what it leaves out."
 EXTRA_HINT = "Install the PostgreSQL extra: pip install 'vaultlens[postgres]'."
+
+# psycopg logs "error ignored in rollback" when Ctrl-C left a connection mid-command; the store
+# replaces that connection (PostgresStore._writer), so the warning is noise on a user's terminal.
+# A NullHandler only stops Python's last-resort printing: an application's own logging still sees it.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 def where(dsn: str) -> str:

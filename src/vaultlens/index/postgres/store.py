@@ -65,9 +65,8 @@ class PostgresStore(Store):
         self._readers: list[psycopg.Connection[Any]] = []
         self._readers_lock = threading.Lock()
         self._write_lock = threading.RLock()
-        self._conn = connect(dsn, schema)
-        with self._translated("open the index"):
-            register_vectors(self._conn)
+        self._writing = 0  # depth of transaction() on this store (nested blocks are savepoints)
+        self._conn = self._connect("open the index")
         self._matrix: dict[bool, tuple[int, ChunkKeys, Vectors]] = {}
         self._matrix_lock = threading.Lock()
         self._dims: int | None = None  # the HNSW index's dimension once it exists
@@ -78,14 +77,32 @@ class PostgresStore(Store):
     def _translated(self, action: str) -> Any:
         return translated(self.dsn, action)
 
+    def _connect(self, action: str) -> psycopg.Connection[Any]:
+        conn = connect(self.dsn, self.schema)
+        with self._translated(action):
+            register_vectors(conn)
+        return conn
+
+    def _writer(self) -> psycopg.Connection[Any]:
+        """The write connection, replaced when an interrupted write left it mid-command or broken.
+
+        Ctrl-C can land between sending a statement and reading its answer, where psycopg cannot
+        cancel it: the connection stays busy and every later statement (the run's own "cancelled"
+        record first) fails. Closing it makes the server roll back what it had open.
+        """
+        from psycopg.pq import TransactionStatus
+
+        if self._conn.closed or self._conn.info.transaction_status != TransactionStatus.IDLE:
+            self._conn.close()
+            self._conn = self._connect("write the index")
+        return self._conn
+
     def _reader(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
         if conn is None or conn.closed:
             from psycopg import IsolationLevel
 
-            conn = connect(self.dsn, self.schema)
-            with self._translated("read the index"):
-                register_vectors(conn)
+            conn = self._connect("read the index")
             conn.isolation_level = IsolationLevel.REPEATABLE_READ
             conn.read_only = True
             self._local.conn = conn
@@ -106,9 +123,15 @@ class PostgresStore(Store):
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         """One write transaction under the store's advisory lock: one writer at a time, on any machine."""
-        with self._write_lock, self._translated("write the index"), self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-            yield self._conn
+        with self._write_lock:
+            conn = self._conn if self._writing else self._writer()
+            self._writing += 1
+            try:
+                with self._translated("write the index"), conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    yield conn
+            finally:
+                self._writing -= 1
 
     @contextmanager
     def snapshot(self) -> Iterator[int]:
