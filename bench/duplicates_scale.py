@@ -183,8 +183,9 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _naive_pairs(vecs: np.ndarray, floor: float) -> Any:
-    """Every pair scored in the full space, 512 rows at a time (the all-pairs baseline)."""
+def _naive_pairs(matrix: np.ndarray, subset: np.ndarray, floor: float) -> Any:
+    """Every pair of ``subset`` scored in the full space, 512 rows at a time (the all-pairs baseline)."""
+    vecs = np.asarray(matrix[subset], dtype=np.float32)
     n = vecs.shape[0]
     for start in range(0, n - 1, 512):
         stop = min(n, start + 512)
@@ -192,11 +193,7 @@ def _naive_pairs(vecs: np.ndarray, floor: float) -> Any:
         rows, cols = np.nonzero(g >= floor)
         keep = cols > rows
         rows, cols = rows[keep], cols[keep]
-        yield (
-            (rows + start).astype(np.int64),
-            (cols + start).astype(np.int64),
-            g[rows, cols].astype(np.float32),
-        )
+        yield subset[rows + start], subset[cols + start], g[rows, cols].astype(np.float32)
 
 
 def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import vaultlens
@@ -297,16 +298,91 @@ def test_exact_pairs_match_brute_force() -> None:
         assert len(brute) > 100
 
 
-def test_partitioned_pairs_find_near_copies() -> None:
-    rng = np.random.default_rng(3)
-    n, d = 4000, 64
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    x[-200:] = x[:200] + 0.1 * rng.standard_normal((200, d)).astype(np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    got = {
-        (int(a), int(b))
-        for ra, rb, _ in vector_pairs.partitioned_pairs(x, 0.95)
-        for a, b in zip(ra, rb, strict=True)
+def _planted(n: int, d: int, copies: int, seed: int) -> npt.NDArray[np.float32]:
+    """Unit vectors shaped like a model's (a shared mean, a decaying spectrum) with the last
+    ``copies`` rows near-copies of the first ones."""
+    rng = np.random.default_rng(seed)
+    spectrum = (1.0 / np.arange(1, d + 1)) ** 0.5
+    x = 0.1 + rng.standard_normal((n, d)) * spectrum
+    x[-copies:] = x[:copies] + 0.05 * rng.standard_normal((copies, d)) * spectrum
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_partitioned_pairs_find_near_copies_with_exact_cosines() -> None:
+    n, d, copies = 4000, 256, 200
+    x = _planted(n, d, copies, 3)
+    rows = np.arange(n, dtype=np.int64)
+    got: dict[tuple[int, int], float] = {}
+    for ra, rb, sims in vector_pairs.partitioned_pairs(x, rows, 0.95):
+        got.update({(int(a), int(b)): float(v) for a, b, v in zip(ra, rb, sims, strict=True)})
+    planted = {(i, n - copies + i) for i in range(copies)}
+    assert len(planted & set(got)) >= 198
+    gram = x @ x.T
+    assert all(a < b and abs(gram[a, b] - v) < 1e-5 and v >= 0.95 for (a, b), v in got.items())
+
+
+def test_close_pairs_keep_the_callers_row_numbers() -> None:
+    """Only pairs of the given rows, named by their rows in the whole matrix, on both paths."""
+    n, d, copies = 1200, 256, 200
+    x = _planted(n, d, copies, 5)
+    rows = np.flatnonzero(np.arange(n) % 3 != 1).astype(np.int64)  # every third row left out
+    expected = {
+        (int(a), int(b)) for a in rows.tolist() for b in rows.tolist() if a < b and float(x[a] @ x[b]) >= 0.95
     }
-    planted = {(i, n - 200 + i) for i in range(200)}
-    assert len(planted & got) >= 198
+    assert len(expected) >= 50
+    for large in (False, True):
+        limit = 10 if large else vector_pairs.EXACT_MAX_ROWS
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(vector_pairs, "EXACT_MAX_ROWS", limit)
+            found = {
+                (int(a), int(b))
+                for ra, rb, _ in vector_pairs.close_pairs(x, rows, 0.95)
+                for a, b in zip(ra, rb, strict=True)
+            }
+        assert found <= expected
+        assert len(found) >= 0.98 * len(expected), large
+
+
+def test_the_projected_distance_filter_drops_no_pair_within_it() -> None:
+    """The filter's bound is a proof, not a heuristic: brute force on projections agrees exactly."""
+    rng = np.random.default_rng(11)
+    z = rng.standard_normal((1500, 16)).astype(np.float32) * rng.uniform(0.2, 1.0, (1500, 1)).astype(
+        np.float32
+    )
+    z[750:] = z[:750] + 0.1 * rng.standard_normal((750, 16)).astype(np.float32)
+    norms = np.linalg.norm(z, axis=1).astype(np.float32)
+    unit = z / norms[:, None]
+    for limit in (0.05, 0.2, 0.5):
+        a, b = vector_pairs._within_distance(unit, norms, limit)
+        d2 = ((z[:, None, :] - z[None, :, :]) ** 2).sum(axis=2)
+        ii, jj = np.nonzero(np.triu(d2 <= limit - 1e-4, 1))
+        found = set(zip(a.tolist(), b.tolist(), strict=True))
+        assert set(zip(ii.tolist(), jj.tolist(), strict=True)) <= found, limit
+        assert all(d2[i, j] <= limit + 1e-4 for i, j in found), limit
+
+
+def _rss_file_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1]) / 1024
+    pytest.skip("no /proc/self/status here: resident memory cannot be read")
+
+
+def test_row_reader_reads_a_mapped_matrix_without_keeping_it_resident(tmp_path: Path) -> None:
+    x = np.random.default_rng(2).standard_normal((60_000, 256)).astype(np.float32)  # 61 MB
+    np.save(tmp_path / "m.npy", x)
+    mapped = np.load(tmp_path / "m.npy", mmap_mode="r")
+    reader = vector_pairs.RowReader(np.asarray(mapped, dtype=np.float32))
+    before = _rss_file_mb()
+    total = np.zeros(256, dtype=np.float64)
+    for s0 in range(0, 60_000, 5000):  # a pass over every row, as the projections make
+        total += reader.take(np.arange(s0, s0 + 5000)).astype(np.float64).sum(axis=0)
+    assert np.allclose(total, x.sum(axis=0, dtype=np.float64), rtol=1e-4)
+    assert _rss_file_mb() - before < 20  # the mapping itself would hold ~61 MB
+    picks = np.array([59_999, 3, 3, 40_000, 0], dtype=np.int64)  # sparse, repeated, unordered
+    assert np.array_equal(reader.take(picks), x[picks])
+    assert np.array_equal(reader.take(np.arange(100, 140)), x[100:140])  # one read of a span
+    (tmp_path / "m.npy").unlink()  # a newer generation drops the file: the open one still reads
+    assert np.array_equal(reader.take(picks), x[picks])
+    in_memory = vector_pairs.RowReader(x)
+    assert np.array_equal(in_memory.take(picks), x[picks])

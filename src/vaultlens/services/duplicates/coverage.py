@@ -82,13 +82,8 @@ class Compared:
         usable = ~lay.frontmatter & ~self.short[lay.note_of]
         # not Store.neighbours: at 100,000 notes its candidates cost 483 s against 44 s for the
         # partitions (docs/benchmarks.md, bench/dup_scale.py), so duplicates keep the partitions
-        rows_idx = np.flatnonzero(usable)
-        batches = (
-            (rows_idx[r], rows_idx[c], sims)
-            for r, c, sims in vector_pairs.close_pairs(lay.vecs[rows_idx], floor)
-        )
         best: dict[tuple[int, int], dict[int, tuple[float, int]]] = defaultdict(dict)
-        for r, c, sims in batches:
+        for r, c, sims in vector_pairs.close_pairs(lay.vecs, np.flatnonzero(usable), floor):
             for i, j, ni, nj, sc in zip(
                 r.tolist(),
                 c.tolist(),

@@ -70,10 +70,11 @@ def find_translations(
     bodies = [c.body(n) for n in notes.tolist()]
     starts = np.cumsum([0] + [len(b) for b in bodies[:-1]])
     centroids = np.empty((len(notes), lay.vecs.shape[1]), dtype=np.float32)
+    reader = vector_pairs.RowReader(lay.vecs)
     for s0 in range(0, len(notes), 8192):  # weighted sums of each note's rows, a block of notes at a time
         part = bodies[s0 : s0 + 8192]
         rows = np.concatenate(part)
-        weighted = lay.vecs[rows] * c.weight[rows][:, None].astype(np.float32)
+        weighted = reader.take(rows) * c.weight[rows][:, None].astype(np.float32)
         centroids[s0 : s0 + len(part)] = np.add.reduceat(weighted, starts[s0 : s0 + len(part)] - starts[s0])
     centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-9)
     ii, jj = translation_candidates(centroids, side)

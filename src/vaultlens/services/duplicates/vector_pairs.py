@@ -1,12 +1,18 @@
 """Pairs of close vectors without an all-pairs matrix.
 
-Up to :data:`EXACT_MAX_ROWS` rows every pair is scored exactly, one block of rows at a time; above it,
-rows are grouped into k-means partitions (each joins its nearest few) and pairs are scored exactly
-inside each partition, so the cost grows with the partition sizes instead of n squared.
+Up to :data:`EXACT_MAX_ROWS` rows every pair is scored exactly, one block of rows at a time. Above it,
+the rows are projected on their :data:`PROJECTED_DIMS` principal directions, grouped into k-means
+partitions of the projections (each row joins its :data:`PROBES` nearest), and inside each partition
+only the pairs whose projected distance allows cos >= floor are scored exactly: a projection on
+orthonormal directions never lengthens a difference, so that filter drops no pair of the partition.
+The cost grows with the partition sizes in the projected space instead of n squared in the full one,
+and the full vectors are read once, a block at a time, and then only for the pairs that pass.
 """
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -17,6 +23,10 @@ BLOCK_ROWS = 1024  # rows per exact block: a 1024 x n float32 product stays unde
 EXACT_MAX_ROWS = 30_000
 KMEANS_ITERATIONS = 8
 PROBES = 3  # partitions each section joins (2 found 92.6% of planted pairs at 100k notes, 3: see benchmarks)
+PROJECTED_DIMS = 128  # principal directions the partitions and the distance filter work in
+PCA_SAMPLE = 20_000  # about this many rows teach the principal directions
+READ_ROWS = 16_384  # rows read from the matrix per block while projecting
+BOUND_SLACK = 1e-3  # float32 rounding room in the distance filter (it must never drop a true pair)
 PairBatch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
 
@@ -53,12 +63,15 @@ def _spherical_kmeans(
     return centroids
 
 
-def partitions(vecs: npt.NDArray[np.float32], seed: int = 0) -> Iterator[npt.NDArray[np.int64]]:
-    """Members of each k-means partition (about sqrt(n) of them); each vector joins its :data:`PROBES` nearest."""
+def partitions(
+    vecs: npt.NDArray[np.float32], seed: int = 0, k: int | None = None, sample_per: int = 40
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Members of each of ``k`` k-means partitions (default about sqrt(n)), learnt on ``sample_per``
+    rows a centroid; each vector joins its :data:`PROBES` nearest."""
     n = vecs.shape[0]
     rng = np.random.default_rng(seed)
-    k = max(2, int(np.sqrt(n)))
-    sample = vecs[rng.choice(n, min(n, 40 * k), replace=False)]
+    k = max(2, min(n, k or int(np.sqrt(n))))
+    sample = vecs[rng.choice(n, min(n, sample_per * k), replace=False)]
     centroids = _spherical_kmeans(sample, k, rng)
     probes = min(PROBES, k)
     nearest = np.empty((n, probes), dtype=np.int64)
@@ -73,31 +86,145 @@ def partitions(vecs: npt.NDArray[np.float32], seed: int = 0) -> Iterator[npt.NDA
         yield member[order[bounds[c] : bounds[c + 1]]]
 
 
-def partitioned_pairs(vecs: npt.NDArray[np.float32], floor: float, seed: int = 0) -> Iterator[PairBatch]:
-    """Pairs with cos >= floor, approximately: each vector joins the partitions of its
-    :data:`PROBES` nearest k-means centroids, and pairs are scored exactly inside each partition.
+class RowReader:
+    """Rows of a matrix, read from its file when it is memory-mapped (the vector cache is): a pass
+    over every row of a mapping keeps the whole file resident in this process, counted in its
+    memory, where reads leave it in the OS's file cache. The file is opened once, so a newer
+    generation that deletes it meanwhile changes nothing here."""
 
-    Two near-copies (cos >= 0.9) are almost always nearest to the same centroid, and probing two
-    makes a miss rarer still; recall is measured on planted pairs in bench/duplicates_scale.py,
-    not guaranteed. Cost is the sum of squared partition sizes instead of n squared.
+    def __init__(self, vecs: npt.NDArray[np.float32]) -> None:
+        self.vecs, self.dims = vecs, vecs.shape[1]
+        self._fd: int | None = None
+        base: object = vecs
+        while base is not None and not isinstance(base, np.memmap):
+            base = getattr(base, "base", None)
+        if isinstance(base, np.memmap) and base.shape == vecs.shape and vecs.flags.c_contiguous:
+            try:
+                self._fd = os.open(str(base.filename), os.O_RDONLY)
+            except (OSError, TypeError):  # no file name, or gone already: read through the mapping
+                return
+            weakref.finalize(self, os.close, self._fd)
+            self._offset, self._dtype = base.offset, base.dtype
+
+    def take(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """The rows ``idx`` (any order, repeats allowed) as float32."""
+        if self._fd is None or not len(idx):
+            return np.asarray(self.vecs[idx], np.float32)
+        size = self.dims * self._dtype.itemsize
+        uniq, inverse = np.unique(idx, return_inverse=True)
+        lo, hi = int(uniq[0]), int(uniq[-1]) + 1
+        dense = hi - lo <= 4 * len(uniq)  # then one read of the whole span
+        if dense:
+            raw = os.pread(self._fd, (hi - lo) * size, self._offset + lo * size)
+        else:
+            raw = b"".join(os.pread(self._fd, size, self._offset + r * size) for r in uniq.tolist())
+        if len(raw) != (hi - lo if dense else len(uniq)) * size:  # a short read: the mapping has the rows
+            return np.asarray(self.vecs[idx], np.float32)
+        got = np.frombuffer(raw, self._dtype).reshape(-1, self.dims)
+        return np.asarray((got[uniq - lo] if dense else got)[inverse], np.float32)
+
+
+def partitioned_pairs(
+    vecs: npt.NDArray[np.float32], rows: npt.NDArray[np.int64], floor: float, seed: int = 0
+) -> Iterator[PairBatch]:
+    """Pairs of ``rows`` (indices into ``vecs``, given back as such) with cos >= floor, approximately:
+    each row joins the partitions of its :data:`PROBES` nearest k-means centroids of the projections,
+    and inside each partition the pairs the projected distance allows are scored exactly.
+
+    Two near-copies (cos >= 0.9) are almost always nearest to the same centroid, and probing three
+    makes a miss rarer still; recall is measured on planted pairs in bench/duplicates_scale.py and
+    bench/dup_scale.py, not guaranteed.
     """
-    n = vecs.shape[0]
+    n = len(rows)
+    reader = RowReader(vecs)
+    unit, norms = _projections(reader, rows)
+    limit = 2.0 - 2.0 * floor + BOUND_SLACK
     seen: set[int] = set()
-    for idx in partitions(vecs, seed):
-        for ra, rb, sims in exact_pairs(vecs[idx], floor):
-            a, b = idx[ra], idx[rb]
-            lo, hi = np.minimum(a, b), np.maximum(a, b)
-            codes = lo * n + hi
-            fresh = np.array([code not in seen for code in codes.tolist()], dtype=bool)
-            seen.update(codes[fresh].tolist())
-            if fresh.any():
-                yield lo[fresh], hi[fresh], sims[fresh]
+    for idx in partitions(unit, seed):
+        a, b = _within_distance(unit[idx], norms[idx], limit)
+        lo, hi = np.minimum(idx[a], idx[b]), np.maximum(idx[a], idx[b])
+        codes = lo * n + hi
+        fresh = np.array([code not in seen for code in codes.tolist()], dtype=bool)
+        if not fresh.any():
+            continue
+        seen.update(codes[fresh].tolist())
+        ga, gb = rows[lo[fresh]], rows[hi[fresh]]
+        sims = _cosines(reader, ga, gb)
+        keep = sims >= floor
+        if keep.any():
+            yield ga[keep], gb[keep], sims[keep].astype(np.float32)
 
 
-def close_pairs(vecs: npt.NDArray[np.float32], floor: float) -> Iterator[PairBatch]:
-    if vecs.shape[0] <= EXACT_MAX_ROWS:
-        return exact_pairs(vecs, floor)
-    return partitioned_pairs(vecs, floor)
+def _cosines(
+    reader: RowReader, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float32]:
+    """cos(row a[i], row b[i]) for each i."""
+    out: npt.NDArray[np.float32] = np.einsum("ij,ij->i", reader.take(a), reader.take(b))
+    return out
+
+
+def _projections(
+    reader: RowReader, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """The rows on their top principal directions, as unit vectors and lengths, in two passes of
+    :data:`READ_ROWS` rows at a time (the first learns the directions from every few rows)."""
+    n, dims = len(rows), reader.dims
+    blocks = range(0, n, READ_ROWS)
+    basis = np.eye(dims, dtype=np.float32)
+    if dims > PROJECTED_DIMS:
+        step = max(1, n // PCA_SAMPLE)
+        total, gram, count = np.zeros(dims), np.zeros((dims, dims)), 0
+        for s0 in blocks:
+            part = reader.take(rows[s0 : s0 + READ_ROWS])[::step].astype(np.float64)
+            total, gram, count = total + part.sum(axis=0), gram + part.T @ part, count + len(part)
+        mean = total / count
+        directions = np.linalg.eigh(gram / count - np.outer(mean, mean))[1]  # ascending: the last are the top
+        basis = np.ascontiguousarray(directions[:, -PROJECTED_DIMS:], dtype=np.float32)
+    unit = np.empty((n, basis.shape[1]), dtype=np.float32)
+    for s0 in blocks:
+        unit[s0 : s0 + READ_ROWS] = reader.take(rows[s0 : s0 + READ_ROWS]) @ basis
+    norms = np.linalg.norm(unit, axis=1).astype(np.float32)
+    unit /= np.maximum(norms, 1e-12)[:, None]
+    return unit, norms
+
+
+def _within_distance(
+    unit: npt.NDArray[np.float32], norms: npt.NDArray[np.float32], limit: float
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Local pairs i < j whose projected vectors lie within squared distance ``limit``.
+
+    |a - b|^2 = |a|^2 + |b|^2 - 2 |a| |b| cos is smallest, for a given |a|, when |b|^2 = |a|^2 - limit,
+    so no pair within the limit has a cosine below sqrt(1 - limit / |a|^2): one comparison per pair
+    against its row's bound, the exact distance only for what passes it."""
+    m = len(unit)
+    sq = norms.astype(np.float64) ** 2
+    least_cos = np.sqrt(np.clip(1.0 - limit / np.maximum(sq, 1e-12), 0.0, 1.0)).astype(np.float32)
+    ls: list[npt.NDArray[np.int64]] = []
+    rs: list[npt.NDArray[np.int64]] = []
+    for start in range(0, m - 1, BLOCK_ROWS):
+        stop = min(m, start + BLOCK_ROWS)
+        cos = unit[start:stop] @ unit[start:].T
+        rows, cols = np.nonzero(cos >= least_cos[start:stop, None])
+        keep = cols > rows  # the upper triangle: column offset 0 is row ``start`` itself
+        rows, cols = rows[keep], cols[keep]
+        a, b = rows + start, cols + start
+        near = sq[a] + sq[b] - 2.0 * norms[a] * norms[b] * cos[rows, cols] <= limit
+        ls.append(a[near])
+        rs.append(b[near])
+    if not ls:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(ls).astype(np.int64), np.concatenate(rs).astype(np.int64)
+
+
+def close_pairs(
+    vecs: npt.NDArray[np.float32], rows: npt.NDArray[np.int64], floor: float
+) -> Iterator[PairBatch]:
+    """Pairs of ``rows`` (indices into ``vecs``, given back as such) with cos >= floor."""
+    if len(rows) > EXACT_MAX_ROWS:
+        yield from partitioned_pairs(vecs, rows, floor)
+        return
+    for a, b, sims in exact_pairs(np.asarray(vecs[rows], np.float32), floor):
+        yield rows[a], rows[b], sims
 
 
 def top_across(
