@@ -24,6 +24,7 @@ EXACT_MAX_ROWS = 30_000
 KMEANS_ITERATIONS = 8
 PROBES = 3  # partitions each section joins (2 found 92.6% of planted pairs at 100k notes, 3: see benchmarks)
 PROJECTED_DIMS = 128  # principal directions the partitions and the distance filter work in
+PARTITION_SCALE = 1.0  # partitions per sqrt(rows) for the pairs of rows
 PCA_SAMPLE = 20_000  # about this many rows teach the principal directions
 READ_ROWS = 16_384  # rows read from the matrix per block while projecting
 BOUND_SLACK = 1e-3  # float32 rounding room in the distance filter (it must never drop a true pair)
@@ -140,7 +141,7 @@ def partitioned_pairs(
     unit, norms = _projections(reader, rows)
     limit = 2.0 - 2.0 * floor + BOUND_SLACK
     seen: set[int] = set()
-    for idx in partitions(unit, seed):
+    for idx in partitions(unit, seed, k=int(PARTITION_SCALE * np.sqrt(n))):
         a, b = _within_distance(unit[idx], norms[idx], limit)
         lo, hi = np.minimum(idx[a], idx[b]), np.maximum(idx[a], idx[b])
         codes = lo * n + hi
