@@ -361,7 +361,8 @@ def note_aliases(frontmatter: dict[str, Any]) -> tuple[str, ...]:
 
 def parse_note(text: str, path: str) -> ParsedNote:
     """Parse decoded note text (see :func:`decode_note`); ``path`` gives the fallback title."""
-    md, env = _md(), {}
+    md = _md()
+    env: dict[str, Any] = {}
     tokens = md.parse(text, env)
     starts = line_starts(text)
 
