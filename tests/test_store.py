@@ -277,7 +277,7 @@ def test_a_batch_gives_every_row_the_rowid_a_row_by_row_write_gives(tmp_path: Pa
             )
             for i in range(n)
         ]
-        links = (Link("wikilink", f"{path}-to-{tag}", 0), Link("markdown", "x.md", 1, "shown"))
+        links = (Link("wiki", f"{path}-to-{tag}", 0), Link("markdown", "x.md", 1, "shown"))
         return NoteUpdate(FileRecord(path, "note", n, 1, f"fh{tag}", "indexed", n_chunks=n), chunks, links)
 
     store = SQLiteStore(tmp_path / "store")
@@ -309,7 +309,7 @@ def test_a_batch_gives_every_row_the_rowid_a_row_by_row_write_gives(tmp_path: Pa
         (p, kind, target, shown, line)
         for p, tag in (("a.md", "a"), ("c.md", "c2"), ("d.md", "d"))
         for kind, target, shown, line in (
-            ("wikilink", f"{p}-to-{tag}", None, 0),
+            ("wiki", f"{p}-to-{tag}", None, 0),
             ("markdown", "x.md", "shown", 1),
         )
     ]
