@@ -229,3 +229,23 @@ def test_a_fifo_is_refused_without_being_opened(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.md")  # opening it for reading would block forever
     with pytest.raises(VaultError, match="it is not a regular file"):
         load_note(tmp_path, "pipe.md", CHUNKER)
+
+
+def test_each_entry_of_a_plain_path_is_looked_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The indexer resolves every note it reads: a path without links costs one lstat per entry (the
+    vault folder's own resolve aside), not a second one and a realpath walk over the whole path."""
+    vault = write_vault(tmp_path / "v", {"a/b/Note.md": "x\n"}).resolve()
+    seen: list[str] = []
+    real_lstat = os.lstat
+
+    def lstat(path: str | os.PathLike[str], **kw: object) -> os.stat_result:
+        seen.append(os.fspath(path))
+        return real_lstat(path, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    found = resolve_note_path(vault, "a/b/Note.md")
+    assert found.real == vault / "a" / "b" / "Note.md"
+    inside = [p for p in seen if p.startswith(f"{vault}{os.sep}")]
+    assert sorted(inside) == sorted(str(vault / p) for p in ("a", "a/b", "a/b/Note.md"))

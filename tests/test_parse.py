@@ -265,3 +265,35 @@ def test_front_matter_beyond_its_bounds_is_reported_and_the_body_kept(yaml_text:
     assert note.frontmatter_error == error
     assert note.frontmatter == {}
     assert body_paragraphs(note) == ["Body survives.\n"]
+
+
+# Notes where the block-only parse could differ from markdown-it's full parse if it were wrong: heading
+# text needs inline tokens (code spans, links, reference links defined later, escapes, wikilinks, HTML),
+# and blocks that hold heading-like or link-like text must stay blocks.
+TRICKY = [
+    NOTE,
+    "# [ref] and [[Wiki|shown]] `code [[x]]`\n\ntext\n\n[ref]: https://example.com\n",
+    "## \\[[escaped]] ==mark== ~~gone~~ <b>html</b> ![alt *em*](i.png)\n",
+    "Setext *heading*\n===\n\npara [[a]] #tag\n\nSecond `x`\n---\n",
+    "```md\n# not a heading [[no]]\n```\n\n~~~\n## nor this\n~~~\n\n    # indented code\n",
+    "> [!note] Callout *title*\n> # heading in a quote [[q]]\n> body\n\n# After [link](http://x 'title')\n",
+    "| a | `b|c` |\n|---|---|\n| [[x]] | **y** |\n\n# Table end &amp; entity &#35;\n",
+    "---\ntitle: 'T'\ntags: a, b\n---\n# Front `matter` [[N#h|d]]\n- item # not heading\n  # nested\n",
+    "# Heading hard  \nbreak?\n\n<div>\n# html block\n</div>\n\n#no-space #tag\n",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_block_parse_gives_the_full_parse_note(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only headings get an inline parse (speed); the ParsedNote is the one a full parse gives."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.front_matter import front_matter_plugin
+
+    import vaultlens.vault.parse as parse
+
+    fast = parse_note(text, "n.md")
+    tokens = parse._md().parse(text)
+    assert not any(t.children for t in tokens if t.type == "inline")  # no inline parse of its own
+    full = MarkdownIt("commonmark").enable("table").use(front_matter_plugin).disable("text_join")
+    monkeypatch.setattr(parse, "_md", lambda: full)
+    assert fast == parse_note(text, "n.md")

@@ -17,6 +17,7 @@ from vaultlens.errors import StoreError
 from vaultlens.index.sqlite_store import DB_NAME, SQLiteStore
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
 from vaultlens.services.app import App
+from vaultlens.vault.model import Link
 from vl_support import bilingual_vault, db_rows, run_cli, run_index
 
 
@@ -260,3 +261,55 @@ def test_clear_keeps_the_file_and_forgets_the_space(healthy: tuple[Path, Path]) 
     finally:
         store.close()
     assert (d / DB_NAME).exists()
+
+
+def test_a_batch_gives_every_row_the_rowid_a_row_by_row_write_gives(tmp_path: Path) -> None:
+    """apply writes each kind of row in one executemany: the chunk rowids (the vector cache's and the ANN
+    tier's keys), the change log, the files' rowids (notes_fts's keys) and the links must be what
+    inserting row by row gave: a freed rowid at the top is reused, rows keep the batch's order."""
+
+    def note(path: str, n: int, tag: str) -> NoteUpdate:
+        chunks = [
+            IndexedChunk(
+                Chunk(f"{path}#{tag}{i}", path, i, (), f"{tag}{i}", f"h{tag}{i}", 0, 1, i, i + 1),
+                f"e{tag}{i}",
+                f"t{tag}{i}",
+            )
+            for i in range(n)
+        ]
+        links = (Link("wiki", f"{path}-to-{tag}", 0), Link("markdown", "x.md", 1, "shown"))
+        return NoteUpdate(FileRecord(path, "note", n, 1, f"fh{tag}", "indexed", n_chunks=n), chunks, links)
+
+    store = SQLiteStore(tmp_path / "store")
+    try:
+        store.apply(updates=[note("a.md", 2, "a"), note("b.md", 1, "b"), note("c.md", 2, "c")])
+        touched = FileRecord("a.md", "note", 2, 9, "fha", "indexed", n_chunks=2)
+        store.apply(updates=[note("c.md", 3, "c2"), note("d.md", 1, "d")], deletes=["b.md"], touch=[touched])
+    finally:
+        store.close()
+    d = tmp_path / "store"
+    assert db_rows(d, "SELECT rowid, id FROM chunks ORDER BY rowid") == [
+        (1, "a.md#a0"), (2, "a.md#a1"), (3, "c.md#c20"), (4, "c.md#c21"), (5, "c.md#c22"), (6, "d.md#d0"),
+    ]  # fmt: skip
+    assert db_rows(d, "SELECT rowid, terms FROM chunks_fts ORDER BY rowid") == [
+        (1, "ta0"), (2, "ta1"), (3, "tc20"), (4, "tc21"), (5, "tc22"), (6, "td0"),
+    ]  # fmt: skip
+    assert db_rows(d, "SELECT generation, key FROM chunk_log ORDER BY rowid") == [
+        (1, 1), (1, 2), (1, 3), (1, 4), (1, 5),  # the first batch's chunks
+        (2, 3), (2, 4), (2, 5),  # b.md's and c.md's old chunks, gone
+        (2, 3), (2, 4), (2, 5), (2, 6),  # the rowids freed at the top, reused
+    ]  # fmt: skip
+    assert db_rows(d, "SELECT rowid, path, mtime_ns FROM files ORDER BY rowid") == [
+        (1, "a.md", 9), (2, "c.md", 1), (3, "d.md", 1),
+    ]  # fmt: skip
+    assert db_rows(d, "SELECT rowid, terms FROM notes_fts ORDER BY rowid") == [
+        (1, "ta0 ta1"), (2, "tc20 tc21 tc22"), (3, "td0"),
+    ]  # fmt: skip
+    assert db_rows(d, "SELECT src, kind, target, display, line FROM links ORDER BY rowid") == [
+        (p, kind, target, shown, line)
+        for p, tag in (("a.md", "a"), ("c.md", "c2"), ("d.md", "d"))
+        for kind, target, shown, line in (
+            ("wiki", f"{p}-to-{tag}", None, 0),
+            ("markdown", "x.md", "shown", 1),
+        )
+    ]

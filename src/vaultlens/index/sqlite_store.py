@@ -86,6 +86,20 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL, stats TEXT);
 """
 
+# a path's rows, removed before it is written again or when it is gone (a batch: SQLiteStore.apply)
+_DELETE_PATH = (
+    "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)",
+    "DELETE FROM chunks WHERE path = ?",
+    "DELETE FROM links WHERE src = ?",
+    "DELETE FROM notes_fts WHERE rowid IN (SELECT rowid FROM files WHERE path = ?)",
+    "DELETE FROM files WHERE path = ?",
+)
+# an upsert keeps the row's rowid, which notes_fts uses as its key
+_PUT_RECORD = (
+    f"INSERT INTO files({rows.RECORD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(path)"
+    + rows.RECORD_UPSERT
+)
+
 _FILE_KEY = "'files:'||{row}.status||':'||{row}.kind"  # a counter per file status and kind
 
 # Append-only: MIGRATIONS[n] brings a schema at version n to n + 1.
@@ -515,49 +529,40 @@ class SQLiteStore(Store):
                     "INSERT OR IGNORE INTO vectors(embed_hash, vec) VALUES (?, ?)",
                     [(h, np.asarray(vec, dtype=np.float32).tobytes()) for h, vec in vectors.items()],
                 )
-            for path in [*deletes, *(u.record.path for u in updates)]:
-                db.execute("INSERT INTO chunk_log SELECT ?, rowid FROM chunks WHERE path = ?", (logged, path))
-                self._delete_path(path)
-            for u in updates:
-                self._put_record(u.record)
-                for item in u.chunks:
-                    cur = db.execute(
-                        f"INSERT INTO chunks({rows.CHUNK_INSERT_COLUMNS}) VALUES ({','.join('?' * 13)})",
-                        rows.chunk_params(item),
-                    )
-                    db.execute(
-                        "INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, item.terms)
-                    )
-                    db.execute("INSERT INTO chunk_log VALUES (?, ?)", (logged, cur.lastrowid))
-                if u.chunks:
-                    db.execute(
-                        "INSERT INTO notes_fts(rowid, terms) SELECT rowid, ? FROM files WHERE path = ?",
-                        (" ".join(item.terms for item in u.chunks), u.record.path),
-                    )
-                db.executemany(
-                    f"INSERT INTO links({rows.LINK_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                    rows.link_params(u.record.path, u.links),
-                )
-            for rec in touch:
-                self._put_record(rec)
+            # one executemany per statement: each table sees the rows in the order a per-row loop gave
+            # them, and each chunk gets the rowid SQLite would have picked (the next after the largest)
+            paths = [(p,) for p in dict.fromkeys([*deletes, *(u.record.path for u in updates)])]
+            db.executemany(
+                "INSERT INTO chunk_log SELECT ?, rowid FROM chunks WHERE path = ?",
+                [(logged, *p) for p in paths],
+            )
+            for sql in _DELETE_PATH:
+                db.executemany(sql, paths)
+            db.executemany(
+                _PUT_RECORD, [rows.record_params(r) for r in [*(u.record for u in updates), *touch]]
+            )
+            (top,) = db.execute("SELECT coalesce(max(rowid), 0) FROM chunks").fetchone()
+            chunks = [item for u in updates for item in u.chunks]
+            keys = range(top + 1, top + 1 + len(chunks))
+            db.executemany(
+                f"INSERT INTO chunks(rowid, {rows.CHUNK_INSERT_COLUMNS}) VALUES (?{',?' * 13})",
+                [(key, *rows.chunk_params(item)) for key, item in zip(keys, chunks, strict=True)],
+            )
+            db.executemany(
+                "INSERT INTO chunks_fts(rowid, terms) VALUES (?, ?)",
+                [(key, item.terms) for key, item in zip(keys, chunks, strict=True)],
+            )
+            db.executemany("INSERT INTO chunk_log VALUES (?, ?)", [(logged, key) for key in keys])
+            db.executemany(
+                "INSERT INTO notes_fts(rowid, terms) SELECT rowid, ? FROM files WHERE path = ?",
+                [(" ".join(item.terms for item in u.chunks), u.record.path) for u in updates if u.chunks],
+            )
+            db.executemany(
+                f"INSERT INTO links({rows.LINK_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                [params for u in updates for params in rows.link_params(u.record.path, u.links)],
+            )
             if updates or deletes:
                 self._bump_generation()
-
-    def _put_record(self, r: FileRecord) -> None:
-        # an upsert keeps the row's rowid, which notes_fts uses as its key
-        self._conn.execute(
-            f"INSERT INTO files({rows.RECORD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(path)"
-            + rows.RECORD_UPSERT,
-            rows.record_params(r),
-        )
-
-    def _delete_path(self, path: str) -> None:
-        db = self._conn
-        db.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE path = ?)", (path,))
-        db.execute("DELETE FROM chunks WHERE path = ?", (path,))
-        db.execute("DELETE FROM links WHERE src = ?", (path,))
-        db.execute("DELETE FROM notes_fts WHERE rowid IN (SELECT rowid FROM files WHERE path = ?)", (path,))
-        db.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def drop_orphan_vectors(self) -> int:
         """Drop vectors no chunk uses, and the change log the ANN tier's newest file no longer needs."""

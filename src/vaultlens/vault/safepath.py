@@ -140,14 +140,16 @@ def resolve_note_path(vault: Path, rel: str) -> NotePath:
         raise VaultError(f"Vault folder {vault} cannot be opened ({exc.strerror or exc}).") from exc
     cur = root
     found: list[str] = []
+    linked = False
     for i, part in enumerate(parts):
-        name = _entry_name(cur, part, rel)
+        name, info = _entry(cur, part, rel)
         found.append(name)
         cur = cur / name
         last = i == len(parts) - 1
         try:
-            info = os.lstat(cur)
+            info = info or os.lstat(cur)
             if stat.S_ISLNK(info.st_mode):
+                linked = True
                 _check_link(root, cur, rel, "/".join(found))
                 info = os.stat(cur)
         except OSError as exc:
@@ -157,17 +159,18 @@ def resolve_note_path(vault: Path, rel: str) -> NotePath:
         if last and not stat.S_ISREG(info.st_mode):
             what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
             raise _refuse(rel, f"it is {what}")
-    real = Path(os.path.realpath(cur))
+    # without a link on the way, every name is a real entry below the resolved root: cur is its real path
+    real = Path(os.path.realpath(cur)) if linked else cur
     if not real.is_relative_to(root):  # belt and braces: every link on the way was checked
         raise _refuse(rel, "it leads outside the vault")
     return NotePath("/".join(found), real)
 
 
-def _entry_name(folder: Path, part: str, rel: str) -> str:
-    """The on-disk name of ``part`` in ``folder``: itself if present, else its one NFC-equal entry."""
+def _entry(folder: Path, part: str, rel: str) -> tuple[str, os.stat_result | None]:
+    """The on-disk name of ``part`` in ``folder``: itself if present (with its lstat, so a path's
+    entries are each looked at once), else its one NFC-equal entry (not looked at yet: None)."""
     try:
-        os.lstat(folder / part)
-        return part
+        return part, os.lstat(folder / part)
     except FileNotFoundError:
         pass
     except OSError as exc:
@@ -184,7 +187,7 @@ def _entry_name(folder: Path, part: str, rel: str) -> str:
         raise _not_found(rel)
     if len(matches) > 1:
         raise _refuse(rel, f"{len(matches)} entries match {part!r} once Unicode-normalised (ambiguous)")
-    return matches[0]
+    return matches[0], None
 
 
 def _check_link(root: Path, link: Path, rel: str, shown: str) -> None:

@@ -1,0 +1,49 @@
+"""Embedding ahead of the indexer: the model is not held back while notes are still being read."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from vaultlens.index.embed_ahead import EmbedAhead
+from vaultlens.testing import HashingEmbeddingProvider
+
+
+def until(done: Callable[[], bool], seconds: float = 10.0) -> bool:
+    end = time.monotonic() + seconds
+    while not done() and time.monotonic() < end:
+        time.sleep(0.01)
+    return done()
+
+
+def texts(n: int) -> dict[str, str]:
+    return {f"h{i}": f"text number {i}" for i in range(n)}
+
+
+def test_the_model_embeds_every_text_read_before_the_reading_ends() -> None:
+    """Nothing is taken before the last note is read: a bound there would leave the model idle."""
+    provider = HashingEmbeddingProvider(batch_size=1)
+    ahead = EmbedAhead(provider, lambda hashes: hashes, ahead=2)
+    try:
+        ahead.add(texts(6))
+        assert until(lambda: provider.texts_embedded == 6)
+        ahead.close()
+        assert set(ahead.take(texts(6), lambda n: None)) == set(texts(6))
+    finally:
+        ahead.stop()
+
+
+def test_once_every_note_is_read_at_most_ahead_vectors_wait() -> None:
+    provider = HashingEmbeddingProvider(batch_size=1)
+    ahead = EmbedAhead(provider, lambda hashes: hashes, ahead=2)
+    try:
+        ahead.close()
+        ahead.add(texts(6))
+        assert until(lambda: provider.texts_embedded >= 2)
+        time.sleep(0.2)
+        assert provider.texts_embedded == 2
+        first = dict(list(texts(6).items())[:2])
+        assert set(ahead.take(first, lambda n: None)) == set(first)
+        assert until(lambda: provider.texts_embedded == 4)
+    finally:
+        ahead.stop()
