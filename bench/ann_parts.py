@@ -25,6 +25,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import re
 import sys
 import time
 from collections import defaultdict
@@ -130,7 +131,7 @@ class TimedConnection:
         self.conn, self.totals = conn, totals
 
     def execute(self, sql: str, params: Any = ()) -> Any:
-        shape = " ".join(sql.split()[:12])[:90]
+        shape = re.sub(r"\?(,\?)+", "...", " ".join(sql.split()))[:110]
         t = time.perf_counter()
         rows = self.conn.execute(sql, params).fetchall()
         self.totals[shape] += (time.perf_counter() - t) * 1000

@@ -13,12 +13,17 @@ store's business (it reads those from SQLite).
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+
+_PREAD: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)  # not on Windows
 
 
 class VectorFile:
@@ -29,6 +34,7 @@ class VectorFile:
         self.ids = ids  # memory-mapped: a lookup touches log2(n) of its pages
         self.dims = dims
         self._file = file  # unbuffered; closed with this object
+        self._lock = threading.Lock()
         self._offset = offset  # where row 0 starts in the .vecs.npy file
         self._row = dims * 4
 
@@ -71,8 +77,17 @@ class VectorFile:
         have = pos < n
         have[have] = self.ids[pos[have]] == keys[have]
         rows = pos[have]
-        size, start, fd = self._row, self._offset, self._file.fileno()
-        data = b"".join([os.pread(fd, size, start + p * size) for p in rows.tolist()])
+        size, start = self._row, self._offset
+        data = b"".join([self._read_at(start + p * size, size) for p in rows.tolist()])
         if len(data) != rows.size * size:  # truncated since it was opened
             raise OSError(f"vector file ended early ({len(data)} of {rows.size * size} bytes)")
         return keys[have], np.frombuffer(data, dtype=np.float32).reshape(rows.size, self.dims)
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset``: ``pread`` where the OS has it (threads share the file without
+        a seek position), else a seek and a read under the lock."""
+        if _PREAD is not None:
+            return _PREAD(self._file.fileno(), size, offset)
+        with self._lock:
+            self._file.seek(offset)
+            return self._file.read(size)
