@@ -966,7 +966,7 @@ class SQLiteStore(Store):
 
         with self.snapshot() as gen:
             gens = self._cache_gens(gen)
-            if not gens or max(gens) < self.ann_floor() and max(gens) < gen:
+            if not gens or (max(gens) < self.ann_floor() and max(gens) < gen):
                 return []  # none, or too old to be read: rebuilt, never trusted
             ids_file, vec_file = self._cache_files(max(gens))
             try:
