@@ -9,7 +9,12 @@ Modes (each in this process, on ``--keep DIR`` of ``ann_scale.py --chunks N``, i
   excluded) on fresh queries, each store call timed: p50 per part;
 * ``profile``: the same searches twice, the second pass under cProfile (cumulative and own time);
 * ``cache``: the same searches with the store's vector cache off (``VECTOR_CACHE`` = 0) and on, the arms
-  alternating per query: p50 / p95 of each, their ratio, and whether both return the same hits.
+  alternating per query: p50 / p95 of each, their ratio, and whether both return the same hits;
+* ``vecfile``: the same searches with the vectors read from SQLite (no vector file taken) and from the
+  vector cache file (index/vector_file.py), the arms alternating per query, after one warm-up pass of
+  both: p50 / p95 of the whole search and of ``vectors_of`` in each, and whether the hits are the same;
+* ``lexsql``: the lexical stage's SQL statements timed one by one (warm: each query run once before),
+  p50 per statement shape per query and the share of the stage.
 
 Usage: .venv/bin/python bench/ann_parts.py DIR MODE [--chunks 1000000] [--queries 40] [--seed 7]
 """
@@ -20,6 +25,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import re
 import sys
 import time
 from collections import defaultdict
@@ -74,12 +80,101 @@ def timed(store: Any, totals: dict[str, float]) -> None:
         setattr(store, name, wrap(name, getattr(store, name)))
 
 
+def vecfile(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
+    """Whole searches with the vectors from SQLite ("sqlite") and from the vector file ("file")."""
+    with store.snapshot() as gen:
+        assert store._vector_file(gen) is not None, "no usable vector file"
+    reads = store._vector_file
+    totals: dict[str, float] = defaultdict(float)
+    timed(store, totals)
+    ms: dict[str, list[float]] = {"sqlite": [], "file": []}
+    vec_ms: dict[str, list[float]] = {"sqlite": [], "file": []}
+    same = 0
+    for warm in (True, False):
+        for i, (text, q) in enumerate(queries):
+            hits = []
+            for arm in ["sqlite", "file"] if i % 2 == 0 else ["file", "sqlite"]:
+                store._vector_file = (lambda gen: None) if arm == "sqlite" else reads
+                store._vec_cache.clear()
+                totals.clear()
+                t = time.perf_counter()
+                hits.append(search(store, text, q))
+                if not warm:
+                    ms[arm].append((time.perf_counter() - t) * 1000)
+                    vec_ms[arm].append(totals["vectors_of"])
+            same += not warm and hits[0] == hits[1]
+    summary = {
+        arm: {
+            "search p50/p95": (round(pct(v, 0.5), 1), round(pct(v, 0.95), 1)),
+            "vectors_of p50": round(pct(vec_ms[arm], 0.5), 2),
+        }
+        for arm, v in ms.items()
+    }
+    ratio = pct(ms["file"], 0.5) / pct(ms["sqlite"], 0.5)
+    print(f"{summary}, file / sqlite p50 {ratio:.2f}, same hits {same}/{len(queries)}, load {load()}")
+
+
+class FetchedRows(list[Any]):
+    """Rows already fetched, answering like the cursor they came from."""
+
+    def fetchall(self) -> list[Any]:
+        return list(self)
+
+    def fetchone(self) -> Any:
+        return self[0] if self else None
+
+
+class TimedConnection:
+    """A connection whose ``execute`` adds its wall time (fetching included) under the statement's shape."""
+
+    def __init__(self, conn: Any, totals: dict[str, float]) -> None:
+        self.conn, self.totals = conn, totals
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        shape = re.sub(r"\?(,\?)+", "...", " ".join(sql.split()))[:110]
+        t = time.perf_counter()
+        rows = self.conn.execute(sql, params).fetchall()
+        self.totals[shape] += (time.perf_counter() - t) * 1000
+        return FetchedRows(rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
+def lexsql(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
+    from vaultlens.index import sqlite_store as ss
+    from vaultlens.index.lexical import query_terms
+    from vaultlens.services.search import NOTE_CANDIDATES
+
+    plain_db = ss.SQLiteStore.db
+    totals: dict[str, float] = defaultdict(float)
+    rows: list[dict[str, float]] = []
+    ss.SQLiteStore.db = property(lambda self: TimedConnection(plain_db.fget(self), totals))  # type: ignore[assignment,attr-defined]
+    try:
+        for warm in (True, False):
+            for text, _ in queries:
+                totals.clear()
+                t = time.perf_counter()
+                store.lexical(query_terms(text), 200, NOTE_CANDIDATES)
+                if not warm:
+                    rows.append({"lexical": (time.perf_counter() - t) * 1000, **totals})
+    finally:
+        ss.SQLiteStore.db = plain_db  # type: ignore[method-assign]
+    shapes = sorted({k for r in rows for k in r}, key=lambda k: -sum(r.get(k, 0.0) for r in rows))
+    for k in shapes:
+        ran = [r[k] for r in rows if k in r]
+        print(
+            f"{pct([r.get(k, 0.0) for r in rows], 0.5):7.2f} ms p50 ({len(ran)}/{len(rows)} queries, mean when run {np.mean(ran):.2f})  {k}"
+        )
+    print("load", load())
+
+
 def main() -> None:
     from vaultlens.index import sqlite_store as ss
 
     ap = argparse.ArgumentParser()
     ap.add_argument("keep", type=Path)
-    ap.add_argument("mode", choices=["recall", "stages", "profile", "cache"])
+    ap.add_argument("mode", choices=["recall", "stages", "profile", "cache", "vecfile", "lexsql"])
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--seed", type=int, default=7)
@@ -131,6 +226,10 @@ def main() -> None:
         stats = pstats.Stats(prof)
         stats.sort_stats("cumulative").print_stats(25)
         stats.sort_stats("tottime").print_stats(12)
+    elif args.mode == "vecfile":
+        vecfile(store, list(fresh_queries(corpus, args.queries, args.seed)))
+    elif args.mode == "lexsql":
+        lexsql(store, list(fresh_queries(corpus, args.queries, args.seed)))
     else:
         size, ms, same = ss.VECTOR_CACHE, {"off": [], "on": []}, 0
         for i, (text, q) in enumerate(fresh_queries(corpus, args.queries, args.seed)):

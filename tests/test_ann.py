@@ -286,3 +286,68 @@ def test_a_reader_without_a_tier_file_scans_exactly_and_leaves_the_build_to_the_
         assert reader.neighbours(chunk_rowids(reader), 5) is None  # callers compare exactly too
         assert any("no ANN index" in p for p in reader.problems())
     assert ann_files(tmp_path / "index") == []  # the reader never wrote one
+
+
+def vector_files(store_dir: Path) -> list[Path]:
+    return sorted(store_dir.glob("matrix-*.vecs.npy"))
+
+
+def sqlite_vector_reads(store: Store, call) -> tuple[object, list[str]]:
+    """``call()``'s result and the statements that read vectors from SQLite while it ran."""
+    seen: list[str] = []
+    with store.snapshot():  # type: ignore[attr-defined]  # the SQLite backend's own
+        store.db.set_trace_callback(seen.append)  # type: ignore[attr-defined]
+        try:
+            out = call()
+        finally:
+            store.db.set_trace_callback(None)  # type: ignore[attr-defined]
+    return out, [s for s in seen if "JOIN vectors" in s]
+
+
+def test_the_re_score_reads_rows_of_the_vector_file_and_stays_exact_after_an_edit(
+    small: tuple[Path, Path], use_provider
+) -> None:
+    vault, store_dir = small
+    queries = ("sourdough bread baking", "item-07 marathon training plan", "growing chili peppers")
+    with ann_store(store_dir) as store:
+        gen, store_id = store.generation, store.store_id
+        assert vector_files(store_dir) == [store_dir / f"matrix-{store_id}-{gen}.vecs.npy"]
+        truth_keys, truth = store._read_matrix()  # type: ignore[attr-defined]
+        (keys, vecs), reads = sqlite_vector_reads(store, lambda: store.vectors_of(truth_keys[::-1]))  # type: ignore[attr-defined]
+        assert reads == []  # every row from the file
+        assert np.array_equal(keys, truth_keys) and np.array_equal(vecs, truth)
+    (vault / "Area 0/Note 00.md").write_text("# Note 00\n\nNow about growing chili peppers on a balcony.\n")
+    run_index(vault, store_dir, use_provider, ANN_ON)
+    with ann_store(store_dir) as store, ann_store(store_dir, threshold=10**9) as exact:
+        assert store.generation > gen
+        # the one-note edit is not in the file (written at ``gen``): its chunk comes from SQLite
+        assert vector_files(store_dir) == [store_dir / f"matrix-{store_id}-{gen}.vecs.npy"]
+        truth_keys, truth = store._read_matrix()  # type: ignore[attr-defined]
+        (keys, vecs), reads = sqlite_vector_reads(store, lambda: store.vectors_of(truth_keys))  # type: ignore[attr-defined]
+        assert len(reads) == 1 and np.array_equal(keys, truth_keys) and np.array_equal(vecs, truth)
+        for query in queries:
+            assert top_paths(store, use_provider, query, 10) == top_paths(exact, use_provider, query, 10)
+            qvec = use_provider.embed([query])[0]
+            a_keys, a_scores = store.top_k(qvec, 10)
+            e_keys, e_scores = exact.top_k(qvec, 10)
+            assert np.array_equal(a_keys, e_keys[np.argsort(-e_scores, kind="stable")])
+        assert top_paths(store, use_provider, "growing chili peppers on a balcony")[0] == "Area 0/Note 00.md"
+        assert store.problems() == []
+    (vec_file,) = vector_files(store_dir)
+    vec_file.write_bytes(vec_file.read_bytes()[:300])  # truncated by a crash or a full disk
+    with ann_store(store_dir) as store:
+        (keys, vecs), reads = sqlite_vector_reads(store, lambda: store.vectors_of(truth_keys))  # type: ignore[attr-defined]
+        assert reads and np.array_equal(keys, truth_keys) and np.array_equal(vecs, truth)  # SQLite's
+        (found,) = store.problems()
+        assert "cannot be read" in found and vec_file.name in found
+    vec_file.unlink()
+    with ann_store(store_dir) as store:
+        assert np.array_equal(store.vectors_of(truth_keys)[1], truth)  # type: ignore[attr-defined]
+        assert store.problems() == []  # only slower until the writer writes it again
+    run_index(vault, store_dir, use_provider, ANN_ON)
+    with ann_store(store_dir) as store:
+        (vec_file,) = vector_files(store_dir)  # written again, for the generation it committed
+        assert vec_file.name == f"matrix-{store_id}-{store.generation}.vecs.npy"
+        np.save(vec_file.with_suffix(""), np.load(vec_file)[::-1].copy())  # np.save adds .npy again
+        (found,) = store.problems()
+        assert "differs from the stored vectors" in found

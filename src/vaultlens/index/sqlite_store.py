@@ -47,6 +47,7 @@ from vaultlens.index.store import (
     StoreCounts,
     tier_switch,
 )
+from vaultlens.index.vector_file import VectorFile
 from vaultlens.vault.model import Link
 
 if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and note lists skip it
@@ -319,6 +320,8 @@ class SQLiteStore(Store):
         self._matrix_lock = threading.Lock()
         self._df_cache: dict[tuple[int, str, str], int] = {}  # (generation, table, term) -> rows holding it
         self._vec_cache: dict[tuple[int, int], bytes] = {}  # (generation, chunk rowid) -> its float32 vector
+        # (snapshot generation, the vector cache file rows are read from, keys changed since it was written)
+        self._vec_file: tuple[int, VectorFile, ChunkKeys] | None = None
         self._chunk_count: tuple[int, int] | None = None  # (generation, chunks)
         self.store_id = self.get_meta("store_id") or "0"
         self._ann = AnnKeeper(self)
@@ -578,18 +581,27 @@ class SQLiteStore(Store):
         for g, p in self._ann.files().items():
             if g > gen:  # written for generations this store never committed (a restored backup)
                 p.unlink(missing_ok=True)
-        floor = max((g for g in self._ann.files() if g <= gen), default=gen)
+        floor = self._log_floor(gen)
         self._conn.execute("DELETE FROM chunk_log WHERE generation <= ?", (floor,))
         self._set_meta("ann_floor", str(floor))
 
+    def _log_floor(self, gen: int) -> int:
+        """The generation the change log is pruned to at ``gen``: the ANN tier's newest file."""
+        return max((g for g in self._ann.files() if g <= gen), default=gen)
+
     def refresh_ann(self, progress: Progress) -> None:
         """Past ``ann_threshold`` chunks, bring the ANN tier's file up to the committed generation
-        (build it, or merge the delta into a new one), so searches only map it; then prune the log."""
+        (build it, or merge the delta into a new one), so searches only map it, and write the vector
+        cache file the re-score reads rows from when none is usable after the log is pruned; then
+        prune the log."""
         space = self.space
         if self._chunks_now() < self.ann_threshold or space is None or not space.dimensions:
             return
         with self.snapshot() as gen:
             self._ann.refresh(gen, space.dimensions, progress)
+            floor = self._log_floor(gen)
+            if not any(floor <= g and self._open_vector_file(g) for g in self._cache_gens(gen)):
+                self._write_cache(gen, tier=False)
         with self.transaction():
             self._prune_chunk_log()
 
@@ -792,21 +804,80 @@ class SQLiteStore(Store):
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def vectors_of(self, keys: ChunkKeys) -> tuple[ChunkKeys, Vectors]:
-        """(keys that have a chunk and a vector, their float32 vectors), ascending by key; the last
-        VECTOR_CACHE read are kept for the generation (a rowid may name another chunk in the next)."""
+        """(keys that have a chunk and a vector, their float32 vectors), ascending by key: rows of the
+        vector cache file (one ``pread`` each: index/vector_file.py) for the keys unchanged since it was
+        written, SQLite for the others, and for all of them when no file is usable."""
+        import numpy as np
+
+        with self.snapshot() as gen:
+            held = self._vector_file(gen) if keys.size else None
+            if held is None:
+                return self._stack(self._sqlite_vectors(gen, keys.tolist()))
+            vec_file, changed = held
+            unique = np.unique(keys)
+            stale = np.isin(unique, changed, assume_unique=True)
+            try:
+                have, vecs = vec_file.read(unique[~stale])
+            except OSError:  # truncated since it was opened: SQLite answers until the next generation
+                self._vec_file = None
+                return self._stack(self._sqlite_vectors(gen, keys.tolist()))
+            if not stale.any():
+                return have, vecs
+            more_keys, more = self._stack(self._sqlite_vectors(gen, unique[stale].tolist()))
+        both = np.concatenate([have, more_keys])
+        order = np.argsort(both, kind="stable")
+        return both[order], np.concatenate([vecs, more])[order]
+
+    def _sqlite_vectors(self, gen: int, keys: list[int]) -> list[Any]:
+        """(key, float32 bytes) rows of ``keys`` read from SQLite in snapshot ``gen``, ascending; the
+        last VECTOR_CACHE read are kept for the generation (a rowid may name another chunk in the next)."""
         sql = (
             "SELECT c.rowid, v.vec FROM chunks c JOIN vectors v ON v.embed_hash = c.embed_hash"
             " WHERE c.rowid IN ({marks})"
         )
-        cache, wanted = self._vec_cache, dict.fromkeys(keys.tolist())
-        with self.snapshot() as gen:
-            rows = [(k, v) for k in wanted if (v := cache.get((gen, k))) is not None]
-            cached = {k for k, _ in rows}
-            read = list(self._rows_in(sql, (k for k in wanted if k not in cached)))
+        cache, wanted = self._vec_cache, dict.fromkeys(keys)
+        rows = [(k, v) for k in wanted if (v := cache.get((gen, k))) is not None]
+        cached = {k for k, _ in rows}
+        read = list(self._rows_in(sql, (k for k in wanted if k not in cached)))
         if len(cache) + len(read) > VECTOR_CACHE:
             cache.clear()
         cache.update(((gen, k), v) for k, v in read[:VECTOR_CACHE])
-        return self._stack(sorted(rows + read))
+        return sorted(rows + read)
+
+    def _vector_file(self, gen: int) -> tuple[VectorFile, ChunkKeys] | None:
+        """The newest vector cache file snapshot ``gen`` can read rows from (this store's, written at a
+        generation the change log still reaches back to), with the keys changed since it was written,
+        which are read from SQLite instead. Kept for the generation; looked for again while none is."""
+        import numpy as np
+
+        held = self._vec_file
+        if held is not None and held[0] == gen:
+            return held[1], held[2]
+        floor = self.ann_floor()
+        for g in sorted(self._cache_gens(gen), reverse=True):
+            if g < floor:
+                break
+            opened = self._open_vector_file(g)
+            if opened is not None:
+                changed = np.unique(self.changed_keys(g))
+                self._vec_file = (gen, opened, changed)
+                return opened, changed
+        return None
+
+    def _open_vector_file(self, gen: int) -> VectorFile | None:
+        space = self.space
+        if space is None or not space.dimensions:
+            return None
+        return VectorFile.open(*self._cache_files(gen), space.dimensions)
+
+    def _cache_gens(self, upto: int) -> list[int]:
+        """Generations up to ``upto`` with a vector cache file of this store (the main vectors')."""
+        found = []
+        for p in self.directory.glob(f"matrix-{self.store_id}-*.vecs.npy"):
+            gen = p.name[: -len(".vecs.npy")].rsplit("-", 1)[1]
+            if gen.isdigit() and int(gen) <= upto:
+                found.append(int(gen))
+        return found
 
     def vector_blocks(
         self, size: int = 20_000, table: str = "vectors"
@@ -852,15 +923,15 @@ class SQLiteStore(Store):
                 return [f"ANN index {files[newest].name} cannot be read"]
             if newest < self.ann_floor():
                 return []  # older than the change log: never taken, the next index run rebuilds it
-            touched = self.changed_keys(newest)
-            tier.update(touched, *self.vectors_of(touched), gen)
+            touched = self.changed_keys(newest)  # from SQLite, not the vector file: this checks the tier's
+            tier.update(touched, *self._stack(self._sqlite_vectors(gen, touched.tolist())), gen)
             true_keys = np.fromiter(
                 (r[0] for r in self.db.execute("SELECT rowid FROM chunks ORDER BY rowid")), np.int64
             )
             if not np.array_equal(tier.keys(), true_keys):
                 return [f"ANN index {files[newest].name} holds other chunks than the store"]
             sample = true_keys[np.random.default_rng(0).permutation(true_keys.size)[:500]]
-            keys, stored = self.vectors_of(sample)
+            keys, stored = self._stack(self._sqlite_vectors(gen, sample.tolist()))
             if np.abs(tier.vectors(keys) - stored).max(initial=0.0) > 1e-2:  # float16 rounds at ~1e-3
                 return [f"ANN index {files[newest].name} differs from the stored vectors"]
             return []
@@ -893,19 +964,33 @@ class SQLiteStore(Store):
             return float(np.mean(hits)) / k
 
     def cache_problems(self) -> list[str]:
-        """A vector cache that differs from the stored vectors (it would serve wrong results)."""
+        """A vector cache that differs from the stored vectors (it would serve wrong results): the
+        newest file a search may read (the matrix below the ANN threshold, the re-score's rows past it,
+        where it may be older than the snapshot), compared block by block on the keys unchanged since."""
         import numpy as np
 
         with self.snapshot() as gen:
-            ids_file, vec_file = self._cache_files(gen)
-            if not vec_file.exists():
-                return []
+            gens = self._cache_gens(gen)
+            if not gens or (max(gens) < self.ann_floor() and max(gens) < gen):
+                return []  # none, or too old to be read: rebuilt, never trusted
+            ids_file, vec_file = self._cache_files(max(gens))
             try:
                 rowids, vecs = np.load(ids_file), np.load(vec_file, mmap_mode="r")
+                if vecs.shape[0] != rowids.shape[0]:
+                    raise ValueError("keys and vectors differ in number")
             except (OSError, ValueError):
                 return [f"vector cache {vec_file.name} cannot be read"]
-            true_ids, true_vecs = self._read_matrix()
-            if not (np.array_equal(rowids, true_ids) and np.array_equal(np.asarray(vecs), true_vecs)):
+            changed = np.unique(self.changed_keys(max(gens)))
+            kept = np.flatnonzero(~np.isin(rowids, changed))
+            done = 0
+            for keys, block in self.vector_blocks():
+                same = ~np.isin(keys, changed)
+                keys, block = keys[same], block[same]
+                rows = kept[done : done + keys.size]
+                if not (np.array_equal(rowids[rows], keys) and np.array_equal(vecs[rows], block)):
+                    return [f"vector cache {vec_file.name} differs from the stored vectors"]
+                done += keys.size
+            if done != kept.size:
                 return [f"vector cache {vec_file.name} differs from the stored vectors"]
             return []
 
@@ -984,14 +1069,18 @@ class SQLiteStore(Store):
         return self.directory / f"matrix-{self.store_id}-{gen}.{name}.npz"
 
     def _drop_caches(self, keep: int | None) -> None:
-        """Delete caches of other stores, and this store's older than ``keep`` (all when None)."""
+        """Delete caches of other stores, and this store's older than ``keep`` (all when None), but
+        for the newest vector cache: past the ANN threshold the re-score reads its rows."""
         ann = self.directory.glob(
             "matrix-*.ann"
         )  # this store's are dropped by the tier itself (index/ann.py)
+        newest = f"matrix-{self.store_id}-{max(self._cache_gens(2**62), default=-1)}"
         for p in [*self.directory.glob("matrix-*.npy"), *self.directory.glob("matrix-*.npz"), *ann]:
-            _, store_id, gen = (p.name.split(".")[0].split("-") + ["", ""])[:3]
+            stem = p.name.split(".")[0]
+            _, store_id, gen = (stem.split("-") + ["", ""])[:3]
             ours = store_id == self.store_id and gen.isdigit()
-            if keep is None or not ours or (int(gen) < keep and p.suffix != ".ann"):
+            spared = p.suffix == ".ann" or (stem == newest and p.name.endswith(".npy"))
+            if keep is None or not ours or (int(gen) < keep and not spared):
                 p.unlink(missing_ok=True)
 
     # ---- full text ----------------------------------------------------------------------------

@@ -1,0 +1,93 @@
+"""Rows of the vector cache file read one at a time, for the exact re-score past the ANN threshold.
+
+The store mirrors its float32 vectors in ``matrix-<store id>-<generation>.ids.npy`` (chunk keys,
+ascending) and ``.vecs.npy`` (one row per key). Below the ANN threshold searches map the whole
+matrix; past it a search needs only a few hundred rows (the tier's candidates, the lexical hits, the
+top notes' chunks), and reading each from SQLite costs three B-tree lookups (chunk row, embed-hash
+index, vector row). Here a key is found by binary search in the memory-mapped ids and its row is
+read with one ``pread``: one page per vector, and nothing of the matrix held or mapped, so a
+server's memory does not grow with it. Which keys changed since the file was written is the
+store's business (it reads those from SQLite).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+_PREAD: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)  # not on Windows
+
+
+class VectorFile:
+    """One generation's vector cache, opened for row reads; :meth:`open` refuses a file it cannot trust
+    the layout of (wrong dtype or shape, keys not ascending, a size that does not match its header)."""
+
+    def __init__(self, ids: npt.NDArray[np.int64], file: BinaryIO, offset: int, dims: int) -> None:
+        self.ids = ids  # memory-mapped: a lookup touches log2(n) of its pages
+        self.dims = dims
+        self._file = file  # unbuffered; closed with this object
+        self._lock = threading.Lock()
+        self._offset = offset  # where row 0 starts in the .vecs.npy file
+        self._row = dims * 4
+
+    @classmethod
+    def open(cls, ids_file: Path, vec_file: Path, dims: int) -> VectorFile | None:
+        import numpy as np
+
+        fmt = np.lib.format
+        fh = None
+        try:
+            ids = np.load(ids_file, mmap_mode="r")
+            fh = vec_file.open("rb", buffering=0)
+            version = fmt.read_magic(fh)
+            read_header = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}[version]
+            shape, fortran, dtype = read_header(fh)
+            rows = ids.shape[0] if ids.ndim == 1 else -1
+            fits = (
+                ids.dtype == np.int64
+                and dtype == np.dtype("<f4")
+                and not fortran
+                and shape == (rows, dims)
+                and os.fstat(fh.fileno()).st_size == fh.tell() + rows * dims * 4
+                and bool(np.all(ids[1:] > ids[:-1]))
+            )
+        except (OSError, ValueError, KeyError):
+            fits = False
+        if not fits:
+            if fh is not None:
+                fh.close()
+            return None
+        assert fh is not None
+        return cls(ids, fh, fh.tell(), dims)
+
+    def read(self, keys: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """(the keys of ``keys`` the file holds, their vectors), in the order of ``keys``."""
+        import numpy as np
+
+        n = self.ids.shape[0]
+        pos = np.searchsorted(self.ids, keys)
+        have = pos < n
+        have[have] = self.ids[pos[have]] == keys[have]
+        rows = pos[have]
+        size, start = self._row, self._offset
+        data = b"".join([self._read_at(start + p * size, size) for p in rows.tolist()])
+        if len(data) != rows.size * size:  # truncated since it was opened
+            raise OSError(f"vector file ended early ({len(data)} of {rows.size * size} bytes)")
+        return keys[have], np.frombuffer(data, dtype=np.float32).reshape(rows.size, self.dims)
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset``: ``pread`` where the OS has it (threads share the file without
+        a seek position), else a seek and a read under the lock."""
+        if _PREAD is not None:
+            return _PREAD(self._file.fileno(), size, offset)
+        with self._lock:
+            self._file.seek(offset)
+            return self._file.read(size)
