@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -351,3 +352,15 @@ def test_the_re_score_reads_rows_of_the_vector_file_and_stays_exact_after_an_edi
         np.save(vec_file.with_suffix(""), np.load(vec_file)[::-1].copy())  # np.save adds .npy again
         (found,) = store.problems()
         assert "differs from the stored vectors" in found
+
+
+def test_the_quality_tier_s_runtime_loads_after_the_graph_without_a_crash(tmp_path: Path) -> None:
+    """onnxruntime imported after usearch segfaulted (rc 139) every English vault past the ANN
+    threshold, whose `auto` tier loads onnxruntime after the graph; the tier module now loads first."""
+    pytest.importorskip("onnxruntime", reason="the quality extra is not installed")
+    script = "from vaultlens.index import ann; ann._graph(8); import onnxruntime; print('alive')"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=cli_env(tmp_path)
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "alive"

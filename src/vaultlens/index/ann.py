@@ -18,6 +18,7 @@ names the file after it).
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -42,10 +43,20 @@ SCAN_BELOW = 4096  # graphs this small are scanned (int8: about 2 MB a query rea
 MERGE_SHARE = 0.05  # merge the delta into a new base file when it holds this share of the base
 
 
-def _graph(dims: int) -> Any:
+def _index_class() -> Any:
+    """usearch's ``Index``, with onnxruntime (the quality tier's runtime) loaded first when it is
+    installed: onnxruntime 1.32 imported after usearch 2.26 segfaults in its static initialisers
+    (libstdc++'s codecvt), and a tier may well load after the graph in the same process."""
+    if importlib.util.find_spec("onnxruntime") is not None:
+        import onnxruntime  # noqa: F401
+
     from usearch.index import Index
 
-    return Index(
+    return Index
+
+
+def _graph(dims: int) -> Any:
+    return _index_class()(
         ndim=dims,
         metric="ip",
         dtype="i8",
@@ -107,22 +118,21 @@ class AnnTier:
     @classmethod
     def open(cls, path: Path, dims: int, generation: int) -> AnnTier | None:
         """The tier saved in ``path`` (memory-mapped), or None when it cannot be read as one of ``dims``."""
-        from usearch.index import Index
-
+        Index = _index_class()  # noqa: N806
         try:
             base = Index.restore(str(path), view=True)
         except (RuntimeError, ValueError, OSError):
             return None
         if base is None or base.ndim != dims:
             return None
-        base.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]  # not kept in the file; settable
+        base.expansion_search = EXPANSION_SEARCH  # not kept in the file; settable
         return cls(dims, base, generation, path)
 
     def save(self, path: Path) -> None:
         """Write base + delta - removed to ``path`` atomically, and map the tier from it from now on."""
         import numpy as np
-        from usearch.index import Index
 
+        Index = _index_class()  # noqa: N806
         with self._lock:
             merged = self.base if self.path is None else Index.restore(str(self.path))
             if merged is None:
