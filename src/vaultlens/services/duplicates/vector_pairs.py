@@ -101,10 +101,11 @@ class RowReader:
             base = getattr(base, "base", None)
         if isinstance(base, np.memmap) and base.shape == vecs.shape and vecs.flags.c_contiguous:
             try:
-                self._fd = os.open(str(base.filename), os.O_RDONLY)
+                file = open(str(base.filename), "rb", buffering=0)  # noqa: SIM115  # closed with this reader
             except (OSError, TypeError):  # no file name, or gone already: read through the mapping
                 return
-            weakref.finalize(self, os.close, self._fd)
+            weakref.finalize(self, file.close)
+            self._fd = file.fileno()
             self._offset, self._dtype = base.offset, base.dtype
 
     def take(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
