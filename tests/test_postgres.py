@@ -254,3 +254,23 @@ def test_a_write_left_mid_command_by_ctrl_c_does_not_break_the_next_write(tmp_pa
         assert store.get_meta("half") is None  # the interrupted transaction was rolled back
     finally:
         store.close()
+
+
+def test_a_chunks_terms_stay_in_its_row_beside_a_512_d_vector(tmp_path: Path) -> None:
+    """BM25 reads the tsvector of every row it scores: a row already past the toast target (its 2 KB
+    vector is kept inline) must not send the terms to the TOAST table (4 more page reads a row)."""
+    store = PostgresBackend().open(tmp_path / "t")
+    terms = " ".join(f"word{i}" for i in range(150))  # a long chunk's distinct words
+    chunk = Chunk(id="c0", path="n.md", ordinal=0, heading_path=(), text="t", content_hash="h",
+                  start=0, end=1, start_line=0, end_line=1)  # fmt: skip
+    rec = FileRecord("n.md", "note", 1, 1, "h", "indexed", n_chunks=1)
+    vec = np.full(512, 512**-0.5, dtype=np.float32)
+    try:
+        store.apply([NoteUpdate(rec, [IndexedChunk(chunk, "h", terms)])], {"h": vec})
+        toast = store._one(  # type: ignore[attr-defined]
+            "SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'chunks'::regclass"
+        )[0]
+        assert store._one(f"SELECT COUNT(*) FROM {toast}")[0] == 0  # type: ignore[attr-defined]
+        assert list(store.lexical(["word7", "word149"], 10, 10).chunks) == store.matrix()[0].tolist()
+    finally:
+        store.close()
