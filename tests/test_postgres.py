@@ -9,6 +9,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -272,5 +273,36 @@ def test_a_chunks_terms_stay_in_its_row_beside_a_512_d_vector(tmp_path: Path) ->
         )[0]
         assert store._one(f"SELECT COUNT(*) FROM {toast}")[0] == 0  # type: ignore[attr-defined]
         assert list(store.lexical(["word7", "word149"], 10, 10).chunks) == store.matrix()[0].tolist()
+    finally:
+        store.close()
+
+
+def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Document frequencies of the terms not cached yet: one round trip for chunks, one for notes
+    (not one per term), and the counts are the rows holding each term."""
+    vault = write_vault(
+        tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples pears{i % 2} plums{i % 3}\n" for i in range(6)}
+    )
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    app.close()
+    store = get_backend("postgres").open(app.index_dir, create=False)
+    statements: list[str] = []
+    rows = type(store)._rows
+
+    def counted(self: Any, sql: str, params: Any = None, **kw: Any) -> list[Any]:
+        statements.append(sql)
+        return rows(self, sql, params, **kw)
+
+    monkeypatch.setattr(type(store), "_rows", counted)
+    try:
+        with store.snapshot():
+            assert store._doc_freqs("chunks", ["pears0", "plums1", "absent"]) == {  # type: ignore[attr-defined]
+                "pears0": 3, "plums1": 2, "absent": 0
+            }  # fmt: skip
+            assert store.lexical(["pears1", "plums2", "apples"], 10, 10).chunks
+        assert sum("tsquery LIMIT" in sql for sql in statements) == 3
     finally:
         store.close()
