@@ -69,44 +69,6 @@ ALTER TABLE chunks ALTER COLUMN tsv SET STORAGE MAIN;
 ALTER TABLE files ALTER COLUMN tsv SET STORAGE MAIN;
 """,
     ),
-    (
-        # Each term's document frequency, kept by the writes themselves (statement triggers over
-        # the changed rows), so a query's idf is one indexed lookup per term: counting the rows a
-        # common term matches read up to half the table's heap (0.5 to 1.9 s at 1,000,000 chunks).
-        "0003_term_stats",
-        """
-CREATE TABLE term_stats (
-    tbl TEXT NOT NULL, term TEXT NOT NULL, df BIGINT NOT NULL, PRIMARY KEY (tbl, term));
-INSERT INTO term_stats SELECT 'chunks', word, ndoc FROM ts_stat('SELECT tsv FROM chunks');
-INSERT INTO term_stats SELECT 'files', word, ndoc FROM ts_stat('SELECT tsv FROM files WHERE tsv IS NOT NULL');
-CREATE FUNCTION term_stats_count() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO term_stats AS s (tbl, term, df)
-        SELECT TG_TABLE_NAME, w, -COUNT(*) FROM old_rows, unnest(tsvector_to_array(old_rows.tsv)) w GROUP BY w
-        ON CONFLICT (tbl, term) DO UPDATE SET df = s.df + excluded.df;
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO term_stats AS s (tbl, term, df)
-        SELECT TG_TABLE_NAME, w, COUNT(*) FROM new_rows, unnest(tsvector_to_array(new_rows.tsv)) w GROUP BY w
-        ON CONFLICT (tbl, term) DO UPDATE SET df = s.df + excluded.df;
-    END IF;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER chunks_terms_in AFTER INSERT ON chunks REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION term_stats_count();
-CREATE TRIGGER chunks_terms_out AFTER DELETE ON chunks REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION term_stats_count();
-CREATE TRIGGER chunks_terms_change AFTER UPDATE ON chunks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION term_stats_count();
-CREATE TRIGGER files_terms_in AFTER INSERT ON files REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION term_stats_count();
-CREATE TRIGGER files_terms_out AFTER DELETE ON files REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION term_stats_count();
-CREATE TRIGGER files_terms_change AFTER UPDATE ON files REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION term_stats_count();
-""",
-    ),
 )
 
 

@@ -319,7 +319,7 @@ class PostgresStore(Store):
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the schema, so a cleared index stays cleared."""
         with self.transaction() as db:
-            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files, term_stats")
+            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files")
             db.execute("DELETE FROM meta WHERE key IN ('space', 'tier_space')")
             self._set_meta("cleared_at", str(time.time()))
             self._bump_generation()
@@ -680,21 +680,21 @@ class PostgresStore(Store):
         return run
 
     def _doc_freqs(self, table: str, terms: list[str]) -> dict[str, int]:
-        """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, capped just over
-        half of them (past it FTS5's idf is floored, whatever the count): the write triggers' counts
-        (migration 0003), the terms not cached for this generation read in one statement."""
+        """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, counted up to just
+        over half of them (past it FTS5's idf is floored, whatever the count); cached per generation,
+        the terms not cached yet counted in one statement (a round trip per term was a search's most)."""
         n, gen = self._size(table), self.generation
         known = {t: self._stats.get((gen, "df:" + table, t)) for t in terms}
         missing = [t for t, df in known.items() if df is None]
         if missing:
-            counted = dict.fromkeys(missing, 0) | dict(
-                self._rows(
-                    "SELECT term, df FROM term_stats WHERE tbl = %s AND term = ANY(%s)", (table, missing)
-                )
+            counted = self._rows(
+                f"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ q::tsquery LIMIT %s) x)"
+                " FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, i) ORDER BY i",
+                (n // 2 + 1, [fulltext.tsquery_literal([t]) for t in missing]),
             )
             self._trim_stats()
-            for t in missing:
-                known[t] = self._stats[(gen, "df:" + table, t)] = float(min(counted[t], n // 2 + 1))
+            for t, (df,) in zip(missing, counted, strict=True):
+                known[t] = self._stats[(gen, "df:" + table, t)] = float(df)
         return {t: int(df or 0) for t, df in known.items()}
 
     def _size(self, table: str) -> int:
