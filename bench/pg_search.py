@@ -12,15 +12,19 @@ the same queries (query embedding excluded), alternating the backends:
   (every row holding a query term scored: the baseline of the pruning);
 - recall@10 of PostgreSQL's top-k (HNSW) against the exact ranking (numpy over the same vectors).
 
-The server: ``--dsn`` (a database where the pgvector extension exists), else a throw-away cluster
-started like the tests' (tests/pg_server.py; PostgreSQL 15 and pgvector must be installed).
+The server: ``--dsn`` (a database where the pgvector extension exists), else a cluster started
+like the tests' (tests/pg_server.py; PostgreSQL 15 and pgvector must be installed) with SETTINGS:
+a throw-away one, or with ``--keep DIR`` one kept in DIR with its filled store, so a second run
+with the same DIR and --chunks skips the fill and the HNSW build (their times come from the first).
 
-Usage: .venv/bin/python bench/pg_search.py [--quick] [--chunks N] [--queries N] [--dsn DSN] [--no-sqlite]
+Usage: .venv/bin/python bench/pg_search.py [--quick] [--chunks N] [--queries N] [--dsn DSN | --keep DIR]
+       [--no-sqlite]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -32,9 +36,12 @@ from _common import REPO, machine, median, pct, save, table, temp_home, verdict
 from search_latency import PER_NOTE, Corpus, fill_store, timed
 
 BAR_MS = 30.0  # PostgreSQL search p50 at 1,000,000 chunks (issue 27)
+# the started cluster's memory (the defaults, 128 MB / 64 MB, hold neither a 1M-chunk HNSW graph
+# while it is built nor its pages while it is searched)
+SETTINGS = "-c shared_buffers=2GB -c maintenance_work_mem=4GB"
 
 
-def server(dsn: str | None) -> tuple[str, Any]:
+def server(dsn: str | None, keep: Path | None) -> tuple[str, Any]:
     if dsn is not None:
         return dsn, None
     sys.path.insert(0, str(REPO / "tests"))
@@ -43,7 +50,7 @@ def server(dsn: str | None) -> tuple[str, Any]:
     reason = pg_server.missing()
     if reason:
         sys.exit(f"error: {reason}")
-    started = pg_server.start()
+    started = pg_server.start(None if keep is None else keep / "data", SETTINGS)
     return started.dsn, started
 
 
@@ -53,20 +60,28 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=None, help="chunks in each store (100,000)")
     ap.add_argument("--queries", type=int, default=None, help="timed queries (200)")
     ap.add_argument("--dsn", default=None, help="an existing database (default: a throw-away cluster)")
+    ap.add_argument(
+        "--keep", type=Path, default=None, help="keep the cluster and its store in DIR; reuse them"
+    )
     ap.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only (no ratio)")
     args = ap.parse_args()
+    if args.keep is not None and args.dsn is not None:
+        sys.exit("error: --keep starts its own cluster; not with --dsn")
     n_chunks = args.chunks or (10_000 if args.quick else 100_000)
     n_queries = args.queries or (50 if args.quick else 200)
 
     tmp = temp_home("pg-search")
-    dsn, started = server(args.dsn)
+    if args.keep is not None:
+        args.keep = args.keep.resolve()
+        args.keep.mkdir(parents=True, exist_ok=True)
+    dsn, started = server(args.dsn, args.keep)
     try:
         run(args, n_chunks, n_queries, Path(tmp.name), dsn)
     finally:
         if started is not None:
             import pg_server
 
-            pg_server.stop(started)
+            pg_server.stop(started, keep=args.keep is not None)
 
 
 def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn: str) -> None:
@@ -81,7 +96,8 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
     stores: dict[str, Any] = {}
     build: dict[str, dict[str, float]] = {}
     backends = ["postgres"] if args.no_sqlite else ["postgres", "sqlite"]
-    vault_id = f"bench-{time.time_ns()}"
+    vault_id = "bench-kept" if args.keep else f"bench-{time.time_ns()}"
+    kept = None if args.keep is None else args.keep / f"build-{n_chunks}.json"
     for name in backends:
         corpus = Corpus(n_chunks)  # the same seed: the same notes in both stores
         print(
@@ -92,12 +108,18 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
             build[name] = fill_store(store, corpus)
             build[name]["matrix_cache_s"] = timed(store.matrix)[0] / 1000
         else:
-            loader = PostgresBackend(dsn, vault_id, exact_below=10**12).open(tmp / "pg")
-            build[name] = fill_store(loader, corpus)
-            build[name]["hnsw_build_s"] = timed(loader.ensure_ann)[0] / 1000
-            loader.close()
+            location = (args.keep or tmp) / "pg"
+            if kept is not None and kept.is_file():  # filled by an earlier run
+                build[name] = json.loads(kept.read_text(encoding="utf-8"))
+            else:
+                loader = PostgresBackend(dsn, vault_id, exact_below=10**12).open(location)
+                build[name] = fill_store(loader, corpus)
+                build[name]["hnsw_build_s"] = timed(loader.ensure_ann)[0] / 1000
+                loader.close()
+                if kept is not None:
+                    kept.write_text(json.dumps(build[name]), encoding="utf-8")
             # as a reader opens it, with search.ann_threshold below the size: top-k from HNSW
-            store = PostgresBackend(dsn, vault_id, exact_below=0).open(tmp / "pg", create=False)
+            store = PostgresBackend(dsn, vault_id, exact_below=0).open(location, create=False)
             build[name]["size_mb"] = store.size_bytes() / 1e6
         print("  " + ", ".join(f"{key} {v:.1f}" for key, v in build[name].items()), flush=True)
         stores[name] = store

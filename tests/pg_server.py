@@ -58,39 +58,49 @@ def _as_owner(owner: str | None, args: list[str]) -> list[str]:
     return ["runuser", "-u", owner, "--", *args] if owner else args
 
 
-def start() -> PgServer:
+def start(data: Path | None = None, settings: str = "") -> PgServer:
+    """A cluster in a new temp dir, or in ``data`` (initialised there unless it holds one already:
+    then only started, its databases as they were); ``settings`` are more ``-c name=value`` options."""
     owner = "postgres" if os.geteuid() == 0 else None
-    data = Path(tempfile.mkdtemp(prefix="vaultlens-pg-"))
+    fresh = data is None or not (data / "PG_VERSION").is_file()
+    if data is None:
+        data = Path(tempfile.mkdtemp(prefix="vaultlens-pg-"))
+    data.mkdir(parents=True, exist_ok=True)
     if owner:
         shutil.chown(data, owner, owner)
     run = subprocess.run
-    run(_as_owner(owner, [str(PGBIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                          "-E", "UTF8", "--locale=C.UTF-8"]), check=True, capture_output=True)  # fmt: skip
-    (data / "pg_hba.conf").write_text(
-        "local all all trust\n"
-        f"host all {SECRET_ROLE} 127.0.0.1/32 scram-sha-256\n"
-        "host all all 127.0.0.1/32 trust\n",
-        encoding="utf-8",
-    )
+    if fresh:
+        run(_as_owner(owner, [str(PGBIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                              "-E", "UTF8", "--locale=C.UTF-8"]), check=True, capture_output=True)  # fmt: skip
+        (data / "pg_hba.conf").write_text(
+            "local all all trust\n"
+            f"host all {SECRET_ROLE} 127.0.0.1/32 scram-sha-256\n"
+            "host all all 127.0.0.1/32 trust\n",
+            encoding="utf-8",
+        )
     port = _free_port()
-    options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={data} -c fsync=off"
+    options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={data} -c fsync=off {settings}"
     run(_as_owner(owner, [str(PGBIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(data / "log"),
                           "-w", "start"]), check=True, capture_output=True)  # fmt: skip
     server = PgServer(data, port, owner)
-    psql = ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-q"]
-    run([*psql, "-c", f"CREATE DATABASE {DATABASE}"], check=True, capture_output=True)
-    run([*psql, "-d", DATABASE, "-c", "CREATE EXTENSION vector",
-         "-c", f"CREATE ROLE {SECRET_ROLE} LOGIN PASSWORD '{SECRET}'"], check=True, capture_output=True)  # fmt: skip
+    if fresh:
+        psql = ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-q"]
+        run([*psql, "-c", f"CREATE DATABASE {DATABASE}"], check=True, capture_output=True)
+        run([*psql, "-d", DATABASE, "-c", "CREATE EXTENSION vector",
+             "-c", f"CREATE ROLE {SECRET_ROLE} LOGIN PASSWORD '{SECRET}'"], check=True, capture_output=True)  # fmt: skip
     return server
 
 
-def stop(server: PgServer) -> None:
+def stop(server: PgServer, keep: bool = False) -> None:
+    """Stop the cluster and delete its data dir, unless ``keep`` (a clean shutdown: started again later)."""
+    mode = "fast" if keep else "immediate"
     subprocess.run(
-        _as_owner(server.owner, [str(PGBIN / "pg_ctl"), "-D", str(server.data), "-m", "immediate", "stop"]),
+        _as_owner(server.owner, [str(PGBIN / "pg_ctl"), "-D", str(server.data), "-m", mode, "stop"]),
         check=False,
         capture_output=True,
     )
-    shutil.rmtree(server.data, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(server.data, ignore_errors=True)
 
 
 def environ(server: PgServer) -> dict[str, str]:

@@ -9,6 +9,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -252,5 +253,56 @@ def test_a_write_left_mid_command_by_ctrl_c_does_not_break_the_next_write(tmp_pa
         record = store.last_run()
         assert record is not None and record.status == "cancelled"
         assert store.get_meta("half") is None  # the interrupted transaction was rolled back
+    finally:
+        store.close()
+
+
+def test_a_chunks_terms_stay_in_its_row_beside_a_512_d_vector(tmp_path: Path) -> None:
+    """BM25 reads the tsvector of every row it scores: a row already past the toast target (its 2 KB
+    vector is kept inline) must not send the terms to the TOAST table (4 more page reads a row)."""
+    store = PostgresBackend().open(tmp_path / "t")
+    terms = " ".join(f"word{i}" for i in range(150))  # a long chunk's distinct words
+    chunk = Chunk(id="c0", path="n.md", ordinal=0, heading_path=(), text="t", content_hash="h",
+                  start=0, end=1, start_line=0, end_line=1)  # fmt: skip
+    rec = FileRecord("n.md", "note", 1, 1, "h", "indexed", n_chunks=1)
+    vec = np.full(512, 512**-0.5, dtype=np.float32)
+    try:
+        store.apply([NoteUpdate(rec, [IndexedChunk(chunk, "h", terms)])], {"h": vec})
+        toast = store._one(  # type: ignore[attr-defined]
+            "SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'chunks'::regclass"
+        )[0]
+        assert store._one(f"SELECT COUNT(*) FROM {toast}")[0] == 0  # type: ignore[attr-defined]
+        assert list(store.lexical(["word7", "word149"], 10, 10).chunks) == store.matrix()[0].tolist()
+    finally:
+        store.close()
+
+
+def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Document frequencies of the terms not cached yet: one round trip for chunks, one for notes
+    (not one per term), and the counts are the rows holding each term."""
+    vault = write_vault(
+        tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples pears{i % 2} plums{i % 3}\n" for i in range(6)}
+    )
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    app.close()
+    store = get_backend("postgres").open(app.index_dir, create=False)
+    statements: list[str] = []
+    rows = type(store)._rows
+
+    def counted(self: Any, sql: str, params: Any = None, **kw: Any) -> list[Any]:
+        statements.append(sql)
+        return rows(self, sql, params, **kw)
+
+    monkeypatch.setattr(type(store), "_rows", counted)
+    try:
+        with store.snapshot():
+            assert store._doc_freqs("chunks", ["pears0", "plums1", "absent"]) == {  # type: ignore[attr-defined]
+                "pears0": 3, "plums1": 2, "absent": 0
+            }  # fmt: skip
+            assert store.lexical(["pears1", "plums2", "apples"], 10, 10).chunks
+        assert sum("tsquery LIMIT" in sql for sql in statements) == 3
     finally:
         store.close()

@@ -39,7 +39,7 @@ def tsquery_literal(terms: list[str]) -> str:
 
 
 def bm25_sql(table: str, key: str) -> str:
-    """Rows (key, BM25) of ``table`` matching ``%(query)s``, best ``%(limit)s`` first.
+    """Rows (key, BM25) of ``table`` matching ``%(query)s``, best ``%(limit)s`` first (equal scores by key).
 
     ``%(terms)s`` / ``%(idf)s`` are parallel arrays of the matched terms and their idf, ``%(avgdl)s``
     the table's mean document length. A term's frequency is the number of positions of its lexeme."""
@@ -51,5 +51,5 @@ def bm25_sql(table: str, key: str) -> str:
         " FROM unnest(ts_filter(setweight(d.tsv, 'A', %(terms)s::text[]), '{a}'))) u"
         " JOIN unnest(%(terms)s::text[], %(idf)s::float8[]) AS q(term, idf) ON q.term = u.lexeme"
         " WHERE d.tsv @@ %(query)s::tsquery"
-        f" GROUP BY d.{key} ORDER BY 2 DESC LIMIT %(limit)s"
+        f" GROUP BY d.{key} ORDER BY 2 DESC, 1 LIMIT %(limit)s"  # ties by key: the same rows whatever the layout
     )

@@ -57,6 +57,18 @@ CREATE TABLE dismissed_pairs (
 INSERT INTO meta (key, value) VALUES ('generation', '0'), ('store_id', md5(random()::text || clock_timestamp()::text));
 """,
     ),
+    (
+        # A chunk row holds its vector inline (2 KB at 512 dimensions), so it is past the toast target
+        # and its tsvector went to the TOAST table: BM25 read each matching row's terms through the
+        # toast index (4 more pages a row; most of the lexical stage at 100,000 chunks). MAIN keeps a
+        # tsvector in its row (compressed) unless the row outgrows a page. Rows written before stay
+        # as they are until rewritten (a rebuild).
+        "0002_tsvector_inline",
+        """
+ALTER TABLE chunks ALTER COLUMN tsv SET STORAGE MAIN;
+ALTER TABLE files ALTER COLUMN tsv SET STORAGE MAIN;
+""",
+    ),
 )
 
 

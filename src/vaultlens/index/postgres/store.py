@@ -681,19 +681,21 @@ class PostgresStore(Store):
 
     def _doc_freqs(self, table: str, terms: list[str]) -> dict[str, int]:
         """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, counted up to just
-        over half of them (past it FTS5's idf is floored, whatever the count); cached per generation."""
-        n = self._size(table)
-        return {
-            t: int(
-                self._cached(
-                    "df:" + table,
-                    t,
-                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ %s::tsquery LIMIT %s) x",
-                    (fulltext.tsquery_literal([t]), n // 2 + 1),
-                )
+        over half of them (past it FTS5's idf is floored, whatever the count); cached per generation,
+        the terms not cached yet counted in one statement (a round trip per term was a search's most)."""
+        n, gen = self._size(table), self.generation
+        known = {t: self._stats.get((gen, "df:" + table, t)) for t in terms}
+        missing = [t for t, df in known.items() if df is None]
+        if missing:
+            counted = self._rows(
+                f"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ q::tsquery LIMIT %s) x)"
+                " FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, i) ORDER BY i",
+                (n // 2 + 1, [fulltext.tsquery_literal([t]) for t in missing]),
             )
-            for t in terms
-        }
+            self._trim_stats()
+            for t, (df,) in zip(missing, counted, strict=True):
+                known[t] = self._stats[(gen, "df:" + table, t)] = float(df)
+        return {t: int(df or 0) for t, df in known.items()}
 
     def _size(self, table: str) -> int:
         """Rows of ``table`` with full text in this generation (cached for it)."""
@@ -707,9 +709,13 @@ class PostgresStore(Store):
 
     def _cached(self, what: str, key: str, sql: str, params: Any = None) -> float:
         gen = self.generation
-        if len(self._stats) > 100_000:
-            self._stats.clear()
         value = self._stats.get((gen, what, key))
         if value is None:
-            value = self._stats[(gen, what, key)] = float(self._one(sql, params)[0])
+            value = float(self._one(sql, params)[0])
+            self._trim_stats()
+            self._stats[(gen, what, key)] = value
         return value
+
+    def _trim_stats(self) -> None:
+        if len(self._stats) > 100_000:
+            self._stats.clear()
