@@ -26,6 +26,26 @@ if TYPE_CHECKING:
 _PREAD: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)  # not on Windows
 
 
+class RowFile:
+    """Fixed-size rows of an open file read by position: ``pread`` where the OS has it (threads share
+    the file without a seek position), else a seek and a read under a lock. Nothing is mapped, so a
+    pass over every row leaves them in the OS's file cache, not in the reader's memory."""
+
+    def __init__(self, file: BinaryIO, offset: int, row_bytes: int) -> None:
+        self.file = file  # closed by its owner
+        self._offset, self._row = offset, row_bytes  # where row 0 starts; bytes per row
+        self._lock = threading.Lock()
+
+    def read(self, first: int, count: int = 1) -> bytes:
+        """Rows ``first`` .. ``first + count - 1`` (fewer bytes when the file ended early)."""
+        offset, size = self._offset + first * self._row, count * self._row
+        if _PREAD is not None:
+            return _PREAD(self.file.fileno(), size, offset)
+        with self._lock:
+            self.file.seek(offset)
+            return self.file.read(size)
+
+
 class VectorFile:
     """One generation's vector cache, opened for row reads; :meth:`open` refuses a file it cannot trust
     the layout of (wrong dtype or shape, keys not ascending, a size that does not match its header)."""
@@ -34,9 +54,7 @@ class VectorFile:
         self.ids = ids  # memory-mapped: a lookup touches log2(n) of its pages
         self.dims = dims
         self._file = file  # unbuffered; closed with this object
-        self._lock = threading.Lock()
-        self._offset = offset  # where row 0 starts in the .vecs.npy file
-        self._row = dims * 4
+        self._rows = RowFile(file, offset, dims * 4)
 
     @classmethod
     def open(cls, ids_file: Path, vec_file: Path, dims: int) -> VectorFile | None:
@@ -77,17 +95,8 @@ class VectorFile:
         have = pos < n
         have[have] = self.ids[pos[have]] == keys[have]
         rows = pos[have]
-        size, start = self._row, self._offset
-        data = b"".join([self._read_at(start + p * size, size) for p in rows.tolist()])
+        size = self.dims * 4
+        data = b"".join([self._rows.read(p) for p in rows.tolist()])
         if len(data) != rows.size * size:  # truncated since it was opened
             raise OSError(f"vector file ended early ({len(data)} of {rows.size * size} bytes)")
         return keys[have], np.frombuffer(data, dtype=np.float32).reshape(rows.size, self.dims)
-
-    def _read_at(self, offset: int, size: int) -> bytes:
-        """``size`` bytes at ``offset``: ``pread`` where the OS has it (threads share the file without
-        a seek position), else a seek and a read under the lock."""
-        if _PREAD is not None:
-            return _PREAD(self._file.fileno(), size, offset)
-        with self._lock:
-            self._file.seek(offset)
-            return self._file.read(size)

@@ -11,13 +11,13 @@ and the full vectors are read once, a block at a time, and then only for the pai
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Iterator
-from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
+
+from vaultlens.index.vector_file import RowFile
 
 BLOCK_ROWS = 1024  # rows per exact block: a 1024 x n float32 product stays under ~120 MB at 30k sections
 # sections (notes, for translation candidates); above this, k-means partitions (recall measured)
@@ -91,44 +91,36 @@ def partitions(
 class RowReader:
     """Rows of a matrix, read from its file when it is memory-mapped (the vector cache is): a pass
     over every row of a mapping keeps the whole file resident in this process, counted in its
-    memory, where reads leave it in the OS's file cache. The file is opened once, so a newer
-    generation that deletes it meanwhile changes nothing here."""
+    memory, where reads (index/vector_file.RowFile) leave it in the OS's file cache. The file is
+    opened once, so a newer generation that deletes it meanwhile changes nothing here."""
 
     def __init__(self, vecs: npt.NDArray[np.float32]) -> None:
         self.vecs, self.dims = vecs, vecs.shape[1]
-        self._file: BinaryIO | None = None
-        self._lock = threading.Lock()  # seek + read is one step
+        self._rows: RowFile | None = None
         base: object = vecs
         while base is not None and not isinstance(base, np.memmap):
             base = getattr(base, "base", None)
         if isinstance(base, np.memmap) and base.shape == vecs.shape and vecs.flags.c_contiguous:
             try:
-                self._file = open(str(base.filename), "rb")  # noqa: SIM115  # closed with this reader
+                file = open(str(base.filename), "rb", buffering=0)  # noqa: SIM115  # closed with this reader
             except (OSError, TypeError):  # no file name, or gone already: read through the mapping
                 return
-            weakref.finalize(self, self._file.close)
-            self._offset, self._dtype = base.offset, base.dtype
+            weakref.finalize(self, file.close)
+            self._rows, self._dtype = RowFile(file, base.offset, self.dims * base.dtype.itemsize), base.dtype
 
     def take(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         """The rows ``idx`` (any order, repeats allowed) as float32."""
-        if self._file is None or not len(idx):
+        if self._rows is None or not len(idx):
             return np.asarray(self.vecs[idx], np.float32)
-        size = self.dims * self._dtype.itemsize
         uniq, inverse = np.unique(idx, return_inverse=True)
         lo, hi = int(uniq[0]), int(uniq[-1]) + 1
         dense = hi - lo <= 4 * len(uniq)  # then one read of the whole span
         spans = [(lo, hi - lo)] if dense else [(r, 1) for r in uniq.tolist()]
-        with self._lock:
-            raw = b"".join(self._read(self._offset + first * size, count * size) for first, count in spans)
-        if len(raw) != sum(count for _, count in spans) * size:  # a short read: the mapping has the rows
-            return np.asarray(self.vecs[idx], np.float32)
+        raw = b"".join(self._rows.read(first, count) for first, count in spans)
+        if len(raw) != sum(count for _, count in spans) * self.dims * self._dtype.itemsize:
+            return np.asarray(self.vecs[idx], np.float32)  # a short read: the mapping has the rows
         got = np.frombuffer(raw, self._dtype).reshape(-1, self.dims)
         return np.asarray((got[uniq - lo] if dense else got)[inverse], np.float32)
-
-    def _read(self, offset: int, size: int) -> bytes:
-        assert self._file is not None
-        self._file.seek(offset)
-        return self._file.read(size)
 
 
 def partitioned_pairs(
