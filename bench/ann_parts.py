@@ -14,7 +14,9 @@ Modes (each in this process, on ``--keep DIR`` of ``ann_scale.py --chunks N``, i
   vector cache file (index/vector_file.py), the arms alternating per query, after one warm-up pass of
   both: p50 / p95 of the whole search and of ``vectors_of`` in each, and whether the hits are the same;
 * ``lexsql``: the lexical stage's SQL statements timed one by one (warm: each query run once before),
-  p50 per statement shape per query and the share of the stage.
+  p50 per statement shape per query and the share of the stage;
+* ``beside``: the same searches with the lexical stage on the search's thread and on a worker beside the
+  dense stage (services/lexical_beside.py), the arms alternating per query after a warm-up pass of both.
 
 Usage: .venv/bin/python bench/ann_parts.py DIR MODE [--chunks 1000000] [--queries 40] [--seed 7]
 """
@@ -114,6 +116,31 @@ def vecfile(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
     print(f"{summary}, file / sqlite p50 {ratio:.2f}, same hits {same}/{len(queries)}, load {load()}")
 
 
+def beside(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
+    """Whole searches with the lexical stage on the search's thread ("serial") and on a worker beside
+    the dense stage ("beside"), the arms alternating per query after a warm-up pass of both."""
+    from vaultlens.services import lexical_beside as lb
+
+    ms: dict[str, list[float]] = {"serial": [], "beside": []}
+    same = 0
+    for warm in (True, False):
+        for i, (text, q) in enumerate(queries):
+            hits = []
+            for arm in ["serial", "beside"] if i % 2 == 0 else ["beside", "serial"]:
+                lb.BESIDE_FROM_CHUNKS = 10**12 if arm == "serial" else 0
+                store._vec_cache.clear()
+                t = time.perf_counter()
+                hits.append(search(store, text, q))
+                if not warm:
+                    ms[arm].append((time.perf_counter() - t) * 1000)
+            same += not warm and hits[0] == hits[1]
+    summary = {arm: (round(pct(v, 0.5), 1), round(pct(v, 0.95), 1)) for arm, v in ms.items()}
+    ratio = pct(ms["beside"], 0.5) / pct(ms["serial"], 0.5)
+    print(
+        f"search p50/p95 ms {summary}, beside / serial p50 {ratio:.2f}, same hits {same}/{len(queries)}, load {load()}"
+    )
+
+
 class FetchedRows(list[Any]):
     """Rows already fetched, answering like the cursor they came from."""
 
@@ -174,7 +201,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("keep", type=Path)
-    ap.add_argument("mode", choices=["recall", "stages", "profile", "cache", "vecfile", "lexsql"])
+    ap.add_argument("mode", choices=["recall", "stages", "profile", "cache", "vecfile", "lexsql", "beside"])
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--seed", type=int, default=7)
@@ -228,6 +255,8 @@ def main() -> None:
         stats.sort_stats("tottime").print_stats(12)
     elif args.mode == "vecfile":
         vecfile(store, list(fresh_queries(corpus, args.queries, args.seed)))
+    elif args.mode == "beside":
+        beside(store, list(fresh_queries(corpus, args.queries, args.seed)))
     elif args.mode == "lexsql":
         lexsql(store, list(fresh_queries(corpus, args.queries, args.seed)))
     else:

@@ -44,6 +44,7 @@ from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInp
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import ChunkKeys, Store
 from vaultlens.services.consent import require_tier_query_consent
+from vaultlens.services.lexical_beside import lexical_beside
 from vaultlens.services.section import Section
 from vaultlens.services.serial import AsDict
 
@@ -263,10 +264,12 @@ def score_chunks(
     ``exact``: only the best ``exact`` notes must carry their exact score (see
     :func:`chunk_penalties`); the others may keep an upper bound of it.
     """
-    keys = store.top_k(qvec, s.candidates)[0] if blend is None else blend.top_k(s.candidates)
-    if keys.size == 0:
-        return {}
-    lexical = store.lexical(query_terms(query), s.candidates, NOTE_CANDIDATES)
+    with store.snapshot() as generation:
+        lexical_of = lexical_beside(store, generation, query_terms(query), s.candidates, NOTE_CANDIDATES)
+        keys = store.top_k(qvec, s.candidates)[0] if blend is None else blend.top_k(s.candidates)
+        if keys.size == 0:
+            return {}
+        lexical = lexical_of()
     dense_keys = set(keys.tolist())
     extra = np.array([k for k in lexical.chunks if k not in dense_keys], dtype=np.int64)
     ids = np.concatenate([keys, extra]) if extra.size else keys
