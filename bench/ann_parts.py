@@ -169,8 +169,8 @@ class TimedConnection:
 
 
 def lexsql(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
-    from vaultlens.index import sqlite_store as ss
     from vaultlens.index.lexical import query_terms
+    from vaultlens.index.sqlite import store as ss
     from vaultlens.services.search import NOTE_CANDIDATES
 
     plain_db = ss.SQLiteStore.db
@@ -197,7 +197,7 @@ def lexsql(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
 
 
 def main() -> None:
-    from vaultlens.index import sqlite_store as ss
+    from vaultlens.index.sqlite import store as ss
 
     ap = argparse.ArgumentParser()
     ap.add_argument("keep", type=Path)

@@ -34,8 +34,8 @@ from duplicates_scale import MIN_CHARS, _peak_mb, generate  # noqa: E402
 
 
 def measure(mode: str, directory: Path) -> dict[str, Any]:
-    from vaultlens.index.indexer import NoProgress
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.indexing.indexer import NoProgress
+    from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.services.duplicates import report as dups
 
     threshold = 10**12 if mode == "partitions" else 1

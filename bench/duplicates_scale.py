@@ -87,7 +87,7 @@ def generate(directory: Path, n_notes: int, seed: int = 7) -> dict[str, Any]:
     """Write an index of ``n_notes`` notes with planted near-duplicate pairs; returns its description."""
     from vaultlens.chunking.chunker import Chunk
     from vaultlens.embedding.base import EmbeddingSpace
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
 
     t0 = time.perf_counter()
@@ -197,7 +197,7 @@ def _naive_pairs(matrix: np.ndarray, subset: np.ndarray, floor: float) -> Any:
 
 
 def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.services.duplicates import report as dups
     from vaultlens.services.duplicates import vector_pairs
 
@@ -224,7 +224,7 @@ def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:
 
 
 def measure_similar(directory: Path, samples: int = 50) -> dict[str, Any]:
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.services import discover
 
     store = SQLiteStore(directory)

@@ -64,7 +64,7 @@ class Texts:
     def note(self, rel: str) -> list[tuple[str, str, str]]:
         """(chunk id, embed hash, embed text) for each chunk of one note."""
         from vaultlens.chunking.source import note_from_bytes, read_note
-        from vaultlens.index.texts import embed_text
+        from vaultlens.index.indexing.texts import embed_text
 
         source = note_from_bytes(read_note(self.vault, rel), self.chunker)
         if not source.text.strip():

@@ -24,8 +24,8 @@ from _common import machine, save, table, temp_home
 from audit_structure import generate
 
 PARTS = {
-    "apply": ("vaultlens.index.sqlite_store", "SQLiteStore", "apply"),
-    "read": ("vaultlens.index.indexer", "", "read_note"),
+    "apply": ("vaultlens.index.sqlite.store", "SQLiteStore", "apply"),
+    "read": ("vaultlens.index.indexing.indexer", "", "read_note"),
 }
 
 

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
     from vaultlens.config.settings import SearchSettings
     from vaultlens.index.lexical import query_terms
     from vaultlens.index.postgres import PostgresBackend
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.services.search import NOTE_CANDIDATES, group_notes, score_chunks
 
     search = SearchSettings()

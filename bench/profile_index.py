@@ -38,8 +38,8 @@ BUCKETS = (
             "_thread.lock",
         ),
     ),
-    ("store", ("sqlite_store.py", "sqlite3", "index/store.py", "lexical.py")),
-    ("notes", ("vault/", "chunking/", "markdown_it", "yaml", "index/texts.py", "fsutil.py")),
+    ("store", ("sqlite/store.py", "sqlite3", "index/store.py", "lexical.py")),
+    ("notes", ("vault/", "chunking/", "markdown_it", "yaml", "index/indexing/texts.py", "fsutil.py")),
 )
 
 

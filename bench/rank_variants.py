@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 
 import vaultlens
+from vaultlens.index.indexing.texts import embed_text
 from vaultlens.index.lexical import query_terms, terms
-from vaultlens.index.texts import embed_text
 from vaultlens.services.search import NOTE_CANDIDATES, rank_notes
 
 SH = Path(os.environ.get("VAULTLENS_SHARED", Path(__file__).resolve().parents[2] / "shared"))

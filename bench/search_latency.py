@@ -167,7 +167,7 @@ def fill_store(store: Any, corpus: Corpus) -> dict[str, float]:
 
 
 def build_store(index_dir: Path, corpus: Corpus) -> dict[str, float]:
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.sqlite.store import SQLiteStore
 
     store = SQLiteStore(index_dir)
     timings = fill_store(store, corpus)
@@ -189,7 +189,7 @@ def unit(v: np.ndarray) -> np.ndarray:
 def add_tier_vectors(index: Path) -> None:
     """A seeded quality-tier vector for every chunk text, through the store's own write path."""
     from vaultlens.embedding.tiers.e5 import E5Tier
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.sqlite.store import SQLiteStore
 
     store = SQLiteStore(index)
     rng = np.random.default_rng(3)
@@ -225,7 +225,7 @@ def main() -> None:
     vault.mkdir()
     from vaultlens.config.paths import index_dir
     from vaultlens.index.lexical import query_terms
-    from vaultlens.index.sqlite_store import SQLiteStore
+    from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.services.app import App
     from vaultlens.services.search import NOTE_CANDIDATES, TierBlend, group_notes, score_chunks
 

@@ -24,7 +24,7 @@ import vaultlens as services
 from _common import machine, save, table, temp_home, verdict
 from vaultlens.chunking.source import note_from_bytes, read_note
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
-from vaultlens.index.indexer import Indexer
+from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.index.runs import RunStats
 
 

@@ -1,4 +1,4 @@
-"""The embedded store's ANN tier (index/ann.py): used past ``search.ann_threshold`` chunks, kept
+"""The embedded store's ANN tier (index/sqlite/ann.py): used past ``search.ann_threshold`` chunks, kept
 current a note at a time from the store's change log, persisted beside the store under its
 identity and generation, checked by doctor. Real SQLite files and the real bundled model."""
 
@@ -19,9 +19,9 @@ import pytest
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.errors import IndexNotFound
-from vaultlens.index.ann import AnnTier
 from vaultlens.index.backends import get_backend
-from vaultlens.index.indexer import NoProgress
+from vaultlens.index.indexing.indexer import NoProgress
+from vaultlens.index.sqlite.ann import AnnTier
 from vaultlens.index.store import Store
 from vaultlens.services.search import rank_notes
 from vl_support import VAULTLENS_BIN, cli_env, run_index, settings, write_vault
@@ -358,7 +358,7 @@ def test_the_quality_tier_s_runtime_loads_after_the_graph_without_a_crash(tmp_pa
     """onnxruntime imported after usearch segfaulted (rc 139) every English vault past the ANN
     threshold, whose `auto` tier loads onnxruntime after the graph; the tier module now loads first."""
     pytest.importorskip("onnxruntime", reason="the quality extra is not installed")
-    script = "from vaultlens.index import ann; ann._graph(8); import onnxruntime; print('alive')"
+    script = "from vaultlens.index.sqlite import ann; ann._graph(8); import onnxruntime; print('alive')"
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=cli_env(tmp_path)
     )

@@ -164,9 +164,10 @@ def test_the_layer_check_sees_every_import_form(
     assert lower_layer_imports(_sample(tmp_path, source, package), module) == reported
 
 
-BACKEND = SRC / "index" / "sqlite_store.py"
+BACKEND_DIR = SRC / "index" / "sqlite"
+BACKEND = set(BACKEND_DIR.glob("*.py"))  # the SQLite backend: its store and its ANN tier
 BACKEND_REGISTRY = SRC / "index" / "backends.py"
-BACKEND_MODULE = "vaultlens.index.sqlite_store"
+BACKEND_MODULE = "vaultlens.index.sqlite"
 
 
 def backend_imports(path: Path, module: str) -> list[str]:
@@ -180,7 +181,7 @@ def test_only_the_backend_registry_imports_the_sqlite_backend() -> None:
     importers = [
         p.relative_to(SRC).as_posix()
         for p in _sources()
-        if p not in (BACKEND, BACKEND_REGISTRY) and backend_imports(p, _module_name(p))
+        if p not in BACKEND and p != BACKEND_REGISTRY and backend_imports(p, _module_name(p))
     ]
     assert importers == [], "depend on vaultlens.index.store (the contract), not on the SQLite backend"
 
@@ -188,33 +189,37 @@ def test_only_the_backend_registry_imports_the_sqlite_backend() -> None:
 @pytest.mark.parametrize(
     ("module", "source", "reported"),
     [
-        ("vaultlens.services.app", "import vaultlens.index.sqlite_store as s\n", [BACKEND_MODULE]),
-        ("vaultlens.services.app", "from vaultlens.index import sqlite_store\n", [BACKEND_MODULE]),
+        ("vaultlens.services.app", "import vaultlens.index.sqlite.store as s\n", [f"{BACKEND_MODULE}.store"]),
+        ("vaultlens.services.app", "from vaultlens.index import sqlite\n", [BACKEND_MODULE]),
         (
             "vaultlens.services.app",
-            "from vaultlens.index.sqlite_store import SQLiteStore\n",
-            [f"{BACKEND_MODULE}.SQLiteStore"],
+            "from vaultlens.index.sqlite.store import SQLiteStore\n",
+            [f"{BACKEND_MODULE}.store.SQLiteStore"],
         ),
         (
-            "vaultlens.index.indexer",
-            "from .sqlite_store import SQLiteStore\n",
-            [f"{BACKEND_MODULE}.SQLiteStore"],
+            "vaultlens.index.indexing.indexer",
+            "from ..sqlite.store import SQLiteStore\n",
+            [f"{BACKEND_MODULE}.store.SQLiteStore"],
         ),
-        ("vaultlens.index.indexer", "from . import sqlite_store\n", [BACKEND_MODULE]),
-        ("vaultlens.services.app", "from ..index import sqlite_store\n", [BACKEND_MODULE]),
+        ("vaultlens.index.indexing.indexer", "from .. import sqlite\n", [BACKEND_MODULE]),
+        ("vaultlens.services.app", "from ..index.sqlite import ann\n", [f"{BACKEND_MODULE}.ann"]),
         (
             "vaultlens.services.app",
-            "import importlib\nimportlib.import_module('vaultlens.index.sqlite_store')\n",
+            "import importlib\nimportlib.import_module('vaultlens.index.sqlite.store')\n",
+            [f"{BACKEND_MODULE}.store"],
+        ),
+        (
+            "vaultlens.index.indexing.indexer",
+            "from importlib import import_module\nimport_module('..sqlite', __package__)\n",
             [BACKEND_MODULE],
         ),
         (
-            "vaultlens.index.indexer",
-            "from importlib import import_module\nimport_module('.sqlite_store', __package__)\n",
-            [BACKEND_MODULE],
+            "vaultlens.services.app",
+            "__import__('vaultlens.index.sqlite.store')\n",
+            [f"{BACKEND_MODULE}.store"],
         ),
-        ("vaultlens.services.app", "__import__('vaultlens.index.sqlite_store')\n", [BACKEND_MODULE]),
         # the contract, and a module whose name merely starts with the backend's
-        ("vaultlens.services.app", "from vaultlens.index import store, sqlite_store_notes\n", []),
+        ("vaultlens.services.app", "from vaultlens.index import store, sqlite_notes\n", []),
     ],
 )
 def test_the_backend_check_sees_every_import_form(
@@ -236,8 +241,8 @@ def test_the_backend_check_sees_every_import_form(
 def test_backend_details_stay_in_the_backend(pattern: str, what: str) -> None:
     # both backends score with FTS5's idf on purpose (they rank alike): index/bm25_top.py says it once
     shared = {SRC / "index" / "bm25_top.py", *(SRC / "index" / "postgres").glob("*.py")}
-    backends = {BACKEND, *shared} if "idf" in what else {BACKEND}
-    allowed = {BACKEND, SRC / "errors.py"} if what == "SQLite itself" else backends
+    backends = BACKEND | shared if "idf" in what else BACKEND
+    allowed = BACKEND | {SRC / "errors.py"} if what == "SQLite itself" else backends
     leaks = [
         p.relative_to(SRC).as_posix()
         for p in _sources()
@@ -261,7 +266,7 @@ def test_the_index_lifecycle_has_one_home() -> None:
 
 def test_services_and_indexer_take_the_store_protocol() -> None:
     for rel in (
-        "index/indexer.py",
+        "index/indexing/indexer.py",
         "index/rebuild.py",
         "services/search.py",
         "services/discover.py",
@@ -284,8 +289,8 @@ _FILE_WRITES = {
 _MODULE_WRITES = {"replace", "rename", "link", "remove", "move", "copy", "open"}  # as os.X / shutil.X
 _WRITES_UNDER_HOME = {
     "fsutil.py", "config/consent.py", "config/paths.py", "index/lifecycle.py", "index/lock.py",
-    "index/sqlite_store.py", "index/postgres/__init__.py", "services/evaluation.py",
-    "index/ann.py",  # the ANN tier's files beside the store, under VAULTLENS_HOME
+    "index/sqlite/store.py", "index/postgres/__init__.py", "services/evaluation.py",
+    "index/sqlite/ann.py",  # the ANN tier's files beside the store, under VAULTLENS_HOME
     "services/audit/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
     "services/audit/outline_cache.py",  # under VAULTLENS_HOME
     "services/audit/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from vaultlens.index import sqlite_store
 from vaultlens.index.bm25_top import Query, best_rows
-from vaultlens.index.sqlite_store import fts5_query
+from vaultlens.index.sqlite import store as sqlite_store
+from vaultlens.index.sqlite.store import fts5_query
 
 
 @pytest.fixture(scope="module")

@@ -165,7 +165,7 @@ def test_a_real_heading_named_front_matter_is_an_ordinary_heading() -> None:
 
 
 def test_embed_text_leaves_out_only_the_front_matter_label() -> None:
-    from vaultlens.index.texts import embed_text
+    from vaultlens.index.indexing.texts import embed_text
 
     rng = random.Random(22)
     fm, real = chunks_of(f"---\ntags: [x]\n---\n# front matter\n\n{paragraph(rng, 30)}\n")
@@ -250,7 +250,7 @@ def _parts(text: str, block: str, chunks: list[Chunk]) -> list[Chunk]:
 
 def test_a_200_row_table_splits_between_rows_with_the_header_as_context() -> None:
     from vaultlens.embedding.local import MAX_CHARS
-    from vaultlens.index.texts import embed_text, lexical_text
+    from vaultlens.index.indexing.texts import embed_text, lexical_text
 
     rng = random.Random(8)
     table = _table(200)
@@ -299,7 +299,7 @@ def _code_with_blank_lines(lines: int) -> str:
 
 
 def test_a_300_line_code_block_splits_at_blank_lines_with_the_fence_as_context() -> None:
-    from vaultlens.index.texts import embed_text
+    from vaultlens.index.indexing.texts import embed_text
 
     code = _code_with_blank_lines(300)
     text = f"# Listing\n\nThe whole program:\n\n{code}\n\nDone.\n"
@@ -382,7 +382,7 @@ def _front_matter(keys: int) -> str:
 
 
 def test_big_front_matter_splits_between_top_level_keys() -> None:
-    from vaultlens.index.texts import embed_text
+    from vaultlens.index.indexing.texts import embed_text
 
     fm = _front_matter(60)
     assert len(fm) > 1800

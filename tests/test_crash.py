@@ -21,7 +21,7 @@ import pytest
 
 from vaultlens.config.paths import index_dir
 from vaultlens.errors import IndexNotFound
-from vaultlens.index.indexer import COMMIT_CHUNKS
+from vaultlens.index.indexing.indexer import COMMIT_CHUNKS
 from vl_support import (
     VAULTLENS_BIN,
     backend_args,

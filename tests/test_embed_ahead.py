@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from vaultlens.index.embed_ahead import EmbedAhead
+from vaultlens.index.indexing.embed_ahead import EmbedAhead
 from vaultlens.testing import HashingEmbeddingProvider
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultlens.index.indexer import Indexer
+from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.testing import HashingEmbeddingProvider
 from vl_support import (
     cli_env,

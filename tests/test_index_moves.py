@@ -13,7 +13,7 @@ import pytest
 
 import vaultlens
 from vaultlens.errors import Cancelled
-from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.index.sqlite.store import SQLiteStore
 from vaultlens.services.app import App
 from vaultlens.testing import HashingEmbeddingProvider
 from vl_support import db_rows, write_vault

@@ -10,7 +10,7 @@ import pytest
 
 import vaultlens
 from vaultlens.embedding.base import Vectors
-from vaultlens.index.indexer import Indexer
+from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.testing import HashingEmbeddingProvider
 from vl_support import write_vault
 

@@ -17,7 +17,7 @@ import vaultlens as services
 from scripted_server import ScriptedEmbeddingServer
 from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.errors import IndexEmpty, IndexLocked, SpaceMismatch
-from vaultlens.index.texts import embed_text
+from vaultlens.index.indexing.texts import embed_text
 from vaultlens.services.app import App
 from vaultlens.vault.parse import decode_note, parse_note
 from vl_support import (

@@ -20,7 +20,7 @@ import vaultlens
 from vaultlens.config.paths import index_dir
 from vaultlens.errors import IndexNotFound, VaultlensError
 from vaultlens.index.backends import get_backend
-from vaultlens.index.sqlite_store import SQLiteStore
+from vaultlens.index.sqlite.store import SQLiteStore
 from vl_support import opened_store, run_cli, write_vault
 
 FAKE = ["--set", "embedding.provider=fake"]

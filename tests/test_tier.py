@@ -21,8 +21,8 @@ from vaultlens.config.paths import index_dir
 from vaultlens.embedding.base import Vectors
 from vaultlens.embedding.tiers.e5 import E5Tier
 from vaultlens.errors import Cancelled, ConfigError
-from vaultlens.index import tier_fill
-from vaultlens.index.indexer import Indexer
+from vaultlens.index.indexing import tier_fill
+from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.services.app import App
 from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes
 from vl_support import VAULTLENS_BIN, InterruptingTier, cli_env, db_rows, opened_store, run_cli, write_vault

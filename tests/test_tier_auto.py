@@ -15,8 +15,8 @@ from vaultlens.embedding.tiers import auto, e5, minilm
 from vaultlens.embedding.tiers.auto import ENGLISH_ONLY_BELOW, choose_tier
 from vaultlens.embedding.tiers.base import reads
 from vaultlens.errors import Cancelled
-from vaultlens.index import tier_fill
-from vaultlens.index.tier_fill import SCRIPTS_META, stored_scripts
+from vaultlens.index.indexing import tier_fill
+from vaultlens.index.indexing.tier_fill import SCRIPTS_META, stored_scripts
 from vaultlens.services.app import App
 from vaultlens.services.search import rank_notes
 from vl_support import InterruptingTier, run_cli, write_vault

@@ -22,7 +22,7 @@ from vaultlens.config.consent import consent_file
 from vaultlens.embedding.tiers.registry import make_tier
 from vaultlens.embedding.tiers.remote import RemoteTier, declared_prefixes
 from vaultlens.errors import ConfigError, ConsentRequired
-from vaultlens.index.indexer import Indexer
+from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.server import runtime
 from vaultlens.services.app import App
 from vaultlens.services.search import rank_notes

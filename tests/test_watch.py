@@ -35,7 +35,7 @@ from watchdog.events import (
 import vaultlens
 from vaultlens.errors import StoreError, VaultError
 from vaultlens.index import watcher
-from vaultlens.index.indexer import Indexer
+from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.index.watcher import Batch, Coalescer, FlushReport
 from vaultlens.services.app import App
 from vl_support import (

@@ -11,7 +11,7 @@ Rules, in order:
   have no overlap: every line of the block is in exactly one part.
 - A part's text stays an exact slice of the note; what it lacks to be read alone is in
   :attr:`Chunk.context`, which the embedded and full-text texts put before it (see
-  ``index/texts.py``): a table part's header and delimiter rows, a code part's opening fence
+  ``index/indexing/texts.py``): a table part's header and delimiter rows, a code part's opening fence
   line, ``key:`` for a front matter part that starts inside a key. The first part holds that
   text itself and has no context.
 - No chunk text is longer than ``max_chars``, with two exceptions: a heading stays with the

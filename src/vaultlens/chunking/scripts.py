@@ -2,7 +2,7 @@
 
 One rule for the two places that ask: the duplicate finder (a note's language, to tell a translation
 from a copy: :mod:`vaultlens.services.layout`) and ``embedding.tier = auto`` (the vault's mix, to
-pick an English-only or a multilingual second model: :mod:`vaultlens.index.tier_fill`). Code spans,
+pick an English-only or a multilingual second model: :mod:`vaultlens.index.indexing.tier_fill`). Code spans,
 link targets, tags and URLs are not prose: they are Latin in every language.
 """
 

@@ -307,7 +307,7 @@ class SearchSettings:
     # lexical share of the fused score when BM25 explains the whole query
     max_lexical_weight: float = setting(0.8, ge=0, le=1)
     tier_weight: float = setting(0.5, ge=0, le=1)  # the quality tier's share of the dense score
-    # chunks from which the embedded store finds dense candidates in its ANN graph (index/ann.py) and
+    # chunks from which the embedded store finds dense candidates in its ANN graph (index/sqlite/ann.py) and
     # re-scores them exactly, instead of scanning every vector (bench/ann_scale.py)
     ann_threshold: int = setting(100_000, ge=1, le=10**12)
 

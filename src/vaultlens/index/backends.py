@@ -15,7 +15,7 @@ from vaultlens.index.store import StoreBackend
 
 
 def _sqlite(settings: Settings) -> StoreBackend:
-    from vaultlens.index.sqlite_store import SQLiteBackend
+    from vaultlens.index.sqlite.store import SQLiteBackend
 
     return SQLiteBackend(settings.search.ann_threshold)
 

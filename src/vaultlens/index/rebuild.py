@@ -18,12 +18,12 @@ from typing import Any
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import Cancelled
-from vaultlens.index.indexer import Indexer, Progress
+from vaultlens.index.indexing.indexer import Indexer, Progress
+from vaultlens.index.indexing.tier_fill import TierFor
 from vaultlens.index.lifecycle import IndexHome
 from vaultlens.index.lock import WriterLock
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import space_matches
-from vaultlens.index.tier_fill import TierFor
 
 
 @dataclass(frozen=True, slots=True)

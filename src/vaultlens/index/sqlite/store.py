@@ -33,10 +33,10 @@ from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
 from vaultlens.index import bm25_top, rows
-from vaultlens.index.ann import AnnKeeper, AnnTier
 from vaultlens.index.bm25_top import K1, PRUNE_FROM_ROWS, B, Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
+from vaultlens.index.sqlite.ann import AnnKeeper, AnnTier
 from vaultlens.index.store import (
     ChunkKeys,
     FileRecord,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
     import numpy as np
     import numpy.typing as npt
 
-    from vaultlens.index.indexer import Progress
+    from vaultlens.index.indexing.indexer import Progress
 
 SCHEMA_VERSION = 7
 DB_NAME = "index.sqlite"
@@ -283,7 +283,7 @@ class SQLiteStore(Store):
         self, directory: Path, create: bool = True, ann_threshold: int = SearchSettings.ann_threshold
     ) -> None:
         self.directory = directory
-        self.ann_threshold = ann_threshold  # chunks from which top_k asks the ANN tier (index/ann.py)
+        self.ann_threshold = ann_threshold  # chunks from which top_k asks the ANN tier (index/sqlite/ann.py)
         if create:
             directory.mkdir(parents=True, exist_ok=True)
         elif not (directory / DB_NAME).is_file():
@@ -758,7 +758,7 @@ class SQLiteStore(Store):
             out[found] = np.asarray(vecs[pos[found]] @ query, dtype=np.float32)
         return out
 
-    # ---- the ANN tier (index/ann.py) ----------------------------------------------------------
+    # ---- the ANN tier (index/sqlite/ann.py) ----------------------------------------------------------
     def ann_tier(self) -> AnnTier | None:
         """The ANN tier at this snapshot's generation; None below ``ann_threshold`` chunks, or while no
         usable file exists (the exact scan answers until the writer's :meth:`refresh_ann` writes one)."""
@@ -1073,7 +1073,7 @@ class SQLiteStore(Store):
         for the newest vector cache: past the ANN threshold the re-score reads its rows."""
         ann = self.directory.glob(
             "matrix-*.ann"
-        )  # this store's are dropped by the tier itself (index/ann.py)
+        )  # this store's are dropped by the tier itself (index/sqlite/ann.py)
         newest = f"matrix-{self.store_id}-{max(self._cache_gens(2**62), default=-1)}"
         for p in [*self.directory.glob("matrix-*.npy"), *self.directory.glob("matrix-*.npz"), *ann]:
             stem = p.name.split(".")[0]

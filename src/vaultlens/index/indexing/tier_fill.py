@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 from vaultlens.chunking.scripts import ScriptMix, script_mix
 from vaultlens.embedding.base import Vectors
 from vaultlens.embedding.tiers.base import TierProvider
+from vaultlens.index.indexing.texts import embed_text
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import Store, space_matches
-from vaultlens.index.texts import embed_text
 
 if TYPE_CHECKING:
-    from vaultlens.index.indexer import Progress
+    from vaultlens.index.indexing.indexer import Progress
 
 COMMIT_TEXTS = 64  # texts per committed batch: at ~5 passages/s on 2 cores, about 13 s of work
 SCRIPTS_META = "script_mix"  # store meta: the vault's prose letters per script, as JSON

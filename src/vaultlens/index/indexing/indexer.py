@@ -31,11 +31,11 @@ from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import Cancelled, NoteNotFound, ProviderError, VaultlensError
 from vaultlens.fsutil import sha256_hex
-from vaultlens.index.embed_ahead import EmbedAhead
+from vaultlens.index.indexing.embed_ahead import EmbedAhead
+from vaultlens.index.indexing.texts import embed_text, lexical_text
+from vaultlens.index.indexing.tier_fill import TierFor, fill_tier, record_scripts, stored_scripts
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
-from vaultlens.index.texts import embed_text, lexical_text
-from vaultlens.index.tier_fill import TierFor, fill_tier, record_scripts, stored_scripts
 from vaultlens.vault.model import Link
 from vaultlens.vault.safepath import resolve_note_path
 from vaultlens.vault.scan import ScanResult, Skipped, VaultFile, VaultRules, printable_path, scan_vault
@@ -219,7 +219,7 @@ class Indexer:
         """Read, chunk, embed and commit every changed note. The plan holds every changed note's
         texts (about 5 KB a chunk): it is dropped on return, before the ANN tier is built (a first
         index of 50,000 notes peaked at 1.3 GB with both at once: docs/benchmarks.md)."""
-        # a local model embeds each note's texts from the moment it is read (index/embed_ahead.py);
+        # a local model embeds each note's texts from the moment it is read (index/indexing/embed_ahead.py);
         # a remote provider is called batch by batch, when each batch is committed
         ahead = None if self.provider.remote else self._ahead()
         try:
