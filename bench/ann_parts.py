@@ -82,6 +82,35 @@ def timed(store: Any, totals: dict[str, float]) -> None:
         setattr(store, name, wrap(name, getattr(store, name)))
 
 
+def alternating(
+    store: Any,
+    queries: list[tuple[str, np.ndarray]],
+    arms: dict[str, Callable[[], None]],
+    totals: dict[str, float] | None = None,
+) -> tuple[dict[str, list[float]], dict[str, list[float]], int]:
+    """Whole searches under two arms (each set up by its call), alternating per query after a warm-up
+    pass of both: (ms per arm, ``vectors_of`` ms per arm from ``totals``, queries with the same hits)."""
+    first, second = arms
+    ms: dict[str, list[float]] = {arm: [] for arm in arms}
+    vec_ms: dict[str, list[float]] = {arm: [] for arm in arms}
+    same = 0
+    for warm in (True, False):
+        for i, (text, q) in enumerate(queries):
+            hits = []
+            for arm in [first, second] if i % 2 == 0 else [second, first]:
+                arms[arm]()
+                store._vec_cache.clear()
+                if totals is not None:
+                    totals.clear()
+                t = time.perf_counter()
+                hits.append(search(store, text, q))
+                if not warm:
+                    ms[arm].append((time.perf_counter() - t) * 1000)
+                    vec_ms[arm].append(totals["vectors_of"] if totals is not None else 0.0)
+            same += not warm and hits[0] == hits[1]
+    return ms, vec_ms, same
+
+
 def vecfile(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
     """Whole searches with the vectors from SQLite ("sqlite") and from the vector file ("file")."""
     with store.snapshot() as gen:
@@ -89,22 +118,11 @@ def vecfile(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
     reads = store._vector_file
     totals: dict[str, float] = defaultdict(float)
     timed(store, totals)
-    ms: dict[str, list[float]] = {"sqlite": [], "file": []}
-    vec_ms: dict[str, list[float]] = {"sqlite": [], "file": []}
-    same = 0
-    for warm in (True, False):
-        for i, (text, q) in enumerate(queries):
-            hits = []
-            for arm in ["sqlite", "file"] if i % 2 == 0 else ["file", "sqlite"]:
-                store._vector_file = (lambda gen: None) if arm == "sqlite" else reads
-                store._vec_cache.clear()
-                totals.clear()
-                t = time.perf_counter()
-                hits.append(search(store, text, q))
-                if not warm:
-                    ms[arm].append((time.perf_counter() - t) * 1000)
-                    vec_ms[arm].append(totals["vectors_of"])
-            same += not warm and hits[0] == hits[1]
+
+    def reads_from(arm: str) -> Callable[[], None]:
+        return lambda: setattr(store, "_vector_file", (lambda gen: None) if arm == "sqlite" else reads)
+
+    ms, vec_ms, same = alternating(store, queries, {a: reads_from(a) for a in ("sqlite", "file")}, totals)
     summary = {
         arm: {
             "search p50/p95": (round(pct(v, 0.5), 1), round(pct(v, 0.95), 1)),
@@ -118,22 +136,13 @@ def vecfile(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
 
 def beside(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
     """Whole searches with the lexical stage on the search's thread ("serial") and on a worker beside
-    the dense stage ("beside"), the arms alternating per query after a warm-up pass of both."""
+    the dense stage ("beside")."""
     from vaultlens.services import lexical_beside as lb
 
-    ms: dict[str, list[float]] = {"serial": [], "beside": []}
-    same = 0
-    for warm in (True, False):
-        for i, (text, q) in enumerate(queries):
-            hits = []
-            for arm in ["serial", "beside"] if i % 2 == 0 else ["beside", "serial"]:
-                lb.BESIDE_FROM_CHUNKS = 10**12 if arm == "serial" else 0
-                store._vec_cache.clear()
-                t = time.perf_counter()
-                hits.append(search(store, text, q))
-                if not warm:
-                    ms[arm].append((time.perf_counter() - t) * 1000)
-            same += not warm and hits[0] == hits[1]
+    def from_chunks(n: int) -> Callable[[], None]:
+        return lambda: setattr(lb, "BESIDE_FROM_CHUNKS", n)
+
+    ms, _, same = alternating(store, queries, {"serial": from_chunks(10**12), "beside": from_chunks(0)})
     summary = {arm: (round(pct(v, 0.5), 1), round(pct(v, 0.95), 1)) for arm, v in ms.items()}
     ratio = pct(ms["beside"], 0.5) / pct(ms["serial"], 0.5)
     print(
