@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import pytest
+
+from vaultlens.index.indexing import embed_ahead
 from vaultlens.index.indexing.embed_ahead import EmbedAhead
 from vaultlens.testing import HashingEmbeddingProvider
 
@@ -29,6 +32,24 @@ def test_the_model_embeds_every_text_read_before_the_reading_ends() -> None:
         assert until(lambda: provider.texts_embedded == 6)
         ahead.close()
         assert set(ahead.take(texts(6), lambda n: None)) == set(texts(6))
+    finally:
+        ahead.stop()
+
+
+def test_while_notes_are_read_the_waiting_vectors_stay_under_the_memory_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A provider faster than the reading never holds a vector per chunk of the vault."""
+    monkeypatch.setattr(embed_ahead, "READING_BOUND", 4)
+    provider = HashingEmbeddingProvider(batch_size=1)
+    ahead = EmbedAhead(provider, lambda hashes: hashes, ahead=2)
+    try:
+        ahead.add(texts(10))
+        assert until(lambda: provider.texts_embedded >= 4)
+        time.sleep(0.2)
+        assert provider.texts_embedded == 4, "more vectors waited than the bound while notes were read"
+        ahead.close()
+        assert set(ahead.take(texts(10), lambda n: None)) == set(texts(10))  # the rest once they are taken
     finally:
         ahead.stop()
 

@@ -12,9 +12,11 @@ committed.
 While notes are still being read the model is never held back: the indexer takes no vector before
 the last note is read, and a model that had to wait sat idle for the rest of the reading
 (2,000 synthetic notes: the bound of 1,024 was reached before the reading ended; a bound of 256
-left the model waiting 1.9 s). The vectors made meanwhile are bounded by the reading itself: at
-most one per chunk read, 2 KB against the 5 KB or so of text the indexer's plan holds for it. Once
-every note is read, at most ``ahead`` vectors wait to be taken (memory stays bounded on a big vault).
+left the model waiting 1.9 s). Only memory bounds it then: at most READING_BOUND vectors wait
+(32 MB at 512 dimensions, more than the 7,827 chunks of those 2,000 notes); a provider faster than
+the reading (a remote server, the test provider) would otherwise hold a vector per chunk of the
+vault, 400 MB at 200,000 chunks (docs/benchmarks.md: a first index of 50,000 notes peaked at 1,044 MB
+that way). Once every note is read, at most ``ahead`` vectors wait to be taken.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 Wanted = Callable[[list[str]], list[str]]  # the hashes some current note still wants
+READING_BOUND = 16_384  # vectors that may wait while notes are still being read
 
 
 class EmbedAhead:
@@ -72,23 +75,24 @@ class EmbedAhead:
         with self._cond:  # a text nobody queued (or one the model finished and a batch took) is queued now
             self.add({h: t for h, t in texts.items() if h not in self._todo and h not in self._dropped})
         out: dict[str, npt.NDArray[np.float32]] = {}
-        told = 0
+        done: set[str] = set()
         with self._cond:
             while True:
                 for h in texts:
                     if h in self._failed:
                         raise self._failed[h]
-                done = [h for h in texts if h in self._ready or h in self._dropped]
-                advance(len(done) - told)
-                told = len(done)
-                if told == len(texts):
+                came = [h for h in texts if h not in done and (h in self._ready or h in self._dropped)]
+                for h in came:  # taken as they come: more texts than the bound never wait on each other
+                    vec = self._ready.pop(h, None)
+                    if vec is not None:
+                        out[h] = vec
+                done.update(came)
+                advance(len(came))
+                if came:
+                    self._cond.notify_all()  # room to embed further ahead
+                if len(done) == len(texts):
                     break
                 self._cond.wait()
-            for h in texts:
-                vec = self._ready.pop(h, None)
-                if vec is not None:
-                    out[h] = vec
-            self._cond.notify_all()  # room to embed further ahead
         return out
 
     def close(self) -> None:
@@ -109,7 +113,7 @@ class EmbedAhead:
             with self._cond:
                 while not self._stopped and (
                     len(self._todo) < (1 if self._closed else step)
-                    or (self._closed and len(self._ready) >= self._ahead)
+                    or len(self._ready) >= (self._ahead if self._closed else max(self._ahead, READING_BOUND))
                 ):
                     self._cond.wait()
                 if self._stopped:
