@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from vaultlens.chunking.chunker import Chunk, MarkdownChunker
-from vaultlens.chunking.source import NotText, note_from_bytes, read_note
+from vaultlens.chunking.source import NoteReader, NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import Cancelled, NoteNotFound, ProviderError, VaultlensError
@@ -77,7 +77,7 @@ class _Pending:
     replaces: list[str] = field(default_factory=list)  # gone paths with these bytes (a move)
     stale: bool = False  # deleted or changed since it was read: nothing of it is written
     seen: tuple[int, int] | None = None  # (size, mtime_ns) last confirmed to hold the read bytes
-    real: Path | None = None  # the file, as the first check resolved it (checked again at each read)
+    real: str | None = None  # the file read (checked again by a read when its stamp changed)
 
     def update(self) -> NoteUpdate:
         """The note's new state, its chunks' lexical terms made now: held from the read to the commit
@@ -90,7 +90,7 @@ class _Pending:
         rec = self.record
         try:
             if self.real is None:
-                self.real = resolve_note_path(vault, rec.path).real
+                self.real = str(resolve_note_path(vault, rec.path).real)
             st = os.stat(self.real)
             stamp = (st.st_size, st.st_mtime_ns)
             if stamp not in (self.seen, (rec.size, rec.mtime_ns)):
@@ -153,6 +153,8 @@ class Indexer:
         s = settings.index
         self._max_bytes = int(s.max_file_mb * 1_000_000)
         self.chunker = MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
+        # reads the plan's notes, each folder checked once (resolving every path cost as much as the read)
+        self._reader: NoteReader | None = None
 
     def run(self) -> RunStats:
         started = time.monotonic()
@@ -358,6 +360,7 @@ class Indexer:
         """Compare what is on disk with the stored records: what to delete, restamp, record as
         skipped, and which notes to re-chunk (with the chunk texts that may need a vector)."""
         plan = _Plan(deletes=gone)
+        self._reader = None  # a new one per plan: folders are checked again
         stats.files_scanned = len(notes)
         stats.files_deleted = len(gone)
         stats.chunks_deleted += sum(records[p].n_chunks for p in gone)
@@ -417,7 +420,9 @@ class Indexer:
             return _Pending(rec, {}, old.n_chunks if old else 0)
 
         try:
-            raw = read_note(self.vault, f.path)
+            if self._reader is None:
+                self._reader = NoteReader(self.vault)
+            raw = self._reader.read(f.path)
         except NoteNotFound:
             return record("failed", "file disappeared while indexing")
         except VaultlensError as exc:
@@ -459,7 +464,7 @@ class Indexer:
         if old is not None and old.n_chunks:
             new_keys = {(c.id, c.content_hash) for c in chunks}
             removed = len(self.store.chunk_keys(f.path) - new_keys)
-        return _Pending(rec, embed, removed, hashed, note.links)
+        return _Pending(rec, embed, removed, hashed, note.links, real=raw.real)
 
     def _batches(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
         batch: list[_Pending] = []
