@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from vaultlens.chunking.chunker import Chunk, MarkdownChunker
+from vaultlens.chunking.scripts import ScriptMix
 from vaultlens.chunking.source import NoteReader, NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
@@ -35,7 +36,7 @@ from vaultlens.index.embed_ahead import EmbedAhead
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.index.texts import embed_text, lexical_text
-from vaultlens.index.tier_fill import TierFor, fill_tier, record_scripts, stored_scripts
+from vaultlens.index.tier_fill import TierFor, body_mix, fill_tier, record_scripts, stored_scripts
 from vaultlens.vault.model import Link
 from vaultlens.vault.safepath import resolve_note_path
 from vaultlens.vault.scan import ScanResult, Skipped, VaultFile, VaultRules, printable_path, scan_vault
@@ -200,12 +201,18 @@ class Indexer:
             self.store.set_meta("chunker", self.chunker.signature)
             rechunk = False
         present = {f.path for f in scan.notes} | {s.path for s in scan.skipped}
-        self._write(scan, [p for p in records if p not in present], records, stats, rechunk)
+        # a store without chunks holds, after this run, exactly the notes it writes: their script mix is
+        # counted as each batch commits (while the model runs), not in a pass over the store at the end
+        counted = ScriptMix() if not any(r.n_chunks for r in records.values()) else None
+        counted = self._write(
+            scan, [p for p in records if p not in present], records, stats, rechunk, counted
+        )
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
         if stats.files_changed or stats.files_deleted or stored_scripts(self.store) is None:
-            record_scripts(self.store)  # what embedding.tier = auto picks from (a watch flush keeps it)
+            # what embedding.tier = auto picks from (a watch flush keeps it)
+            record_scripts(self.store, counted)
         stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
         self.store.refresh_ann(self.progress)
         self._fill_tier(stats)
@@ -217,10 +224,12 @@ class Indexer:
         records: dict[str, FileRecord],
         stats: RunStats,
         rechunk: bool,
-    ) -> None:
+        counted: ScriptMix | None = None,
+    ) -> ScriptMix | None:
         """Read, chunk, embed and commit every changed note. The plan holds every changed note's
         texts (about 5 KB a chunk): it is dropped on return, before the ANN tier is built (a first
-        index of 50,000 notes peaked at 1.3 GB with both at once: docs/benchmarks.md)."""
+        index of 50,000 notes peaked at 1.3 GB with both at once: docs/benchmarks.md). Returns
+        ``counted`` plus the script mix of every note written (None stays None)."""
         # a local model embeds each note's texts from the moment it is read (index/embed_ahead.py);
         # a remote provider is called batch by batch, when each batch is committed
         ahead = None if self.provider.remote else self._ahead()
@@ -231,7 +240,7 @@ class Indexer:
             moved = self._match_moves(plan, records)
             first = [p for p in plan.deletes if p not in moved]
             self.store.apply(updates=plan.updates, deletes=first, touch=plan.touch)
-            self._embed_and_commit(plan.pending, stats, ahead)
+            return self._embed_and_commit(plan.pending, stats, ahead, counted)
         finally:
             if ahead is not None:
                 ahead[0].stop()
@@ -479,8 +488,12 @@ class Indexer:
             yield batch
 
     def _embed_and_commit(
-        self, pending: list[_Pending], stats: RunStats, ahead: tuple[EmbedAhead, _Freshness] | None = None
-    ) -> None:
+        self,
+        pending: list[_Pending],
+        stats: RunStats,
+        ahead: tuple[EmbedAhead, _Freshness] | None = None,
+        counted: ScriptMix | None = None,
+    ) -> ScriptMix | None:
         wanted = {h for p in pending for h in p.embed}
         known = self.store.known_embed_hashes(wanted)
         todo = len(wanted - known)
@@ -501,6 +514,9 @@ class Indexer:
             self.store.apply(updates=[p.update() for p in kept], vectors=vectors, deletes=moved)
             done.update(vectors)  # a text skipped for a stale note may still be wanted by a later one
             stats.chunks_embedded += len(vectors)
+            if counted is not None:
+                counted = sum((body_mix(c for c, _ in p.chunks) for p in kept), counted)
+        return counted
 
     def _embed(self, texts: dict[str, str], fresh: _Freshness) -> dict[str, npt.NDArray[np.float32]]:
         """Vectors for ``texts``, one provider batch at a time; texts only stale notes want are skipped."""
