@@ -386,6 +386,9 @@ class Indexer:
                 if old is not None:
                     stats.chunks_deleted += old.n_chunks
         self.progress.phase("Reading notes", len(notes))
+        # nothing writes vectors while the plan is made: a store without any (a first index) has none to
+        # reuse, so no note asks it which of its texts it holds
+        reuse = ahead is not None and self.store.counts().vectors > 0
         for f in notes:
             self.progress.advance()
             old = records.get(f.path)
@@ -412,7 +415,7 @@ class Indexer:
             stats.chunks_deleted += item.removed
             plan.pending.append(item)
             if ahead is not None and item.embed:
-                known = self.store.known_embed_hashes(item.embed)
+                known = self.store.known_embed_hashes(item.embed) if reuse else set()
                 ahead[0].add(
                     {h: t for h, t in item.embed.items() if h not in known}, partial(ahead[1].add, item)
                 )
