@@ -380,3 +380,50 @@ def test_new_chunk_sizes_rechunk_every_note_and_embed_only_new_texts(
     assert store_keys(vault) == set(new)
     again = index(vault, rec, **smaller)
     assert (again.files_changed, again.chunks_embedded, rec.calls) == (0, 0, [])
+
+
+def test_the_script_mix_counted_while_writing_equals_a_recount_of_the_store(
+    vault: Path, rec: RecordingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first index counts each note's script mix as it commits it; the sums equal a pass over the
+    stored chunk texts (what a later run does), on notes split into overlapping chunks, front matter
+    alone, code spans, links and URLs in both scripts."""
+    from vaultlens.chunking.scripts import ScriptMix, script_mix
+    from vaultlens.index.indexing.tier_fill import stored_scripts
+    from vaultlens.index.sqlite.store import SQLiteStore
+
+    write_vault(
+        vault,
+        {
+            "Only front matter.md": "---\ntitle: Заголовок only\ntags: [x]\n---\n",
+            "Code.md": "# Код `inline код` and [link](http://пример.рф/путь)\n\n"
+            + "Текст text {\n#id} <span>тег</span> https://example.com/ёж [[Цель|shown показ]]\n\n" * 12,
+        },
+    )
+    passes: list[int] = []
+    real = SQLiteStore.note_texts
+
+    def note_texts(self: SQLiteStore):  # type: ignore[no-untyped-def]
+        passes.append(1)
+        return real(self)
+
+    monkeypatch.setattr(SQLiteStore, "note_texts", note_texts)
+
+    def recount() -> tuple[ScriptMix | None, ScriptMix]:
+        app = App.open(vault)
+        try:
+            with app.reading() as store:
+                return stored_scripts(store), sum((script_mix(n.body) for n in real(store)), ScriptMix())
+        finally:
+            app.close()
+
+    small = {"index.chunk_target": "200", "index.chunk_max": "300", "index.chunk_overlap": "60"}
+    index(vault, rec, **small)
+    assert passes == []  # counted while writing, no pass over the store
+    recorded, recounted = recount()
+    assert recorded == recounted and recounted.cyrillic > 100 and recounted.latin > 100
+    (vault / "Code.md").write_text("# Код\n\nНовый текст only.\n", encoding="utf-8")
+    index(vault, rec, **small)
+    assert passes == [1]  # a later run recounts the store
+    recorded, recounted = recount()
+    assert recorded == recounted

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from vaultlens.chunking.chunker import MarkdownChunker
-from vaultlens.chunking.source import NoteSource, NotText, load_note, note_from_bytes, read_note
+from vaultlens.chunking.source import (
+    NoteReader,
+    NoteSource,
+    NotText,
+    RawNote,
+    load_note,
+    note_from_bytes,
+    read_note,
+)
 from vaultlens.errors import NoteNotFound, VaultError
 from vaultlens.fsutil import sha256_hex
 from vaultlens.vault.parse import decode_note, parse_note
@@ -249,3 +257,30 @@ def test_each_entry_of_a_plain_path_is_looked_at_once(
     assert found.real == vault / "a" / "b" / "Note.md"
     inside = [p for p in seen if p.startswith(f"{vault}{os.sep}")]
     assert sorted(inside) == sorted(str(vault / p) for p in ("a", "a/b", "a/b/Note.md"))
+
+
+def test_the_reader_of_many_notes_agrees_with_read_note(tmp_path: Path) -> None:
+    """NoteReader (the indexer's and the audits' reader) gives read_note's bytes, spelling and real path,
+    or its error, on plain paths, links inside and out, an NFD name and a missing note."""
+    outside = write_vault(tmp_path / "outside", {"Secret.md": "secret\n"})
+    vault = write_vault(tmp_path / "vault", {"In.md": "in\n", "sub/Deep.md": "deep\n"})
+    (vault / "alias.md").symlink_to("In.md")
+    (vault / "subalias").symlink_to("sub")
+    (vault / "leak.md").symlink_to(outside / "Secret.md")
+    (vault / unicodedata.normalize("NFD", "Café.md")).write_text("café\n", encoding="utf-8")
+    reader = NoteReader(vault)
+    for rel in ("In.md", "sub/Deep.md", "alias.md", "subalias/Deep.md", "Café.md", "leak.md", "Gone.md"):
+        try:
+            expected: object = read_note(vault, rel)
+        except VaultError as exc:
+            expected = (type(exc), exc.message)
+        try:
+            got: object = reader.read(rel)
+        except VaultError as exc:
+            got = (type(exc), exc.message)
+        assert got == expected, rel
+        if isinstance(got, RawNote) and isinstance(expected, RawNote):
+            assert got.path == expected.path and got.real == expected.real == str(
+                resolve_note_path(vault, rel).real
+            )
+    assert reader.read("sub/Deep.md").real == str(vault.resolve() / "sub" / "Deep.md")

@@ -297,3 +297,32 @@ def test_block_parse_gives_the_full_parse_note(text: str, monkeypatch: pytest.Mo
     full = MarkdownIt("commonmark").enable("table").use(front_matter_plugin).disable("text_join")
     monkeypatch.setattr(parse, "_md", lambda: full)
     assert fast == parse_note(text, "n.md")
+
+
+# one heading per printable ASCII character between two letters, and text no inline rule reacts to
+PLAIN_OR_NOT = [
+    *(f"a{chr(c)}b" for c in range(32, 127)),
+    "plain words 42",
+    "Заголовок про ёжика",
+    "tab\tinside",
+    "no\u00a0break space",
+    "noncharacter \ufdd0 and \ufdd5",
+    "trailing hashes ##",
+    "",
+]
+
+
+def test_a_heading_without_inline_markup_reads_as_its_inline_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A heading with no character that markdown-it's inline rules react to is not parsed inline; it
+    reads exactly as when it is (ATX and setext headings, every printable ASCII character)."""
+    import vaultlens.vault.parse as parse
+
+    text = "".join(f"# {h}\n\n" for h in PLAIN_OR_NOT) + "".join(f"{h or 'x'}\n---\n\n" for h in PLAIN_OR_NOT)
+    text += "[ref]: https://example.com\n"
+    fast = parse_note(text, "n.md")
+    plain = [h for h in PLAIN_OR_NOT if parse._plain(parse._md(), h)]
+    assert "plain words 42" in plain and "Заголовок про ёжика" in plain and "a[b" not in plain
+    assert len(plain) > 40  # the shortcut is taken for most of them
+    monkeypatch.setattr(parse, "_plain", lambda md, content: False)
+    assert fast == parse_note(text, "n.md")
+    assert len(fast.headings) == 2 * len(PLAIN_OR_NOT)

@@ -19,7 +19,7 @@ import codecs
 import os
 import stat
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -43,6 +43,7 @@ class RawNote:
     path: str
     raw: bytes
     file_hash: str  # sha256_hex(raw)
+    real: str | None = field(default=None, compare=False)  # the file read, when read from disk
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def read_note(vault: Path, rel: str, max_bytes: int | None = None) -> RawNote:
         raise translate_error(exc, f"read the note {found.rel!r}") from exc
     if max_bytes is not None and len(raw) > max_bytes:  # grew while we looked
         raise _too_large(found.rel, len(raw), max_bytes)
-    return RawNote(found.rel, raw, sha256_hex(raw))
+    return RawNote(found.rel, raw, sha256_hex(raw), str(found.real))
 
 
 class NoteReader:
@@ -186,9 +187,10 @@ class NoteReader:
         plain = self._plain_folders.get(folder)
         if plain is None:
             plain = self._plain_folders[folder] = os.path.realpath(folder) == folder
-        raw = self._read_plain(os.path.join(folder, parts[-1])) if plain else None
+        path = os.path.join(folder, parts[-1])
+        raw = self._read_plain(path) if plain else None
         return (
-            RawNote(rel, raw, sha256_hex(raw))
+            RawNote(rel, raw, sha256_hex(raw), path)
             if raw is not None
             else read_note(self.vault, rel, self.max_bytes)
         )

@@ -27,15 +27,40 @@ def _stemmers() -> tuple[Stemmer.Stemmer, Stemmer.Stemmer]:
 
 def terms(text: str) -> list[str]:
     """Stemmed terms in order (duplicates kept, so term frequency survives)."""
-    ru, en = _stemmers()
     words = _WORD.findall(text.lower().replace("ё", "е"))
-    distinct = list(dict.fromkeys(words))  # each word stemmed once (the indexer's hot path)
-    cyr = [w for w in distinct if _CYRILLIC.search(w)] if _CYRILLIC.search(text) else []
-    stems = dict(zip(cyr, ru.stemWords(cyr), strict=True)) if cyr else {}
-    lat = [w for w in distinct if w not in stems and not w.isdigit()]
-    if lat:
-        stems.update(zip(lat, en.stemWords(lat), strict=True))
-    return [stems.get(w) or w for w in words]
+    known = _known  # this call's view: a full cache is replaced, never cleared under another thread
+    new = set(words).difference(known)
+    if new:
+        if len(known) + len(new) > KNOWN_WORDS:
+            known, new = _forget(), set(words)
+        known.update(_stem(new))
+    return list(map(known.__getitem__, words))
+
+
+# A word's term depends on the word alone, and a vault's words repeat from note to note: each
+# distinct word is stemmed once per process (the indexer's hot path: 2,000 synthetic notes make
+# 7,000 chunks of about 100 words but only some thousands of distinct words). Bounded: a cache
+# that would pass KNOWN_WORDS words is dropped for a new one (about 150 bytes a word).
+KNOWN_WORDS = 200_000
+_known: dict[str, str] = {}
+
+
+def _forget() -> dict[str, str]:
+    global _known
+    _known = {}
+    return _known
+
+
+def _stem(words: set[str]) -> dict[str, str]:
+    """Each word's term: Russian Snowball for a word with a Cyrillic letter, a number as it is,
+    English Snowball for the rest (a word the stemmer empties stays itself)."""
+    ru, en = _stemmers()
+    cyr = [w for w in words if _CYRILLIC.search(w)]
+    lat = [w for w in words if not w.isdigit() and not _CYRILLIC.search(w)]
+    stems = dict.fromkeys(words, "")
+    stems.update(zip(cyr, ru.stemWords(cyr), strict=True))
+    stems.update(zip(lat, en.stemWords(lat), strict=True))
+    return {w: s or w for w, s in stems.items()}
 
 
 # Snowball's English stop list. Query side only: these words match nearly every chunk, so

@@ -52,7 +52,7 @@ def _md() -> MarkdownIt:
     # without text_join, escapes (``\[``) stay separate ``text_special`` tokens, so heading text can
     # tell a written ``[[`` from an escaped one; block parsing (maps, kinds) is unaffected.
     # Without the core "inline" rule a parse stops at blocks: only headings need their inline tokens
-    # (see _inline), and skipping every paragraph's inline parse is a third of the parse's time
+    # (see _heading), and skipping every paragraph's inline parse is a third of the parse's time
     return MarkdownIt("commonmark").enable("table").use(front_matter_plugin).disable(["text_join", "inline"])
 
 
@@ -94,12 +94,20 @@ def _as_strings(value: Any) -> list[str]:
     return [str(value)]
 
 
-def _inline(md: MarkdownIt, token: Token, env: dict[str, Any]) -> Token:
-    """``token`` with the inline children the core "inline" rule would give it (``env`` holds the
-    note's link reference definitions, so ``[x]`` in a heading is a link exactly when it is one)."""
+def _plain(md: MarkdownIt, content: str) -> bool:
+    """No character of ``content`` stops markdown-it's inline ``text`` rule, so its inline parse is one
+    text token holding ``content`` (most headings: the parse is skipped for them)."""
+    return md.inline.terminator_re.search(content) is None
+
+
+def _heading(md: MarkdownIt, token: Token, env: dict[str, Any]) -> str:
+    """The text of heading ``token`` (an inline token, not parsed yet: see :func:`_md`); ``env`` holds
+    the note's link reference definitions, so ``[x]`` in a heading is a link exactly when it is one."""
+    if _plain(md, token.content):
+        return _shown(token.content)
     token.children = []
     md.inline.parse(token.content, md, env, token.children)
-    return token
+    return _heading_text(token)
 
 
 def _heading_text(inline: Token) -> str:
@@ -125,7 +133,12 @@ def _heading_text(inline: Token) -> str:
             # link_open/close, em/strong open/close, html_inline: markup, dropped
 
     walk(inline.children or [])
-    text = _WIKILINK.sub(_wikilink_display, "".join(parts))
+    return _shown("".join(parts))
+
+
+def _shown(text: str) -> str:
+    """Heading text from its inline text: wikilinks as their display, marks dropped, protected characters back."""
+    text = _WIKILINK.sub(_wikilink_display, text)
     while (unmarked := _PAIRED_MARK.sub(r"\2", text)) != text:  # ~~==x==~~ -> x
         text = unmarked
     return text.translate(_RESTORE).strip()
@@ -388,7 +401,7 @@ def parse_note(text: str, path: str) -> ParsedNote:
         level, heading = 0, ""
         if kind == "heading":
             level = int(tok.tag[1:])
-            heading = _heading_text(_inline(md, tokens[i + 1], env))
+            heading = _heading(md, tokens[i + 1], env)
             headings.append(Heading(level, heading, start_line))
         blocks.append(Block(kind, start_line, end_line, offset(start_line), offset(end_line), level, heading))
 

@@ -26,14 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from vaultlens.chunking.chunker import Chunk, MarkdownChunker
-from vaultlens.chunking.source import NotText, note_from_bytes, read_note
+from vaultlens.chunking.scripts import ScriptMix
+from vaultlens.chunking.source import NoteReader, NotText, note_from_bytes, read_note
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import Cancelled, NoteNotFound, ProviderError, VaultlensError
 from vaultlens.fsutil import sha256_hex
 from vaultlens.index.indexing.embed_ahead import EmbedAhead
 from vaultlens.index.indexing.texts import embed_text, lexical_text
-from vaultlens.index.indexing.tier_fill import TierFor, fill_tier, record_scripts, stored_scripts
+from vaultlens.index.indexing.tier_fill import TierFor, body_mix, fill_tier, record_scripts, stored_scripts
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.vault.model import Link
@@ -77,7 +78,7 @@ class _Pending:
     replaces: list[str] = field(default_factory=list)  # gone paths with these bytes (a move)
     stale: bool = False  # deleted or changed since it was read: nothing of it is written
     seen: tuple[int, int] | None = None  # (size, mtime_ns) last confirmed to hold the read bytes
-    real: Path | None = None  # the file, as the first check resolved it (checked again at each read)
+    real: str | None = None  # the file read (checked again by a read when its stamp changed)
 
     def update(self) -> NoteUpdate:
         """The note's new state, its chunks' lexical terms made now: held from the read to the commit
@@ -90,7 +91,7 @@ class _Pending:
         rec = self.record
         try:
             if self.real is None:
-                self.real = resolve_note_path(vault, rec.path).real
+                self.real = str(resolve_note_path(vault, rec.path).real)
             st = os.stat(self.real)
             stamp = (st.st_size, st.st_mtime_ns)
             if stamp not in (self.seen, (rec.size, rec.mtime_ns)):
@@ -153,6 +154,8 @@ class Indexer:
         s = settings.index
         self._max_bytes = int(s.max_file_mb * 1_000_000)
         self.chunker = MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
+        # reads the plan's notes, each folder checked once (resolving every path cost as much as the read)
+        self._reader: NoteReader | None = None
 
     def run(self) -> RunStats:
         started = time.monotonic()
@@ -198,12 +201,18 @@ class Indexer:
             self.store.set_meta("chunker", self.chunker.signature)
             rechunk = False
         present = {f.path for f in scan.notes} | {s.path for s in scan.skipped}
-        self._write(scan, [p for p in records if p not in present], records, stats, rechunk)
+        # a store without chunks holds, after this run, exactly the notes it writes: their script mix is
+        # counted as each batch commits (while the model runs), not in a pass over the store at the end
+        counted = ScriptMix() if not any(r.n_chunks for r in records.values()) else None
+        counted = self._write(
+            scan, [p for p in records if p not in present], records, stats, rechunk, counted
+        )
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
         self.store.drop_orphan_vectors()
         if stats.files_changed or stats.files_deleted or stored_scripts(self.store) is None:
-            record_scripts(self.store)  # what embedding.tier = auto picks from (a watch flush keeps it)
+            # what embedding.tier = auto picks from (a watch flush keeps it)
+            record_scripts(self.store, counted)
         stats.complete = True  # a Ctrl-C from here on leaves only the ANN file or the tier unfinished
         self.store.refresh_ann(self.progress)
         self._fill_tier(stats)
@@ -215,10 +224,12 @@ class Indexer:
         records: dict[str, FileRecord],
         stats: RunStats,
         rechunk: bool,
-    ) -> None:
+        counted: ScriptMix | None = None,
+    ) -> ScriptMix | None:
         """Read, chunk, embed and commit every changed note. The plan holds every changed note's
         texts (about 5 KB a chunk): it is dropped on return, before the ANN tier is built (a first
-        index of 50,000 notes peaked at 1.3 GB with both at once: docs/benchmarks.md)."""
+        index of 50,000 notes peaked at 1.3 GB with both at once: docs/benchmarks.md). Returns
+        ``counted`` plus the script mix of every note written (None stays None)."""
         # a local model embeds each note's texts from the moment it is read (index/indexing/embed_ahead.py);
         # a remote provider is called batch by batch, when each batch is committed
         ahead = None if self.provider.remote else self._ahead()
@@ -229,7 +240,7 @@ class Indexer:
             moved = self._match_moves(plan, records)
             first = [p for p in plan.deletes if p not in moved]
             self.store.apply(updates=plan.updates, deletes=first, touch=plan.touch)
-            self._embed_and_commit(plan.pending, stats, ahead)
+            return self._embed_and_commit(plan.pending, stats, ahead, counted)
         finally:
             if ahead is not None:
                 ahead[0].stop()
@@ -358,6 +369,7 @@ class Indexer:
         """Compare what is on disk with the stored records: what to delete, restamp, record as
         skipped, and which notes to re-chunk (with the chunk texts that may need a vector)."""
         plan = _Plan(deletes=gone)
+        self._reader = None  # a new one per plan: folders are checked again
         stats.files_scanned = len(notes)
         stats.files_deleted = len(gone)
         stats.chunks_deleted += sum(records[p].n_chunks for p in gone)
@@ -374,6 +386,9 @@ class Indexer:
                 if old is not None:
                     stats.chunks_deleted += old.n_chunks
         self.progress.phase("Reading notes", len(notes))
+        # nothing writes vectors while the plan is made: a store without any (a first index) has none to
+        # reuse, so no note asks it which of its texts it holds
+        reuse = ahead is not None and self.store.counts().vectors > 0
         for f in notes:
             self.progress.advance()
             old = records.get(f.path)
@@ -400,7 +415,7 @@ class Indexer:
             stats.chunks_deleted += item.removed
             plan.pending.append(item)
             if ahead is not None and item.embed:
-                known = self.store.known_embed_hashes(item.embed)
+                known = self.store.known_embed_hashes(item.embed) if reuse else set()
                 ahead[0].add(
                     {h: t for h, t in item.embed.items() if h not in known}, partial(ahead[1].add, item)
                 )
@@ -417,7 +432,9 @@ class Indexer:
             return _Pending(rec, {}, old.n_chunks if old else 0)
 
         try:
-            raw = read_note(self.vault, f.path)
+            if self._reader is None:
+                self._reader = NoteReader(self.vault)
+            raw = self._reader.read(f.path)
         except NoteNotFound:
             return record("failed", "file disappeared while indexing")
         except VaultlensError as exc:
@@ -459,7 +476,7 @@ class Indexer:
         if old is not None and old.n_chunks:
             new_keys = {(c.id, c.content_hash) for c in chunks}
             removed = len(self.store.chunk_keys(f.path) - new_keys)
-        return _Pending(rec, embed, removed, hashed, note.links)
+        return _Pending(rec, embed, removed, hashed, note.links, real=raw.real)
 
     def _batches(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
         batch: list[_Pending] = []
@@ -474,8 +491,12 @@ class Indexer:
             yield batch
 
     def _embed_and_commit(
-        self, pending: list[_Pending], stats: RunStats, ahead: tuple[EmbedAhead, _Freshness] | None = None
-    ) -> None:
+        self,
+        pending: list[_Pending],
+        stats: RunStats,
+        ahead: tuple[EmbedAhead, _Freshness] | None = None,
+        counted: ScriptMix | None = None,
+    ) -> ScriptMix | None:
         wanted = {h for p in pending for h in p.embed}
         known = self.store.known_embed_hashes(wanted)
         todo = len(wanted - known)
@@ -496,6 +517,9 @@ class Indexer:
             self.store.apply(updates=[p.update() for p in kept], vectors=vectors, deletes=moved)
             done.update(vectors)  # a text skipped for a stale note may still be wanted by a later one
             stats.chunks_embedded += len(vectors)
+            if counted is not None:
+                counted = sum((body_mix(c for c, _ in p.chunks) for p in kept), counted)
+        return counted
 
     def _embed(self, texts: dict[str, str], fresh: _Freshness) -> dict[str, npt.NDArray[np.float32]]:
         """Vectors for ``texts``, one provider batch at a time; texts only stale notes want are skipped."""

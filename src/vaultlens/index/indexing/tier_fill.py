@@ -14,9 +14,10 @@ here and the new tier is filled.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from vaultlens.chunking.chunker import Chunk
 from vaultlens.chunking.scripts import ScriptMix, script_mix
 from vaultlens.embedding.base import Vectors
 from vaultlens.embedding.tiers.base import TierProvider
@@ -34,12 +35,22 @@ SCRIPTS_META = "script_mix"  # store meta: the vault's prose letters per script,
 TierFor = Callable[[Store], TierProvider | None]
 
 
-def record_scripts(store: Store) -> ScriptMix:
+def record_scripts(store: Store, counted: ScriptMix | None = None) -> ScriptMix:
     """Count the prose letters of every stored note body per script and keep the sums in the
-    store's meta (one pass over the chunk texts, at index time only)."""
-    mix = sum((script_mix(note.body) for note in store.note_texts()), ScriptMix())
+    store's meta (one pass over the chunk texts, at index time only). ``counted``: the sum of
+    :func:`body_mix` over every note the store holds, when the caller wrote them all (a first index
+    counts each note as it commits it, while the model still runs, not in a pass after it)."""
+    mix = (
+        counted if counted is not None else sum((script_mix(n.body) for n in store.note_texts()), ScriptMix())
+    )
     store.set_meta(SCRIPTS_META, json.dumps({"cyrillic": mix.cyrillic, "latin": mix.latin}))
     return mix
+
+
+def body_mix(chunks: Iterable[Chunk]) -> ScriptMix:
+    """The script mix of one note's body as the store gives it (:meth:`Store.note_texts`): its chunk
+    texts but the front matter's, in order, joined by a newline."""
+    return script_mix("\n".join(c.text for c in sorted(chunks, key=lambda c: c.ordinal) if not c.frontmatter))
 
 
 def stored_scripts(store: Store) -> ScriptMix | None:
