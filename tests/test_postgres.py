@@ -306,3 +306,53 @@ def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
         assert sum("tsquery LIMIT" in sql for sql in statements) == 3
     finally:
         store.close()
+
+
+def test_a_batch_is_written_a_statement_per_table_per_slice_in_its_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`apply` sends a slice of notes' chunks in one statement (not one per chunk, which fired
+    statement triggers per chunk), slices cut at whole notes, keys in the batch's order; a note's
+    links and note-level terms land as before, and a note without chunks has no note-level terms."""
+    import psycopg
+
+    from vaultlens.index.postgres import store as pg_store
+    from vaultlens.vault.model import Link
+
+    monkeypatch.setattr(pg_store, "SLICE_CHUNKS", 4)
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def logged(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, params, **kw)
+
+    def note(name: str, n: int) -> NoteUpdate:
+        chunks = [
+            IndexedChunk(Chunk(id=f"{name}#{k}", path=f"{name}.md", ordinal=k, heading_path=(name,),
+                               text=f"t{k}", content_hash=f"h{k}", start=k, end=k + 1, start_line=k,
+                               end_line=k + 1), f"e{k}", f"{name}word word{k}")
+            for k in range(n)
+        ]  # fmt: skip
+        rec = FileRecord(f"{name}.md", "note", 1, 1, name, "indexed", title=name, n_chunks=n)
+        return NoteUpdate(rec, chunks, [Link("wiki", f"{name}-target", 3)])
+
+    vecs = {f"e{k}": np.full(8, 8**-0.5, dtype=np.float32) for k in range(3)}
+    store = PostgresBackend().open(tmp_path / "b")
+    try:
+        monkeypatch.setattr(psycopg.Cursor, "execute", logged)
+        store.apply([note("a", 3), note("b", 3), note("c", 3), note("d", 0)], vecs)
+        monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+        assert sum(sql.startswith("INSERT INTO chunks") for sql in sent) == 2  # a+b (6 >= 4), c+d
+        assert sum(sql.startswith("INSERT INTO files") for sql in sent) == 2
+        keys, ids, _ = store.chunk_layout()
+        assert [store.chunks([k])[k].id for k in keys.tolist()] == [
+            f"{n}#{k}" for n in "abc" for k in range(3)
+        ]
+        assert ids == [f"{n}.md" for n in "abc" for _ in range(3)]
+        assert store.links(["b.md"])["b.md"] == [Link("wiki", "b-target", 3)]
+        assert set(store.lexical(["bword"], 10, 10).notes) == {"b.md"}
+        assert store._one("SELECT tsv IS NULL FROM files WHERE path = 'd.md'")[0]  # type: ignore[attr-defined]
+        assert store.problems() == []
+    finally:
+        store.close()
