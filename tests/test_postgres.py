@@ -280,8 +280,8 @@ def test_a_chunks_terms_stay_in_its_row_beside_a_512_d_vector(tmp_path: Path) ->
 def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Document frequencies of the terms not cached yet: one round trip for chunks, one for notes
-    (not one per term), and the counts are the rows holding each term."""
+    """Document frequencies of the terms not cached yet: one lookup for chunks, one for notes (not a
+    count of the rows each term matches, nor a round trip per term), and they are those counts."""
     vault = write_vault(
         tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples pears{i % 2} plums{i % 3}\n" for i in range(6)}
     )
@@ -303,7 +303,36 @@ def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
                 "pears0": 3, "plums1": 2, "absent": 0
             }  # fmt: skip
             assert store.lexical(["pears1", "plums2", "apples"], 10, 10).chunks
-        assert sum("tsquery LIMIT" in sql for sql in statements) == 3
+        assert sum("FROM term_stats" in sql for sql in statements) == 3
+        assert not any("tsquery LIMIT" in sql for sql in statements)
+    finally:
+        store.close()
+
+
+def test_term_counts_follow_every_write(tmp_path: Path) -> None:
+    """The document frequencies `apply` keeps equal PostgreSQL's own count of the stored tsvectors after
+    notes are added, changed and deleted, for chunks and notes alike; a cleared store has none."""
+    notes = {
+        f"n{i}.md": f"# n{i}\n\napples pears{i % 2} plums{i % 3}\n\n## more\n\nfigs{i}\n" for i in range(6)
+    }
+    vault = write_vault(tmp_path / "v", notes)
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    (vault / "n1.md").write_text("# n1\n\nquinces only now\n", encoding="utf-8")
+    (vault / "n2.md").unlink()
+    (vault / "n9.md").write_text("# n9\n\napples and quinces\n", encoding="utf-8")
+    services.index(app)
+    app.close()
+    store = get_backend("postgres").open(app.index_dir, create=False)
+    try:
+        for table in ("chunks", "files"):
+            kept = store._rows(  # type: ignore[attr-defined]
+                "SELECT term, df FROM term_stats WHERE tbl = %s AND df <> 0 ORDER BY term", (table,)
+            )
+            truth = store._rows(f"SELECT word, ndoc FROM ts_stat('SELECT tsv FROM {table}') ORDER BY word")  # type: ignore[attr-defined]
+            assert [tuple(r) for r in kept] == [tuple(r) for r in truth] and len(truth) > 10
+        store.clear()
+        assert store._one("SELECT COUNT(*) FROM term_stats")[0] == 0  # type: ignore[attr-defined]
     finally:
         store.close()
 
@@ -311,8 +340,8 @@ def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
 def test_a_batch_is_written_a_statement_per_table_per_slice_in_its_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`apply` sends a slice of notes' chunks in one statement (not one per chunk, which fired
-    statement triggers per chunk), slices cut at whole notes, keys in the batch's order; a note's
+    """`apply` sends a slice of notes' chunks in one statement (not one per chunk: an executor
+    start each), slices cut at whole notes, keys in the batch's order; a note's
     links and note-level terms land as before, and a note without chunks has no note-level terms."""
     import psycopg
 
@@ -354,5 +383,28 @@ def test_a_batch_is_written_a_statement_per_table_per_slice_in_its_order(
         assert set(store.lexical(["bword"], 10, 10).notes) == {"b.md"}
         assert store._one("SELECT tsv IS NULL FROM files WHERE path = 'd.md'")[0]  # type: ignore[attr-defined]
         assert store.problems() == []
+    finally:
+        store.close()
+
+
+def test_the_term_counts_migration_fills_an_existing_store(tmp_path: Path) -> None:
+    """A store written before migration 0003 gets its document frequencies counted from its rows
+    (the same as PostgreSQL's own count), and searches read them."""
+    vault = write_vault(tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples pears{i % 2}\n" for i in range(5)})
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    app.close()
+    backend = get_backend("postgres")
+    store = backend.open(app.index_dir, create=False)
+    try:
+        with store.transaction() as db:  # type: ignore[attr-defined]  # as before 0003
+            db.execute("DROP TABLE term_stats")
+            db.execute("DELETE FROM schema_migrations WHERE name = '0003_term_stats'")
+        assert backend.migrate(store.schema) == ["0003_term_stats"]  # type: ignore[attr-defined,union-attr]
+        for table in ("chunks", "files"):
+            kept = store._rows("SELECT term, df FROM term_stats WHERE tbl = %s ORDER BY term", (table,))  # type: ignore[attr-defined]
+            truth = store._rows(f"SELECT word, ndoc FROM ts_stat('SELECT tsv FROM {table}') ORDER BY word")  # type: ignore[attr-defined]
+            assert [tuple(r) for r in kept] == [tuple(r) for r in truth] and ("pears1", 2) in truth
+        assert set(store.lexical(["pears1", "apples"], 10, 10).notes) == {"n1.md", "n3.md"}
     finally:
         store.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,6 +76,12 @@ def _arrays(types: list[str]) -> str:
 _RECORD_ARRAYS, _CHUNK_ARRAYS, _LINK_ARRAYS = map(_arrays, (_RECORD_TYPES, _CHUNK_TYPES, _LINK_TYPES))
 _FILE_SELECT = ", ".join([*(f"u.{c}" for c in _names(rows.RECORD_COLUMNS)), "u.tsv::tsvector", "u.dl"])
 _CHUNK_SELECT = ", ".join(f"u.{c}" for c in _names(rows.CHUNK_INSERT_COLUMNS))
+
+
+# document frequencies (migration 0003) moved by a batch's rows: ``{_COUNT_TERMS} SELECT tbl, term,
+# delta ... {_ADD_COUNTS}`` (a term's row stays at 0 when its last holder goes)
+_COUNT_TERMS = "INSERT INTO term_stats AS s (tbl, term, df)"
+_ADD_COUNTS = "ON CONFLICT (tbl, term) DO UPDATE SET df = s.df + excluded.df"
 
 
 def _slices(updates: Sequence[NoteUpdate]) -> Iterator[Sequence[NoteUpdate]]:
@@ -279,10 +286,23 @@ class PostgresStore(Store):
                 )
             gone = [*deletes, *(u.record.path for u in updates)]
             if gone:
-                for table, column in (("chunks", "path"), ("links", "src"), ("files", "path")):
-                    cur.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (gone,))
+                cur.execute("DELETE FROM links WHERE src = ANY(%s)", (gone,))
+                for table in ("chunks", "files"):  # each deleted row's terms leave the counts
+                    cur.execute(
+                        f"WITH gone AS (DELETE FROM {table} WHERE path = ANY(%s) RETURNING tsv)"
+                        f" {_COUNT_TERMS} SELECT '{table}', w, -COUNT(*)"
+                        f" FROM gone, unnest(tsvector_to_array(gone.tsv)) w GROUP BY w {_ADD_COUNTS}",
+                        (gone,),
+                    )
+            added: dict[str, Counter[str]] = {"chunks": Counter(), "files": Counter()}
             for part in _slices(updates):
-                self._insert_notes(cur, part)
+                self._insert_notes(cur, part, added)
+            for table, counts in added.items():
+                if counts:
+                    cur.execute(
+                        f"{_COUNT_TERMS} SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) {_ADD_COUNTS}",
+                        (table, list(counts), list(counts.values())),
+                    )
             if touch:
                 cur.execute(
                     f"INSERT INTO files ({rows.RECORD_COLUMNS}) SELECT * FROM unnest({_RECORD_ARRAYS})"
@@ -294,11 +314,20 @@ class PostgresStore(Store):
             if vectors:
                 self._ensure_ann(cur)
 
-    def _insert_notes(self, cur: psycopg.Cursor[Any], updates: Sequence[NoteUpdate]) -> None:
+    def _insert_notes(
+        self, cur: psycopg.Cursor[Any], updates: Sequence[NoteUpdate], added: dict[str, Counter[str]]
+    ) -> None:
         """The notes' records (with their note-level full text), chunks and links: a statement each,
-        rows in the batch's order (chunk keys are assigned as the chunks come)."""
+        rows in the batch's order (chunk keys are assigned as the chunks come); each row's distinct
+        terms counted into ``added`` (per table)."""
         files, chunks, links = [], [], []
         for u in updates:
+            note_terms: set[str] = set()
+            for item in u.chunks:
+                words = set(item.terms.split())
+                added["chunks"].update(words)
+                note_terms |= words
+            added["files"].update(note_terms)
             tsv, dl = (
                 fulltext.tsvector_literal(" ".join(item.terms for item in u.chunks))
                 if u.chunks
@@ -380,7 +409,7 @@ class PostgresStore(Store):
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the schema, so a cleared index stays cleared."""
         with self.transaction() as db:
-            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files")
+            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files, term_stats")
             db.execute("DELETE FROM meta WHERE key IN ('space', 'tier_space')")
             self._set_meta("cleared_at", str(time.time()))
             self._bump_generation()
@@ -741,21 +770,21 @@ class PostgresStore(Store):
         return run
 
     def _doc_freqs(self, table: str, terms: list[str]) -> dict[str, int]:
-        """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, counted up to just
-        over half of them (past it FTS5's idf is floored, whatever the count); cached per generation,
-        the terms not cached yet counted in one statement (a round trip per term was a search's most)."""
+        """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, capped just over
+        half of them (past it FTS5's idf is floored, whatever the count): the counts `apply` keeps
+        (migration 0003), the terms not cached for this generation read in one statement."""
         n, gen = self._size(table), self.generation
         known = {t: self._stats.get((gen, "df:" + table, t)) for t in terms}
         missing = [t for t, df in known.items() if df is None]
         if missing:
-            counted = self._rows(
-                f"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ q::tsquery LIMIT %s) x)"
-                " FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, i) ORDER BY i",
-                (n // 2 + 1, [fulltext.tsquery_literal([t]) for t in missing]),
+            counted = dict.fromkeys(missing, 0) | dict(
+                self._rows(
+                    "SELECT term, df FROM term_stats WHERE tbl = %s AND term = ANY(%s)", (table, missing)
+                )
             )
             self._trim_stats()
-            for t, (df,) in zip(missing, counted, strict=True):
-                known[t] = self._stats[(gen, "df:" + table, t)] = float(df)
+            for t in missing:
+                known[t] = self._stats[(gen, "df:" + table, t)] = float(min(counted[t], n // 2 + 1))
         return {t: int(df or 0) for t, df in known.items()}
 
     def _size(self, table: str) -> int:
