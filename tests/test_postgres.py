@@ -153,9 +153,13 @@ def test_config_show_names_the_dsn(tmp_path: Path) -> None:
     assert json.loads(shown.stdout)["index.dsn"]["value"] == "host=db.example user=vl dbname=notes"
 
 
-def test_hnsw_answers_like_the_exact_scan(tmp_path: Path) -> None:
+def test_hnsw_answers_like_the_exact_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ``exact_below`` chunks the HNSW index answers top-k; on a small clustered set it finds the
-    exact neighbours (recall 1.0 at k=10) and scores them as inner products."""
+    exact neighbours (recall 1.0 at k=10) and scores them as inner products. Built over
+    WIDE_HNSW_FROM chunks or more, it links them with the wider candidate list."""
+    from vaultlens.index.postgres import store as pg_store
+
+    monkeypatch.setattr(pg_store, "WIDE_HNSW_FROM", 600)
     rng = np.random.default_rng(7)
     centers = rng.normal(size=(20, 64))
     exact = PostgresBackend(exact_below=10**9).open(tmp_path / "h")
@@ -194,6 +198,8 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path) -> None:
             "EXPLAIN SELECT key FROM chunks ORDER BY vec::vector(64) <=> %s LIMIT 10", (vectors["h0"],)
         )
         assert "chunks_vec_hnsw" in " ".join(r[0] for r in plan)
+        definition = ann._one("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_vec_hnsw'")[0]  # type: ignore[attr-defined]
+        assert f"ef_construction='{pg_store.WIDE_EF_CONSTRUCTION}'" in definition
     finally:
         exact.close()
         ann.close()
