@@ -18,7 +18,7 @@ a throw-away one, or with ``--keep DIR`` one kept in DIR with its filled store, 
 with the same DIR and --chunks skips the fill and the HNSW build (their times come from the first).
 
 Usage: .venv/bin/python bench/pg_search.py [--quick] [--chunks N] [--queries N] [--dsn DSN | --keep DIR]
-       [--no-sqlite]
+       [--no-sqlite] [--settings "-c name=value ..."]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ BAR_MS = 30.0  # PostgreSQL search p50 at 1,000,000 chunks (issue 27)
 SETTINGS = "-c shared_buffers=2GB -c maintenance_work_mem=4GB"
 
 
-def server(dsn: str | None, keep: Path | None) -> tuple[str, Any]:
+def server(dsn: str | None, keep: Path | None, settings: str = SETTINGS) -> tuple[str, Any]:
     if dsn is not None:
         return dsn, None
     sys.path.insert(0, str(REPO / "tests"))
@@ -50,7 +50,7 @@ def server(dsn: str | None, keep: Path | None) -> tuple[str, Any]:
     reason = pg_server.missing()
     if reason:
         sys.exit(f"error: {reason}")
-    started = pg_server.start(None if keep is None else keep / "data", SETTINGS)
+    started = pg_server.start(None if keep is None else keep / "data", settings)
     return started.dsn, started
 
 
@@ -64,6 +64,7 @@ def main() -> None:
         "--keep", type=Path, default=None, help="keep the cluster and its store in DIR; reuse them"
     )
     ap.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only (no ratio)")
+    ap.add_argument("--settings", default=SETTINGS, help=f"the started cluster's options ({SETTINGS})")
     args = ap.parse_args()
     if args.keep is not None and args.dsn is not None:
         sys.exit("error: --keep starts its own cluster; not with --dsn")
@@ -74,7 +75,7 @@ def main() -> None:
     if args.keep is not None:
         args.keep = args.keep.resolve()
         args.keep.mkdir(parents=True, exist_ok=True)
-    dsn, started = server(args.dsn, args.keep)
+    dsn, started = server(args.dsn, args.keep, args.settings)
     try:
         run(args, n_chunks, n_queries, Path(tmp.name), dsn)
     finally:

@@ -153,9 +153,13 @@ def test_config_show_names_the_dsn(tmp_path: Path) -> None:
     assert json.loads(shown.stdout)["index.dsn"]["value"] == "host=db.example user=vl dbname=notes"
 
 
-def test_hnsw_answers_like_the_exact_scan(tmp_path: Path) -> None:
+def test_hnsw_answers_like_the_exact_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ``exact_below`` chunks the HNSW index answers top-k; on a small clustered set it finds the
-    exact neighbours (recall 1.0 at k=10) and scores them as inner products."""
+    exact neighbours (recall 1.0 at k=10) and scores them as inner products. Built over
+    WIDE_HNSW_FROM chunks or more, it links them with the wider candidate list."""
+    from vaultlens.index.postgres import store as pg_store
+
+    monkeypatch.setattr(pg_store, "WIDE_HNSW_FROM", 600)
     rng = np.random.default_rng(7)
     centers = rng.normal(size=(20, 64))
     exact = PostgresBackend(exact_below=10**9).open(tmp_path / "h")
@@ -194,6 +198,8 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path) -> None:
             "EXPLAIN SELECT key FROM chunks ORDER BY vec::vector(64) <=> %s LIMIT 10", (vectors["h0"],)
         )
         assert "chunks_vec_hnsw" in " ".join(r[0] for r in plan)
+        definition = ann._one("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_vec_hnsw'")[0]  # type: ignore[attr-defined]
+        assert f"ef_construction='{pg_store.WIDE_EF_CONSTRUCTION}'" in definition
     finally:
         exact.close()
         ann.close()
@@ -280,8 +286,8 @@ def test_a_chunks_terms_stay_in_its_row_beside_a_512_d_vector(tmp_path: Path) ->
 def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Document frequencies of the terms not cached yet: one round trip for chunks, one for notes
-    (not one per term), and the counts are the rows holding each term."""
+    """Document frequencies of the terms not cached yet: one lookup for chunks, one for notes (not a
+    count of the rows each term matches, nor a round trip per term), and they are those counts."""
     vault = write_vault(
         tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples pears{i % 2} plums{i % 3}\n" for i in range(6)}
     )
@@ -303,6 +309,108 @@ def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
                 "pears0": 3, "plums1": 2, "absent": 0
             }  # fmt: skip
             assert store.lexical(["pears1", "plums2", "apples"], 10, 10).chunks
-        assert sum("tsquery LIMIT" in sql for sql in statements) == 3
+        assert sum("FROM term_stats" in sql for sql in statements) == 3
+        assert not any("tsquery LIMIT" in sql for sql in statements)
+    finally:
+        store.close()
+
+
+def test_term_counts_follow_every_write(tmp_path: Path) -> None:
+    """The document frequencies `apply` keeps equal PostgreSQL's own count of the stored tsvectors after
+    notes are added, changed and deleted, for chunks and notes alike; a cleared store has none."""
+    notes = {
+        f"n{i}.md": f"# n{i}\n\napples pears{i % 2} plums{i % 3}\n\n## more\n\nfigs{i}\n" for i in range(6)
+    }
+    vault = write_vault(tmp_path / "v", notes)
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    (vault / "n1.md").write_text("# n1\n\nquinces only now\n", encoding="utf-8")
+    (vault / "n2.md").unlink()
+    (vault / "n9.md").write_text("# n9\n\napples and quinces\n", encoding="utf-8")
+    services.index(app)
+    app.close()
+    store = get_backend("postgres").open(app.index_dir, create=False)
+    try:
+        for table in ("chunks", "files"):
+            kept = store._rows(  # type: ignore[attr-defined]
+                "SELECT term, df FROM term_stats WHERE tbl = %s AND df <> 0 ORDER BY term", (table,)
+            )
+            truth = store._rows(f"SELECT word, ndoc FROM ts_stat('SELECT tsv FROM {table}') ORDER BY word")  # type: ignore[attr-defined]
+            assert [tuple(r) for r in kept] == [tuple(r) for r in truth] and len(truth) > 10
+        store.clear()
+        assert store._one("SELECT COUNT(*) FROM term_stats")[0] == 0  # type: ignore[attr-defined]
+    finally:
+        store.close()
+
+
+def test_a_batch_is_written_a_statement_per_table_per_slice_in_its_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`apply` sends a slice of notes' chunks in one statement (not one per chunk: an executor
+    start each), slices cut at whole notes, keys in the batch's order; a note's
+    links and note-level terms land as before, and a note without chunks has no note-level terms."""
+    import psycopg
+
+    from vaultlens.index.postgres import store as pg_store
+    from vaultlens.vault.model import Link
+
+    monkeypatch.setattr(pg_store, "SLICE_CHUNKS", 4)
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def logged(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, params, **kw)
+
+    def note(name: str, n: int) -> NoteUpdate:
+        chunks = [
+            IndexedChunk(Chunk(id=f"{name}#{k}", path=f"{name}.md", ordinal=k, heading_path=(name,),
+                               text=f"t{k}", content_hash=f"h{k}", start=k, end=k + 1, start_line=k,
+                               end_line=k + 1), f"e{k}", f"{name}word word{k}")
+            for k in range(n)
+        ]  # fmt: skip
+        rec = FileRecord(f"{name}.md", "note", 1, 1, name, "indexed", title=name, n_chunks=n)
+        return NoteUpdate(rec, chunks, [Link("wiki", f"{name}-target", 3)])
+
+    vecs = {f"e{k}": np.full(8, 8**-0.5, dtype=np.float32) for k in range(3)}
+    store = PostgresBackend().open(tmp_path / "b")
+    try:
+        monkeypatch.setattr(psycopg.Cursor, "execute", logged)
+        store.apply([note("a", 3), note("b", 3), note("c", 3), note("d", 0)], vecs)
+        monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+        assert sum(sql.startswith("INSERT INTO chunks") for sql in sent) == 2  # a+b (6 >= 4), c+d
+        assert sum(sql.startswith("INSERT INTO files") for sql in sent) == 2
+        keys, ids, _ = store.chunk_layout()
+        assert [store.chunks([k])[k].id for k in keys.tolist()] == [
+            f"{n}#{k}" for n in "abc" for k in range(3)
+        ]
+        assert ids == [f"{n}.md" for n in "abc" for _ in range(3)]
+        assert store.links(["b.md"])["b.md"] == [Link("wiki", "b-target", 3)]
+        assert set(store.lexical(["bword"], 10, 10).notes) == {"b.md"}
+        assert store._one("SELECT tsv IS NULL FROM files WHERE path = 'd.md'")[0]  # type: ignore[attr-defined]
+        assert store.problems() == []
+    finally:
+        store.close()
+
+
+def test_the_term_counts_migration_fills_an_existing_store(tmp_path: Path) -> None:
+    """A store written before migration 0003 gets its document frequencies counted from its rows
+    (the same as PostgreSQL's own count), and searches read them."""
+    vault = write_vault(tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples pears{i % 2}\n" for i in range(5)})
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    app.close()
+    backend = get_backend("postgres")
+    store = backend.open(app.index_dir, create=False)
+    try:
+        with store.transaction() as db:  # type: ignore[attr-defined]  # as before 0003
+            db.execute("DROP TABLE term_stats")
+            db.execute("DELETE FROM schema_migrations WHERE name = '0003_term_stats'")
+        assert backend.migrate(store.schema) == ["0003_term_stats"]  # type: ignore[attr-defined,union-attr]
+        for table in ("chunks", "files"):
+            kept = store._rows("SELECT term, df FROM term_stats WHERE tbl = %s ORDER BY term", (table,))  # type: ignore[attr-defined]
+            truth = store._rows(f"SELECT word, ndoc FROM ts_stat('SELECT tsv FROM {table}') ORDER BY word")  # type: ignore[attr-defined]
+            assert [tuple(r) for r in kept] == [tuple(r) for r in truth] and ("pears1", 2) in truth
+        assert set(store.lexical(["pears1", "apples"], 10, 10).notes) == {"n1.md", "n3.md"}
     finally:
         store.close()

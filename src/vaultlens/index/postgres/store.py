@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,10 +49,61 @@ if TYPE_CHECKING:
 EXACT_BELOW = 100_000  # chunks (search.ann_threshold): exact scans below, as the embedded store's
 MAX_EF_SEARCH = 1000  # pgvector's bound
 NEIGHBOUR_BATCH = 256  # keys per neighbours query
+# HNSW built over this many chunks or more gets a wider candidate list while it links them (pgvector's
+# default 64 found 0.811 of the true top 10 at 1,000,000 chunks, 0.994 at 100,000; a build costs
+# about linearly more)
+WIDE_HNSW_FROM = 500_000
+WIDE_EF_CONSTRUCTION = 128
+SLICE_CHUNKS = 2000  # chunks per insert statement of a batch (apply)
 
 
 def _columns(alias: str = "") -> str:
     return rows.chunk_columns("key", alias)
+
+
+# the SQL types of rows.RECORD_COLUMNS, rows.CHUNK_INSERT_COLUMNS and rows.LINK_COLUMNS, in order:
+# a batch's rows go to the server as one array per column
+_RECORD_TYPES = ["text", "text", "bigint", "bigint", "text", "text", "text", "text", "text", "text", "int",
+                 "float8"]  # fmt: skip
+_CHUNK_TYPES = ["text", "text", "int", "text", "text", "text", "text", "int", "int", "int", "int", "bool",
+                "text"]  # fmt: skip
+_LINK_TYPES = ["text", "text", "text", "text", "text", "text", "int"]
+
+
+def _names(columns: str) -> list[str]:
+    return [c.strip() for c in columns.split(",")]
+
+
+def _arrays(types: list[str]) -> str:
+    return ", ".join(f"%s::{t}[]" for t in types)
+
+
+_RECORD_ARRAYS, _CHUNK_ARRAYS, _LINK_ARRAYS = map(_arrays, (_RECORD_TYPES, _CHUNK_TYPES, _LINK_TYPES))
+_FILE_SELECT = ", ".join([*(f"u.{c}" for c in _names(rows.RECORD_COLUMNS)), "u.tsv::tsvector", "u.dl"])
+_CHUNK_SELECT = ", ".join(f"u.{c}" for c in _names(rows.CHUNK_INSERT_COLUMNS))
+
+
+# document frequencies (migration 0003) moved by a batch's rows: ``{_COUNT_TERMS} SELECT tbl, term,
+# delta ... {_ADD_COUNTS}`` (a term's row stays at 0 when its last holder goes)
+_COUNT_TERMS = "INSERT INTO term_stats AS s (tbl, term, df)"
+_ADD_COUNTS = "ON CONFLICT (tbl, term) DO UPDATE SET df = s.df + excluded.df"
+
+
+def _slices(updates: Sequence[NoteUpdate]) -> Iterator[Sequence[NoteUpdate]]:
+    """Consecutive runs of whole notes of about SLICE_CHUNKS chunks."""
+    start, size = 0, 0
+    for i, u in enumerate(updates):
+        size += len(u.chunks)
+        if size >= SLICE_CHUNKS:
+            yield updates[start : i + 1]
+            start, size = i + 1, 0
+    if start < len(updates):
+        yield updates[start:]
+
+
+def _columnwise(values: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows of ``width`` values as ``width`` lists (one array parameter per column)."""
+    return [list(col) for col in zip(*values, strict=True)] if values else [[] for _ in range(width)]
 
 
 class PostgresStore(Store):
@@ -222,46 +274,96 @@ class PostgresStore(Store):
         deletes: Sequence[str] = (),
         touch: Sequence[FileRecord] = (),
     ) -> None:
-        """Apply one batch atomically: new vectors, replaced notes, deleted paths, refreshed stamps."""
+        """Apply one batch atomically: new vectors, replaced notes, deleted paths, refreshed stamps.
+
+        One statement per table for each slice of SLICE_CHUNKS chunks (rows sent as arrays and
+        unnested): a statement per chunk cost an executor start each and fired statement triggers per
+        chunk; a statement for the whole batch left the server idle while the client built it."""
         import numpy as np
 
-        with self.transaction() as db, db.cursor() as cur:
+        # pipelined: the server inserts one slice of notes while the next one's rows are built here
+        with self.transaction() as db, db.pipeline(), db.cursor() as cur:
             if vectors:
-                cur.executemany(
-                    "INSERT INTO vectors (embed_hash, vec) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                    [(h, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()],
+                cur.execute(  # the vectors in binary: as text, 1,000 of them took 1.4 s to format and parse
+                    "INSERT INTO vectors (embed_hash, vec) SELECT * FROM unnest(%s::text[], %b::vector[])"
+                    " ON CONFLICT DO NOTHING",
+                    (list(vectors), [np.asarray(v, dtype=np.float32) for v in vectors.values()]),
                 )
             gone = [*deletes, *(u.record.path for u in updates)]
             if gone:
-                for table, column in (("chunks", "path"), ("links", "src"), ("files", "path")):
-                    cur.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (gone,))
-            for u in updates:
-                self._put_record(cur, u.record)
-                values = []
-                for item in u.chunks:
-                    tsv, dl = fulltext.tsvector_literal(item.terms)
-                    values.append((*rows.chunk_params(item), tsv, dl, item.embed_hash))
-                cur.executemany(
-                    f"INSERT INTO chunks ({rows.CHUNK_INSERT_COLUMNS}, tsv, dl, vec) VALUES ({', '.join(['%s'] * 13)},"
-                    " %s::tsvector, %s, (SELECT vec FROM vectors WHERE embed_hash = %s))",
-                    values,
-                )
-                if u.chunks:
-                    tsv, dl = fulltext.tsvector_literal(" ".join(item.terms for item in u.chunks))
+                cur.execute("DELETE FROM links WHERE src = ANY(%s)", (gone,))
+                for table in ("chunks", "files"):  # each deleted row's terms leave the counts
                     cur.execute(
-                        "UPDATE files SET tsv = %s::tsvector, dl = %s WHERE path = %s",
-                        (tsv, dl, u.record.path),
+                        f"WITH gone AS (DELETE FROM {table} WHERE path = ANY(%s) RETURNING tsv)"
+                        f" {_COUNT_TERMS} SELECT '{table}', w, -COUNT(*)"
+                        f" FROM gone, unnest(tsvector_to_array(gone.tsv)) w GROUP BY w {_ADD_COUNTS}",
+                        (gone,),
                     )
-                cur.executemany(
-                    f"INSERT INTO links ({rows.LINK_COLUMNS}) VALUES ({', '.join(['%s'] * 7)})",
-                    rows.link_params(u.record.path, u.links),
+            added: dict[str, Counter[str]] = {"chunks": Counter(), "files": Counter()}
+            for part in _slices(updates):
+                self._insert_notes(cur, part, added)
+            for table, counts in added.items():
+                if counts:
+                    cur.execute(
+                        f"{_COUNT_TERMS} SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) {_ADD_COUNTS}",
+                        (table, list(counts), list(counts.values())),
+                    )
+            if touch:
+                cur.execute(
+                    f"INSERT INTO files ({rows.RECORD_COLUMNS}) SELECT * FROM unnest({_RECORD_ARRAYS})"
+                    " ON CONFLICT (path)" + rows.RECORD_UPSERT,
+                    _columnwise([rows.record_params(r) for r in touch], len(_RECORD_TYPES)),
                 )
-            for rec in touch:
-                self._put_record(cur, rec)
             if updates or deletes:
                 self._bump_generation()
             if vectors:
                 self._ensure_ann(cur)
+
+    def _insert_notes(
+        self, cur: psycopg.Cursor[Any], updates: Sequence[NoteUpdate], added: dict[str, Counter[str]]
+    ) -> None:
+        """The notes' records (with their note-level full text), chunks and links: a statement each,
+        rows in the batch's order (chunk keys are assigned as the chunks come); each row's distinct
+        terms counted into ``added`` (per table)."""
+        files, chunks, links = [], [], []
+        for u in updates:
+            note_terms: set[str] = set()
+            for item in u.chunks:
+                words = set(item.terms.split())
+                added["chunks"].update(words)
+                note_terms |= words
+            added["files"].update(note_terms)
+            tsv, dl = (
+                fulltext.tsvector_literal(" ".join(item.terms for item in u.chunks))
+                if u.chunks
+                else (None, None)
+            )
+            files.append((*rows.record_params(u.record), tsv, dl))
+            for item in u.chunks:
+                chunks.append((*rows.chunk_params(item), *fulltext.tsvector_literal(item.terms)))
+            links.extend(rows.link_params(u.record.path, u.links))
+        cur.execute(
+            f"INSERT INTO files ({rows.RECORD_COLUMNS}, tsv, dl)"
+            f" SELECT {_FILE_SELECT} FROM unnest({_RECORD_ARRAYS}, %s::text[], %s::int[])"
+            f" AS u({rows.RECORD_COLUMNS}, tsv, dl)",
+            _columnwise(files, len(_RECORD_TYPES) + 2),
+        )
+        if chunks:
+            cur.execute(
+                f"INSERT INTO chunks ({rows.CHUNK_INSERT_COLUMNS}, tsv, dl, vec)"
+                f" SELECT {_CHUNK_SELECT}, u.tsv::tsvector, u.dl,"
+                # a lookup per row: a join would plan a scan of every stored vector per batch
+                " (SELECT vec FROM vectors v WHERE v.embed_hash = u.embed_hash)"
+                f" FROM unnest({_CHUNK_ARRAYS}, %s::text[], %s::int[]) WITH ORDINALITY"
+                f" AS u({rows.CHUNK_INSERT_COLUMNS}, tsv, dl, ord) ORDER BY u.ord",
+                _columnwise(chunks, len(_CHUNK_TYPES) + 2),
+            )
+        if links:
+            cur.execute(
+                f"INSERT INTO links ({rows.LINK_COLUMNS}) SELECT {rows.LINK_COLUMNS}"
+                f" FROM unnest({_LINK_ARRAYS}) WITH ORDINALITY AS u({rows.LINK_COLUMNS}, ord) ORDER BY ord",
+                _columnwise(links, len(_LINK_TYPES)),
+            )
 
     def ensure_ann(self) -> None:
         """Build the HNSW index now, whatever the size (a bulk load builds it once, at the end)."""
@@ -281,8 +383,13 @@ class PostgresStore(Store):
         if row is None:
             return
         dims = int(row[0])
+        size = cur.execute(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM chunks LIMIT %s) x", (WIDE_HNSW_FROM,)
+        ).fetchone()
+        wide = size is not None and int(size[0]) >= WIDE_HNSW_FROM
         cur.execute(
             f"CREATE INDEX IF NOT EXISTS chunks_vec_hnsw ON chunks USING hnsw ((vec::vector({dims})) vector_cosine_ops)"
+            + (f" WITH (ef_construction = {WIDE_EF_CONSTRUCTION})" if wide else "")
         )
         cur.execute(
             "INSERT INTO meta (key, value) VALUES ('ann_dims', %s) ON CONFLICT DO NOTHING", (str(dims),)
@@ -299,13 +406,6 @@ class PostgresStore(Store):
             raw = None if row is None else row[0]
         return None if raw is None else int(raw)
 
-    def _put_record(self, cur: psycopg.Cursor[Any], r: FileRecord) -> None:
-        cur.execute(
-            f"INSERT INTO files ({rows.RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})"
-            " ON CONFLICT (path)" + rows.RECORD_UPSERT,
-            rows.record_params(r),
-        )
-
     def drop_orphan_vectors(self) -> int:
         with self.transaction() as db:
             db.execute(
@@ -319,7 +419,7 @@ class PostgresStore(Store):
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the schema, so a cleared index stays cleared."""
         with self.transaction() as db:
-            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files")
+            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files, term_stats")
             db.execute("DELETE FROM meta WHERE key IN ('space', 'tier_space')")
             self._set_meta("cleared_at", str(time.time()))
             self._bump_generation()
@@ -680,21 +780,21 @@ class PostgresStore(Store):
         return run
 
     def _doc_freqs(self, table: str, terms: list[str]) -> dict[str, int]:
-        """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, counted up to just
-        over half of them (past it FTS5's idf is floored, whatever the count); cached per generation,
-        the terms not cached yet counted in one statement (a round trip per term was a search's most)."""
+        """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, capped just over
+        half of them (past it FTS5's idf is floored, whatever the count): the counts `apply` keeps
+        (migration 0003), the terms not cached for this generation read in one statement."""
         n, gen = self._size(table), self.generation
         known = {t: self._stats.get((gen, "df:" + table, t)) for t in terms}
         missing = [t for t, df in known.items() if df is None]
         if missing:
-            counted = self._rows(
-                f"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ q::tsquery LIMIT %s) x)"
-                " FROM unnest(%s::text[]) WITH ORDINALITY AS u(q, i) ORDER BY i",
-                (n // 2 + 1, [fulltext.tsquery_literal([t]) for t in missing]),
+            counted = dict.fromkeys(missing, 0) | dict(
+                self._rows(
+                    "SELECT term, df FROM term_stats WHERE tbl = %s AND term = ANY(%s)", (table, missing)
+                )
             )
             self._trim_stats()
-            for t, (df,) in zip(missing, counted, strict=True):
-                known[t] = self._stats[(gen, "df:" + table, t)] = float(df)
+            for t in missing:
+                known[t] = self._stats[(gen, "df:" + table, t)] = float(min(counted[t], n // 2 + 1))
         return {t: int(df or 0) for t, df in known.items()}
 
     def _size(self, table: str) -> int:
