@@ -364,3 +364,23 @@ def test_the_quality_tier_s_runtime_loads_after_the_graph_without_a_crash(tmp_pa
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "alive"
+
+
+def test_the_writer_searches_its_saved_graph_as_wide_as_a_reader_does(tmp_path: Path) -> None:
+    """After `save` the writer maps the file it wrote; it must search it with the same beam as a process
+    that opens the file (usearch does not keep the beam in the file: the writer searched with its
+    default of 64, recall@10 0.938 against 0.975 at 1,000,000 chunks)."""
+    from vaultlens.index.sqlite import ann
+
+    rng = np.random.default_rng(5)
+    centres = rng.normal(size=(40, 32))
+    vecs = (centres[rng.integers(0, 40, 6000)] + 0.6 * rng.normal(size=(6000, 32))).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    keys = np.arange(1, 6001, dtype=np.int64)
+    writer = AnnTier.build(32, [(keys, vecs)], generation=1)
+    writer.save(tmp_path / "g.ann")
+    reader = AnnTier.open(tmp_path / "g.ann", 32, generation=1)
+    assert reader is not None and len(writer) == len(reader) == 6000
+    assert writer.base.expansion_search == reader.base.expansion_search == ann.EXPANSION_SEARCH
+    queries = vecs[rng.integers(0, 6000, 50)] + 0.05 * rng.normal(size=(50, 32)).astype(np.float32)
+    assert all(np.array_equal(writer.search(q, 10), reader.search(q, 10)) for q in queries)
