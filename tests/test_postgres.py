@@ -414,3 +414,122 @@ def test_the_term_counts_migration_fills_an_existing_store(tmp_path: Path) -> No
         assert set(store.lexical(["pears1", "apples"], 10, 10).notes) == {"n1.md", "n3.md"}
     finally:
         store.close()
+
+
+def _kept_and_counted(store: Store) -> list[tuple[Any, Any]]:
+    """(kept, counted) for the store counts and for each table's full-text rows and summed lengths."""
+    pairs: list[tuple[Any, Any]] = [(store.counts(), store._counted())]  # type: ignore[attr-defined]
+    for table in ("chunks", "files"):
+        kept = store._rows(
+            "SELECT n FROM counters WHERE name = ANY(%s) ORDER BY name", ([f"dl:{table}", f"fts:{table}"],)
+        )  # type: ignore[attr-defined]
+        truth = store._one(f"SELECT COALESCE(SUM(dl), 0), COUNT(*) FROM {table} WHERE tsv IS NOT NULL")  # type: ignore[attr-defined]
+        pairs.append(([r[0] for r in kept], list(truth)))
+    return pairs
+
+
+def test_the_kept_counts_follow_every_write(tmp_path: Path) -> None:
+    """The counters the triggers keep equal the rows after notes are added, changed, deleted, restamped,
+    skipped and their vectors dropped; a cleared store counts nothing."""
+    notes = {f"n{i}.md": f"# n{i}\n\napples pears{i % 2}\n\n## more\n\nfigs{i} " * (i + 1) for i in range(6)}
+    vault = write_vault(tmp_path / "v", {**notes, "empty.md": "  \n"})
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    (vault / "n1.md").write_text("# n1\n\nquinces only now\n", encoding="utf-8")
+    (vault / "n2.md").unlink()
+    (vault / "n9.md").write_text("# n9\n\napples and quinces\n", encoding="utf-8")
+    (vault / "n3.md").write_bytes(b"\x00binary now")
+    os.utime(vault / "n4.md", ns=(1, 2_000_000_000))  # same bytes, new stamp
+    services.index(app)
+    app.close()
+    store = get_backend("postgres").open(app.index_dir, create=False)
+    try:
+        pairs = _kept_and_counted(store)
+        assert all(kept == truth for kept, truth in pairs), pairs
+        counts = pairs[0][0]
+        assert (counts.notes, counts.files) == (5, {"indexed": 5, "skipped": 2})  # type: ignore[union-attr]
+        assert store.problems() == []
+        with store.transaction() as db:  # type: ignore[attr-defined]
+            db.execute("DELETE FROM chunks WHERE path = 'n5.md'")  # orphans its vectors
+        assert store.drop_orphan_vectors() > 0
+        assert all(kept == truth for kept, truth in _kept_and_counted(store))
+        store.clear()
+        assert store._one("SELECT COUNT(*) FROM counters WHERE n <> 0")[0] == 0  # type: ignore[attr-defined]
+        assert store.counts() == store._counted()  # type: ignore[attr-defined]
+    finally:
+        store.close()
+
+
+def test_status_and_search_read_the_counters_not_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`counts`, the lexical stage and the dense top-k after a write count no table (a pass over a
+    million rows each at 1,000,000 chunks): one lookup in the counters instead."""
+    vault = write_vault(tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples figs{i}\n" for i in range(6)})
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    app.close()
+    store = get_backend("postgres").open(app.index_dir, create=False)
+    statements: list[str] = []
+    for name in ("_rows", "_one"):
+        real = getattr(type(store), name)
+
+        def logged(self: Any, sql: str, params: Any = None, _real: Any = real, **kw: Any) -> Any:
+            statements.append(sql)
+            return _real(self, sql, params, **kw)
+
+        monkeypatch.setattr(type(store), name, logged)
+    try:
+        assert store.counts().chunks == 6
+        with store.snapshot():
+            assert list(store.lexical(["figs1", "apples"], 10, 10).notes) == ["n1.md"]
+            keys, _ = store.top_k(
+                np.full(HashingEmbeddingProvider().space.dimensions, 0.1, dtype=np.float32), 3
+            )
+            assert len(keys) == 3
+        assert statements and not [sql for sql in statements if "COUNT(" in sql or "AVG(" in sql]
+    finally:
+        store.close()
+
+
+def test_doctor_names_a_counter_that_differs_from_the_rows(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"a.md": "# a\n\napples\n"})
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    app.close()
+    store = get_backend("postgres").open(app.index_dir, create=False)
+    try:
+        with store.transaction() as db:  # type: ignore[attr-defined]
+            db.execute("UPDATE counters SET n = n + 3 WHERE name IN ('chunks', 'dl:files')")
+        found = " ".join(store.problems())
+        assert "kept counts" in found and "full-text size of files" in found
+    finally:
+        store.close()
+
+
+def test_the_counters_migration_fills_an_existing_store(tmp_path: Path) -> None:
+    """A store written before migration 0004 gets its counters from its rows, and its triggers from then on."""
+    vault = write_vault(tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples pears{i % 2}\n" for i in range(5)})
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    backend = get_backend("postgres")
+    store = backend.open(app.index_dir, create=False)
+    try:
+        with store.transaction() as db:  # type: ignore[attr-defined]  # as before 0004
+            db.execute("DROP TABLE counters")
+            for table in ("chunks", "vectors", "files"):
+                db.execute(f"DROP FUNCTION count_{table}() CASCADE")  # and its triggers
+            db.execute("DELETE FROM schema_migrations WHERE name = '0004_counters'")
+        assert backend.migrate(store.schema) == ["0004_counters"]  # type: ignore[attr-defined,union-attr]
+        assert all(kept == truth for kept, truth in _kept_and_counted(store))
+        assert store.counts().notes == 5
+    finally:
+        store.close()
+    (vault / "n0.md").unlink()
+    services.index(app)
+    app.close()
+    store = backend.open(app.index_dir, create=False)
+    try:
+        assert store.counts().notes == 4 and all(kept == truth for kept, truth in _kept_and_counted(store))
+    finally:
+        store.close()

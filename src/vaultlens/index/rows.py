@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.index.runs import RunRecord, RunStats
-from vaultlens.index.store import FileRecord, IndexedChunk, NoteText
+from vaultlens.index.store import FileRecord, IndexedChunk, NoteText, StoreCounts
 from vaultlens.vault.model import Link
 
 # after the key column: the fields :func:`chunk` reads, in its order
@@ -46,6 +46,30 @@ SHARED_CHECKS = {  # consistency checks both backends run (each adds its own)
     "notes whose chunk count disagrees": "SELECT COUNT(*) FROM files f WHERE status = 'indexed' AND"
     " n_chunks != (SELECT COUNT(*) FROM chunks c WHERE c.path = f.path)",
 }
+
+
+def store_counts(counters: Iterable[Sequence[Any]]) -> StoreCounts:
+    """StoreCounts from the (name, n) counters both backends keep: 'chunks', 'vectors' and
+    'files:<status>:<kind>' (other names are the backend's own)."""
+    found = {str(name): int(n) for name, n in counters}
+    files: dict[str, int] = {}
+    for key, n in found.items():
+        if key.startswith("files:") and n:
+            status = key.split(":")[1]
+            files[status] = files.get(status, 0) + n
+    return StoreCounts(
+        found.get("files:indexed:note", 0), found.get("chunks", 0), found.get("vectors", 0), files
+    )
+
+
+def counted(query: Callable[[str], Sequence[Sequence[Any]]]) -> StoreCounts:
+    """The same numbers as :func:`store_counts`, counted row by row (what doctor compares them with)."""
+    files = {str(s): int(n) for s, n in query("SELECT status, COUNT(*) FROM files GROUP BY status")}
+    notes, chunks, vectors = query(
+        "SELECT (SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'),"
+        " (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM vectors)"
+    )[0]
+    return StoreCounts(int(notes), int(chunks), int(vectors), files)
 
 
 def chunk_columns(key: str, alias: str = "") -> str:

@@ -20,6 +20,47 @@ from vaultlens.fsutil import sha256_hex
 
 _SLOT = re.compile(r"r\d+")
 
+# What each table adds to the counters, per row of ``{rows}``: (counter name, amount) rows. The names:
+# 'chunks', 'vectors', 'files:<status>:<kind>' (as the SQLite store's), 'fts:<table>' / 'dl:<table>'
+# for the rows with full text and their summed term counts (BM25's collection size and mean length).
+_COUNTED = {
+    "chunks": "SELECT 'chunks', 1 FROM {rows} UNION ALL SELECT 'fts:chunks', 1 FROM {rows}"
+    " UNION ALL SELECT 'dl:chunks', dl FROM {rows}",
+    "vectors": "SELECT 'vectors', 1 FROM {rows}",
+    "files": "SELECT 'files:' || status || ':' || kind, 1 FROM {rows}"
+    " UNION ALL SELECT 'fts:files', 1 FROM {rows} WHERE tsv IS NOT NULL"
+    " UNION ALL SELECT 'dl:files', dl FROM {rows} WHERE tsv IS NOT NULL",
+}
+
+
+def _counting(table: str, parts: str) -> str:
+    """The counters of ``table`` filled from its rows, and statement triggers that add each statement's
+    new rows ("came") and subtract its old ones ("gone"): one pass over the rows a statement changed
+    (plpgsql plans a statement when it first runs, so an INSERT trigger never plans the "gone" one)."""
+
+    def add(rows: str, sign: str) -> str:
+        return (
+            f"INSERT INTO counters AS c (name, n) SELECT name, {sign}SUM(n) FROM ({parts.format(rows=rows)})"
+            " x(name, n) GROUP BY name ON CONFLICT (name) DO UPDATE SET n = c.n + excluded.n;"
+        )
+
+    return f"""
+INSERT INTO counters SELECT name, SUM(n) FROM ({parts.format(rows=table)}) x(name, n) GROUP BY name;
+CREATE FUNCTION count_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'DELETE' THEN {add("came", "")} END IF;
+    IF TG_OP <> 'INSERT' THEN {add("gone", "-")} END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER {table}_added AFTER INSERT ON {table} REFERENCING NEW TABLE AS came
+    FOR EACH STATEMENT EXECUTE FUNCTION count_{table}();
+CREATE TRIGGER {table}_changed AFTER UPDATE ON {table} REFERENCING OLD TABLE AS gone NEW TABLE AS came
+    FOR EACH STATEMENT EXECUTE FUNCTION count_{table}();
+CREATE TRIGGER {table}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION count_{table}();
+"""
+
+
 # (name, statements). Append-only: a released name is never edited, a change is a new entry.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -81,6 +122,14 @@ CREATE TABLE term_stats (
 INSERT INTO term_stats SELECT 'chunks', word, ndoc FROM ts_stat('SELECT tsv FROM chunks');
 INSERT INTO term_stats SELECT 'files', word, ndoc FROM ts_stat('SELECT tsv FROM files WHERE tsv IS NOT NULL');
 """,
+    ),
+    (
+        # Row counts and full-text sizes kept by statement triggers, as the SQLite store keeps its
+        # counters: `status` and every search counted chunks, vectors and files (BM25 also summed
+        # the document lengths), a pass over a million rows after every write. See _COUNTED below.
+        "0004_counters",
+        "CREATE TABLE counters (name TEXT PRIMARY KEY, n BIGINT NOT NULL);\n"
+        + "".join(_counting(table, parts) for table, parts in _COUNTED.items()),
     ),
 )
 

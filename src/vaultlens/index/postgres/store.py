@@ -419,7 +419,7 @@ class PostgresStore(Store):
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the schema, so a cleared index stays cleared."""
         with self.transaction() as db:
-            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files, term_stats")
+            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files, term_stats, counters")
             db.execute("DELETE FROM meta WHERE key IN ('space', 'tier_space')")
             self._set_meta("cleared_at", str(time.time()))
             self._bump_generation()
@@ -538,12 +538,11 @@ class PostgresStore(Store):
         return {(r[0], r[1]) for r in rows}
 
     def counts(self) -> StoreCounts:
-        files = {str(s): int(n) for s, n in self._rows("SELECT status, COUNT(*) FROM files GROUP BY status")}
-        row = self._one(
-            "SELECT (SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'),"
-            " (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM vectors)"
-        )
-        return StoreCounts(int(row[0]), int(row[1]), int(row[2]), files)
+        """From the counters the store's triggers keep (migration 0004; doctor compares them with the rows)."""
+        return rows.store_counts(self._rows("SELECT name, n FROM counters"))
+
+    def _counted(self) -> StoreCounts:
+        return rows.counted(self._rows)
 
     def size_bytes(self) -> int:
         row = self._one(
@@ -573,6 +572,15 @@ class PostgresStore(Store):
             n = self._one(sql)[0]
             if n:
                 found.append(f"{n} {label}")
+        if self.counts() != self._counted():
+            found.append(f"the kept counts {self.counts()} differ from the rows {self._counted()}")
+        for table in ("chunks", "files"):
+            kept = (self._size(table), self._counter(f"dl:{table}"))
+            truth = self._one(f"SELECT COUNT(*), COALESCE(SUM(dl), 0) FROM {table} WHERE tsv IS NOT NULL")
+            if kept != (int(truth[0]), int(truth[1])):
+                found.append(
+                    f"the kept full-text size of {table} {kept} differs from the rows {tuple(truth)}"
+                )
         for table, space, label in (
             ("vectors", self.space, "vectors"),
             ("tier_vectors", self.tier_space, "quality-tier vectors"),
@@ -798,13 +806,15 @@ class PostgresStore(Store):
         return {t: int(df or 0) for t, df in known.items()}
 
     def _size(self, table: str) -> int:
-        """Rows of ``table`` with full text in this generation (cached for it)."""
-        return int(self._cached("size", table, f"SELECT COUNT(*) FROM {table} WHERE tsv IS NOT NULL"))
+        """Rows of ``table`` with full text (the counters the triggers keep)."""
+        return self._counter(f"fts:{table}")
 
     def _avgdl(self, table: str) -> float:
-        return max(
-            self._cached("avgdl", table, f"SELECT COALESCE(AVG(dl), 0) FROM {table} WHERE tsv IS NOT NULL"),
-            1e-9,
+        return max(self._counter(f"dl:{table}") / max(self._size(table), 1), 1e-9)
+
+    def _counter(self, name: str) -> int:
+        return int(
+            self._cached("counter", name, "SELECT COALESCE(MAX(n), 0) FROM counters WHERE name = %s", (name,))
         )
 
     def _cached(self, what: str, key: str, sql: str, params: Any = None) -> float:

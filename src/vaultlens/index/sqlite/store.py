@@ -646,23 +646,10 @@ class SQLiteStore(Store):
     # ---- reads ------------------------------------------------------------------------------
     def counts(self) -> StoreCounts:
         """From the counters the store's triggers keep (doctor compares them with the rows)."""
-        found = {str(name): int(n) for name, n in self.db.execute("SELECT name, n FROM counters")}
-        files: dict[str, int] = {}
-        for key, n in found.items():
-            if key.startswith("files:") and n:
-                status = key.split(":")[1]
-                files[status] = files.get(status, 0) + n
-        notes = found.get("files:indexed:note", 0)
-        return StoreCounts(notes, found.get("chunks", 0), found.get("vectors", 0), files)
+        return rows.store_counts(self.db.execute("SELECT name, n FROM counters"))
 
     def _counted(self) -> StoreCounts:
-        """The same numbers counted row by row."""
-        q = self.db.execute
-        files = {str(s): int(n) for s, n in q("SELECT status, COUNT(*) FROM files GROUP BY status")}
-        notes = q("SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'").fetchone()[0]
-        chunks = q("SELECT COUNT(*) FROM chunks").fetchone()[0]
-        vectors = q("SELECT COUNT(*) FROM vectors").fetchone()[0]
-        return StoreCounts(int(notes), int(chunks), int(vectors), files)
+        return rows.counted(lambda sql: self.db.execute(sql).fetchall())
 
     def file_problems(self) -> list[FileRecord]:
         """Records that carry a reason (skipped, failed), by path: one indexed lookup, not every file."""
