@@ -284,8 +284,9 @@ def test_ctrl_c_in_a_background_rebuild_says_how_to_resume_it(
     proc = start_index(vault, home, log, backend, "rebuild", "--background")
     wait_for_vectors(proc, root / "r1", backend, 1)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) == 130
+    code = proc.wait(timeout=120)
     err = " ".join(log.read_text(encoding="utf-8", errors="replace").split())
+    assert code == 130, err
     assert "live index is untouched" in err and "vaultlens rebuild --background" in err
     assert "Traceback" not in err
     assert cli(["search", "note", "--vault", str(vault)], home, backend).returncode == 0
@@ -293,3 +294,28 @@ def test_ctrl_c_in_a_background_rebuild_says_how_to_resume_it(
         cli(["rebuild", "--background", "--vault", str(vault), "--json"], home, backend).stdout
     )
     assert resumed["resumed"] is True
+
+
+@pytest.mark.parametrize("left_open", ["after BEGIN", "before COMMIT"])
+def test_a_transaction_ctrl_c_left_open_between_statements_does_not_break_the_next_write(
+    tmp_path: Path, left_open: str
+) -> None:
+    """Ctrl-C is raised between two statements: right after BEGIN returned (the block not entered) or
+    after the block, before COMMIT, no handler sees the open transaction. The run's "cancelled" record
+    must still land (it failed with "cannot start a transaction within a transaction", exit 4), and
+    nothing of the open transaction is committed."""
+    from vaultlens.index.sqlite.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "s", create=True)
+    try:
+        run_id = store.start_run()
+        conn = store._conn  # the writer's connection, as the interrupted transaction() left it
+        conn.execute("BEGIN IMMEDIATE")
+        if left_open == "before COMMIT":
+            conn.execute("INSERT INTO meta (key, value) VALUES ('half', 'written')")
+        store.finish_run(run_id, "cancelled", {"chunks_embedded": 3})
+        record = store.last_run()
+        assert record is not None and record.status == "cancelled"
+        assert store.get_meta("half") is None
+    finally:
+        store.close()

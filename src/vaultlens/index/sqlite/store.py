@@ -375,12 +375,20 @@ class SQLiteStore(Store):
     # ---- transactions, snapshots and meta -------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction on the main connection (BEGIN IMMEDIATE: one writer at a time)."""
-        self._conn.execute("BEGIN IMMEDIATE")
+        """One write transaction on the main connection (BEGIN IMMEDIATE: one writer at a time).
+
+        Ctrl-C is raised between two statements, so it can leave a transaction open where no handler
+        sees it: BEGIN returned but the block not entered, or the block done but COMMIT not sent. Such
+        a transaction committed nothing; it is rolled back here, before the next one begins (else the
+        run's own "cancelled" record failed with "cannot start a transaction within a transaction")."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
         try:
+            self._conn.execute("BEGIN IMMEDIATE")
             yield self._conn
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
 
