@@ -200,6 +200,20 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path, monkeypatch: pytest.Mo
         assert "chunks_vec_hnsw" in " ".join(r[0] for r in plan)
         definition = ann._one("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_vec_hnsw'")[0]  # type: ignore[attr-defined]
         assert f"ef_construction='{pg_store.WIDE_EF_CONSTRUCTION}'" in definition
+        beams: list[str] = []  # the candidate list each top-k asks for: 4 per result (recall at 1M)
+        rows = type(ann)._rows
+
+        def logged(self: Any, sql: str, params: Any = None, **kw: Any) -> list[Any]:
+            if "hnsw.ef_search" in sql:
+                beams.extend(params)
+            return rows(self, sql, params, **kw)
+
+        with monkeypatch.context() as m:
+            m.setattr(type(ann), "_rows", logged)
+            ann.top_k(vectors["h0"], 10)
+            ann.top_k(vectors["h0"], 200)
+            ann.top_k(vectors["h0"], 600)
+        assert beams == ["40", "800", "1000"]
     finally:
         exact.close()
         ann.close()

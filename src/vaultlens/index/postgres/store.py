@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 EXACT_BELOW = 100_000  # chunks (search.ann_threshold): exact scans below, as the embedded store's
 MAX_EF_SEARCH = 1000  # pgvector's bound
+# HNSW's candidate list per result wanted: at 1,000,000 chunks, top-200 then the best 10 re-scored had
+# recall@10 0.918 with 2 (ef 400) and 0.972 with 4 (ef 800) for 2 ms more (docs/benchmarks.md)
+EF_PER_RESULT = 4
 NEIGHBOUR_BATCH = 256  # keys per neighbours query
 # HNSW built over this many chunks or more gets a wider candidate list while it links them (pgvector's
 # default 64 found 0.811 of the true top 10 at 1,000,000 chunks, 0.994 at 100,000; a build costs
@@ -639,10 +642,7 @@ class PostgresStore(Store):
                     (q, q, k),
                 )
             else:
-                self._rows(
-                    "SELECT set_config('hnsw.ef_search', %s, true)",
-                    (str(max(40, min(MAX_EF_SEARCH, 2 * k))),),
-                )
+                self._ef_search(k)
                 rows = self._rows(
                     f"SELECT key, -(vec <#> %s) FROM chunks ORDER BY vec::vector({dims}) <=> %s LIMIT %s",
                     (q, q, k),
@@ -707,10 +707,10 @@ class PostgresStore(Store):
             return float(np.mean(hits)) if hits else None
 
     def _ef_search(self, k: int) -> None:
-        """HNSW's candidate list for this transaction: at least 2k (pgvector's bounds: 40..1000)."""
-        self._rows(
-            "SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, min(MAX_EF_SEARCH, 2 * k))),)
-        )
+        """HNSW's candidate list for this transaction: EF_PER_RESULT times ``k`` (pgvector's bounds:
+        40..1000)."""
+        ef = max(40, min(MAX_EF_SEARCH, EF_PER_RESULT * k))
+        self._rows("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
 
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
         import numpy as np
