@@ -18,7 +18,7 @@ a throw-away one, or with ``--keep DIR`` one kept in DIR with its filled store, 
 with the same DIR and --chunks skips the fill and the HNSW build (their times come from the first).
 
 Usage: .venv/bin/python bench/pg_search.py [--quick] [--chunks N] [--queries N] [--dsn DSN | --keep DIR]
-       [--no-sqlite] [--settings "-c name=value ..."]
+       [--no-sqlite] [--settings "-c name=value ..."] [--ef-per-result 2,4,5]
 """
 
 from __future__ import annotations
@@ -65,6 +65,11 @@ def main() -> None:
     )
     ap.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only (no ratio)")
     ap.add_argument("--settings", default=SETTINGS, help=f"the started cluster's options ({SETTINGS})")
+    ap.add_argument(
+        "--ef-per-result",
+        default="",
+        help="also recall and top-k time at these HNSW beams per result (2,4,5)",
+    )
     args = ap.parse_args()
     if args.keep is not None and args.dsn is not None:
         sys.exit("error: --keep starts its own cluster; not with --dsn")
@@ -173,9 +178,40 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
     print(f"\nPostgreSQL recall@10 of top-k vs exact: {result['postgres_recall_at_10']:.3f}")
     print(f"{n_chunks:,} chunks: PostgreSQL search p50 {p50:.2f} ms; bar < {BAR_MS:.0f} ms at 1M -> "
           f"{verdict(p50 < BAR_MS)}")  # fmt: skip
+    if args.ef_per_result:
+        result["ef_sweep"] = ef_sweep(stores["postgres"], queries, keys_exact, mem, k, args.ef_per_result)
     for store in stores.values():
         store.close()
     print(f"result: {save('pg_search', result)}")
+
+
+def ef_sweep(
+    store: Any, queries: list[Any], keys_exact: Any, mem: Any, k: int, per_result: str
+) -> list[dict[str, float]]:
+    """recall@10 (the top-k re-scored, as searches use it) and top-k p50 / p95 with HNSW's candidate
+    list at each of ``per_result`` ("2,4,5") times k, each setting twice in turn (the first pass of
+    each warms its pages)."""
+    from vaultlens.index.postgres import store as pg_store
+
+    truths = [keys_exact[np.argsort(-(mem @ q))[:10]] for _, q in queries]
+    out = []
+    default = pg_store.EF_PER_RESULT
+    try:
+        for per in [int(x) for x in per_result.split(",")] * 2:
+            pg_store.EF_PER_RESULT = per
+            recalls, ms = [], []
+            for (_, q), exact in zip(queries, truths, strict=True):
+                t, (keys, _) = timed(store.top_k, q, k)
+                ms.append(t)
+                got = keys[np.argsort(-store.scores(q, keys))[:10]]
+                recalls.append(len(set(exact.tolist()) & set(got.tolist())) / 10)
+            row = {"ef_per_result": per, "recall_at_10": round(float(np.mean(recalls)), 4),
+                   "top_k_p50_ms": round(median(ms), 2), "top_k_p95_ms": round(pct(ms, 0.95), 2)}  # fmt: skip
+            print(row, flush=True)
+            out.append(row)
+    finally:
+        pg_store.EF_PER_RESULT = default
+    return out
 
 
 if __name__ == "__main__":
