@@ -2,7 +2,8 @@
 
 Two vaults: a synthetic one (bench/audit_structure.py's generator, about 3.9 chunks a note) and
 SciFact abstracts written as notes (bench/index_overhead.py's writer). For each, in one process:
-index and raw embedding alternate (A B A B) with wall and CPU seconds, then one cProfile of each,
+index and raw embedding alternate (A B A B) with wall and CPU seconds (and, for each index run, how
+long the model was busy in it and its gaps: :func:`timeline`), then one cProfile of each,
 its time sorted into buckets: tokenizer (sentencepiece), forward pass
 (numpy), store (SQLite and FTS writes), notes (scan, read, parse, chunk), other::
 
@@ -16,6 +17,9 @@ import cProfile
 import os
 import pstats
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +68,49 @@ def profile(fn: Any) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
+@contextmanager
+def model_calls(cls: Any) -> Iterator[list[tuple[float, float]]]:
+    """(start, end) of every ``cls.embed`` call made in the block, whichever instance makes it."""
+    calls: list[tuple[float, float]] = []
+    real = cls.embed
+
+    def timed_embed(self: Any, texts: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return real(self, texts)
+        finally:
+            calls.append((started, time.perf_counter()))
+
+    cls.embed = timed_embed
+    try:
+        yield calls
+    finally:
+        cls.embed = real
+
+
+def timeline(calls: list[tuple[float, float]], started: float, wall: float) -> dict[str, float]:
+    """Where an index run's wall went against its model: when the first call started, how long the
+    model was busy, the gaps between calls and after the last one. A model busy the whole run means
+    nothing in it is serial with the model; busy longer than the raw embedding, that it ran slower."""
+    if not calls:
+        return {}
+    return {
+        "first_call_at_s": round(calls[0][0] - started, 3),
+        "model_busy_s": round(sum(end - start for start, end in calls), 2),
+        "gaps_between_calls_s": round(sum(calls[i + 1][0] - calls[i][1] for i in range(len(calls) - 1)), 3),
+        "after_last_call_s": round(started + wall - calls[-1][1], 3),
+    }
+
+
 def measure(label: str, vault: Path, root: Path, rounds: int, profiled: bool = True) -> dict[str, Any]:
+    """Index against raw embedding, alternating; each index run with its model timeline (:func:`timeline`)."""
     from vaultlens.embedding.registry import make_provider
     from vaultlens.services.app import App
 
     settings = App.open(vault).settings
     texts = list(Texts(vault, settings).all().values())
-    make_provider(settings.embedding).embed(["warm-up"])  # the model is loaded once for both sides
+    warm = make_provider(settings.embedding)
+    warm.embed(["warm-up"])  # the model is loaded once for both sides
     raw: list[dict[str, float]] = []
     idx: list[dict[str, Any]] = []
     for r in range(rounds):
@@ -79,10 +119,15 @@ def measure(label: str, vault: Path, root: Path, rounds: int, profiled: bool = T
             if what == "raw":
                 raw.append({**run_raw(lambda: make_provider(settings.embedding), texts), "load": load})
             else:
-                idx.append({**run_inproc(vault, root / f"home-{label}-{r}"), "load": load})
+                with model_calls(type(warm)) as calls:
+                    started = time.perf_counter()
+                    run = run_inproc(vault, root / f"home-{label}-{r}")
+                idx.append({**run, **timeline(calls, started, run["wall_s"]), "load": load})
             last = raw[-1] if what == "raw" else idx[-1]
+            busy = f" model busy {last['model_busy_s']:6.1f}s" if "model_busy_s" in last else ""
             print(
-                f"  {label} round {r + 1} {what:5}: wall {last['wall_s']:6.1f}s cpu {last['cpu_s']:6.1f}s load {load:.1f}",
+                f"  {label} round {r + 1} {what:5}: wall {last['wall_s']:6.1f}s cpu {last['cpu_s']:6.1f}s{busy}"
+                f" load {load:.1f}",
                 flush=True,
             )
     prof_raw: dict[str, float] = {}

@@ -547,3 +547,35 @@ def test_the_counters_migration_fills_an_existing_store(tmp_path: Path) -> None:
         assert store.counts().notes == 4 and all(kept == truth for kept, truth in _kept_and_counted(store))
     finally:
         store.close()
+
+
+def test_status_through_the_cli_reports_the_kept_counts(tmp_path: Path) -> None:
+    """`vaultlens status --json` on the postgres backend: the notes, chunks, vectors and files it
+    reports (from the counters) are the rows, after a first index and after an edit, a delete and a
+    note turned binary; `doctor` finds nothing wrong."""
+    import vaultlens.testing  # noqa: F401  (registers the fake provider)
+
+    vault = write_vault(
+        tmp_path / "v", {f"n{i}.md": f"# n{i}\n\nfigs{i} and apples\n" * (i + 1) for i in range(5)}
+    )
+    cli = [*backend_args("postgres"), "--set", "embedding.provider=fake", "--vault", str(vault)]
+    assert run_cli(["index", *cli]).exit_code == 0
+    (vault / "n1.md").write_text("# n1\n\nonly quinces now\n", encoding="utf-8")
+    (vault / "n2.md").unlink()
+    (vault / "n3.md").write_bytes(b"\x00binary")
+    assert run_cli(["index", *cli]).exit_code == 0
+    shown = run_cli(["status", "--json", *cli])
+    assert shown.exit_code == 0, shown.output
+    status = json.loads(shown.stdout)
+    store = get_backend("postgres").open(Path(status["index_dir"]), create=False)
+    try:
+        truth = store._counted()  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    assert (status["notes"], status["chunks"], status["vectors"]) == (
+        truth.notes,
+        truth.chunks,
+        truth.vectors,
+    )
+    assert status["notes"] == 3 and status["files"]["skipped"] == 1 == truth.files["skipped"]
+    assert run_cli(["doctor", *cli]).exit_code == 0
