@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -344,3 +345,35 @@ def test_a_reader_never_creates_a_store_that_vanished_under_it(
         vaultlens.search(app, "feline pets")
     app.close()
     assert not list(live.glob("index.sqlite*"))
+
+
+def test_a_new_store_file_is_wal_with_its_schema_from_the_moment_it_exists(tmp_path: Path) -> None:
+    """A reader that opens a new store's file the instant it appears finds it in WAL mode with its
+    tables: a file still in rollback mode let a reader's lock keep its creator from switching it
+    (a search racing a foreground rebuild: "database is locked")."""
+    import sqlite3
+
+    from vaultlens.index.sqlite.store import DB_NAME
+
+    path = tmp_path / "store" / DB_NAME
+    seen: list[tuple[str, int]] = []
+
+    def first_look() -> None:
+        deadline = time.monotonic() + 10
+        while not path.exists() and time.monotonic() < deadline:
+            pass
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            mode = con.execute("PRAGMA journal_mode").fetchone()[0]
+            tables = con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'meta'").fetchone()[0]
+            seen.append((mode, tables))
+        finally:
+            con.close()
+
+    looker = threading.Thread(target=first_look)
+    looker.start()
+    store = SQLiteStore(tmp_path / "store", create=True)
+    looker.join(15)
+    store.close()
+    assert seen == [("wal", 1)]
+    assert [p.name for p in path.parent.iterdir() if ".new-" in p.name] == []  # no temporary file left

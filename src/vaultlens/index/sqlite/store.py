@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -341,12 +342,37 @@ class SQLiteStore(Store):
                     self._set_meta("schema_version", str(version + 1))
             version = int(self.get_meta("schema_version") or 1)
 
+    def _create_file(self) -> None:
+        """A new store's file appears whole: WAL mode and the base schema are set on a temporary file,
+        which is then linked into place (never over a file another opener made meanwhile). A reader
+        that opened a file still in rollback mode held a lock that kept its creator from switching it
+        to WAL: a search racing a foreground rebuild failed it with "database is locked"."""
+        tmp = self.path.with_name(f"{DB_NAME}.new-{os.getpid()}-{threading.get_ident()}")
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', '1'), ('generation', '0')")
+        finally:
+            conn.close()  # the last connection: the WAL is checkpointed and removed
+        try:
+            os.link(tmp, self.path)
+        except FileExistsError:
+            pass  # another opener created it first: theirs is used
+        except OSError:  # a file system without hard links: a rename, unless one appeared meanwhile
+            if not self.path.exists():
+                os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
     def _connect(self, create: bool = False) -> sqlite3.Connection:
         """A connection to the store's file; only the opener that may create the store creates it.
 
         Any other connection (a reader, a snapshot) opens the file read-write but never creates it:
         a reader racing a rebuild's wipe must not leave an empty store where the new one is built."""
         if create:
+            if not self.path.exists():
+                self._create_file()
             return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
         uri = self.path.absolute().as_uri() + "?mode=rw"
         try:
