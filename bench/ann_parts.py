@@ -16,7 +16,7 @@ Modes (each in this process, on ``--keep DIR`` of ``ann_scale.py --chunks N``, i
 * ``lexsql``: the lexical stage's SQL statements timed one by one (warm: each query run once before),
   p50 per statement shape per query and the share of the stage;
 * ``beside``: the same searches with the lexical stage on the search's thread and on a worker beside the
-  dense stage (services/lexical_beside.py), the arms alternating per query after a warm-up pass of both.
+  dense stage (services/beside.py), the arms alternating per query after a warm-up pass of both.
 
 Usage: .venv/bin/python bench/ann_parts.py DIR MODE [--chunks 1000000] [--queries 40] [--seed 7]
 """
@@ -137,7 +137,7 @@ def vecfile(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
 def beside(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
     """Whole searches with the lexical stage on the search's thread ("serial") and on a worker beside
     the dense stage ("beside")."""
-    from vaultlens.services import lexical_beside as lb
+    from vaultlens.services import beside as lb
 
     def from_chunks(n: int) -> Callable[[], None]:
         return lambda: setattr(lb, "BESIDE_FROM_CHUNKS", n)

@@ -138,7 +138,6 @@ def test_lexical_pruning_finds_the_plain_hits(backend: StoreBackend, tmp_path: P
     query's common words are not scored: the chunks and notes found, and their scores, stay those of
     the plain queries."""
     import random
-    import sys
 
     from vaultlens.index import bm25_top
 
@@ -159,7 +158,7 @@ def test_lexical_pruning_finds_the_plain_hits(backend: StoreBackend, tmp_path: P
     plain = [store.lexical(query_terms(q), 30, 60) for q in queries]
     store.close()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sys.modules[type(store).__module__], "PRUNE_FROM_ROWS", 0)
+        mp.setattr(bm25_top, "PRUNE_FROM_ROWS", 0)
         store = backend.open(tmp_path / "store")  # a new object: no cached counts
         pruned = [store.lexical(query_terms(q), 30, 60) for q in queries]
         store.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 K1 = 1.2  # BM25's k1 (FTS5's bm25 function and index/postgres/fulltext.py): a term adds < idf * (K1 + 1)
@@ -39,6 +40,25 @@ def useful(idf: dict[str, float]) -> dict[str, float]:
         return above
     rarest = max(idf, key=idf.__getitem__)
     return {rarest: idf[rarest]}
+
+
+@dataclass(frozen=True)
+class Weighed:
+    """A query's terms as both stores' chunk and note queries weigh them."""
+
+    mass: float  # the idf of every term summed: a score divided by it is on the contract's scale
+    held: dict[str, float]  # the useful terms some chunk holds, with their idf
+    plain: bool  # few enough rows hold them that a plain query beats pruning's probe
+
+
+def weigh(rows: int, dfs: Mapping[str, int]) -> Weighed | None:
+    """The query over ``rows`` chunks with these document frequencies; None when no chunk holds any
+    of its terms (a term no chunk holds matches nothing, and a note holds a term only through one)."""
+    idf_of = {t: idf(rows, df) for t, df in dfs.items()}
+    held = {t: v for t, v in useful(idf_of).items() if dfs[t]}
+    if not held:
+        return None
+    return Weighed(sum(idf_of.values()), held, sum(dfs[t] for t in held) < PRUNE_FROM_ROWS)
 
 
 def best_rows(run: Query, idf: Mapping[str, float], limit: int) -> list[tuple[Any, float]]:

@@ -297,8 +297,12 @@ class VectorIndex(Protocol):
 
 
 class LexicalIndex(Protocol):
-    def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
-        """Best chunks and notes for distinct stemmed query terms (see :class:`LexicalHits`)."""
+    def lexical_chunks(self, terms: Sequence[str], limit: int) -> dict[int, float]:
+        """The best chunks for distinct stemmed query terms (see :class:`LexicalHits`)."""
+        ...
+
+    def lexical_notes(self, terms: Sequence[str], limit: int) -> dict[str, float]:
+        """The best whole notes for the same terms (see :class:`LexicalHits`)."""
         ...
 
 
@@ -309,6 +313,13 @@ class Store(Catalog, VectorIndex, LexicalIndex, Protocol):
     def tier_space(self) -> EmbeddingSpace | None:
         raw = self.get_meta("tier_space")
         return None if raw is None else EmbeddingSpace.from_json(raw)
+
+    def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
+        """Best chunks and notes for distinct stemmed query terms, in one snapshot (no notes when no
+        chunk matched: a note holds a term only through one of its chunks)."""
+        with self.snapshot():
+            chunks = self.lexical_chunks(terms, chunk_limit)
+            return LexicalHits(chunks, self.lexical_notes(terms, note_limit) if chunks else {})
 
 
 class StoreBackend(Protocol):

@@ -30,8 +30,9 @@ do both: 0.5 lost English to Russian queries, 0.7 and more dense weight lost Sci
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,9 +43,9 @@ from vaultlens.embedding.base import EmbeddingProvider, Vectors
 from vaultlens.embedding.tiers.base import TierProvider, reads
 from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
 from vaultlens.index.lexical import query_terms
-from vaultlens.index.store import ChunkKeys, Store
+from vaultlens.index.store import ChunkKeys, LexicalHits, Store
+from vaultlens.services.beside import beside
 from vaultlens.services.consent import require_tier_query_consent
-from vaultlens.services.lexical_beside import lexical_beside
 from vaultlens.services.section import Section
 from vaultlens.services.serial import AsDict
 
@@ -247,6 +248,23 @@ def _zscores(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return (x - x.mean()) / (x.std() + 1e-9) if x.size else x
 
 
+class _LexicalChunks(NamedTuple):
+    """The lexical stage's best chunks with the reads the fusion needs of them (done beside)."""
+
+    scores: dict[int, float]
+    keys: ChunkKeys  # of scores, in its order
+    cosine: npt.NDArray[np.float32]  # the dense score of each of keys
+    paths: dict[int, str]
+
+
+def _lexical_chunks(store: Store, qvec: Vectors, terms: Sequence[str], limit: int) -> _LexicalChunks:
+    scores = store.lexical_chunks(terms, limit)
+    keys = np.fromiter(scores, np.int64, len(scores))
+    if not scores:
+        return _LexicalChunks(scores, keys, np.zeros(0, np.float32), {})
+    return _LexicalChunks(scores, keys, store.scores(qvec, keys), store.chunk_paths(scores))
+
+
 def score_chunks(
     store: Store,
     qvec: Vectors,
@@ -262,25 +280,33 @@ def score_chunks(
     so inside a note the section that holds the query's words (an identifier in a code block)
     comes first. ``blend``: the dense part mixes in the quality tier (see :class:`TierBlend`).
     ``exact``: only the best ``exact`` notes must carry their exact score (see
-    :func:`chunk_penalties`); the others may keep an upper bound of it.
+    :func:`chunk_penalties`); the others may keep an upper bound of it. On a large index the
+    lexical stage's chunk rows, with their dense scores and paths, are read on a worker while this
+    thread reads the dense candidates and the note rows (services/beside.py).
     """
+    terms = query_terms(query)
     with store.snapshot() as generation:
-        lexical_of = lexical_beside(store, generation, query_terms(query), s.candidates, NOTE_CANDIDATES)
+        lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
         keys = store.top_k(qvec, s.candidates)[0] if blend is None else blend.top_k(s.candidates)
         if keys.size == 0:
             return {}
-        lexical = lexical_of()
-    dense_keys = set(keys.tolist())
-    extra = np.array([k for k in lexical.chunks if k not in dense_keys], dtype=np.int64)
-    ids = np.concatenate([keys, extra]) if extra.size else keys
-    cosine = store.scores(qvec, ids).astype(np.float64)
+        cosine, note_of = store.scores(qvec, keys), store.chunk_paths(keys.tolist())
+        notes = store.lexical_notes(terms, NOTE_CANDIDATES)
+        found = lexical_chunks()
+    lexical = LexicalHits(found.scores, notes if found.scores else {})
+    extra = ~np.isin(found.keys, keys)
+    if extra.any():
+        keys, cosine = (
+            np.concatenate([keys, found.keys[extra]]),
+            np.concatenate([cosine, found.cosine[extra]]),
+        )
+        note_of.update(found.paths)
     known = ~np.isnan(cosine)  # a lexical hit without a vector (a writer between the two reads)
-    ids, raw = ids[known], cosine[known]
+    ids, raw = keys[known], cosine[known].astype(np.float64)
     d = raw if blend is None else blend.scores(ids)
     low, scale = (float(d.min()), float(d.max() - d.min())) if d.size else (0.0, 0.0)
     d_norm = (d - low) / scale if scale > 0 else np.ones_like(d)
     keys_list = ids.tolist()
-    note_of = store.chunk_paths(keys_list)
     paths = [note_of.get(r, "") for r in keys_list]
     a = s.max_lexical_weight * lexical.confidence if lexical.chunks else 0.0
     best_note = max(lexical.notes.values(), default=0.0)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.index import bm25_top, rows
-from vaultlens.index.bm25_top import PRUNE_FROM_ROWS, Query, best_rows
+from vaultlens.index.bm25_top import Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.postgres import fulltext
 from vaultlens.index.postgres.connection import connect, register_vectors, translated
@@ -32,7 +32,6 @@ from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
     ChunkKeys,
     FileRecord,
-    LexicalHits,
     NoteText,
     NoteUpdate,
     Store,
@@ -730,40 +729,35 @@ class PostgresStore(Store):
         return out
 
     # ---- full text ----------------------------------------------------------------------------
-    def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
-        """BM25 of chunks and of whole notes as FTS5 computes it, divided by the query's idf mass
-        (see :mod:`vaultlens.index.postgres.fulltext`); terms in more than half the chunks are left
-        out of the match, the rarest kept (and from the note-level match, those in more than half the
-        notes), and past bm25_top.PRUNE_FROM_ROWS matching rows the rows
-        holding only common terms are not scored (bm25_top.best_rows), as in the SQLite store."""
+    def lexical_chunks(self, terms: Sequence[str], limit: int) -> dict[int, float]:
+        """BM25 of chunks as FTS5 computes it, divided by the query's idf mass (see
+        :mod:`vaultlens.index.postgres.fulltext`); terms in more than half the chunks are left out of
+        the match, the rarest kept, and past bm25_top.PRUNE_FROM_ROWS matching rows the rows holding
+        only common terms are not scored (bm25_top.best_rows), as in the SQLite store."""
         with self.snapshot():
-            distinct = list(dict.fromkeys(terms))
-            dfs = self._doc_freqs("chunks", distinct)
-            if not dfs:
-                return LexicalHits()
-            n = self._size("chunks")
-            idf = {t: bm25_top.idf(n, df) for t, df in dfs.items()}
-            useful = list(bm25_top.useful(idf))
-            mass = sum(idf.values())
-            plain = sum(dfs[t] for t in useful) < PRUNE_FROM_ROWS
-            chunk_rows = self._bm25_rows("chunks", "key", idf)
-            if plain:
-                best = chunk_rows(useful, [], chunk_limit)
-            else:  # a term no chunk holds matches nothing
-                best = best_rows(chunk_rows, {t: idf[t] for t in useful if dfs[t]}, chunk_limit)
-            chunks = {int(k): float(v) / mass for k, v in best}
-            if not chunks:
-                return LexicalHits()
+            q = self._weigh(terms)
+            if q is None:
+                return {}
+            run = self._bm25_rows("chunks", "key", q.held)
+            best = run(list(q.held), [], limit) if q.plain else best_rows(run, q.held, limit)
+            return {int(k): float(v) / q.mass for k, v in best}
+
+    def lexical_notes(self, terms: Sequence[str], limit: int) -> dict[str, float]:
+        """BM25 of whole notes over the terms some chunk holds, divided by the same mass (the terms in
+        more than half the notes left out of the match the same way)."""
+        with self.snapshot():
+            q = self._weigh(terms)
+            if q is None:
+                return {}
             n_notes = self._size("files")
-            note_dfs = self._doc_freqs("files", [t for t in useful if dfs[t]])
+            note_dfs = self._doc_freqs("files", list(q.held))
             note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
-            note_rows = self._bm25_rows("files", "path", note_idf)
-            top = (
-                note_rows(list(note_idf), [], note_limit)
-                if plain
-                else best_rows(note_rows, note_idf, note_limit)
-            )
-            return LexicalHits(chunks, {str(p): float(v) / mass for p, v in top})
+            run = self._bm25_rows("files", "path", note_idf)
+            top = run(list(note_idf), [], limit) if q.plain else best_rows(run, note_idf, limit)
+            return {str(p): float(v) / q.mass for p, v in top}
+
+    def _weigh(self, terms: Sequence[str]) -> bm25_top.Weighed | None:
+        return bm25_top.weigh(self._size("chunks"), self._doc_freqs("chunks", list(dict.fromkeys(terms))))
 
     def _bm25_rows(self, table: str, key: str, idf: dict[str, float]) -> Query:
         """bm25_top's query over ``table``: the best (key, BM25) rows holding a term of ``match``, each

@@ -34,14 +34,14 @@ from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
 from vaultlens.index import bm25_top, rows
-from vaultlens.index.bm25_top import K1, PRUNE_FROM_ROWS, B, Query, best_rows
+from vaultlens.index.bm25_top import K1, B, Query, best_rows
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.sqlite.ann import AnnKeeper, AnnTier
+from vaultlens.index.sqlite.threads import free_threads
 from vaultlens.index.store import (
     ChunkKeys,
     FileRecord,
-    LexicalHits,
     NoteText,
     NoteUpdate,
     Store,
@@ -292,6 +292,7 @@ class SQLiteStore(Store):
                 f"There is no index in {directory}.", hint="Run `vaultlens index` to build it."
             )
         self.path = directory / DB_NAME
+        free_threads()  # before this process's first connection
         self._local = threading.local()  # .snap: this thread's open snapshot connection
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -1105,49 +1106,42 @@ class SQLiteStore(Store):
                 p.unlink(missing_ok=True)
 
     # ---- full text ----------------------------------------------------------------------------
-    def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
-        """FTS5 BM25 of chunks and of whole notes, divided by the query's idf mass.
+    def lexical_chunks(self, terms: Sequence[str], limit: int) -> dict[int, float]:
+        """FTS5 BM25 of chunks divided by the query's idf mass (:func:`bm25_top.weigh`).
 
         The idf is FTS5's own (``log((N - df + 0.5) / (df + 0.5))``, floored at ~0), so the mass
-        is roughly the BM25 of a chunk holding every term once. Terms in more than half the
-        chunks have ~0 idf: matching them would make FTS5 score most of the index for nothing,
-        so they are left out of the MATCH (the rarest term is kept, so an all-common query
-        still finds something); the note-level query leaves out the terms in more than half
-        the notes the same way. Past PRUNE_FROM_ROWS matching rows the best rows come from
-        :func:`bm25_top.best_rows`, which skips scoring the rows that hold only the query's common
-        terms (the same rows and scores; below, its probe costs more than it saves).
+        is roughly the BM25 of a chunk holding every term once. Past PRUNE_FROM_ROWS matching rows
+        the best rows come from :func:`bm25_top.best_rows`, which skips scoring the rows that hold
+        only the query's common terms (the same rows and scores; below, its probe costs more than it
+        saves).
         """
         with self.snapshot():
-            n_chunks = self._chunks_now()
-            dfs = self._doc_freqs("chunks_fts", dict.fromkeys(terms), n_chunks)
-            if not dfs:
-                return LexicalHits()
-            idf = {t: bm25_top.idf(n_chunks, df) for t, df in dfs.items()}
-            mass = sum(idf.values())
-            held = {
-                t: v for t, v in bm25_top.useful(idf).items() if dfs[t]
-            }  # a term no chunk holds matches nothing
-            chunk_rows = self._bm25_rows("chunks_fts", held)
-            # the rows a plain query scores (a note holds a term only if one of its chunks does)
-            plain = sum(dfs[t] for t in held) < PRUNE_FROM_ROWS
-            best = (
-                chunk_rows(list(held), [], chunk_limit) if plain else best_rows(chunk_rows, held, chunk_limit)
-            )
-            chunks = {int(r): float(v) / mass for r, v in best}
-            if not chunks:
-                return LexicalHits()
+            q = self._weigh(terms)
+            if q is None:
+                return {}
+            run = self._bm25_rows("chunks_fts", q.held)
+            best = run(list(q.held), [], limit) if q.plain else best_rows(run, q.held, limit)
+            return {int(r): float(v) / q.mass for r, v in best}
+
+    def lexical_notes(self, terms: Sequence[str], limit: int) -> dict[str, float]:
+        """FTS5 BM25 of whole notes over the terms some chunk holds, divided by the same mass; the
+        terms in more than half the notes are left out of the match as the chunk query does."""
+        with self.snapshot():
+            q = self._weigh(terms)
+            if q is None:
+                return {}
             n_notes = self._notes_now()
-            note_dfs = self._doc_freqs("notes_fts", held, n_notes)
+            note_dfs = self._doc_freqs("notes_fts", q.held, n_notes)
             note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
-            note_rows = self._bm25_rows("notes_fts", note_idf)
-            if plain:
-                top_notes = note_rows(list(note_idf), [], note_limit)
-            else:
-                top_notes = best_rows(note_rows, note_idf, note_limit)
-            keys = (r for r, _ in top_notes)
+            run = self._bm25_rows("notes_fts", note_idf)
+            top = run(list(note_idf), [], limit) if q.plain else best_rows(run, note_idf, limit)
+            keys = (r for r, _ in top)
             paths = dict(self._rows_in("SELECT rowid, path FROM files WHERE rowid IN ({marks})", keys))
-            notes = {str(paths[r]): float(v) / mass for r, v in top_notes if r in paths}
-            return LexicalHits(chunks, notes)
+            return {str(paths[r]): float(v) / q.mass for r, v in top if r in paths}
+
+    def _weigh(self, terms: Sequence[str]) -> bm25_top.Weighed | None:
+        n_chunks = self._chunks_now()
+        return bm25_top.weigh(n_chunks, self._doc_freqs("chunks_fts", dict.fromkeys(terms), n_chunks))
 
     def _bm25_rows(self, table: str, idf: Mapping[str, float]) -> Query:
         return fts5_query(lambda sql, params: self.db.execute(sql, params).fetchall(), table, idf)
