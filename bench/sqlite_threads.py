@@ -36,7 +36,6 @@ def child(db: Path, mode: str, queries: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from ann_parts import fresh_queries
     from ann_scale import ModelShapedCorpus
-
     from vaultlens.index.lexical import query_terms
 
     corpus = ModelShapedCorpus(1_000_000)
