@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
@@ -249,28 +248,21 @@ def _zscores(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return (x - x.mean()) / (x.std() + 1e-9) if x.size else x
 
 
-class _Candidates(NamedTuple):
-    """The chunks a search scores (the dense stage's, then the lexical stage's others) and what the
-    fusion reads of them."""
+class _LexicalChunks(NamedTuple):
+    """The lexical stage's best chunks with the reads the fusion needs of them (done beside)."""
 
-    lexical: dict[int, float]  # the lexical stage's best chunks
-    keys: ChunkKeys
+    scores: dict[int, float]
+    keys: ChunkKeys  # of scores, in its order
     cosine: npt.NDArray[np.float32]  # the dense score of each of keys
-    paths: dict[int, str]  # note path of each of keys
+    paths: dict[int, str]
 
 
-def _candidates(
-    store: Store, qvec: Vectors, terms: Sequence[str], limit: int, dense: Future[ChunkKeys]
-) -> _Candidates:
-    """The lexical stage's best chunks, then, once the dense stage's keys are in, the cosine and path of
-    every candidate. Past services/beside.BESIDE_FROM_CHUNKS on a worker, while the search's thread
-    finds the dense keys and reads the note rows: the two halves cost about the same."""
-    lexical = store.lexical_chunks(terms, limit)
-    keys = dense.result()
-    seen = set(keys.tolist())
-    if extra := [k for k in lexical if k not in seen]:
-        keys = np.concatenate([keys, np.array(extra, dtype=np.int64)])
-    return _Candidates(lexical, keys, store.scores(qvec, keys), store.chunk_paths(keys.tolist()))
+def _lexical_chunks(store: Store, qvec: Vectors, terms: Sequence[str], limit: int) -> _LexicalChunks:
+    scores = store.lexical_chunks(terms, limit)
+    keys = np.fromiter(scores, np.int64, len(scores))
+    if not scores:
+        return _LexicalChunks(scores, keys, np.zeros(0, np.float32), {})
+    return _LexicalChunks(scores, keys, store.scores(qvec, keys), store.chunk_paths(scores))
 
 
 def score_chunks(
@@ -289,26 +281,26 @@ def score_chunks(
     comes first. ``blend``: the dense part mixes in the quality tier (see :class:`TierBlend`).
     ``exact``: only the best ``exact`` notes must carry their exact score (see
     :func:`chunk_penalties`); the others may keep an upper bound of it. On a large index the
-    lexical stage's chunk rows and then every candidate's cosine and path are read on a worker while
-    this thread finds the dense candidates and reads the note rows (:func:`_candidates`).
+    lexical stage's chunk rows, with their dense scores and paths, are read on a worker while this
+    thread reads the dense candidates and the note rows (services/beside.py).
     """
     terms = query_terms(query)
     with store.snapshot() as generation:
-        dense: Future[ChunkKeys] = Future()
-        candidates = beside(store, generation, partial(_candidates, store, qvec, terms, s.candidates, dense))
-        try:
-            dense.set_result(
-                store.top_k(qvec, s.candidates)[0] if blend is None else blend.top_k(s.candidates)
-            )
-        except BaseException:
-            dense.cancel()  # the worker waiting for it stops too
-            raise
-        if dense.result().size == 0:
+        lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
+        keys = store.top_k(qvec, s.candidates)[0] if blend is None else blend.top_k(s.candidates)
+        if keys.size == 0:
             return {}
+        cosine, note_of = store.scores(qvec, keys), store.chunk_paths(keys.tolist())
         notes = store.lexical_notes(terms, NOTE_CANDIDATES)
-        found = candidates()
-    lexical = LexicalHits(found.lexical, notes if found.lexical else {})
-    keys, cosine, note_of = found.keys, found.cosine, found.paths
+        found = lexical_chunks()
+    lexical = LexicalHits(found.scores, notes if found.scores else {})
+    extra = ~np.isin(found.keys, keys)
+    if extra.any():
+        keys, cosine = (
+            np.concatenate([keys, found.keys[extra]]),
+            np.concatenate([cosine, found.cosine[extra]]),
+        )
+        note_of.update(found.paths)
     known = ~np.isnan(cosine)  # a lexical hit without a vector (a writer between the two reads)
     ids, raw = keys[known], cosine[known].astype(np.float64)
     d = raw if blend is None else blend.scores(ids)
