@@ -287,10 +287,14 @@ def score_chunks(
     terms = query_terms(query)
     with store.snapshot() as generation:
         lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
-        keys = store.top_k(qvec, s.candidates)[0] if blend is None else blend.top_k(s.candidates)
+        if blend is None:
+            keys, cosine = store.top_k(qvec, s.candidates)
+        else:
+            keys = blend.top_k(s.candidates)
+            cosine = store.scores(qvec, keys)
         if keys.size == 0:
             return {}
-        cosine, note_of = store.scores(qvec, keys), store.chunk_paths(keys.tolist())
+        note_of = store.chunk_paths(keys.tolist())
         notes = store.lexical_notes(terms, NOTE_CANDIDATES)
         found = lexical_chunks()
     lexical = LexicalHits(found.scores, notes if found.scores else {})
