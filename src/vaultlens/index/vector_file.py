@@ -5,7 +5,7 @@ ascending) and ``.vecs.npy`` (one row per key). Below the ANN threshold searches
 matrix; past it a search needs only a few hundred rows (the tier's candidates, the lexical hits, the
 top notes' chunks), and reading each from SQLite costs three B-tree lookups (chunk row, embed-hash
 index, vector row). Here a key is found by binary search in the memory-mapped ids and its row is
-read with one ``pread``: one page per vector, and nothing of the matrix held or mapped, so a
+read with one ``pread`` (a run of adjacent rows with one): one page per vector, and nothing of the matrix held or mapped, so a
 server's memory does not grow with it. Which keys changed since the file was written is the
 store's business (it reads those from SQLite).
 """
@@ -96,7 +96,12 @@ class VectorFile:
         have[have] = self.ids[pos[have]] == keys[have]
         rows = pos[have]
         size = self.dims * 4
-        data = b"".join([self._rows.read(p) for p in rows.tolist()])
+        # one read per run of adjacent rows: a note's chunks are adjacent (a search reads whole notes)
+        starts = np.flatnonzero(np.diff(rows, prepend=-2) != 1)
+        counts = np.diff(starts, append=rows.size)
+        data = b"".join(
+            [self._rows.read(p, n) for p, n in zip(rows[starts].tolist(), counts.tolist(), strict=True)]
+        )
         if len(data) != rows.size * size:  # truncated since it was opened
             raise OSError(f"vector file ended early ({len(data)} of {rows.size * size} bytes)")
         return keys[have], np.frombuffer(data, dtype=np.float32).reshape(rows.size, self.dims)
