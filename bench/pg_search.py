@@ -92,6 +92,7 @@ def main() -> None:
 
 def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn: str) -> None:
     from vaultlens.config.settings import SearchSettings
+    from vaultlens.index import bm25_top
     from vaultlens.index.lexical import query_terms
     from vaultlens.index.postgres import PostgresBackend
     from vaultlens.index.sqlite.store import SQLiteStore
@@ -153,12 +154,11 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
             ms, (keys, _) = timed(store.top_k, q, k)
             times[name]["top_k"].append(ms)
             times[name]["lexical"].append(timed(store.lexical, query_terms(text), k, NOTE_CANDIDATES)[0])
-            module = sys.modules[type(store).__module__]
-            module.PRUNE_FROM_ROWS, pruned_from = 10**12, module.PRUNE_FROM_ROWS  # every row scored
+            bm25_top.PRUNE_FROM_ROWS, pruned_from = 10**12, bm25_top.PRUNE_FROM_ROWS  # every row scored
             times[name]["lexical_unpruned"].append(
                 timed(store.lexical, query_terms(text), k, NOTE_CANDIDATES)[0]
             )
-            module.PRUNE_FROM_ROWS = pruned_from
+            bm25_top.PRUNE_FROM_ROWS = pruned_from
             if name == "postgres":
                 exact = keys_exact[np.argsort(-(mem @ q))[:10]]
                 got = keys[np.argsort(-stores[name].scores(q, keys))[:10]]
