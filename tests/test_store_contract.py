@@ -198,6 +198,23 @@ def test_lexical_scores_are_on_the_neutral_scale(store: Store) -> None:
     assert store.lexical([], 10, 10).confidence == 0.0
 
 
+def test_note_scores_are_looked_up_by_path_only_for_the_best_notes(store: Store) -> None:
+    """A search asks for its candidates' notes: ``of`` answers for those among the best ``limit`` notes
+    (the others, and paths no note has, are left out) with the scores ``by_path`` gives them all."""
+    terms = query_terms("retry_serializable_tx serialization failure sourdough kyoto")
+    with store.snapshot():
+        everyone = store.lexical_notes(terms, 10)
+        all_of_them = everyone.by_path()
+        best_one = store.lexical_notes(terms, 1)
+        assert len(all_of_them) >= 2 and everyone.best == max(all_of_them.values())
+        assert list(all_of_them) == sorted(all_of_them, key=lambda p: -all_of_them[p])  # best first
+        assert everyone.of({*all_of_them, "nowhere.md"}) == all_of_them
+        first, second = list(all_of_them)[:2]
+        assert best_one.of({first, second}) == {first: all_of_them[first]}  # the second is past the limit
+        assert best_one.best == everyone.best
+    assert store.lexical_notes(query_terms("zzzunseenword"), 10).best == 0.0
+
+
 def test_layout_note_texts_and_front_matter_flag(store: Store, tmp_path: Path) -> None:
     u, v = note_update(
         "fm.md", [(("front matter",), "tags: [x]"), (("Body",), "Plain body text here.")], frontmatter=True

@@ -17,7 +17,7 @@ exists; every read inside :meth:`Catalog.snapshot` sees one committed generation
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +110,38 @@ class LexicalHits:
     def confidence(self) -> float:
         """How much of the query the best chunk explains, in [0, 1] (0 when nothing matched)."""
         return min(1.0, max(self.chunks.values(), default=0.0))
+
+
+def _same(keys: Collection[Any]) -> dict[Any, Any]:
+    return {k: k for k in keys}
+
+
+@dataclass(frozen=True, slots=True)
+class NoteScores:
+    """The best whole notes' full-text scores (on :class:`LexicalHits`' scale), best first, by a note key
+    the backend looks paths up for only when asked. A search wants the scores of its few hundred
+    candidates' notes, not the paths of all the best notes, which on SQLite are a lookup each (1,000 of
+    them were a tenth of a search at 1,000,000 chunks). Read in the snapshot it came from."""
+
+    keys: list[Any] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    paths_of: Callable[[Collection[Any]], dict[Any, str]] = _same  # note key -> path, for those that exist
+    keys_of: Callable[[Collection[str]], dict[str, Any]] = _same  # path -> note key, for those that exist
+
+    @property
+    def best(self) -> float:
+        """The best note's score (0.0 when no note matched)."""
+        return self.scores[0] if self.scores else 0.0
+
+    def of(self, paths: Collection[str]) -> dict[str, float]:
+        """The scores of those of ``paths`` that are among the best notes."""
+        score = dict(zip(self.keys, self.scores, strict=True))
+        return {p: score[k] for p, k in self.keys_of(paths).items() if k in score}
+
+    def by_path(self) -> dict[str, float]:
+        """Every best note's score by path, best first."""
+        paths = self.paths_of(self.keys)
+        return {paths[k]: v for k, v in zip(self.keys, self.scores, strict=True) if k in paths}
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +333,7 @@ class LexicalIndex(Protocol):
         """The best chunks for distinct stemmed query terms (see :class:`LexicalHits`)."""
         ...
 
-    def lexical_notes(self, terms: Sequence[str], limit: int) -> dict[str, float]:
+    def lexical_notes(self, terms: Sequence[str], limit: int) -> NoteScores:
         """The best whole notes for the same terms (see :class:`LexicalHits`)."""
         ...
 
@@ -319,7 +351,7 @@ class Store(Catalog, VectorIndex, LexicalIndex, Protocol):
         chunk matched: a note holds a term only through one of its chunks)."""
         with self.snapshot():
             chunks = self.lexical_chunks(terms, chunk_limit)
-            return LexicalHits(chunks, self.lexical_notes(terms, note_limit) if chunks else {})
+            return LexicalHits(chunks, self.lexical_notes(terms, note_limit).by_path() if chunks else {})
 
 
 class StoreBackend(Protocol):

@@ -297,14 +297,16 @@ def score_chunks(
         note_of = store.chunk_paths(keys.tolist())
         notes = store.lexical_notes(terms, NOTE_CANDIDATES)
         found = lexical_chunks()
-    lexical = LexicalHits(found.scores, notes if found.scores else {})
+        note_of.update(found.paths)
+        # a note holds a term only through one of its chunks: no chunk matched, no note did
+        lexical = LexicalHits(found.scores, notes.of(set(note_of.values())) if found.scores else {})
+    best_note = notes.best if found.scores else 0.0
     extra = ~np.isin(found.keys, keys)
     if extra.any():
         keys, cosine = (
             np.concatenate([keys, found.keys[extra]]),
             np.concatenate([cosine, found.cosine[extra]]),
         )
-        note_of.update(found.paths)
     known = ~np.isnan(cosine)  # a lexical hit without a vector (a writer between the two reads)
     ids, raw = keys[known], cosine[known].astype(np.float64)
     d = raw if blend is None else blend.scores(ids)
@@ -313,7 +315,6 @@ def score_chunks(
     keys_list = ids.tolist()
     paths = [note_of.get(r, "") for r in keys_list]
     a = s.max_lexical_weight * lexical.confidence if lexical.chunks else 0.0
-    best_note = max(lexical.notes.values(), default=0.0)
     lx = np.array([lexical.notes.get(p, 0.0) for p in paths], dtype=np.float64)
     l_norm = lx / best_note if best_note > 0 else np.zeros_like(lx)
     top_chunk = max(lexical.chunks.values(), default=0.0)

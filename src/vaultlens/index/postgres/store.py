@@ -32,6 +32,7 @@ from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
     ChunkKeys,
     FileRecord,
+    NoteScores,
     NoteText,
     NoteUpdate,
     Store,
@@ -742,19 +743,19 @@ class PostgresStore(Store):
             best = run(list(q.held), [], limit) if q.plain else best_rows(run, q.held, limit)
             return {int(k): float(v) / q.mass for k, v in best}
 
-    def lexical_notes(self, terms: Sequence[str], limit: int) -> dict[str, float]:
+    def lexical_notes(self, terms: Sequence[str], limit: int) -> NoteScores:
         """BM25 of whole notes over the terms some chunk holds, divided by the same mass (the terms in
         more than half the notes left out of the match the same way)."""
         with self.snapshot():
             q = self._weigh(terms)
             if q is None:
-                return {}
+                return NoteScores()
             n_notes = self._size("files")
             note_dfs = self._doc_freqs("files", list(q.held))
             note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
             run = self._bm25_rows("files", "path", note_idf)
             top = run(list(note_idf), [], limit) if q.plain else best_rows(run, note_idf, limit)
-            return {str(p): float(v) / q.mass for p, v in top}
+            return NoteScores([str(p) for p, _ in top], [float(v) / q.mass for _, v in top])
 
     def _weigh(self, terms: Sequence[str]) -> bm25_top.Weighed | None:
         return bm25_top.weigh(self._size("chunks"), self._doc_freqs("chunks", list(dict.fromkeys(terms))))

@@ -42,6 +42,7 @@ from vaultlens.index.sqlite.threads import free_threads
 from vaultlens.index.store import (
     ChunkKeys,
     FileRecord,
+    NoteScores,
     NoteText,
     NoteUpdate,
     Store,
@@ -1130,20 +1131,24 @@ class SQLiteStore(Store):
             best = run(list(q.held), [], limit) if q.plain else best_rows(run, q.held, limit)
             return {int(r): float(v) / q.mass for r, v in best}
 
-    def lexical_notes(self, terms: Sequence[str], limit: int) -> dict[str, float]:
+    def lexical_notes(self, terms: Sequence[str], limit: int) -> NoteScores:
         """FTS5 BM25 of whole notes over the terms some chunk holds, divided by the same mass; the
         terms in more than half the notes are left out of the match as the chunk query does."""
         with self.snapshot():
             q = self._weigh(terms)
             if q is None:
-                return {}
+                return NoteScores()
             n_notes = self._notes_now()
             note_dfs = self._doc_freqs("notes_fts", q.held, n_notes)
             note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
             run = self._bm25_rows("notes_fts", note_idf)
             top = run(list(note_idf), [], limit) if q.plain else best_rows(run, note_idf, limit)
-            paths = self._pairs_in("files", "rowid", "path", (r for r, _ in top))
-            return {str(paths[r]): float(v) / q.mass for r, v in top if r in paths}
+            return NoteScores(
+                [r for r, _ in top],
+                [float(v) / q.mass for _, v in top],
+                lambda keys: self._pairs_in("files", "rowid", "path", keys),
+                lambda paths: self._pairs_in("files", "path", "rowid", paths),
+            )
 
     def _weigh(self, terms: Sequence[str]) -> bm25_top.Weighed | None:
         n_chunks = self._chunks_now()
