@@ -10,7 +10,9 @@ it turns them off, once per process, before its first connection.
 SQLite takes that setting only between ``sqlite3_shutdown`` and ``sqlite3_initialize``, which must
 not run under an open connection: it is done only while SQLite holds no memory at all (no connection
 is open anywhere in the process), and is skipped (nothing but the speed lost) where the library's
-functions cannot be reached, as when ``_sqlite3`` links SQLite in without exporting them.
+functions cannot be reached, as when ``_sqlite3`` links SQLite in without exporting them. vaultlens's
+own connections all open after it (``SQLiteStore`` calls it first, under a lock); code of an embedding
+application opening its first SQLite connection on another thread at that same moment is not guarded.
 """
 
 from __future__ import annotations
