@@ -15,6 +15,9 @@ Modes (each in this process, on ``--keep DIR`` of ``ann_scale.py --chunks N``, i
   both: p50 / p95 of the whole search and of ``vectors_of`` in each, and whether the hits are the same;
 * ``lexsql``: the lexical stage's SQL statements timed one by one (warm: each query run once before),
   p50 per statement shape per query and the share of the stage;
+* ``timeline``: the same searches (warm: each run once before) with the start and end of each stage marked
+  from the search's start, the worker's chunk rows included: p50 of each mark, in order (the critical
+  path of a search with part of it beside, services/beside.py);
 * ``beside``: the same searches with the lexical stage on the search's thread and on a worker beside the
   dense stage (services/beside.py), the arms alternating per query after a warm-up pass of both.
 
@@ -109,6 +112,46 @@ def alternating(
                     vec_ms[arm].append(totals["vectors_of"] if totals is not None else 0.0)
             same += not warm and hits[0] == hits[1]
     return ms, vec_ms, same
+
+
+TIMELINE_CALLS = ["top_k", "chunk_paths", "lexical_notes", "lexical_chunks", "note_chunk_keys"]
+
+
+def timeline(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
+    """p50 of each stage's start and end (ms from the search's start; a stage called twice: its first
+    start and its last end), on whichever thread it runs."""
+    from vaultlens.services import search as se
+
+    start = [0.0]
+    marks: dict[str, float] = {}
+
+    def marked(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kw: Any) -> Any:
+            marks.setdefault(f"{name} start", (time.perf_counter() - start[0]) * 1000)
+            try:
+                return fn(*args, **kw)
+            finally:
+                marks[f"{name} end"] = (time.perf_counter() - start[0]) * 1000
+
+        return call
+
+    for name in TIMELINE_CALLS:
+        setattr(store, name, marked(name, getattr(store, name)))
+    se.chunk_penalties = marked("penalties", se.chunk_penalties)  # type: ignore[assignment]
+    se.score_chunks = marked("score_chunks", se.score_chunks)  # type: ignore[assignment]
+    for text, q in queries:
+        search(store, text, q)
+    rows = []
+    for text, q in queries:
+        marks.clear()
+        start[0] = time.perf_counter()
+        search(store, text, q)
+        marks["search end"] = (time.perf_counter() - start[0]) * 1000
+        rows.append(dict(marks))
+    names = {k for r in rows for k in r}
+    for k in sorted(names, key=lambda k: pct([r[k] for r in rows if k in r], 0.5)):
+        print(f"{k:22s} p50 {pct([r[k] for r in rows if k in r], 0.5):6.2f} ms")
+    print("load", load())
 
 
 def vecfile(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
@@ -210,7 +253,9 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("keep", type=Path)
-    ap.add_argument("mode", choices=["recall", "stages", "profile", "cache", "vecfile", "lexsql", "beside"])
+    ap.add_argument(
+        "mode", choices=["recall", "stages", "profile", "cache", "vecfile", "lexsql", "beside", "timeline"]
+    )
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--seed", type=int, default=7)
@@ -266,6 +311,8 @@ def main() -> None:
         vecfile(store, list(fresh_queries(corpus, args.queries, args.seed)))
     elif args.mode == "beside":
         beside(store, list(fresh_queries(corpus, args.queries, args.seed)))
+    elif args.mode == "timeline":
+        timeline(store, list(fresh_queries(corpus, args.queries, args.seed)))
     elif args.mode == "lexsql":
         lexsql(store, list(fresh_queries(corpus, args.queries, args.seed)))
     else:
