@@ -17,7 +17,6 @@ application opening its first SQLite connection on another thread at that same m
 
 from __future__ import annotations
 
-import ctypes
 import threading
 
 _SQLITE_CONFIG_MEMSTATUS = 9
@@ -39,6 +38,7 @@ def free_threads() -> bool:
 
 def _statistics_off() -> bool:
     import _sqlite3
+    import ctypes  # loaded by the first store opened, not by every command that imports this
 
     try:
         lib = ctypes.CDLL(_sqlite3.__file__)  # its symbols and those of the SQLite it links
