@@ -1223,7 +1223,7 @@ class SQLiteStore(Store):
         return out
 
     def chunk_paths(self, keys: Iterable[int]) -> dict[int, str]:
-        """Note path of each chunk rowid (cheap: no text, no JSON)."""
+        """Note path of each chunk rowid (cheap: the chunk rows' text is not read)."""
         return self._pairs_in("chunks", "rowid", "path", keys)
 
     def note_chunk_keys(self, paths: Iterable[str]) -> dict[str, list[int]]:
