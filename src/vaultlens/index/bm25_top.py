@@ -61,6 +61,18 @@ def weigh(rows: int, dfs: Mapping[str, int]) -> Weighed | None:
     return Weighed(sum(idf_of.values()), held, sum(dfs[t] for t in held) < PRUNE_FROM_ROWS)
 
 
+def note_weights(notes: int, dfs: Mapping[str, int]) -> dict[str, float]:
+    """The note-level query's useful terms and their idf over ``notes`` notes (a term no note holds
+    left out)."""
+    return useful({t: idf(notes, df) for t, df in dfs.items() if df})
+
+
+def top(run: Query, idf: Mapping[str, float], limit: int, plain: bool) -> list[tuple[Any, float]]:
+    """The best ``limit`` rows for the terms of ``idf``: the plain query when few rows hold them
+    (:attr:`Weighed.plain`), else :func:`best_rows`."""
+    return run(list(idf), [], limit) if plain else best_rows(run, idf, limit)
+
+
 def best_rows(run: Query, idf: Mapping[str, float], limit: int) -> list[tuple[Any, float]]:
     """The ``limit`` best rows for the terms of ``idf`` (keys: terms the table holds; values: their
     idf in that table, or a bound above it), as ``run(all terms, [], limit)`` would return them."""

@@ -5,8 +5,8 @@ ascending) and ``.vecs.npy`` (one row per key). Below the ANN threshold searches
 matrix; past it a search needs only a few hundred rows (the tier's candidates, the lexical hits, the
 top notes' chunks), and reading each from SQLite costs three B-tree lookups (chunk row, embed-hash
 index, vector row). Here a key is found by binary search in the memory-mapped ids and its row is
-read with one ``pread`` (a run of adjacent rows with one): one page per vector, and nothing of the matrix held or mapped, so a
-server's memory does not grow with it. Which keys changed since the file was written is the
+read with one ``pread`` (a run of adjacent rows with one): one page per vector, and nothing of the
+matrix held or mapped, so a server's memory does not grow with it. Which keys changed since the file was written is the
 store's business (it reads those from SQLite).
 """
 

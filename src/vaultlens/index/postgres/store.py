@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.index import bm25_top, rows
-from vaultlens.index.bm25_top import Query, best_rows
+from vaultlens.index.bm25_top import Query
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.postgres import fulltext
 from vaultlens.index.postgres.connection import connect, register_vectors, translated
@@ -740,7 +740,7 @@ class PostgresStore(Store):
             if q is None:
                 return {}
             run = self._bm25_rows("chunks", "key", q.held)
-            best = run(list(q.held), [], limit) if q.plain else best_rows(run, q.held, limit)
+            best = bm25_top.top(run, q.held, limit, q.plain)
             return {int(k): float(v) / q.mass for k, v in best}
 
     def lexical_notes(self, terms: Sequence[str], limit: int) -> NoteScores:
@@ -752,9 +752,9 @@ class PostgresStore(Store):
                 return NoteScores()
             n_notes = self._size("files")
             note_dfs = self._doc_freqs("files", list(q.held))
-            note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
+            note_idf = bm25_top.note_weights(n_notes, note_dfs)
             run = self._bm25_rows("files", "path", note_idf)
-            top = run(list(note_idf), [], limit) if q.plain else best_rows(run, note_idf, limit)
+            top = bm25_top.top(run, note_idf, limit, q.plain)
             return NoteScores([str(p) for p, _ in top], [float(v) / q.mass for _, v in top])
 
     def _weigh(self, terms: Sequence[str]) -> bm25_top.Weighed | None:

@@ -34,7 +34,7 @@ from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
 from vaultlens.index import bm25_top, rows
-from vaultlens.index.bm25_top import K1, B, Query, best_rows
+from vaultlens.index.bm25_top import K1, B, Query
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.sqlite.ann import AnnKeeper, AnnTier
@@ -1128,7 +1128,7 @@ class SQLiteStore(Store):
             if q is None:
                 return {}
             run = self._bm25_rows("chunks_fts", q.held)
-            best = run(list(q.held), [], limit) if q.plain else best_rows(run, q.held, limit)
+            best = bm25_top.top(run, q.held, limit, q.plain)
             return {int(r): float(v) / q.mass for r, v in best}
 
     def lexical_notes(self, terms: Sequence[str], limit: int) -> NoteScores:
@@ -1140,9 +1140,9 @@ class SQLiteStore(Store):
                 return NoteScores()
             n_notes = self._notes_now()
             note_dfs = self._doc_freqs("notes_fts", q.held, n_notes)
-            note_idf = bm25_top.useful({t: bm25_top.idf(n_notes, df) for t, df in note_dfs.items() if df})
+            note_idf = bm25_top.note_weights(n_notes, note_dfs)
             run = self._bm25_rows("notes_fts", note_idf)
-            top = run(list(note_idf), [], limit) if q.plain else best_rows(run, note_idf, limit)
+            top = bm25_top.top(run, note_idf, limit, q.plain)
             return NoteScores(
                 [r for r, _ in top],
                 [float(v) / q.mass for _, v in top],
