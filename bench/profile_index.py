@@ -90,15 +90,21 @@ def model_calls(cls: Any) -> Iterator[list[tuple[float, float]]]:
 
 def timeline(calls: list[tuple[float, float]], started: float, wall: float) -> dict[str, float]:
     """Where an index run's wall went against its model: when the first call started, how long the
-    model was busy, the gaps between calls and after the last one. A model busy the whole run means
+    model was busy (some call running), the gaps between calls and after the last one. A model busy the whole run means
     nothing in it is serial with the model; busy longer than the raw embedding, that it ran slower."""
     if not calls:
         return {}
+    busy: list[list[float]] = []  # the calls' union: the indexer keeps two in flight
+    for start, end in sorted(calls):
+        if busy and start <= busy[-1][1]:
+            busy[-1][1] = max(busy[-1][1], end)
+        else:
+            busy.append([start, end])
     return {
-        "first_call_at_s": round(calls[0][0] - started, 3),
-        "model_busy_s": round(sum(end - start for start, end in calls), 2),
-        "gaps_between_calls_s": round(sum(calls[i + 1][0] - calls[i][1] for i in range(len(calls) - 1)), 3),
-        "after_last_call_s": round(started + wall - calls[-1][1], 3),
+        "first_call_at_s": round(busy[0][0] - started, 3),
+        "model_busy_s": round(sum(end - start for start, end in busy), 2),
+        "gaps_between_calls_s": round(sum(busy[i + 1][0] - busy[i][1] for i in range(len(busy) - 1)), 3),
+        "after_last_call_s": round(started + wall - busy[-1][1], 3),
     }
 
 

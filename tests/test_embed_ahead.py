@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
+from vaultlens.embedding.base import Vectors
 from vaultlens.index.indexing import embed_ahead
 from vaultlens.index.indexing.embed_ahead import EmbedAhead
 from vaultlens.testing import HashingEmbeddingProvider
@@ -66,5 +68,47 @@ def test_once_every_note_is_read_at_most_ahead_vectors_wait() -> None:
         first = dict(list(texts(6).items())[:2])
         assert set(ahead.take(first, lambda n: None)) == set(first)
         assert until(lambda: provider.texts_embedded == 4)
+    finally:
+        ahead.stop()
+
+
+class TwoAtOnce(HashingEmbeddingProvider):
+    """A provider whose calls each wait until another call is running beside it."""
+
+    def __init__(self) -> None:
+        super().__init__(batch_size=1)
+        self.calls_in_flight = 2
+        self.meet = threading.Barrier(2, timeout=10)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.meet.wait()  # broken (and raised where the text is taken) if no other call comes
+        return super().embed(texts)
+
+
+def test_a_provider_with_idle_workers_gets_two_calls_at_once() -> None:
+    provider = TwoAtOnce()
+    ahead = EmbedAhead(provider, lambda hashes: hashes, ahead=8)
+    try:
+        ahead.add(texts(6))
+        ahead.close()
+        assert set(ahead.take(texts(6), lambda n: None)) == set(texts(6))
+        assert provider.calls == 6
+    finally:
+        ahead.stop()
+
+
+def test_calls_in_flight_count_against_the_memory_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vectors being made count as waiting: two calls at once never hold more than the bound."""
+    monkeypatch.setattr(embed_ahead, "READING_BOUND", 4)
+    provider = HashingEmbeddingProvider(batch_size=1)
+    provider.calls_in_flight = 2
+    ahead = EmbedAhead(provider, lambda hashes: hashes, ahead=2)
+    try:
+        ahead.add(texts(10))
+        assert until(lambda: provider.texts_embedded >= 4)
+        time.sleep(0.2)
+        assert provider.texts_embedded == 4
+        ahead.close()
+        assert set(ahead.take(texts(10), lambda n: None)) == set(texts(10))
     finally:
         ahead.stop()

@@ -70,6 +70,20 @@ def test_buckets_keep_the_input_order_and_each_text_alone(stock: USE) -> None:
     assert np.allclose(together, alone, atol=1e-5)
 
 
+def test_two_calls_at_once_give_the_vectors_of_one_call_at_a_time(stock: USE) -> None:
+    """The indexer keeps two calls in flight on the shared worker pool (LocalUSEProvider.calls_in_flight)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = sample()
+    halves = [texts[0::2], texts[1::2]]
+    fast = FastUSE(stock, token_budget=256)
+    alone = [fast.encode(half, threads=2) for half in halves]
+    with ThreadPoolExecutor(2) as callers:
+        together = list(callers.map(lambda half: fast.encode(half, threads=2), halves * 3))
+    for i, got in enumerate(together):
+        assert np.array_equal(got, alone[i % 2])
+
+
 def test_provider_query_and_batch_threads_give_the_same_vector() -> None:
     provider = LocalUSEProvider(threads=2, query_threads=1)
     texts = ["how do I back up the vault", "погода в горах", "a third text"]

@@ -77,6 +77,7 @@ class RecordingProvider:
         self.space: EmbeddingSpace = inner.space
         self.batch_size = inner.batch_size
         self.remote = inner.remote
+        self.calls_in_flight = inner.calls_in_flight
         self.calls: list[list[str]] = []
 
     def embed(self, texts: Sequence[str]) -> Vectors:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -105,9 +106,11 @@ class HashingEmbeddingProvider:
         self.endpoint = endpoint.rstrip("/")
         self.remote = bool(self.endpoint) and not is_loopback(self.endpoint) if remote is None else remote
         self.batch_size = batch_size
+        self.calls_in_flight = 1
         self.space = EmbeddingSpace(FAKE_PROVIDER, FAKE_MODEL, self.endpoint, dimensions)
         self.calls = 0
         self.texts_embedded = 0
+        self._count_lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, s: EmbeddingSettings) -> HashingEmbeddingProvider:
@@ -121,8 +124,9 @@ class HashingEmbeddingProvider:
         return cls(endpoint=endpoint, remote=True, **kw)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += 1
-        self.texts_embedded += len(texts)
+        with self._count_lock:  # a test may give it two calls at once (calls_in_flight)
+            self.calls += 1
+            self.texts_embedded += len(texts)
         dims = self.space.dimensions
         if not texts:
             return np.zeros((0, dims), dtype=np.float32)

@@ -49,6 +49,9 @@ class EmbeddingProvider(Protocol):
     space: EmbeddingSpace
     batch_size: int
     remote: bool  # True when texts leave this machine
+    # calls the indexer keeps running at once: more than one where the provider has idle workers
+    # at the end of each call that the next call's texts could use (the bundled model's pool)
+    calls_in_flight: int
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Unit-length float32 vectors, one row per text, in order."""

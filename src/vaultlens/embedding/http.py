@@ -64,6 +64,7 @@ class _HTTPProvider:
         max_retries: int = EmbeddingSettings.max_retries,
         backoff_s: float = 0.5,  # first pause between retries; doubles each time
     ) -> None:
+        self.calls_in_flight = 1  # one request at a time: a server queues the rest anyway
         self.endpoint = (endpoint or self.default_endpoint).rstrip("/")
         self.model = model
         self.dimensions = dimensions

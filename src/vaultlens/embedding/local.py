@@ -48,6 +48,9 @@ def _shared_model() -> FastUSE:
 
 class LocalUSEProvider:
     remote = False
+    # two calls at once: while one call's last bucket runs, the other worker starts the next call's
+    # (docs/benchmarks.md: index against raw embedding, issue 26)
+    calls_in_flight = 2
 
     def __init__(
         self,
