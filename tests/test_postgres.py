@@ -439,6 +439,12 @@ def _kept_and_counted(store: Store) -> list[tuple[Any, Any]]:
         )  # type: ignore[attr-defined]
         truth = store._one(f"SELECT COALESCE(SUM(dl), 0), COUNT(*) FROM {table} WHERE tsv IS NOT NULL")  # type: ignore[attr-defined]
         pairs.append(([r[0] for r in kept], list(truth)))
+    for table, key in (("chunks", "key"), ("files", "path")):  # BM25's postings: each row's terms
+        posted = store._rows(f"SELECT term, {key}, tf, dl FROM {table}_postings ORDER BY 1, 2")  # type: ignore[attr-defined]
+        terms = store._rows(  # type: ignore[attr-defined]
+            f"SELECT u.lexeme, r.{key}, cardinality(u.positions), r.dl FROM {table} r, unnest(r.tsv) u ORDER BY 1, 2"
+        )
+        pairs.append(([tuple(r) for r in posted], [tuple(r) for r in terms]))
     return pairs
 
 
@@ -469,6 +475,7 @@ def test_the_kept_counts_follow_every_write(tmp_path: Path) -> None:
         assert all(kept == truth for kept, truth in _kept_and_counted(store))
         store.clear()
         assert store._one("SELECT COUNT(*) FROM counters WHERE n <> 0")[0] == 0  # type: ignore[attr-defined]
+        assert all(kept == truth == [] for kept, truth in _kept_and_counted(store)[3:])
         assert store.counts() == store._counted()  # type: ignore[attr-defined]
     finally:
         store.close()
@@ -515,8 +522,10 @@ def test_doctor_names_a_counter_that_differs_from_the_rows(tmp_path: Path) -> No
     try:
         with store.transaction() as db:  # type: ignore[attr-defined]
             db.execute("UPDATE counters SET n = n + 3 WHERE name IN ('chunks', 'dl:files')")
+            db.execute("DELETE FROM chunks_postings WHERE term = 'appl'")
         found = " ".join(store.problems())
         assert "kept counts" in found and "full-text size of files" in found
+        assert "the full-text postings of chunks (1) differ from its terms (2)" in found
     finally:
         store.close()
 
@@ -545,6 +554,42 @@ def test_the_counters_migration_fills_an_existing_store(tmp_path: Path) -> None:
     store = backend.open(app.index_dir, create=False)
     try:
         assert store.counts().notes == 4 and all(kept == truth for kept, truth in _kept_and_counted(store))
+    finally:
+        store.close()
+
+
+def test_the_postings_migration_fills_an_existing_store(tmp_path: Path) -> None:
+    """A store written before migration 0005 gets BM25's postings from its tsvectors, its triggers keep
+    them from then on, and a search finds the same notes with the same scores."""
+    notes = {
+        f"n{i}.md": f"# n{i}\n\napples pears{i % 2} figs\n\n## more\n\nfigs{i} " * (i + 1) for i in range(5)
+    }
+    vault = write_vault(tmp_path / "v", notes)
+    app = open_app(vault, "postgres", provider=HashingEmbeddingProvider())
+    services.index(app)
+    backend = get_backend("postgres")
+    store = backend.open(app.index_dir, create=False)
+    try:
+        before = store.lexical(["pears1", "figs", "apples"], 10, 10)
+        with store.transaction() as db:  # type: ignore[attr-defined]  # as before 0005
+            for table in ("chunks", "files"):
+                db.execute(f"DROP TABLE {table}_postings")
+                db.execute(f"DROP FUNCTION post_{table}() CASCADE")  # and its triggers
+            db.execute("DELETE FROM schema_migrations WHERE name = '0005_postings'")
+        assert backend.migrate(store.schema) == ["0005_postings"]  # type: ignore[attr-defined,union-attr]
+        assert all(kept == truth for kept, truth in _kept_and_counted(store))
+        after = store.lexical(["pears1", "figs", "apples"], 10, 10)
+        assert after == before and set(after.notes) >= {"n1.md", "n3.md"}
+    finally:
+        store.close()
+    (vault / "n0.md").unlink()
+    (vault / "n1.md").write_text("# n1\n\nkiwi\n", encoding="utf-8")
+    services.index(app)
+    app.close()
+    store = backend.open(app.index_dir, create=False)
+    try:
+        assert all(kept == truth for kept, truth in _kept_and_counted(store))
+        assert set(store.lexical(["kiwi"], 10, 10).notes) == {"n1.md"}
     finally:
         store.close()
 

@@ -61,6 +61,49 @@ CREATE TRIGGER {table}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS 
 """
 
 
+# Each full-text table's postings: (table, its key column and type, the key's SQL in its postings).
+_POSTED = (("chunks", "key", "BIGINT"), ("files", "path", "TEXT"))
+
+
+def _posting(table: str, key: str, key_type: str) -> str:
+    """``{table}_postings`` (term, key, tf, dl) filled from the table's tsvectors, and statement
+    triggers keeping it: a row's terms added with it, removed with it, replaced when its full text
+    changes (a file's restamp leaves them)."""
+    terms = "SELECT u.lexeme, r.{key}, cardinality(u.positions), r.dl FROM {rows} r, unnest(r.tsv) u"
+    add = f"INSERT INTO {table}_postings (term, {key}, tf, dl) " + terms
+    drop = (
+        f"DELETE FROM {table}_postings p USING {{rows}} r, unnest(tsvector_to_array(r.tsv)) w(term)"
+        f" WHERE p.term = w.term AND p.{key} = r.{key}"
+    )
+    changed = (
+        f"(SELECT g.* FROM gone g JOIN came c ON c.{key} = g.{key}"
+        " WHERE g.tsv IS DISTINCT FROM c.tsv OR g.dl IS DISTINCT FROM c.dl)"
+    )
+    changed_new = changed.replace("SELECT g.*", "SELECT c.*")
+    return f"""
+CREATE TABLE {table}_postings (
+    term TEXT NOT NULL, {key} {key_type} NOT NULL, tf INTEGER NOT NULL, dl INTEGER NOT NULL,
+    PRIMARY KEY (term, {key}) INCLUDE (tf, dl));
+{add.format(key=key, rows=table)} WHERE r.tsv IS NOT NULL;
+CREATE FUNCTION post_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN {add.format(key=key, rows="came")};
+    ELSIF TG_OP = 'DELETE' THEN {drop.format(rows="gone")};
+    ELSE
+        {drop.format(rows=changed)};
+        {add.format(key=key, rows=changed_new)};
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER {table}_posted AFTER INSERT ON {table} REFERENCING NEW TABLE AS came
+    FOR EACH STATEMENT EXECUTE FUNCTION post_{table}();
+CREATE TRIGGER {table}_reposted AFTER UPDATE ON {table} REFERENCING OLD TABLE AS gone NEW TABLE AS came
+    FOR EACH STATEMENT EXECUTE FUNCTION post_{table}();
+CREATE TRIGGER {table}_unposted AFTER DELETE ON {table} REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION post_{table}();
+"""
+
+
 # (name, statements). Append-only: a released name is never edited, a change is a new entry.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -130,6 +173,14 @@ INSERT INTO term_stats SELECT 'files', word, ndoc FROM ts_stat('SELECT tsv FROM 
         "0004_counters",
         "CREATE TABLE counters (name TEXT PRIMARY KEY, n BIGINT NOT NULL);\n"
         + "".join(_counting(table, parts) for table, parts in _COUNTED.items()),
+    ),
+    (
+        # BM25 from posting tables instead of the tsvectors: scoring a query read every matching row's
+        # tsvector from the heap (the chunk-level best 200 at 1,000,000 chunks: 85-88 ms p50); a
+        # term's postings are one index-only range scan (27-29 ms, the same rows and scores:
+        # bench/pg_postings_probe.py, docs/benchmarks.md). About 31 rows per chunk. See _posting.
+        "0005_postings",
+        "".join(_posting(*posted) for posted in _POSTED),
     ),
 )
 

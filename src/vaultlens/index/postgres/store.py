@@ -422,7 +422,10 @@ class PostgresStore(Store):
     def clear(self) -> None:
         """Remove every indexed note and vector but keep the schema, so a cleared index stays cleared."""
         with self.transaction() as db:
-            db.execute("TRUNCATE chunks, vectors, tier_vectors, links, files, term_stats, counters")
+            db.execute(
+                "TRUNCATE chunks, vectors, tier_vectors, links, files, term_stats, counters,"
+                " chunks_postings, files_postings"
+            )
             db.execute("DELETE FROM meta WHERE key IN ('space', 'tier_space')")
             self._set_meta("cleared_at", str(time.time()))
             self._bump_generation()
@@ -584,6 +587,10 @@ class PostgresStore(Store):
                 found.append(
                     f"the kept full-text size of {table} {kept} differs from the rows {tuple(truth)}"
                 )
+            posted = self._one(f"SELECT COUNT(*) FROM {table}_postings")[0]
+            terms = self._one(f"SELECT COALESCE(SUM(length(tsv)), 0) FROM {table}")[0]
+            if posted != terms:
+                found.append(f"the full-text postings of {table} ({posted}) differ from its terms ({terms})")
         for table, space, label in (
             ("vectors", self.space, "vectors"),
             ("tier_vectors", self.tier_space, "quality-tier vectors"),
@@ -765,15 +772,15 @@ class PostgresStore(Store):
         scored over ``match`` and ``also`` (one query: the score's terms need not be the match's)."""
 
         def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
-            scored = [*match, *also]
             return [
                 (k, float(v))
                 for k, v in self._rows(
                     fulltext.bm25_sql(table, key),
                     {
-                        "query": fulltext.tsquery_literal(match),
-                        "terms": scored,
-                        "idf": [idf[t] for t in scored],
+                        "match": match,
+                        "match_idf": [idf[t] for t in match],
+                        "also": also,
+                        "also_idf": [idf[t] for t in also],
                         "avgdl": self._avgdl(table),
                         "limit": limit,
                     },
