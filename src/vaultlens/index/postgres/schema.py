@@ -33,6 +33,19 @@ _COUNTED = {
 }
 
 
+def _triggers(table: str, function: str, names: tuple[str, str, str]) -> str:
+    """Statement triggers running ``function`` after each INSERT, UPDATE and DELETE on ``table`` (named
+    ``table_<name>`` in that order), the statement's new rows as ``came`` and its old ones as ``gone``."""
+    added, changed, removed = names
+    return f"""CREATE TRIGGER {table}_{added} AFTER INSERT ON {table} REFERENCING NEW TABLE AS came
+    FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {table}_{changed} AFTER UPDATE ON {table} REFERENCING OLD TABLE AS gone NEW TABLE AS came
+    FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {table}_{removed} AFTER DELETE ON {table} REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+"""
+
+
 def _counting(table: str, parts: str) -> str:
     """The counters of ``table`` filled from its rows, and statement triggers that add each statement's
     new rows ("came") and subtract its old ones ("gone"): one pass over the rows a statement changed
@@ -52,13 +65,7 @@ BEGIN
     IF TG_OP <> 'INSERT' THEN {add("gone", "-")} END IF;
     RETURN NULL;
 END $$;
-CREATE TRIGGER {table}_added AFTER INSERT ON {table} REFERENCING NEW TABLE AS came
-    FOR EACH STATEMENT EXECUTE FUNCTION count_{table}();
-CREATE TRIGGER {table}_changed AFTER UPDATE ON {table} REFERENCING OLD TABLE AS gone NEW TABLE AS came
-    FOR EACH STATEMENT EXECUTE FUNCTION count_{table}();
-CREATE TRIGGER {table}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS gone
-    FOR EACH STATEMENT EXECUTE FUNCTION count_{table}();
-"""
+{_triggers(table, f"count_{table}", ("added", "changed", "removed"))}"""
 
 
 # Each full-text table's postings: (table, its key column and type, the key's SQL in its postings).
@@ -95,13 +102,7 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
-CREATE TRIGGER {table}_posted AFTER INSERT ON {table} REFERENCING NEW TABLE AS came
-    FOR EACH STATEMENT EXECUTE FUNCTION post_{table}();
-CREATE TRIGGER {table}_reposted AFTER UPDATE ON {table} REFERENCING OLD TABLE AS gone NEW TABLE AS came
-    FOR EACH STATEMENT EXECUTE FUNCTION post_{table}();
-CREATE TRIGGER {table}_unposted AFTER DELETE ON {table} REFERENCING OLD TABLE AS gone
-    FOR EACH STATEMENT EXECUTE FUNCTION post_{table}();
-"""
+{_triggers(table, f"post_{table}", ("posted", "reposted", "unposted"))}"""
 
 
 # (name, statements). Append-only: a released name is never edited, a change is a new entry.
