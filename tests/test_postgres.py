@@ -575,9 +575,14 @@ def test_the_postings_migration_fills_an_existing_store(tmp_path: Path) -> None:
             for table in ("chunks", "files"):
                 db.execute(f"DROP TABLE {table}_postings")
                 db.execute(f"DROP FUNCTION post_{table}() CASCADE")  # and its triggers
+                db.execute(f"CREATE INDEX {table}_tsv ON {table} USING gin (tsv)")
             db.execute("DELETE FROM schema_migrations WHERE name = '0005_postings'")
         assert backend.migrate(store.schema) == ["0005_postings"]  # type: ignore[attr-defined,union-attr]
         assert all(kept == truth for kept, truth in _kept_and_counted(store))
+        left = store._rows(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE '%%_tsv'"
+        )  # type: ignore[attr-defined]
+        assert left == []  # nothing reads the tsvectors' GIN indexes any more
         after = store.lexical(["pears1", "figs", "apples"], 10, 10)
         assert after == before and set(after.notes) >= {"n1.md", "n3.md"}
     finally:

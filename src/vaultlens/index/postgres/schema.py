@@ -180,8 +180,10 @@ INSERT INTO term_stats SELECT 'files', word, ndoc FROM ts_stat('SELECT tsv FROM 
         # tsvector from the heap (the chunk-level best 200 at 1,000,000 chunks: 85-88 ms p50); a
         # term's postings are one index-only range scan (27-29 ms, the same rows and scores:
         # bench/pg_postings_probe.py, docs/benchmarks.md). About 31 rows per chunk. See _posting.
+        # Nothing matches a tsquery any more, so the tsvectors' GIN indexes go (their upkeep was a
+        # good part of every write).
         "0005_postings",
-        "".join(_posting(*posted) for posted in _POSTED),
+        "".join(_posting(*posted) for posted in _POSTED) + "DROP INDEX IF EXISTS chunks_tsv;\nDROP INDEX IF EXISTS files_tsv;\n",
     ),
 )
 
