@@ -1,7 +1,7 @@
 """The PostgreSQL + pgvector backend: a store per schema in one database shared by many vaults.
 
 ``connection`` connects and translates psycopg errors, ``schema`` names a store's schema and holds
-the migrations, ``fulltext`` scores tsvector matches on the contract's lexical scale, ``store`` is
+the migrations, ``fulltext`` scores BM25 from posting tables on the contract's lexical scale, ``store`` is
 the :class:`~vaultlens.index.store.Store`. The index lifecycle (index/lifecycle.py) is unchanged:
 its folders stay on this machine (the writer lock, the ``current`` pointer) and each folder's store
 is a schema, so a background rebuild builds a new schema and the switch is the pointer's.
