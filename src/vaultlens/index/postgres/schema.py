@@ -183,7 +183,8 @@ INSERT INTO term_stats SELECT 'files', word, ndoc FROM ts_stat('SELECT tsv FROM 
         # Nothing matches a tsquery any more, so the tsvectors' GIN indexes go (their upkeep was a
         # good part of every write).
         "0005_postings",
-        "".join(_posting(*posted) for posted in _POSTED) + "DROP INDEX IF EXISTS chunks_tsv;\nDROP INDEX IF EXISTS files_tsv;\n",
+        "".join(_posting(*posted) for posted in _POSTED)
+        + "DROP INDEX IF EXISTS chunks_tsv;\nDROP INDEX IF EXISTS files_tsv;\n",
     ),
 )
 
