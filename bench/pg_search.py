@@ -18,7 +18,11 @@ a throw-away one, or with ``--keep DIR`` one kept in DIR with its filled store, 
 with the same DIR and --chunks skips the fill and the HNSW build (their times come from the first).
 
 Usage: .venv/bin/python bench/pg_search.py [--quick] [--chunks N] [--queries N] [--dsn DSN | --keep DIR]
-       [--no-sqlite] [--settings "-c name=value ..."] [--prewarm] [--ef-per-result 2,4,5]
+       [--no-sqlite] [--settings "-c name=value ..."] [--prewarm] [--timeline] [--ef-per-result 2,4,5]
+
+``--timeline`` times every statement of the PostgreSQL searches (a wrapper around the store's one
+statement runner), by the thread that ran it: what sits on the search's own thread is its critical
+path; the chunk-level BM25 runs on a worker beside it past services/beside.py's threshold.
 """
 
 from __future__ import annotations
@@ -69,6 +73,11 @@ def main() -> None:
         "--prewarm",
         action="store_true",
         help="load the chunk table's indexes into shared buffers first (pg_prewarm): a warm server",
+    )
+    ap.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also each search statement's time by thread (the search's own or the lexical worker's)",
     )
     ap.add_argument(
         "--ef-per-result",
@@ -147,6 +156,8 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
         with store.snapshot():
             return group_notes(store, score_chunks(store, q, text, search, None, limit), limit, sections)
 
+    if args.timeline:
+        statements = timeline(stores["postgres"], full, queries)
     parts = ["search", "top_k", "lexical", "lexical_unpruned"]
     times: dict[str, dict[str, list[float]]] = {n: {part: [] for part in parts} for n in stores}
     recalls: list[float] = []
@@ -185,11 +196,64 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
     print(f"\nPostgreSQL recall@10 of top-k vs exact: {result['postgres_recall_at_10']:.3f}")
     print(f"{n_chunks:,} chunks: PostgreSQL search p50 {p50:.2f} ms; bar < {BAR_MS:.0f} ms at 1M -> "
           f"{verdict(p50 < BAR_MS)}")  # fmt: skip
+    if args.timeline:
+        result["timeline"] = statements
     if args.ef_per_result:
         result["ef_sweep"] = ef_sweep(stores["postgres"], queries, keys_exact, mem, k, args.ef_per_result)
     for store in stores.values():
         store.close()
     print(f"result: {save('pg_search', result)}")
+
+
+def timeline(store: Any, full: Any, queries: list[tuple[str, np.ndarray]]) -> dict[str, Any]:
+    """Each statement's p50 ms and count per search, by thread and by what it reads, over ``queries``
+    (searched once each, before the timed passes); and per search the milliseconds spent in statements
+    on the search's own thread and on workers."""
+    import re
+    import threading
+    from collections import defaultdict
+
+    from _common import median
+
+    seen: list[tuple[str, str, float]] = []  # (thread, statement, ms)
+    real = type(store)._rows
+
+    def timed_rows(self: Any, sql: str, params: Any = None, **kw: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return real(self, sql, params, **kw)
+        finally:
+            name = "search" if threading.current_thread() is threading.main_thread() else "worker"
+            tables = "+".join(dict.fromkeys(re.findall(r"(?:FROM|JOIN)\s+(\w+)", sql)))
+            head = " ".join(sql.split()[:3])[:32]
+            seen.append((name, f"{head} .. {tables}"[:80], (time.perf_counter() - t) * 1000))
+
+    type(store)._rows = timed_rows
+    per_search: dict[str, list[float]] = defaultdict(list)
+    try:
+        for text, q in queries:
+            before = len(seen)
+            started = time.perf_counter()
+            full(store, text, q)
+            per_search["whole"].append((time.perf_counter() - started) * 1000)
+            for thread in ("search", "worker"):
+                per_search[thread].append(sum(ms for t, _, ms in seen[before:] if t == thread))
+    finally:
+        type(store)._rows = real
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for thread, what, ms in seen:
+        groups[(thread, what)].append(ms)
+    rows = [("thread", "statement (reads)", "per search", "p50 ms", "sum ms per search")]
+    out: dict[str, Any] = {k: round(median(v), 2) for k, v in per_search.items()}
+    for (thread, what), values in sorted(groups.items(), key=lambda kv: -sum(kv[1])):
+        rows.append((thread, what, f"{len(values) / len(queries):.1f}", f"{median(values):.2f}",
+                     f"{sum(values) / len(queries):.2f}"))  # fmt: skip
+        out[f"{thread}: {what}"] = round(sum(values) / len(queries), 2)
+    print(table(rows))
+    print(
+        "per search, p50 ms: " + ", ".join(f"{k} {median(v):.1f}" for k, v in per_search.items()), flush=True
+    )
+    return out
 
 
 def prewarm(dsn: str) -> None:
