@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -209,12 +212,6 @@ def timeline(store: Any, full: Any, queries: list[tuple[str, np.ndarray]]) -> di
     """Each statement's p50 ms and count per search, by thread and by what it reads, over ``queries``
     (searched once each, before the timed passes); and per search the milliseconds spent in statements
     on the search's own thread and on workers."""
-    import re
-    import threading
-    from collections import defaultdict
-
-    from _common import median
-
     seen: list[tuple[str, str, float]] = []  # (thread, statement, ms)
     real = type(store)._rows
 

@@ -3,8 +3,8 @@ is read, in background threads, so reading, chunking and the store's writes over
 (most of an index run) instead of adding to its wall time. The bundled model gets two calls at once
 (its ``calls_in_flight``): its worker pool then starts the next call's buckets while one call's
 last bucket runs, instead of leaving a core idle at the end of every call and while this thread
-checks the next batch's notes (index against raw embedding on 2,000 notes: 1.15-1.23 -> 1.04-1.05,
-docs/benchmarks.md).
+checks the next batch's notes (index against raw embedding on 2,000 notes, the same runs
+alternating: mean 1.21 -> 1.09, docs/benchmarks.md).
 
 The indexer still decides what is written: it takes the vectors batch by batch, in its order,
 and commits them. Before each model call the texts' notes are checked as before (a stat each,

@@ -5,9 +5,10 @@ script, the same stemmers PostgreSQL's ``russian`` and ``english`` configuration
 are stored as they are: a ``tsvector`` literal whose lexemes are the terms and whose positions
 count them (PostgreSQL keeps at most 256 positions per lexeme; BM25 saturates long before), with
 the row's term count beside it; each term's postings (row, term frequency, row length) are kept
-beside the table by triggers (schema.py, migration 0005) and BM25 is read from them. A second stemming by a text search configuration would split the
-two backends' vocabularies; with the same terms, the same BM25 (k1 1.2, b 0.75, FTS5's idf
-floored at 1e-6) and the same division by the query's idf mass, hybrid search ranks alike on both.
+beside the table by triggers (schema.py, migration 0005) and BM25 is read from them. A second
+stemming by a text search configuration would split the two backends' vocabularies; with the same
+terms, the same BM25 (k1 1.2, b 0.75, FTS5's idf floored at 1e-6) and the same division by the
+query's idf mass, hybrid search ranks alike on both.
 """
 
 from __future__ import annotations

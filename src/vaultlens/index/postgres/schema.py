@@ -68,7 +68,7 @@ END $$;
 {_triggers(table, f"count_{table}", ("added", "changed", "removed"))}"""
 
 
-# Each full-text table's postings: (table, its key column and type, the key's SQL in its postings).
+# Each full-text table with postings: (table, its key column, the key's SQL type).
 _POSTED = (("chunks", "key", "BIGINT"), ("files", "path", "TEXT"))
 
 
@@ -179,7 +179,8 @@ INSERT INTO term_stats SELECT 'files', word, ndoc FROM ts_stat('SELECT tsv FROM 
         # BM25 from posting tables instead of the tsvectors: scoring a query read every matching row's
         # tsvector from the heap (the chunk-level best 200 at 1,000,000 chunks: 85-88 ms p50); a
         # term's postings are one index-only range scan (27-29 ms, the same rows and scores:
-        # docs/benchmarks.md, "PostgreSQL: BM25 from posting tables"). About 31 rows per chunk. See _posting.
+        # docs/benchmarks.md, "PostgreSQL: BM25 from posting tables"). About 31 rows per chunk.
+        # See _posting.
         # Nothing matches a tsquery any more, so the tsvectors' GIN indexes go (their upkeep was a
         # good part of every write).
         "0005_postings",

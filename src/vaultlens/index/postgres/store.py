@@ -1,4 +1,4 @@
-"""The PostgreSQL store: one schema per store, pgvector for vectors (HNSW, cosine), tsvector + postings for full text.
+"""The PostgreSQL store: one schema per store, pgvector for vectors (HNSW, cosine), postings for full text.
 
 The same guarantees as the SQLite store, said in PostgreSQL: every batch is one transaction that
 first takes the store's advisory transaction lock, so batches of two writers (on any machine)
