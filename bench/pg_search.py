@@ -222,7 +222,7 @@ def timeline(store: Any, full: Any, queries: list[tuple[str, np.ndarray]]) -> di
         finally:
             name = "search" if threading.current_thread() is threading.main_thread() else "worker"
             tables = "+".join(dict.fromkeys(re.findall(r"(?:FROM|JOIN)\s+(\w+)", sql)))
-            head = " ".join(sql.split()[:3])[:32]
+            head = " ".join(sql.split()[:3])[:32] + (" (HNSW)" if "<=>" in sql else "")
             seen.append((name, f"{head} .. {tables}"[:80], (time.perf_counter() - t) * 1000))
 
     type(store)._rows = timed_rows

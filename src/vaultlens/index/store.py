@@ -157,6 +157,9 @@ class Catalog(Protocol):
     """Files, chunks, links, runs and the index's own state."""
 
     store_id: str  # random per store, new when a store is wiped: caches key on it with the generation
+    # True when reads run in a database server: a thread of this process only waits on them, so one
+    # search's independent reads pay to run at once on more threads than this machine has cores
+    reads_in_server: bool = False
 
     @property
     def generation(self) -> int: ...

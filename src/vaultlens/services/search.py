@@ -287,6 +287,11 @@ def score_chunks(
     terms = query_terms(query)
     with store.snapshot() as generation:
         lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
+        # in a database server the note rows overlap the dense stage too; SQLite's three threads on two
+        # cores were slower than two (docs/benchmarks.md, "Night of 2026-12-06")
+        lexical_notes = partial(store.lexical_notes, terms, NOTE_CANDIDATES)
+        if store.reads_in_server:
+            lexical_notes = beside(store, generation, lexical_notes)
         if blend is None:
             keys, cosine = store.top_k(qvec, s.candidates)
         else:
@@ -295,7 +300,7 @@ def score_chunks(
         if keys.size == 0:
             return {}
         note_of = store.chunk_paths(keys.tolist())
-        notes = store.lexical_notes(terms, NOTE_CANDIDATES)
+        notes = lexical_notes()
         found = lexical_chunks()
         note_of.update(found.paths)
         # a note holds a term only through one of its chunks: no chunk matched, no note did

@@ -110,6 +110,8 @@ def _columnwise(values: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
 
 
 class PostgresStore(Store):
+    reads_in_server = True
+
     def __init__(self, dsn: str, schema: str, location: Path, exact_below: int = EXACT_BELOW) -> None:
         self.dsn = dsn
         self.schema = schema
