@@ -43,7 +43,7 @@ from vaultlens.embedding.base import EmbeddingProvider, Vectors
 from vaultlens.embedding.tiers.base import TierProvider, reads
 from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
 from vaultlens.index.lexical import query_terms
-from vaultlens.index.store import ChunkKeys, LexicalHits, Store
+from vaultlens.index.store import ChunkKeys, LexicalHits, NoteScores, Store
 from vaultlens.services.beside import beside
 from vaultlens.services.consent import require_tier_query_consent
 from vaultlens.services.section import Section
@@ -289,7 +289,7 @@ def score_chunks(
         lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
         # in a database server the note rows overlap the dense stage too; SQLite's three threads on two
         # cores were slower than two (docs/benchmarks.md, "Night of 2026-12-06")
-        lexical_notes = partial(store.lexical_notes, terms, NOTE_CANDIDATES)
+        lexical_notes: Callable[[], NoteScores] = partial(store.lexical_notes, terms, NOTE_CANDIDATES)
         if store.reads_in_server:
             lexical_notes = beside(store, generation, lexical_notes)
         if blend is None:
