@@ -1,20 +1,21 @@
-"""`duplicates` past the ANN threshold at 100,000 and 200,000 notes, extrapolated to 1,000,000.
+"""`duplicates` past the ANN threshold at the sizes given (``--notes 1000000``: the bar of 10 minutes
+and 4 GB), with per-note slopes between the last two sizes.
 
 The index is bench/duplicates_scale.py's (vectors shaped like the bundled model's, 1-3 chunks a
 note, 1% planted near-copies at cosine 0.97-0.997, written through ``SQLiteStore.apply``). Each
 measurement runs in its own process (peak RSS = VmHWM):
 
 * ``tier``: the writer's ``refresh_ann`` (the ANN tier built from SQLite and saved) and ``ann_tier()``;
-* ``ann``: ``duplicates(store, 0.95, ...)`` with ``search.ann_threshold`` = 1, so its candidate pairs
+* ``ann``: ``duplicates(store, --threshold, ...)`` with ``search.ann_threshold`` = 1, so its candidate pairs
   come from ``Store.neighbours`` (the tier is loaded from its file, as in every run after the first);
-* ``partitions``: the same call with the default threshold (k-means partitions, today's path), at
+* ``partitions``: the same call with the default ANN threshold (k-means partitions, today's path), at
   the same size, the baseline of the same run.
 
 Recall is of the planted pairs. A mode named twice runs twice, the second time on what the first
-kept (the vector cache file, the text scan). Generating a 1,000,000-note index takes this shared
-2-core machine over an hour (about 10 GB); with two sizes the script also prints per-note slopes.
+kept (the vector cache file, the text scan). Generating a 1,000,000-note index took 655 s (2,001,015
+chunks, 10 GB; 2026-12-07).
 
-Usage: .venv/bin/python bench/dup_scale.py [--notes 100000 200000] [--modes ...] [--keep DIR]
+Usage: .venv/bin/python bench/dup_scale.py [--notes 100000 200000] [--modes ...] [--keep DIR] [--threshold 0.95]
 """
 
 from __future__ import annotations
@@ -33,14 +34,14 @@ from _common import machine, save  # noqa: E402
 from duplicates_scale import MIN_CHARS, _peak_mb, generate  # noqa: E402
 
 
-def measure(mode: str, directory: Path) -> dict[str, Any]:
+def measure(mode: str, directory: Path, threshold: float = 0.95) -> dict[str, Any]:
     from vaultlens.index.indexing.indexer import NoProgress
     from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.services.duplicates import report as dups
 
-    threshold = 10**12 if mode == "partitions" else 1
+    ann_threshold = 10**12 if mode == "partitions" else 1
     t0 = time.perf_counter()
-    store = SQLiteStore(directory, create=False, ann_threshold=threshold)
+    store = SQLiteStore(directory, create=False, ann_threshold=ann_threshold)
     if mode == "tier":
         store.refresh_ann(NoProgress())  # the writer's build (an index run does it at its end)
         tier = store.ann_tier()
@@ -50,7 +51,7 @@ def measure(mode: str, directory: Path) -> dict[str, Any]:
             "peak_rss_mb": round(_peak_mb(), 1),
             "chunks": len(tier),
         }
-    report = dups.duplicates(store, 0.95, 10**6, MIN_CHARS)
+    report = dups.duplicates(store, threshold, 10**6, MIN_CHARS)
     seconds = time.perf_counter() - t0
     planted = {frozenset(p) for p in json.loads((directory / "planted.json").read_text())["planted"]}
     found = {frozenset((p.a, p.b)) for p in report.pairs}
@@ -68,10 +69,13 @@ def main() -> None:
     ap.add_argument("--notes", type=int, nargs="+", default=[100_000, 200_000])
     ap.add_argument("--keep", type=Path, default=Path("/tmp/vaultlens-dup-scale"))
     ap.add_argument("--modes", nargs="+", default=["tier", "ann", "partitions"])
+    ap.add_argument(
+        "--threshold", type=float, default=0.95, help="duplicates' threshold (the setting's default: 0.93)"
+    )
     ap.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure[0], Path(args.measure[1]))))
+        print(json.dumps(measure(args.measure[0], Path(args.measure[1]), args.threshold)))
         return
     rows = []
     for n in args.notes:
@@ -83,7 +87,7 @@ def main() -> None:
         row: dict[str, Any] = {"notes": n}
         for mode in args.modes:
             out = subprocess.run(
-                [sys.executable, __file__, "--measure", mode, str(directory)],
+                [sys.executable, __file__, "--measure", mode, str(directory), "--threshold", str(args.threshold)],
                 capture_output=True, text=True, check=True, env=os.environ,
             )  # fmt: skip
             name = mode if mode not in row else f"{mode} again"  # a repeat: the kept caches' run
