@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument(
         "--prewarm",
         action="store_true",
-        help="load the chunk table's indexes into shared buffers first (pg_prewarm): a warm server",
+        help="load the chunk and posting tables' indexes into shared buffers first (pg_prewarm): a warm server",
     )
     ap.add_argument(
         "--timeline",
@@ -254,15 +254,16 @@ def timeline(store: Any, full: Any, queries: list[tuple[str, np.ndarray]]) -> di
 
 
 def prewarm(dsn: str) -> None:
-    """Every index of every vault's chunk table read into shared buffers (a long-running server's state:
-    a fresh cluster otherwise reads the HNSW graph from the OS a page at a time during the timed queries)."""
+    """Every index of every vault's chunk and posting tables read into shared buffers (a long-running
+    server's state: a fresh cluster otherwise reads the HNSW graph and the postings from the OS a page
+    at a time during the timed queries)."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
         indexes = conn.execute(
             "SELECT quote_ident(schemaname) || '.' || quote_ident(indexname) FROM pg_indexes"
-            " WHERE tablename = 'chunks'"
+            " WHERE tablename IN ('chunks', 'chunks_postings', 'files_postings')"
         ).fetchall()
         for (name,) in indexes:
             t = time.perf_counter()

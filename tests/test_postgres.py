@@ -27,6 +27,7 @@ from vaultlens.testing import HashingEmbeddingProvider
 from vl_support import backend_args, open_app, run_cli, write_vault
 
 pytestmark = pytest.mark.usefixtures("postgres_server")
+PROVIDER = HashingEmbeddingProvider()
 
 
 @pytest.fixture
@@ -327,6 +328,73 @@ def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
         assert not any("tsquery LIMIT" in sql for sql in statements)
     finally:
         store.close()
+
+
+def test_common_terms_probed_per_row_or_joined_score_as_the_plain_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pruned BM25 scores its common terms only for the rows its rarer ones found, by an index probe
+    per row or by a join with the term's postings (fulltext.probed): the same rows and scores either
+    way, and those of the plain query."""
+    import random
+
+    from vaultlens.index import bm25_top
+    from vaultlens.index.postgres import fulltext
+
+    rng = random.Random(5)
+    words = [f"word{i}" for i in range(150)]
+    weights = [1.0 / (i + 1) ** 0.8 for i in range(len(words))]
+    updates, vectors = [], {}
+    for n in range(300):
+        items = []
+        for o in range(3):
+            text = " ".join(rng.choices(words, weights, k=20))
+            chunk = Chunk(id=f"n{n}#{o}", path=f"n{n}.md", ordinal=o, heading_path=(f"N{n}",), text=text,
+                          content_hash=f"{n}:{o}", start=0, end=1, start_line=o, end_line=o + 1)  # fmt: skip
+            items.append(IndexedChunk(chunk, f"{n}:{o}", text))
+        vectors.update(
+            dict(zip((i.embed_hash for i in items), PROVIDER.embed([i.terms for i in items]), strict=True))
+        )
+        updates.append(
+            NoteUpdate(FileRecord(f"n{n}.md", "note", 1, 1, f"h{n}", "indexed", n_chunks=3), items)
+        )
+    store = PostgresBackend().open(tmp_path / "p")
+    store.set_space(PROVIDER.space)
+    store.apply(updates=updates, vectors=vectors)
+    queries = [["word3", "word90", "word91"], ["word4", "word6", "word140"], ["word5", "word8", "word120"]]
+    split: list[tuple[list[str], list[str]]] = []
+    real = fulltext.probed
+
+    def recorded(*args: Any) -> tuple[list[str], list[str]]:
+        split.append(real(*args))
+        return split[-1]
+
+    monkeypatch.setattr(fulltext, "probed", recorded)
+    try:
+        plain = [store.lexical(q, 5, 5) for q in queries]
+        monkeypatch.setattr(bm25_top, "PRUNE_FROM_ROWS", 0)
+        results = {}
+        for probe_from in (0, 10**9):  # every common term probed; every one joined
+            monkeypatch.setattr(fulltext, "PROBE_FROM", probe_from)
+            split.clear()
+            results[probe_from] = [store.lexical(q, 5, 5) for q in queries]
+            probed = [t for _, probe in split for t in probe]
+            joined = [t for also, _ in split for t in also]
+            assert (probed and not joined) if probe_from == 0 else (joined and not probed)
+    finally:
+        store.close()
+    for found in results.values():
+        for a, b in zip(plain, found, strict=True):
+            _same_best(a.chunks, b.chunks)
+            _same_best(a.notes, b.notes)
+
+
+def _same_best(a: dict[Any, float], b: dict[Any, float]) -> None:
+    """The same scores, and the same rows above the last one's score (rows tied with it may swap: the
+    order in which a row's terms are added moves a score's last bit)."""
+    assert list(b.values()) == pytest.approx(list(a.values()), rel=1e-12)
+    last = min(a.values(), default=0.0) * (1 + 1e-9)
+    assert {k for k, v in a.items() if v > last} == {k for k, v in b.items() if v > last}
 
 
 def test_term_counts_follow_every_write(tmp_path: Path) -> None:

@@ -14,10 +14,12 @@ query's idf mass, hybrid search ranks alike on both.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from vaultlens.index.bm25_top import K1, B
 
 MAX_POSITIONS = 256  # PostgreSQL's limit per lexeme
+PROBE_FROM = 50  # postings per row found past which a common term is looked up per row (see probed)
 
 
 def _lexeme(term: str) -> str:
@@ -35,22 +37,47 @@ def tsvector_literal(terms: str) -> tuple[str, int]:
     return " ".join(parts), len(words)
 
 
-def bm25_sql(table: str, key: str) -> str:
-    """Rows (key, BM25) of ``table`` holding a term of ``%(match)s``, each scored over ``%(match)s`` and
-    ``%(also)s``, best ``%(limit)s`` first (equal scores by key), from ``{table}_postings``.
+def bm25_sql(table: str, key: str, also: bool, probe: bool) -> str:
+    """Rows (key, BM25) of ``table`` holding a term of ``%(match)s``, each scored over ``%(match)s``
+    and, when ``also`` / ``probe``, ``%(also)s`` / ``%(probe)s``, best ``%(limit)s`` first (equal
+    scores by key), from ``{table}_postings``.
 
-    ``%(match_idf)s`` / ``%(also_idf)s`` are the terms' idf, ``%(avgdl)s`` the table's mean document
-    length. The match terms' postings are read by term (index-only range scans); the other terms'
-    are looked up for the rows found (bm25_top scores a common term only where a rare one matched)."""
+    ``%(match_idf)s`` / ``%(also_idf)s`` / ``%(probe_idf)s`` are the terms' idf, ``%(avgdl)s`` the
+    table's mean document length. The match terms' postings are read by term (index-only range scans);
+    the other terms are scored only for the rows found (bm25_top scores a common term only where a
+    rare one matched): an ``also`` term's postings are joined with them, a ``probe`` term is looked up
+    per row (see :func:`probed`). A part with no terms is left out of the statement, so the planner
+    never prepares the rows found for it."""
     score = f"q.idf * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * p.dl / %(avgdl)s))"
     posted = f"{table}_postings"
-    return (
-        f"SELECT {key}, SUM(s) FROM (SELECT p.{key}, {score} AS s"
-        f" FROM unnest(%(match)s::text[], %(match_idf)s::float8[]) q(term, idf)"
+    found = f"(SELECT DISTINCT {key} FROM {posted} WHERE term = ANY(%(match)s)) c"
+    parts = [
+        f"SELECT p.{key}, {score} AS s FROM unnest(%(match)s::text[], %(match_idf)s::float8[]) q(term, idf)"
         f" JOIN {posted} p ON p.term = q.term"
-        f" UNION ALL SELECT p.{key}, {score}"
-        f" FROM (SELECT DISTINCT {key} FROM {posted} WHERE term = ANY(%(match)s)) c"
-        " CROSS JOIN unnest(%(also)s::text[], %(also_idf)s::float8[]) q(term, idf)"
-        f" JOIN {posted} p ON p.term = q.term AND p.{key} = c.{key}) x"
+    ]
+    if also:
+        parts.append(
+            f"SELECT c.{key}, {score} FROM {found}"
+            " CROSS JOIN unnest(%(also)s::text[], %(also_idf)s::float8[]) q(term, idf)"
+            f" JOIN {posted} p ON p.term = q.term AND p.{key} = c.{key}"
+        )
+    if probe:  # LIMIT 1 (a (term, key) is unique) keeps the planner from flattening the probe into a join
+        parts.append(
+            f"SELECT c.{key}, {score} FROM {found}"
+            " CROSS JOIN unnest(%(probe)s::text[], %(probe_idf)s::float8[]) q(term, idf)"
+            f" CROSS JOIN LATERAL (SELECT tf, dl FROM {posted} WHERE term = q.term AND {key} = c.{key} LIMIT 1) p"
+        )
+    return (
+        f"SELECT {key}, SUM(s) FROM ({' UNION ALL '.join(parts)}) x"
         f" GROUP BY {key} ORDER BY 2 DESC, 1 LIMIT %(limit)s"  # ties by key: the same rows whatever the layout
     )
+
+
+def probed(also: list[str], rows: int, df: Mapping[str, int]) -> tuple[list[str], list[str]]:
+    """(terms to join, terms to probe) of ``also``, for about ``rows`` rows found. The planner cannot
+    see a term's posting count behind an array, so it joins every term by hashing the rows found and
+    reading the term's whole posting list: 108 ms for a term in 480,733 of 1,000,000 chunks, where
+    1,996 index probes take 22 ms (a probe ~11 us, a posting read ~0.2 us; docs/benchmarks.md). A
+    term whose postings outnumber the rows found PROBE_FROM times is probed."""
+    probe = [t for t in also if df.get(t, 0) > PROBE_FROM * rows]
+    return [t for t in also if t not in probe], probe

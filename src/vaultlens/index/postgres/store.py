@@ -774,15 +774,19 @@ class PostgresStore(Store):
         scored over ``match`` and ``also`` (one query: the score's terms need not be the match's)."""
 
         def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
+            df = self._doc_freqs(table, match + also) if also else {}
+            joined, probe = fulltext.probed(also, sum(df.get(t, 0) for t in match), df)
             return [
                 (k, float(v))
                 for k, v in self._rows(
-                    fulltext.bm25_sql(table, key),
+                    fulltext.bm25_sql(table, key, bool(joined), bool(probe)),
                     {
                         "match": match,
                         "match_idf": [idf[t] for t in match],
-                        "also": also,
-                        "also_idf": [idf[t] for t in also],
+                        "also": joined,
+                        "also_idf": [idf[t] for t in joined],
+                        "probe": probe,
+                        "probe_idf": [idf[t] for t in probe],
                         "avgdl": self._avgdl(table),
                         "limit": limit,
                     },
