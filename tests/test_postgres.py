@@ -18,6 +18,7 @@ import pg_server
 import vaultlens as services
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.settings import load_settings
+from vaultlens.embedding.base import EmbeddingSpace
 from vaultlens.errors import ConfigError, IndexNotFound, StoreError
 from vaultlens.index.backends import get_backend
 from vaultlens.index.postgres import PostgresBackend
@@ -218,6 +219,61 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path, monkeypatch: pytest.Mo
     finally:
         exact.close()
         ann.close()
+
+
+def _one_chunk_notes(start: int, stop: int, rng: np.random.Generator) -> tuple[list[NoteUpdate], dict]:
+    updates, vectors = [], {}
+    for i in range(start, stop):
+        v = rng.normal(size=32)
+        vectors[f"h{i}"] = (v / np.linalg.norm(v)).astype(np.float32)
+        chunk = Chunk(id=f"c{i}", path=f"n{i}.md", ordinal=0, heading_path=(), text=f"t{i}", content_hash=f"h{i}",
+                      start=0, end=2, start_line=0, end_line=1)  # fmt: skip
+        rec = FileRecord(f"n{i}.md", "note", 1, 1, f"h{i}", "indexed", n_chunks=1)
+        updates.append(NoteUpdate(rec, [IndexedChunk(chunk, f"h{i}", f"t{i}")]))
+    return updates, vectors
+
+
+def test_the_matrix_is_mapped_from_a_cache_file_of_its_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`matrix()` streams the vectors into a file in the store's folder and maps it (a whole-vault scan
+    does not hold them): the stored vectors in key order; a new generation gets a new file and the old
+    one goes; a folder that cannot be written holds them in memory instead; a wipe removes the file."""
+    from vaultlens.index.postgres import store as pg_store
+
+    rng = np.random.default_rng(3)
+    location = tmp_path / "m"
+    store = PostgresBackend().open(location)
+    try:
+        store.set_space(EmbeddingSpace("test", "random-32", "", 32))
+        store.apply(*_one_chunk_notes(0, 50, rng))
+        keys, vecs = store.matrix()
+        assert isinstance(vecs, np.memmap) and keys.tolist() == sorted(keys.tolist())
+        assert store.scores(vecs[7], keys[7:8])[0] == pytest.approx(float(vecs[7] @ vecs[7]), rel=1e-6)
+        stored = dict(store._rows("SELECT key, vec FROM chunks", binary=True))  # type: ignore[attr-defined]
+        assert all(np.array_equal(stored[k].to_numpy(), v) for k, v in zip(keys.tolist(), vecs, strict=True))
+        first = sorted(p.name for p in location.glob("matrix-*.npy"))
+        assert len(first) == 2
+        store.apply(*_one_chunk_notes(50, 60, rng))
+        keys, vecs = store.matrix()
+        assert len(keys) == 60
+        store_vecs = np.array(vecs)
+        files = sorted(p.name for p in location.glob("matrix-*.npy"))
+        assert len(files) == 2 and not set(files) & set(first)
+        store.apply(*_one_chunk_notes(60, 61, rng))
+
+        def read_only(*_: object) -> None:
+            raise PermissionError(13, "Permission denied")  # as root, chmod would not stop a write
+
+        monkeypatch.setattr(pg_store, "write_matrix", read_only)
+        keys, vecs = store.matrix()
+        assert len(keys) == 61 and not isinstance(vecs, np.memmap)
+        assert np.array_equal(vecs[:60], store_vecs) and len(vecs[60]) == 32
+        assert sorted(p.name for p in location.glob("matrix-*.npy")) == files
+    finally:
+        store.close()
+    PostgresBackend().wipe(location)
+    assert not list(location.glob("matrix-*"))
 
 
 def test_a_background_rebuild_builds_a_new_schema_and_drops_the_old(tmp_path: Path) -> None:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from vaultlens.fsutil import atomic_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,3 +107,34 @@ class VectorFile:
         if len(data) != rows.size * size:  # truncated since it was opened
             raise OSError(f"vector file ended early ({len(data)} of {rows.size * size} bytes)")
         return keys[have], np.frombuffer(data, dtype=np.float32).reshape(rows.size, self.dims)
+
+
+def write_matrix(
+    ids_file: Path, vec_file: Path, ids: npt.NDArray[np.int64], blocks: Iterable[npt.NDArray[Any]], dims: int
+) -> None:
+    """Write a vector cache: ``ids`` (ascending) and the float32 rows of ``blocks`` in their order, a block
+    at a time (the matrix is never held), each file replaced atomically, the vectors last (readers check
+    them). Raises OSError (a read-only folder)."""
+    import numpy as np
+
+    with atomic_file(ids_file, durable=False) as fh:
+        np.save(fh, np.asarray(ids, dtype=np.int64))
+    header = {"descr": "<f4", "fortran_order": False, "shape": (len(ids), dims)}
+    with atomic_file(vec_file, durable=False) as fh:
+        np.lib.format.write_array_header_2_0(fh, header)
+        for block in blocks:
+            fh.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+
+
+def map_matrix(
+    ids_file: Path, vec_file: Path
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+    """(ids, memory-mapped vectors) of a vector cache, or None when it is missing, unreadable, empty (an
+    empty array cannot be mapped) or its two files disagree."""
+    import numpy as np
+
+    try:
+        ids, vecs = np.load(ids_file), np.load(vec_file, mmap_mode="r")
+    except (OSError, ValueError):
+        return None
+    return (ids, vecs) if vecs.shape[0] == ids.shape[0] else None

@@ -81,7 +81,7 @@ class PostgresBackend:
         return applied
 
     def wipe(self, location: Path) -> None:
-        """Drop the store's schema (its readers' open snapshots finish first)."""
+        """Drop the store's schema (its readers' open snapshots finish first) and its vector cache files."""
         schema = self.schema(location)
         conn = connect(self.dsn)
         try:
@@ -90,3 +90,5 @@ class PostgresBackend:
                 conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         finally:
             conn.close()
+        for cache in location.glob("matrix-*.npy"):
+            cache.unlink(missing_ok=True)

@@ -39,6 +39,7 @@ from vaultlens.index.store import (
     StoreCounts,
     tier_switch,
 )
+from vaultlens.index.vector_file import map_matrix, write_matrix
 from vaultlens.vault.model import Link
 
 if TYPE_CHECKING:
@@ -607,7 +608,9 @@ class PostgresStore(Store):
 
     # ---- vectors ----------------------------------------------------------------------------
     def matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:
-        """(chunk keys ascending, vectors) of every chunk, read once per generation and kept in memory."""
+        """(chunk keys ascending, vectors) of every chunk, once per generation: streamed into a vector cache
+        file in the store's folder and memory-mapped (as the SQLite store's), so a whole-vault scan
+        (duplicates) does not hold the matrix; held in memory where the folder cannot be written."""
         with self.snapshot() as gen:
             cached = self._matrix.get(tier)
             if cached is not None and cached[0] == gen:
@@ -616,23 +619,69 @@ class PostgresStore(Store):
                 cached = self._matrix.get(tier)
                 if cached is not None and cached[0] == gen:
                     return cached[1], cached[2]
-                keys, vecs = self._read_matrix(tier)
+                files = self._cache_files(gen, tier)
+                mapped = map_matrix(*files)
+                if mapped is None and self._write_cache(gen, tier):
+                    mapped = map_matrix(*files)
+                keys, vecs = mapped if mapped is not None else self._read_matrix(tier)
                 self._matrix[tier] = (gen, keys, vecs)
                 return keys, vecs
+
+    def _matrix_sql(self, tier: bool, vectors: bool = True) -> str:
+        """Every chunk's key (and vector) in key order: the chunk's own vector, or its text's tier vector."""
+        if tier:
+            rows = "FROM chunks c JOIN tier_vectors t ON t.embed_hash = c.embed_hash"
+            return f"SELECT c.key{', t.vec' if vectors else ''} {rows} ORDER BY c.key"
+        return f"SELECT key{', vec' if vectors else ''} FROM chunks WHERE vec IS NOT NULL ORDER BY key"
+
+    def _vector_blocks(self, tier: bool, size: int = 20_000) -> Iterator[tuple[ChunkKeys, Vectors]]:
+        """(keys, vectors) of every chunk in key order, ``size`` rows at a time from a server-side cursor
+        in this thread's snapshot (never every row at once)."""
+        import numpy as np
+
+        with self._translated("read the index"), self._reader().cursor(name="matrix", binary=True) as cur:
+            cur.execute(self._matrix_sql(tier))
+            while rows := cur.fetchmany(size):
+                keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                yield (
+                    keys,
+                    np.stack([np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows]),
+                )
 
     def _read_matrix(self, tier: bool) -> tuple[ChunkKeys, Vectors]:
         import numpy as np
 
-        if tier:
-            sql = "SELECT c.key, t.vec FROM chunks c JOIN tier_vectors t ON t.embed_hash = c.embed_hash ORDER BY c.key"
-        else:
-            sql = "SELECT key, vec FROM chunks WHERE vec IS NOT NULL ORDER BY key"
-        rows = self._rows(sql, binary=True)
-        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        if not rows:
-            space = self.tier_space if tier else self.space
-            return keys, np.zeros((0, space.dimensions if space else 0), dtype=np.float32)
-        return keys, np.stack([np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows])
+        space = self.tier_space if tier else self.space
+        blocks = list(self._vector_blocks(tier))
+        if not blocks:
+            return np.zeros(0, dtype=np.int64), np.zeros(
+                (0, space.dimensions if space else 0), dtype=np.float32
+            )
+        return np.concatenate([k for k, _ in blocks]), np.concatenate([v for _, v in blocks])
+
+    def _cache_files(self, gen: int, tier: bool) -> tuple[Path, Path]:
+        stem = f"matrix-{self.store_id}-{gen}" + ("-tier" if tier else "")
+        return self.location / f"{stem}.ids.npy", self.location / f"{stem}.vecs.npy"
+
+    def _write_cache(self, gen: int, tier: bool) -> bool:
+        """This snapshot's vectors into the cache files a block at a time; the files of other generations
+        and stores dropped. False when the folder cannot be written."""
+        import numpy as np
+
+        space = self.tier_space if tier else self.space
+        if space is None:  # no vectors yet
+            return False
+        keys = np.fromiter((r[0] for r in self._rows(self._matrix_sql(tier, vectors=False))), np.int64)
+        blocks = (v for _, v in self._vector_blocks(tier))
+        try:
+            write_matrix(*self._cache_files(gen, tier), keys, blocks, space.dimensions)
+        except OSError:
+            return False
+        kept = {p.name for t in (False, True) for p in self._cache_files(gen, t)}
+        for p in self.location.glob("matrix-*.npy"):
+            if p.name not in kept:
+                p.unlink(missing_ok=True)
+        return True
 
     def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
         """The ``k`` chunks of highest inner product: HNSW (cosine; vectors are unit) past

@@ -49,7 +49,7 @@ from vaultlens.index.store import (
     StoreCounts,
     tier_switch,
 )
-from vaultlens.index.vector_file import VectorFile
+from vaultlens.index.vector_file import VectorFile, map_matrix, write_matrix
 from vaultlens.vault.model import Link
 
 if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and note lists skip it
@@ -719,28 +719,16 @@ class SQLiteStore(Store):
 
     def _load_matrix(self, gen: int, tier: bool) -> tuple[ChunkKeys, Vectors]:
         """The matrix of generation ``gen`` (the caller's snapshot), built once under the matrix lock."""
-        import numpy as np
 
         cached = self._matrix.get(tier)
         if cached is not None and cached[0] == gen:  # built by the thread we waited for
             return cached[1], cached[2]
-        ids_file, vec_file = self._cache_files(gen, tier)
-        rowids: ChunkKeys | None = None
-        vecs: Vectors | None = None
-        try:
-            rowids = np.load(ids_file)
-            vecs = np.load(vec_file, mmap_mode="r")
-            if vecs.shape[0] != rowids.shape[0]:
-                rowids = vecs = None
-        except (OSError, ValueError):
-            rowids = vecs = None
-        if (rowids is None or vecs is None) and self._write_cache(gen, tier):
-            try:
-                rowids, vecs = np.load(ids_file), np.load(vec_file, mmap_mode="r")
-            except (OSError, ValueError):  # an empty matrix cannot be mapped
-                rowids = vecs = None
-        if rowids is None or vecs is None:  # a read-only index folder: held in memory instead
-            rowids, vecs = self._read_matrix(tier)
+        files = self._cache_files(gen, tier)
+        mapped = map_matrix(*files)
+        if mapped is None and self._write_cache(gen, tier):
+            mapped = map_matrix(*files)
+        # a read-only index folder (or an empty matrix): held in memory instead
+        rowids, vecs = mapped if mapped is not None else self._read_matrix(tier)
         self._matrix[tier] = (gen, rowids, vecs)
         return rowids, vecs
 
@@ -1050,21 +1038,13 @@ class SQLiteStore(Store):
 
         table = "tier_vectors" if tier else "vectors"
         join = f"FROM chunks c JOIN {table} v ON v.embed_hash = c.embed_hash"
-        ids = [r[0] for r in self.db.execute(f"SELECT c.rowid {join} ORDER BY c.rowid")]
+        ids = np.fromiter(
+            (r[0] for r in self.db.execute(f"SELECT c.rowid {join} ORDER BY c.rowid")), np.int64
+        )
         space = self.tier_space if tier else self.space
-        header = {
-            "descr": "<f4",
-            "fortran_order": False,
-            "shape": (len(ids), space.dimensions if space else 0),
-        }
         try:
-            ids_file, vec_file = self._cache_files(gen, tier)
-            with atomic_file(ids_file, durable=False) as fh:
-                np.save(fh, np.array(ids, dtype=np.int64))
-            with atomic_file(vec_file, durable=False) as fh:  # vectors last: readers check them
-                np.lib.format.write_array_header_2_0(fh, header)
-                for _, block in self.vector_blocks(table=table):
-                    fh.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+            blocks = (block for _, block in self.vector_blocks(table=table))
+            write_matrix(*self._cache_files(gen, tier), ids, blocks, space.dimensions if space else 0)
         except OSError:
             return False  # a read-only index dir only costs memory and speed
         self._drop_caches(keep=gen)
