@@ -313,10 +313,13 @@ def test_partitioned_pairs_find_near_copies_with_exact_cosines() -> None:
     x = _planted(n, d, copies, 3)
     rows = np.arange(n, dtype=np.int64)
     got: dict[tuple[int, int], float] = {}
+    yielded = 0
     for ra, rb, sims in vector_pairs.partitioned_pairs(x, rows, 0.95):
         got.update({(int(a), int(b)): float(v) for a, b, v in zip(ra, rb, sims, strict=True)})
+        yielded += len(ra)
     planted = {(i, n - copies + i) for i in range(copies)}
     assert len(planted & set(got)) >= 198
+    assert yielded == len(got)  # a pair in several partitions is scored and given once
     gram = x @ x.T
     assert all(a < b and abs(gram[a, b] - v) < 1e-5 and v >= 0.95 for (a, b), v in got.items())
 

@@ -29,6 +29,7 @@ PARTITION_SCALE = 1.0  # partitions per sqrt(rows) for the pairs of rows
 PCA_SAMPLE = 20_000  # about this many rows teach the principal directions
 READ_ROWS = 16_384  # rows read from the matrix per block while projecting
 BOUND_SLACK = 1e-3  # float32 rounding room in the distance filter (it must never drop a true pair)
+PAIR_BLOCK = 16_384  # pairs scored exactly at a time: their two rows each are read for it
 PairBatch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
 
@@ -65,11 +66,11 @@ def _spherical_kmeans(
     return centroids
 
 
-def partitions(
+def assign(
     vecs: npt.NDArray[np.float32], seed: int = 0, k: int | None = None, sample_per: int = 40
-) -> Iterator[npt.NDArray[np.int64]]:
-    """Members of each of ``k`` k-means partitions (default about sqrt(n)), learnt on ``sample_per``
-    rows a centroid; each vector joins its :data:`PROBES` nearest."""
+) -> npt.NDArray[np.int64]:
+    """Each row's :data:`PROBES` nearest of ``k`` k-means centroids (default about sqrt(n)), learnt on
+    ``sample_per`` rows a centroid: the partitions it joins, an (n, probes) array."""
     n = vecs.shape[0]
     rng = np.random.default_rng(seed)
     k = max(2, min(n, k or int(np.sqrt(n))))
@@ -80,12 +81,32 @@ def partitions(
     for s0 in range(0, n, 8192):
         sims = vecs[s0 : s0 + 8192] @ centroids.T
         nearest[s0 : s0 + 8192] = np.argpartition(-sims, probes - 1, axis=1)[:, :probes]
+    return nearest
+
+
+def members(nearest: npt.NDArray[np.int64]) -> Iterator[npt.NDArray[np.int64]]:
+    """The rows of each partition 0, 1, ... that :func:`assign` put them in."""
+    k = int(nearest.max()) + 1 if nearest.size else 0
     owner = nearest.ravel()
-    member = np.repeat(np.arange(n, dtype=np.int64), probes)
+    member = np.repeat(np.arange(nearest.shape[0], dtype=np.int64), nearest.shape[1])
     order = np.argsort(owner, kind="stable")
     bounds = np.searchsorted(owner[order], np.arange(k + 1))
     for c in range(k):
         yield member[order[bounds[c] : bounds[c + 1]]]
+
+
+def partitions(
+    vecs: npt.NDArray[np.float32], seed: int = 0, k: int | None = None, sample_per: int = 40
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Members of each of ``k`` k-means partitions (see :func:`assign`)."""
+    return members(assign(vecs, seed, k, sample_per))
+
+
+def _first_shared(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """For rows of partitions ``a`` and ``b`` ((m, probes) each), the lowest partition both joined."""
+    shared = (a[:, :, None] == b[:, None, :]).any(axis=2)
+    first: npt.NDArray[np.int64] = np.where(shared, a, np.iinfo(np.int64).max).min(axis=1)
+    return first
 
 
 class RowReader:
@@ -138,20 +159,19 @@ def partitioned_pairs(
     reader = RowReader(vecs)
     unit, norms = _projections(reader, rows)
     limit = 2.0 - 2.0 * floor + BOUND_SLACK
-    seen: set[int] = set()
-    for idx in partitions(unit, seed, k=int(PARTITION_SCALE * np.sqrt(n))):
+    nearest = assign(unit, seed, k=int(PARTITION_SCALE * np.sqrt(n)))
+    for c, idx in enumerate(members(nearest)):
         a, b = _within_distance(unit[idx], norms[idx], limit)
         lo, hi = np.minimum(idx[a], idx[b]), np.maximum(idx[a], idx[b])
-        codes = lo * n + hi
-        fresh = np.array([code not in seen for code in codes.tolist()], dtype=bool)
-        if not fresh.any():
-            continue
-        seen.update(codes[fresh].tolist())
-        ga, gb = rows[lo[fresh]], rows[hi[fresh]]
-        sims = _cosines(reader, ga, gb)
-        keep = sims >= floor
-        if keep.any():
-            yield ga[keep], gb[keep], sims[keep].astype(np.float32)
+        # a pair two partitions share is scored in the first of them: no set of the pairs seen, whose
+        # size grew with the vault (20 GB at 1,000,000 chunks of tight topics: docs/benchmarks.md)
+        fresh = _first_shared(nearest[lo], nearest[hi]) == c
+        for s0 in range(0, int(fresh.sum()), PAIR_BLOCK):
+            ga, gb = rows[lo[fresh][s0 : s0 + PAIR_BLOCK]], rows[hi[fresh][s0 : s0 + PAIR_BLOCK]]
+            sims = _cosines(reader, ga, gb)
+            keep = sims >= floor
+            if keep.any():
+                yield ga[keep], gb[keep], sims[keep].astype(np.float32)
 
 
 def _cosines(
