@@ -664,8 +664,9 @@ class PostgresStore(Store):
         return self.location / f"{stem}.ids.npy", self.location / f"{stem}.vecs.npy"
 
     def _write_cache(self, gen: int, tier: bool) -> bool:
-        """This snapshot's vectors into the cache files a block at a time; the files of other generations
-        and stores dropped. False when the folder cannot be written."""
+        """This snapshot's vectors into the cache files a block at a time; other stores' files and older
+        generations' dropped (a reader still on one keeps its mapping). False when the folder cannot be
+        written."""
         import numpy as np
 
         space = self.tier_space if tier else self.space
@@ -677,9 +678,9 @@ class PostgresStore(Store):
             write_matrix(*self._cache_files(gen, tier), keys, blocks, space.dimensions)
         except OSError:
             return False
-        kept = {p.name for t in (False, True) for p in self._cache_files(gen, t)}
-        for p in self.location.glob("matrix-*.npy"):
-            if p.name not in kept:
+        for p in self.location.glob("matrix-*.npy"):  # another store's, or an older generation's
+            _, store_id, older = (p.name.split(".")[0].split("-") + ["", ""])[:3]
+            if store_id != self.store_id or (older.isdigit() and int(older) < gen):
                 p.unlink(missing_ok=True)
         return True
 
