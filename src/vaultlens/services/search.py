@@ -282,13 +282,13 @@ def score_chunks(
     ``exact``: only the best ``exact`` notes must carry their exact score (see
     :func:`chunk_penalties`); the others may keep an upper bound of it. On a large index the
     lexical stage's chunk rows, with their dense scores and paths, are read on a worker while this
-    thread reads the dense candidates and the note rows (services/beside.py).
+    thread reads the dense candidates and the note rows (services/beside.py; where reads run in a
+    database server, the note rows on a second worker).
     """
     terms = query_terms(query)
     with store.snapshot() as generation:
         lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
-        # in a database server the note rows overlap the dense stage too; SQLite's three threads on two
-        # cores were slower than two (docs/benchmarks.md, "Night of 2026-12-06")
+        # SQLite's three threads on two cores were slower than two (docs/benchmarks.md, "Night of 2026-12-06")
         lexical_notes: Callable[[], NoteScores] = partial(store.lexical_notes, terms, NOTE_CANDIDATES)
         if store.reads_in_server:
             lexical_notes = beside(store, generation, lexical_notes)
