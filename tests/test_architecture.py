@@ -291,6 +291,8 @@ _WRITES_UNDER_HOME = {
     "fsutil.py", "config/consent.py", "config/paths.py", "index/lifecycle.py", "index/lock.py",
     "index/sqlite/store.py", "index/postgres/__init__.py", "services/evaluation.py",
     "index/sqlite/ann.py",  # the ANN tier's files beside the store, under VAULTLENS_HOME
+    "index/vector_file.py",  # the vector cache files the stores name, in their folders under VAULTLENS_HOME
+    "index/postgres/store.py",  # its vector cache files in the store's folder, under VAULTLENS_HOME
     "services/audit/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
     "services/audit/outline_cache.py",  # under VAULTLENS_HOME
     "services/audit/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME
