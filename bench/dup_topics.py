@@ -1,0 +1,74 @@
+"""`duplicates` on a vault of tight topics and no copies: time and peak memory by size.
+
+The index is bench/search_latency.py's corpus (256 topics, each chunk at cosine ~0.6 to its topic's
+centre, 10 chunks a note), written into a SQLite store. No two notes are near-copies, but at 1,000,000
+chunks many same-topic sections share a k-means partition of the projections and pass its distance
+filter; before 222a6ac every such pair was kept in a set (9.1 GB at 300,000 chunks, killed at 20 GB
+at 1,000,000). Each measurement runs in its own process (peak RSS = VmHWM), the store kept in DIR.
+
+Usage: .venv/bin/python bench/dup_topics.py [--chunks 300000 ...] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import machine, save  # noqa: E402
+from duplicates_scale import _peak_mb  # noqa: E402
+
+
+def measure(directory: Path) -> dict[str, Any]:
+    from vaultlens.config.settings import DiscoverSettings
+    from vaultlens.index.sqlite.store import SQLiteStore
+    from vaultlens.services.duplicates import report as dups
+
+    s = DiscoverSettings()
+    store = SQLiteStore(directory, create=False, ann_threshold=10**12)  # nothing but the scan is built
+    t0 = time.perf_counter()
+    report = dups.duplicates(store, s.duplicate_threshold, s.duplicate_limit, s.min_chars, settings=s)
+    return {
+        "seconds": round(time.perf_counter() - t0, 1),
+        "peak_rss_mb": round(_peak_mb(), 1),
+        "pairs": report.total_pairs,
+        "shared_passages": report.total_shared_passages,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chunks", type=int, nargs="+", default=[300_000])
+    ap.add_argument("--keep", type=Path, default=Path("/tmp/vaultlens-dup-topics"))
+    ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure)))
+        return
+    from search_latency import Corpus, build_store
+
+    rows = []
+    for n in args.chunks:
+        directory = args.keep / f"index-{n}"
+        if not (directory / "built.json").exists():
+            built = build_store(directory, Corpus(n))
+            (directory / "built.json").write_text(json.dumps(built))
+            print(f"built {n:,} chunks: {built}", flush=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--measure", str(directory)],
+            capture_output=True, text=True, check=True, env=os.environ,
+        )  # fmt: skip
+        row = {"chunks": n, **json.loads(out.stdout.strip().splitlines()[-1]), "load": os.getloadavg()[0]}
+        print(row, flush=True)
+        rows.append(row)
+    save("dup_topics", {"machine": machine(), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
