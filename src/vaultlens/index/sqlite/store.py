@@ -719,7 +719,6 @@ class SQLiteStore(Store):
 
     def _load_matrix(self, gen: int, tier: bool) -> tuple[ChunkKeys, Vectors]:
         """The matrix of generation ``gen`` (the caller's snapshot), built once under the matrix lock."""
-
         cached = self._matrix.get(tier)
         if cached is not None and cached[0] == gen:  # built by the thread we waited for
             return cached[1], cached[2]

@@ -166,8 +166,9 @@ def partitioned_pairs(
         # a pair two partitions share is scored in the first of them: no set of the pairs seen, whose
         # size grew with the vault (20 GB at 1,000,000 chunks of tight topics: docs/benchmarks.md)
         fresh = _first_shared(nearest[lo], nearest[hi]) == c
-        for s0 in range(0, int(fresh.sum()), PAIR_BLOCK):
-            ga, gb = rows[lo[fresh][s0 : s0 + PAIR_BLOCK]], rows[hi[fresh][s0 : s0 + PAIR_BLOCK]]
+        lo, hi = lo[fresh], hi[fresh]
+        for s0 in range(0, len(lo), PAIR_BLOCK):
+            ga, gb = rows[lo[s0 : s0 + PAIR_BLOCK]], rows[hi[s0 : s0 + PAIR_BLOCK]]
             sims = _cosines(reader, ga, gb)
             keep = sims >= floor
             if keep.any():
