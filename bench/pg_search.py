@@ -75,7 +75,7 @@ def main() -> None:
     ap.add_argument(
         "--prewarm",
         action="store_true",
-        help="load the chunk and posting tables' indexes into shared buffers first (pg_prewarm): a warm server",
+        help="load what searches read (indexes, chunk and note rows) into shared buffers first (pg_prewarm)",
     )
     ap.add_argument(
         "--timeline",
@@ -254,18 +254,21 @@ def timeline(store: Any, full: Any, queries: list[tuple[str, np.ndarray]]) -> di
 
 
 def prewarm(dsn: str) -> None:
-    """Every index of every vault's chunk and posting tables read into shared buffers (a long-running
-    server's state: a fresh cluster otherwise reads the HNSW graph and the postings from the OS a page
-    at a time during the timed queries)."""
+    """What a search reads, of every vault, loaded into shared buffers: the chunk and posting tables'
+    indexes, and the heaps of the chunks, notes and term counts (a long-running server's state: a fresh
+    cluster otherwise reads the HNSW graph, the postings and the rows each search returns from the OS a
+    page at a time during the timed queries). Posting tables are read through their indexes alone."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        indexes = conn.execute(
+        relations = conn.execute(
             "SELECT quote_ident(schemaname) || '.' || quote_ident(indexname) FROM pg_indexes"
             " WHERE tablename IN ('chunks', 'chunks_postings', 'files_postings')"
+            " UNION ALL SELECT quote_ident(schemaname) || '.' || quote_ident(tablename) FROM pg_tables"
+            " WHERE tablename IN ('chunks', 'files', 'term_stats')"
         ).fetchall()
-        for (name,) in indexes:
+        for (name,) in relations:
             t = time.perf_counter()
             (pages,) = conn.execute("SELECT pg_prewarm(%s::regclass)", (name,)).fetchone() or (0,)
             print(f"  prewarmed {name}: {pages:,} pages in {time.perf_counter() - t:.1f} s", flush=True)

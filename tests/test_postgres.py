@@ -19,7 +19,7 @@ import vaultlens as services
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.settings import load_settings
 from vaultlens.embedding.base import EmbeddingSpace
-from vaultlens.errors import ConfigError, IndexNotFound, StoreError
+from vaultlens.errors import ConfigError, IndexNotFound, StoreError, VaultlensError
 from vaultlens.index.backends import get_backend
 from vaultlens.index.postgres import PostgresBackend
 from vaultlens.index.postgres.schema import MIGRATIONS
@@ -202,20 +202,35 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path, monkeypatch: pytest.Mo
         assert "chunks_vec_hnsw" in " ".join(r[0] for r in plan)
         definition = ann._one("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_vec_hnsw'")[0]  # type: ignore[attr-defined]
         assert f"ef_construction='{pg_store.WIDE_EF_CONSTRUCTION}'" in definition
-        beams: list[str] = []  # the candidate list each top-k asks for: 4 per result (recall at 1M)
+        # the candidate list each top-k asks for: 4 per result (recall at 1M), set only when it changes
+        beams: list[str] = []
         rows = type(ann)._rows
 
         def logged(self: Any, sql: str, params: Any = None, **kw: Any) -> list[Any]:
-            if "hnsw.ef_search" in sql:
+            if "set_config('hnsw.ef_search'" in sql:
                 beams.extend(params)
             return rows(self, sql, params, **kw)
 
+        def beam() -> str:
+            return str(ann._one("SHOW hnsw.ef_search")[0])  # type: ignore[attr-defined]
+
+        ann.top_k(vectors["h0"], 600)
+        in_force = []
         with monkeypatch.context() as m:
             m.setattr(type(ann), "_rows", logged)
+            for k in (10, 200, 200, 600, 10):
+                ann.top_k(vectors["h0"], k)
+                in_force.append(beam())
+        assert in_force == ["40", "800", "800", "1000", "40"]
+        assert beams == ["40", "800", "1000", "40"]
+        # a statement that fails inside a snapshot undoes the setting made in it; it is made again
+        ann.top_k(vectors["h0"], 600)
+        with pytest.raises(VaultlensError), ann.snapshot():
             ann.top_k(vectors["h0"], 10)
-            ann.top_k(vectors["h0"], 200)
-            ann.top_k(vectors["h0"], 600)
-        assert beams == ["40", "800", "1000"]
+            ann._rows("SELECT 1 / 0")  # type: ignore[attr-defined]
+        assert beam() == "1000"
+        ann.top_k(vectors["h0"], 10)
+        assert beam() == "40"
     finally:
         exact.close()
         ann.close()
@@ -274,6 +289,46 @@ def test_the_matrix_is_mapped_from_a_cache_file_of_its_generation(
         store.close()
     PostgresBackend().wipe(location)
     assert not list(location.glob("matrix-*"))
+
+
+def test_paths_the_dense_read_returned_are_not_read_again_nor_served_to_a_later_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside a snapshot, `chunk_paths` of keys that `top_k` or `scores` just returned sends no
+    statement (index/postgres/seen.py); outside one, or in a newer generation, it reads the rows."""
+    rng = np.random.default_rng(5)
+    store = PostgresBackend().open(tmp_path / "p")
+    statements: list[str] = []
+    rows = type(store)._rows
+
+    def logged(self: Any, sql: str, params: Any = None, **kw: Any) -> list[Any]:
+        statements.append(sql)
+        return rows(self, sql, params, **kw)
+
+    monkeypatch.setattr(type(store), "_rows", logged)
+    try:
+        store.set_space(EmbeddingSpace("test", "random-32", "", 32))
+        updates, vectors = _one_chunk_notes(0, 20, rng)
+        store.apply(updates, vectors)
+        truth = dict(rows(store, "SELECT key, path FROM chunks"))
+        q = vectors["h3"]
+        with store.snapshot():
+            keys, _ = store.top_k(q, 5)
+            others = np.array([k for k in truth if k not in set(keys.tolist())][:3], dtype=np.int64)
+            store.scores(q, others)
+            statements.clear()
+            seen = store.chunk_paths([*keys.tolist(), *others.tolist()])
+            assert statements == []
+            assert seen == {k: truth[k] for k in [*keys.tolist(), *others.tolist()]}
+            one_more = next(k for k in truth if k not in seen)
+            assert store.chunk_paths([one_more]) == {one_more: truth[one_more]} and len(statements) == 1
+        best = int(keys[0])
+        assert store.chunk_paths([best]) == {best: truth[best]} and len(statements) == 2  # no snapshot
+        store.apply(deletes=[truth[best]])
+        with store.snapshot():
+            assert store.chunk_paths([best]) == {}  # gone in this generation: read, not remembered
+    finally:
+        store.close()
 
 
 def test_a_background_rebuild_builds_a_new_schema_and_drops_the_old(tmp_path: Path) -> None:

@@ -240,8 +240,9 @@ def test_a_long_note_cannot_win_by_the_count_of_its_sections(
         qvec = use_provider.embed([query])[0]
         cos = store.scores(qvec, keys).astype(np.float64)
         low, scale = float(cos.min()), float(cos.max() - cos.min())
-        score_of = lambda k: store.scores(qvec, k).astype(np.float64)  # noqa: E731
-        penalty = note_penalties(store, {"Garden handbook.md", "Bread.md"}, score_of, low, scale)
+        penalty = note_penalties(
+            store.note_chunk_scores(qvec, {"Garden handbook.md", "Bread.md"}), low, scale
+        )
         chunk_note = store.chunk_paths(keys.tolist())
         mine = np.array(
             [c for k, c in zip(keys.tolist(), cos, strict=True) if chunk_note[k] == "Garden handbook.md"]

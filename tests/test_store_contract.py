@@ -240,6 +240,17 @@ def test_note_chunk_keys_lists_every_chunk_of_the_asked_notes(store: Store) -> N
     assert len(got["bread.md"]) == 2
 
 
+def test_note_chunk_scores_give_each_asked_notes_keys_and_their_inner_products(store: Store) -> None:
+    query = PROVIDER.embed(["sourdough starter rye flour"])[0]
+    groups, scores = store.note_chunk_scores(query, ["bread.md", "code.md", "missing.md"])
+    assert {p: sorted(k) for p, k in groups.items()} == {
+        p: sorted(k) for p, k in store.note_chunk_keys(["bread.md", "code.md"]).items()
+    }
+    in_order = np.array([k for keys in groups.values() for k in keys], dtype=np.int64)
+    assert np.allclose(scores, store.scores(query, in_order), atol=1e-5)
+    assert store.note_chunk_scores(query, ["missing.md"])[0] == {}
+
+
 def test_links_are_read_back_per_note(store: Store) -> None:
     links = store.links()
     assert links == {"bread.md": [Link("wiki", "trains", 1, None, None, None)]}

@@ -349,6 +349,18 @@ class Store(Catalog, VectorIndex, LexicalIndex, Protocol):
         raw = self.get_meta("tier_space")
         return None if raw is None else EmbeddingSpace.from_json(raw)
 
+    def note_chunk_scores(
+        self, query: Vectors, paths: Iterable[str]
+    ) -> tuple[dict[str, list[int]], npt.NDArray[np.float32]]:
+        """:meth:`note_chunk_keys` of ``paths``, and the inner product of ``query`` with each of those
+        keys in the same order (NaN for a chunk without a vector): one read where each read is a
+        round trip to a server (a search asks it of its best notes)."""
+        import numpy as np
+
+        groups = self.note_chunk_keys(paths)
+        keys = np.fromiter((k for ks in groups.values() for k in ks), np.int64)
+        return groups, self.scores(query, keys)
+
     def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
         """Best chunks and notes for distinct stemmed query terms, in one snapshot (no notes when no
         chunk matched: a note holds a term only through one of its chunks)."""

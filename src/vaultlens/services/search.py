@@ -186,21 +186,20 @@ class TierBlend:
         return out
 
 
-ScoreOf = Callable[[ChunkKeys], npt.NDArray[np.float64]]
+NoteChunkScores = tuple[dict[str, list[int]], npt.NDArray[np.floating[Any]]]
 
 
-def note_penalties(
-    store: Store, notes: set[str], score_of: ScoreOf, low: float, scale: float
-) -> dict[str, float]:
+def note_penalties(scored: NoteChunkScores, low: float, scale: float) -> dict[str, float]:
     """Log-mean-exp of each note's chunks minus their maximum (<= 0; 0 for a one-chunk note), on
     the candidate pool's min-max scale: a soft maximum that many middling chunks cannot raise.
-    ``score_of`` gives the dense score of chunk keys (NaN for a chunk without a vector)."""
-    groups = store.note_chunk_keys(notes)
+    ``scored``: each note's chunk keys and the dense score of each, in that order (NaN for a chunk
+    without a vector: :meth:`Store.note_chunk_scores`)."""
+    groups, scores = scored
     if not groups:
         return {}
     sizes = np.array([len(k) for k in groups.values()])
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    v = score_of(np.fromiter((k for keys in groups.values() for k in keys), np.int64, int(sizes.sum())))
+    v = np.asarray(scores, dtype=np.float64)
     valid = ~np.isnan(v)
     x = np.where(valid, (v - low) / scale / NOTE_TAU, -np.inf)
     top = np.maximum.reduceat(x, starts)
@@ -327,15 +326,12 @@ def score_chunks(
     rank = (1.0 - a) * d_norm + a * l_norm
     section = (1.0 - a) * d_norm + a * c_norm
     if scale > 0:
-        score_of: ScoreOf = (
-            blend.scores if blend is not None else lambda k: store.scores(qvec, k).astype(np.float64)
-        )
         names, note = np.unique(np.array(paths, dtype=object), return_inverse=True)
         penalty = chunk_penalties(
             names.tolist(),
             note,
             rank,
-            lambda chosen: note_penalties(store, chosen, score_of, low, scale),
+            lambda chosen: note_penalties(_note_chunk_scores(store, qvec, blend, chosen), low, scale),
             1.0 - a,
             exact,
         )
@@ -346,6 +342,15 @@ def score_chunks(
             keys_list, rank.tolist(), section.tolist(), raw.tolist(), lx.tolist(), paths, strict=True
         )
     }
+
+
+def _note_chunk_scores(
+    store: Store, qvec: Vectors, blend: TierBlend | None, notes: set[str]
+) -> NoteChunkScores:
+    if blend is None:
+        return store.note_chunk_scores(qvec, notes)
+    groups = store.note_chunk_keys(notes)
+    return groups, blend.scores(np.fromiter((k for ks in groups.values() for k in ks), np.int64))
 
 
 def group_notes(

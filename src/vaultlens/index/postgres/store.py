@@ -28,6 +28,7 @@ from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.postgres import fulltext
 from vaultlens.index.postgres.connection import connect, register_vectors, translated
 from vaultlens.index.postgres.schema import lock_key
+from vaultlens.index.postgres.seen import SeenPaths
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import (
     ChunkKeys,
@@ -89,6 +90,9 @@ _CHUNK_SELECT = ", ".join(f"u.{c}" for c in _names(rows.CHUNK_INSERT_COLUMNS))
 
 # document frequencies (migration 0003) moved by a batch's rows: ``{_COUNT_TERMS} SELECT tbl, term,
 # delta ... {_ADD_COUNTS}`` (a term's row stays at 0 when its last holder goes)
+_BEGIN_SNAPSHOT = (
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT value FROM meta WHERE key = 'generation'"
+)
 _COUNT_TERMS = "INSERT INTO term_stats AS s (tbl, term, df)"
 _ADD_COUNTS = "ON CONFLICT (tbl, term) DO UPDATE SET df = s.df + excluded.df"
 
@@ -129,6 +133,7 @@ class PostgresStore(Store):
         self._matrix_lock = threading.Lock()
         self._dims: int | None = None  # the HNSW index's dimension once it exists
         self._stats: dict[tuple[int, str, str], float] = {}  # (generation, what, term) -> df or size
+        self._seen = SeenPaths()  # chunk paths the dense and score reads returned (index/postgres/seen.py)
         self.store_id = self.get_meta("store_id") or "0"
 
     # ---- connections, transactions, snapshots ------------------------------------------------
@@ -158,11 +163,7 @@ class PostgresStore(Store):
     def _reader(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
         if conn is None or conn.closed:
-            from psycopg import IsolationLevel
-
             conn = self._connect("read the index")
-            conn.isolation_level = IsolationLevel.REPEATABLE_READ
-            conn.read_only = True
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)
@@ -193,18 +194,36 @@ class PostgresStore(Store):
 
     @contextmanager
     def snapshot(self) -> Iterator[int]:
-        """Freeze one committed generation for every read in the block (re-entrant per thread)."""
+        """Freeze one committed generation for every read in the block (re-entrant per thread).
+
+        The transaction starts and its generation is read in one round trip (a search opens one
+        snapshot per thread). A connection that cannot end it (an interrupted read left it
+        mid-command, or the server went away) is closed, which ends the transaction on the server
+        too, and the next read opens another. A failed transaction undoes the session settings made
+        in it (:meth:`_ef_search`), so they are forgotten.
+        """
         if getattr(self._local, "snap", False):
             yield self.generation
             return
+        from psycopg import Error
+
         conn = self._reader()
-        with self._translated("read the index"), conn.transaction():
-            gen = int(self._one("SELECT value FROM meta WHERE key = 'generation'")[0])
-            self._local.snap, self._local.gen = True, gen  # frozen: no need to ask again inside
+        with self._translated("read the index"):
+            cur = conn.execute(_BEGIN_SNAPSHOT)
+            cur.nextset()
+            gen = int(cur.fetchone()[0])  # type: ignore[index]
+        self._local.snap, self._local.gen = True, gen  # frozen: no need to ask again inside
+        try:
+            yield gen
+        except BaseException:
+            self._local.ef = None
+            raise
+        finally:
+            self._local.snap = False
             try:
-                yield gen
-            finally:
-                self._local.snap = False
+                conn.execute("COMMIT")  # read only: nothing to write, the settings kept
+            except Error:
+                conn.close()
 
     def close(self) -> None:
         with self._readers_lock:
@@ -231,6 +250,10 @@ class PostgresStore(Store):
             "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    def _frozen(self) -> int | None:
+        """The generation this thread's snapshot holds; None outside a snapshot (each read its own)."""
+        return int(self._local.gen) if getattr(self._local, "snap", False) else None
 
     @property
     def generation(self) -> int:
@@ -504,8 +527,10 @@ class PostgresStore(Store):
         return None if row is None else rows.chunk(row)
 
     def chunk_paths(self, keys: Iterable[int]) -> dict[int, str]:
-        rows = self._rows("SELECT key, path FROM chunks WHERE key = ANY(%s)", ([int(k) for k in keys],))
-        return {int(k): str(p) for k, p in rows}
+        found, missing = self._seen.split(self._frozen(), (int(k) for k in keys))
+        if missing:
+            found.update(self._rows("SELECT key, path FROM chunks WHERE key = ANY(%s)", (missing,)))
+        return found
 
     def note_chunk_keys(self, paths: Iterable[str]) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -514,6 +539,22 @@ class PostgresStore(Store):
         ):
             out.setdefault(path, []).append(int(key))
         return out
+
+    def note_chunk_scores(
+        self, query: Vectors, paths: Iterable[str]
+    ) -> tuple[dict[str, list[int]], npt.NDArray[np.float32]]:
+        """The keys and scores in one statement (rows grouped by note, keys in order in each)."""
+        import numpy as np
+
+        groups: dict[str, list[int]] = {}
+        found = self._rows(
+            "SELECT path, key, -(vec <#> %s) FROM chunks WHERE path = ANY(%s) ORDER BY path, key",
+            (np.asarray(query, dtype=np.float32), list(paths)),
+        )
+        for path, key, _ in found:
+            groups.setdefault(path, []).append(int(key))
+        scores = np.fromiter((np.nan if s is None else s for _, _, s in found), np.float32, len(found))
+        return groups, scores
 
     def chunk_layout(self) -> tuple[ChunkKeys, list[str], npt.NDArray[np.bool_]]:
         import numpy as np
@@ -690,22 +731,24 @@ class PostgresStore(Store):
         import numpy as np
 
         q = np.asarray(query, dtype=np.float32)
-        with self.snapshot():
+        with self.snapshot() as gen:
             n = self._size("chunks")
             dims = self._ann_dims()
             if k <= 0 or n == 0:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             if n <= self.exact_below or dims is None or k >= MAX_EF_SEARCH:
                 rows = self._rows(
-                    "SELECT key, -(vec <#> %s) FROM chunks WHERE vec IS NOT NULL ORDER BY vec <#> %s LIMIT %s",
+                    "SELECT key, -(vec <#> %s), path FROM chunks WHERE vec IS NOT NULL ORDER BY vec <#> %s"
+                    " LIMIT %s",
                     (q, q, k),
                 )
             else:
                 self._ef_search(k)
                 rows = self._rows(
-                    f"SELECT key, -(vec <#> %s) FROM chunks ORDER BY vec::vector({dims}) <=> %s LIMIT %s",
+                    f"SELECT key, -(vec <#> %s), path FROM chunks ORDER BY vec::vector({dims}) <=> %s LIMIT %s",
                     (q, q, k),
                 )
+            self._seen.add(gen, ((r[0], r[2]) for r in rows))  # the search reads them next
         keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         return keys, np.fromiter((r[1] for r in rows), dtype=np.float32, count=len(rows))
 
@@ -766,10 +809,14 @@ class PostgresStore(Store):
             return float(np.mean(hits)) if hits else None
 
     def _ef_search(self, k: int) -> None:
-        """HNSW's candidate list for this transaction: EF_PER_RESULT times ``k`` (pgvector's bounds:
-        40..1000)."""
+        """HNSW's candidate list on this thread's connection: EF_PER_RESULT times ``k`` (pgvector's
+        bounds: 40..1000); set for the session, and only when it changes (a statement per search
+        less)."""
         ef = max(40, min(MAX_EF_SEARCH, EF_PER_RESULT * k))
-        self._rows("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        conn = self._reader()
+        if getattr(self._local, "ef", None) != (conn, ef):
+            self._rows("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
+            self._local.ef = (conn, ef)
 
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
         import numpy as np
@@ -779,10 +826,11 @@ class PostgresStore(Store):
             return out
         q = np.asarray(query, dtype=np.float32)
         rows = self._rows(
-            "SELECT key, -(vec <#> %s) FROM chunks WHERE key = ANY(%s) AND vec IS NOT NULL",
+            "SELECT key, -(vec <#> %s), path FROM chunks WHERE key = ANY(%s) AND vec IS NOT NULL",
             (q, keys.tolist()),
         )
-        found = {int(k): float(s) for k, s in rows}
+        self._seen.add(self._frozen(), ((r[0], r[2]) for r in rows))
+        found = {int(r[0]): float(r[1]) for r in rows}
         for i, key in enumerate(keys.tolist()):
             if key in found:
                 out[i] = found[key]
