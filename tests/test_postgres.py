@@ -409,11 +409,12 @@ def test_a_chunks_terms_stay_in_its_row_beside_a_512_d_vector(tmp_path: Path) ->
         store.close()
 
 
-def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
+def test_a_querys_new_terms_are_counted_in_one_statement_for_chunks_and_notes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Document frequencies of the terms not cached yet: one lookup for chunks, one for notes (not a
-    count of the rows each term matches, nor a round trip per term), and they are those counts."""
+    """Document frequencies of the terms not cached yet: one lookup for chunks and notes together (not
+    a count of the rows each term matches, nor a round trip per term or table), and they are those
+    counts."""
     vault = write_vault(
         tmp_path / "v", {f"n{i}.md": f"# n{i}\n\napples pears{i % 2} plums{i % 3}\n" for i in range(6)}
     )
@@ -434,8 +435,12 @@ def test_a_querys_new_terms_are_counted_in_one_statement_per_table(
             assert store._doc_freqs("chunks", ["pears0", "plums1", "absent"]) == {  # type: ignore[attr-defined]
                 "pears0": 3, "plums1": 2, "absent": 0
             }  # fmt: skip
+            assert store._doc_freqs("files", ["pears0", "plums1", "absent"]) == {  # type: ignore[attr-defined]
+                "pears0": 3, "plums1": 2, "absent": 0
+            }  # fmt: skip
+            assert sum("FROM term_stats" in sql for sql in statements) == 1
             assert store.lexical(["pears1", "plums2", "apples"], 10, 10).chunks
-        assert sum("FROM term_stats" in sql for sql in statements) == 3
+        assert sum("FROM term_stats" in sql for sql in statements) == 2
         assert not any("tsquery LIMIT" in sql for sql in statements)
     finally:
         store.close()

@@ -93,6 +93,7 @@ _CHUNK_SELECT = ", ".join(f"u.{c}" for c in _names(rows.CHUNK_INSERT_COLUMNS))
 _BEGIN_SNAPSHOT = (
     "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT value FROM meta WHERE key = 'generation'"
 )
+_COUNTED = ("chunks", "files")  # the tables whose terms term_stats counts
 _COUNT_TERMS = "INSERT INTO term_stats AS s (tbl, term, df)"
 _ADD_COUNTS = "ON CONFLICT (tbl, term) DO UPDATE SET df = s.df + excluded.df"
 
@@ -896,19 +897,22 @@ class PostgresStore(Store):
     def _doc_freqs(self, table: str, terms: list[str]) -> dict[str, int]:
         """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, capped just over
         half of them (past it FTS5's idf is floored, whatever the count): the counts `apply` keeps
-        (migration 0003), the terms not cached for this generation read in one statement."""
-        n, gen = self._size(table), self.generation
+        (migration 0003). The terms not cached for this generation are read in one statement for
+        both tables: a search weighs its terms over the chunks, then over the notes."""
+        gen = self.generation
         known = {t: self._stats.get((gen, "df:" + table, t)) for t in terms}
         missing = [t for t, df in known.items() if df is None]
         if missing:
-            counted = dict.fromkeys(missing, 0) | dict(
-                self._rows(
-                    "SELECT term, df FROM term_stats WHERE tbl = %s AND term = ANY(%s)", (table, missing)
-                )
-            )
+            counted = dict.fromkeys(((tbl, t) for tbl in _COUNTED for t in missing), 0)
+            for tbl, term, df in self._rows(
+                "SELECT tbl, term, df FROM term_stats WHERE tbl = ANY(%s) AND term = ANY(%s)",
+                (list(_COUNTED), missing),
+            ):
+                counted[(tbl, term)] = df
             self._trim_stats()
-            for t in missing:
-                known[t] = self._stats[(gen, "df:" + table, t)] = float(min(counted[t], n // 2 + 1))
+            for (tbl, t), df in counted.items():
+                self._stats[(gen, "df:" + tbl, t)] = float(min(df, self._size(tbl) // 2 + 1))
+            known.update((t, self._stats[(gen, "df:" + table, t)]) for t in missing)
         return {t: int(df or 0) for t, df in known.items()}
 
     def _size(self, table: str) -> int:
