@@ -693,6 +693,16 @@ def test_status_and_search_read_the_counters_not_the_rows(
             )
             assert len(keys) == 3
         assert statements and not [sql for sql in statements if "COUNT(" in sql or "AVG(" in sql]
+        # read once per snapshot: a writer's commit meanwhile shows in the next one
+        statements.clear()
+        writer = get_backend("postgres").open(app.index_dir, create=False)
+        with store.snapshot():
+            assert store.counts().chunks == 6
+            writer.apply(deletes=["n0.md"])
+            assert store.counts().chunks == 6
+        assert sum("FROM counters" in sql for sql in statements) == 1
+        assert store.counts().chunks == 5
+        writer.close()
     finally:
         store.close()
 

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
@@ -214,6 +214,7 @@ class PostgresStore(Store):
             cur.nextset()
             gen = int(cur.fetchone()[0])  # type: ignore[index]
         self._local.snap, self._local.gen = True, gen  # frozen: no need to ask again inside
+        self._local.counts = None  # read once per snapshot (see counts)
         try:
             yield gen
         except BaseException:
@@ -589,8 +590,15 @@ class PostgresStore(Store):
         return {(r[0], r[1]) for r in rows}
 
     def counts(self) -> StoreCounts:
-        """From the counters the store's triggers keep (migration 0004; doctor compares them with the rows)."""
-        return rows.store_counts(self._rows("SELECT name, n FROM counters"))
+        """From the counters the store's triggers keep (migration 0004; doctor compares them with the
+        rows); read once in a snapshot, whose every read of them would give the same."""
+        in_snapshot = getattr(self._local, "snap", False)
+        if in_snapshot and self._local.counts is not None:
+            return cast(StoreCounts, self._local.counts)
+        counts = rows.store_counts(self._rows("SELECT name, n FROM counters"))
+        if in_snapshot:
+            self._local.counts = counts
+        return counts
 
     def _counted(self) -> StoreCounts:
         return rows.counted(self._rows)
