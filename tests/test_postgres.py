@@ -446,16 +446,9 @@ def test_a_querys_new_terms_are_counted_in_one_statement_for_chunks_and_notes(
         store.close()
 
 
-def test_common_terms_probed_per_row_or_joined_score_as_the_plain_query(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The pruned BM25 scores its common terms only for the rows its rarer ones found, by an index probe
-    per row or by a join with the term's postings (fulltext.probed): the same rows and scores either
-    way, and those of the plain query."""
+def _zipf_store(location: Path) -> Store:
+    """300 notes of 3 chunks, each 20 words drawn from 150 with Zipf-like weights (word0 the commonest)."""
     import random
-
-    from vaultlens.index import bm25_top
-    from vaultlens.index.postgres import fulltext
 
     rng = random.Random(5)
     words = [f"word{i}" for i in range(150)]
@@ -474,9 +467,61 @@ def test_common_terms_probed_per_row_or_joined_score_as_the_plain_query(
         updates.append(
             NoteUpdate(FileRecord(f"n{n}.md", "note", 1, 1, f"h{n}", "indexed", n_chunks=3), items)
         )
-    store = PostgresBackend().open(tmp_path / "p")
+    store = PostgresBackend().open(location)
     store.set_space(PROVIDER.space)
     store.apply(updates=updates, vectors=vectors)
+    return store
+
+
+def test_a_common_term_is_scored_only_for_the_rows_that_can_still_reach_the_best(tmp_path: Path) -> None:
+    """Of the rows the rarer terms found, the common term is looked up only for those whose score
+    over the rarer terms, plus the most the common term can add, reaches the limit-th best: the
+    same best rows and scores as scoring it for every row found."""
+    from vaultlens.index import bm25_top
+    from vaultlens.index.postgres import fulltext
+
+    store = _zipf_store(tmp_path / "p")
+    try:
+        match, common, limit = ["word20", "word30", "word40"], ["word0"], 10
+        idf = {t: bm25_top.idf(900, df) for t, df in store._doc_freqs("chunks", match + common).items()}  # type: ignore[attr-defined]
+        params = {
+            "match": match, "match_idf": [idf[t] for t in match], "also": [], "also_idf": [],
+            "probe": common, "probe_idf": [idf[t] for t in common],
+            "avgdl": store._avgdl("chunks"), "limit": limit,  # type: ignore[attr-defined]
+        }  # fmt: skip
+        sql = fulltext.bm25_sql("chunks", "key", False, True)
+        reach = store._rows(sql, {**params, "bound": (bm25_top.K1 + 1) * idf["word0"]})  # type: ignore[attr-defined]
+        every = store._rows(sql, {**params, "bound": float("inf")})  # type: ignore[attr-defined]
+        assert len(reach) == limit
+        _same_best(dict(reach), dict(every))
+        ((plan,),) = store._rows(  # type: ignore[attr-defined]
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + sql, {**params, "bound": (bm25_top.K1 + 1) * idf["word0"]}
+        )
+        found = store._one(  # type: ignore[attr-defined]
+            "SELECT COUNT(DISTINCT key) FROM chunks_postings WHERE term = ANY(%s)", (match,)
+        )[0]
+        probes = [n["Actual Loops"] for n in _plan_nodes(plan[0]["Plan"]) if n.get("Node Type") == "Limit"]
+        assert probes and 0 < max(probes) < found / 2  # a probe per row that can reach, not per row found
+    finally:
+        store.close()
+
+
+def _plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+def test_common_terms_probed_per_row_or_joined_score_as_the_plain_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pruned BM25 scores its common terms only for the rows its rarer ones found, by an index probe
+    per row or by a join with the term's postings (fulltext.probed): the same rows and scores either
+    way, and those of the plain query."""
+    from vaultlens.index import bm25_top
+    from vaultlens.index.postgres import fulltext
+
+    store = _zipf_store(tmp_path / "p")
     queries = [["word3", "word90", "word91"], ["word4", "word6", "word140"], ["word5", "word8", "word120"]]
     split: list[tuple[list[str], list[str]]] = []
     real = fulltext.probed

@@ -20,6 +20,7 @@ from vaultlens.index.bm25_top import K1, B
 
 MAX_POSITIONS = 256  # PostgreSQL's limit per lexeme
 PROBE_FROM = 50  # postings per row found past which a common term is looked up per row (see probed)
+REACH_SLACK = 1e-9  # under the floor a row must reach: float sums added in another order may differ
 
 
 def _lexeme(term: str) -> str:
@@ -43,33 +44,44 @@ def bm25_sql(table: str, key: str, also: bool, probe: bool) -> str:
     scores by key), from ``{table}_postings``.
 
     ``%(match_idf)s`` / ``%(also_idf)s`` / ``%(probe_idf)s`` are the terms' idf, ``%(avgdl)s`` the
-    table's mean document length. The match terms' postings are read by term (index-only range scans);
-    the other terms are scored only for the rows found (bm25_top scores a common term only where a
-    rare one matched): an ``also`` term's postings are joined with them, a ``probe`` term is looked up
-    per row (see :func:`probed`). A part with no terms is left out of the statement, so the planner
-    never prepares the rows found for it."""
+    table's mean document length, ``%(bound)s`` (with other terms) the most they can add to a row:
+    ``(k1 + 1)`` times their idf summed. The match terms' postings are read by term (index-only range
+    scans) and scored first. The other terms are scored only for the rows found (bm25_top scores a
+    common term only where a rare one matched), and of those only for the rows that can still reach
+    the best ``%(limit)s``: a row's match score is a floor under its full score, so the
+    ``%(limit)s``-th best match score is a floor under the ``%(limit)s``-th best full score, and a
+    row whose match score falls short of it by more than the bound can never make up the
+    difference (with a very common term, whose bound is small, a few hundred rows of thousands). An
+    ``also`` term's postings are joined with those rows, a ``probe`` term is looked up per row (see
+    :func:`probed`). A part with no terms is left out, so the planner never prepares rows for it;
+    the rows that are not scored further keep their match score, below every row returned.
+    """
     score = f"q.idf * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * p.dl / %(avgdl)s))"
     posted = f"{table}_postings"
-    found = f"(SELECT DISTINCT {key} FROM {posted} WHERE term = ANY(%(match)s)) c"
-    parts = [
+    matched = (
         f"SELECT p.{key}, {score} AS s FROM unnest(%(match)s::text[], %(match_idf)s::float8[]) q(term, idf)"
         f" JOIN {posted} p ON p.term = q.term"
-    ]
+    )
+    order = f" GROUP BY {key} ORDER BY 2 DESC, 1 LIMIT %(limit)s"  # ties by key: the same rows whatever the layout
+    if not (also or probe):
+        return f"SELECT {key}, SUM(s) FROM ({matched}) x" + order
+    parts = [f"SELECT {key}, s FROM m"]
     if also:
         parts.append(
-            f"SELECT c.{key}, {score} FROM {found}"
-            " CROSS JOIN unnest(%(also)s::text[], %(also_idf)s::float8[]) q(term, idf)"
+            f"SELECT c.{key}, {score} FROM c CROSS JOIN unnest(%(also)s::text[], %(also_idf)s::float8[]) q(term, idf)"
             f" JOIN {posted} p ON p.term = q.term AND p.{key} = c.{key}"
         )
     if probe:  # LIMIT 1 (a (term, key) is unique) keeps the planner from flattening the probe into a join
         parts.append(
-            f"SELECT c.{key}, {score} FROM {found}"
-            " CROSS JOIN unnest(%(probe)s::text[], %(probe_idf)s::float8[]) q(term, idf)"
+            f"SELECT c.{key}, {score} FROM c CROSS JOIN unnest(%(probe)s::text[], %(probe_idf)s::float8[]) q(term, idf)"
             f" CROSS JOIN LATERAL (SELECT tf, dl FROM {posted} WHERE term = q.term AND {key} = c.{key} LIMIT 1) p"
         )
     return (
-        f"SELECT {key}, SUM(s) FROM ({' UNION ALL '.join(parts)}) x"
-        f" GROUP BY {key} ORDER BY 2 DESC, 1 LIMIT %(limit)s"  # ties by key: the same rows whatever the layout
+        f"WITH m AS MATERIALIZED (SELECT {key}, SUM(s) AS s FROM ({matched}) x GROUP BY {key}),"
+        " r AS (SELECT COALESCE((SELECT s FROM m ORDER BY s DESC OFFSET %(limit)s - 1 LIMIT 1), '-Infinity')"
+        f" - %(bound)s - {REACH_SLACK} AS reach),"
+        f" c AS (SELECT m.{key} FROM m, r WHERE m.s >= r.reach)"
+        f" SELECT {key}, SUM(s) FROM ({' UNION ALL '.join(parts)}) x" + order
     )
 
 

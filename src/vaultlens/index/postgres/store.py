@@ -896,6 +896,7 @@ class PostgresStore(Store):
                         "probe_idf": [idf[t] for t in probe],
                         "avgdl": self._avgdl(table),
                         "limit": limit,
+                        "bound": (bm25_top.K1 + 1) * sum(idf[t] for t in also),
                     },
                 )  # fmt: skip
             ]
