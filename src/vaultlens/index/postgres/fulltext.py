@@ -20,6 +20,9 @@ from vaultlens.index.bm25_top import K1, B
 
 MAX_POSITIONS = 256  # PostgreSQL's limit per lexeme
 PROBE_FROM = 50  # postings per row found past which a common term is looked up per row (see probed)
+# rows found per row returned that can still reach the best (bm25_sql): 2.7-2.8 measured at 1,000,000
+# chunks, where a term in a tenth of them was joined at 50-60 ms against a few ms of probes
+REACHING = 4
 REACH_SLACK = 1e-9  # under the floor a row must reach: float sums added in another order may differ
 
 
@@ -85,11 +88,14 @@ def bm25_sql(table: str, key: str, also: bool, probe: bool) -> str:
     )
 
 
-def probed(also: list[str], rows: int, df: Mapping[str, int]) -> tuple[list[str], list[str]]:
-    """(terms to join, terms to probe) of ``also``, for about ``rows`` rows found. The planner cannot
-    see a term's posting count behind an array, so it joins every term by hashing the rows found and
-    reading the term's whole posting list: 108 ms for a term in 480,733 of 1,000,000 chunks, where
-    1,996 index probes take 22 ms (a probe ~11 us, a posting read ~0.2 us; docs/benchmarks.md). A
-    term whose postings outnumber the rows found PROBE_FROM times is probed."""
-    probe = [t for t in also if df.get(t, 0) > PROBE_FROM * rows]
+def probed(also: list[str], rows: int, df: Mapping[str, int], limit: int) -> tuple[list[str], list[str]]:
+    """(terms to join, terms to probe) of ``also``, for about ``rows`` rows found, of which those that
+    can reach the best ``limit`` are scored (see :func:`bm25_sql`; about REACHING times ``limit``
+    of them, or all when fewer). The planner cannot see a term's posting count behind an array, so
+    it joins every term by reading its whole posting list into a hash: 108 ms for a term in 480,733
+    of 1,000,000 chunks, where 1,996 index probes take 22 ms (a probe ~11 us, a posting read ~0.2
+    us; docs/benchmarks.md). A term whose postings outnumber the rows scored PROBE_FROM times is
+    probed."""
+    scored = min(rows, REACHING * limit)
+    probe = [t for t in also if df.get(t, 0) > PROBE_FROM * scored]
     return [t for t in also if t not in probe], probe

@@ -882,7 +882,7 @@ class PostgresStore(Store):
 
         def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
             df = self._doc_freqs(table, match + also) if also else {}
-            joined, probe = fulltext.probed(also, sum(df.get(t, 0) for t in match), df)
+            joined, probe = fulltext.probed(also, sum(df.get(t, 0) for t in match), df, limit)
             return [
                 (k, float(v))
                 for k, v in self._rows(
