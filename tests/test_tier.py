@@ -24,7 +24,7 @@ from vaultlens.errors import Cancelled, ConfigError
 from vaultlens.index.indexing import tier_fill
 from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.services.app import App
-from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes
+from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes, scored_note_chunks
 from vl_support import VAULTLENS_BIN, InterruptingTier, cli_env, db_rows, opened_store, run_cli, write_vault
 
 try:
@@ -215,7 +215,7 @@ def test_the_soft_maximum_uses_the_blended_scores(app: App) -> None:
         blend = TierBlend(store, qvec, tq, 0.5)
         keys, _ = store.matrix()
         low, high = float(blend.blend.min()), float(blend.blend.max())
-        penalty = note_penalties(store, set(NOTES), blend.scores, low, high - low)
+        penalty = note_penalties(scored_note_chunks(store, qvec, blend, set(NOTES)), low, high - low)
         paths = store.chunk_paths(keys.tolist())
     for path, pen in penalty.items():
         mine = blend.scores(np.array([k for k, p in paths.items() if p == path]))

@@ -331,7 +331,7 @@ def score_chunks(
             names.tolist(),
             note,
             rank,
-            lambda chosen: note_penalties(_note_chunk_scores(store, qvec, blend, chosen), low, scale),
+            lambda chosen: note_penalties(scored_note_chunks(store, qvec, blend, chosen), low, scale),
             1.0 - a,
             exact,
         )
@@ -344,9 +344,10 @@ def score_chunks(
     }
 
 
-def _note_chunk_scores(
+def scored_note_chunks(
     store: Store, qvec: Vectors, blend: TierBlend | None, notes: set[str]
 ) -> NoteChunkScores:
+    """Each of ``notes``' chunk keys and its dense score: the cosine, or with the tier the blend."""
     if blend is None:
         return store.note_chunk_scores(qvec, notes)
     groups = store.note_chunk_keys(notes)
