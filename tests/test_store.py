@@ -313,3 +313,55 @@ def test_a_batch_gives_every_row_the_rowid_a_row_by_row_write_gives(tmp_path: Pa
             ("markdown", "x.md", "shown", 1),
         )
     ]
+
+
+def test_term_counts_are_read_from_the_vocabulary_and_equal_the_rows_matching(tmp_path: Path) -> None:
+    """A term the tokenizer stores as it is (Latin or Cyrillic, "й" and "ё" kept) is counted from
+    the full-text table's vocabulary, without a MATCH; one it would fold ("café") is matched as
+    before. Either way the count is the rows a MATCH finds, after deletes too, per table."""
+    texts = {"a.md": ["мой ёж apple", "apple café"], "b.md": ["cafe мой"], "c.md": ["ёж x1", "apple"]}
+
+    def note(path: str) -> NoteUpdate:
+        chunks = [
+            IndexedChunk(
+                Chunk(f"{path}#{i}", path, i, (), t, f"h{path}{i}", 0, 1, i, i + 1), f"e{path}{i}", t
+            )
+            for i, t in enumerate(texts[path])
+        ]
+        return NoteUpdate(
+            FileRecord(path, "note", 1, 1, f"fh{path}", "indexed", n_chunks=len(chunks)), chunks
+        )
+
+    terms = ["apple", "мой", "ёж", "cafe", "café", "x1", "absent"]
+    store = SQLiteStore(tmp_path / "store")
+    sent: list[str] = []
+    try:
+        store.apply(updates=[note(p) for p in texts])
+        for deleted in ([], ["c.md"]):
+            store.apply(deletes=deleted)
+            with store.snapshot():
+                store.db.set_trace_callback(sent.append)
+                for table in ("chunks_fts", "notes_fts"):
+                    rows = 10**6  # no cap: every count as it is
+                    got = store._doc_freqs(table, terms, rows)
+                    matched = {
+                        t: store.db.execute(
+                            f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ?", (f'"{t}"',)
+                        ).fetchone()[0]
+                        for t in terms
+                    }
+                    assert got == matched
+                store.db.set_trace_callback(None)
+        assert matched == {
+            "apple": 1,
+            "мой": 2,
+            "ёж": 1,
+            "cafe": 2,
+            "café": 2,
+            "x1": 0,
+            "absent": 0,
+        }  # notes, c.md gone
+        counted = [sql for sql in sent if "LIMIT" in sql and "MATCH" in sql]
+        assert counted and all("café" in sql for sql in counted)  # only the folded term was matched to count
+    finally:
+        store.close()
