@@ -18,7 +18,6 @@ from __future__ import annotations
 import heapq
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -187,23 +186,6 @@ def fts5_size(execute: Callable[[str, tuple[Any, ...]], list[Any]], table: str) 
     return (sizes[0], sizes[1]) if len(sizes) >= 2 else (0, 0)
 
 
-# A term FTS5's unicode61 tokenizer stores as it is: one token, lower case, no Latin diacritic to fold
-# (it leaves Cyrillic alone: "й" and "ё" stay). Its count is the vocabulary's; any other term is
-# matched as FTS5 would tokenize it and counted row by row.
-_AS_STORED = re.compile("[a-z0-9\u0430-\u044f\u0451]+")
-_FTS_TABLES = ("chunks_fts", "notes_fts")
-
-
-def _vocabularies(conn: sqlite3.Connection) -> None:
-    """Each full-text table's vocabulary (fts5vocab, "row": the rows holding each term) in the
-    connection's temp schema: nothing is written to the store, and a reader makes its own before it
-    turns query-only."""
-    for table in _FTS_TABLES:
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_vocab USING fts5vocab(main, {table}, 'row')"
-        )
-
-
 def fts5_query(
     execute: Callable[[str, tuple[Any, ...]], list[Any]], table: str, idf: Mapping[str, float]
 ) -> Query:
@@ -339,7 +321,6 @@ class SQLiteStore(Store):
                     self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', '1')")
                     self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
             self._migrate()
-            _vocabularies(self._conn)
         except sqlite3.Error as exc:  # damaged (rebuild), read-only, locked: each said as what it is
             raise translate_error(exc, "open the index", self.path) from exc
         # per vector table (main, tier): (generation, rowids, vectors)
@@ -478,7 +459,6 @@ class SQLiteStore(Store):
         if conn is None:
             try:
                 conn = self._connect()
-                _vocabularies(conn)
                 conn.execute("PRAGMA query_only=ON")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"The index at {self.path} cannot be read: {exc}.") from None
@@ -1170,19 +1150,11 @@ class SQLiteStore(Store):
         for t in terms:
             df = self._df_cache.get((gen, table, t))
             if df is None:
-                if _AS_STORED.fullmatch(t):  # the vocabulary keeps its count (0.1 ms, not 0.5-20)
-                    row = self.db.execute(
-                        f"SELECT doc FROM temp.{table}_vocab WHERE term = ?", (t,)
-                    ).fetchone()
-                    held = int(row[0]) if row else 0
-                else:
-                    held = int(
-                        self.db.execute(
-                            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
-                            (f'"{t}"', rows // 2 + 1),
-                        ).fetchone()[0]
-                    )
-                df = self._df_cache[(gen, table, t)] = min(held, rows // 2 + 1)
+                row = self.db.execute(
+                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+                    (f'"{t}"', rows // 2 + 1),
+                ).fetchone()
+                df = self._df_cache[(gen, table, t)] = int(row[0])
             out[t] = df
         return out
 
