@@ -236,6 +236,19 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path, monkeypatch: pytest.Mo
         ann.close()
 
 
+def _statements(monkeypatch: pytest.MonkeyPatch, store: Store) -> list[str]:
+    """Every statement ``store``'s reads send from now on (`_one` reads through `_rows`)."""
+    sent: list[str] = []
+    rows = type(store)._rows  # type: ignore[attr-defined]
+
+    def logged(self: Any, sql: str, params: Any = None, **kw: Any) -> list[Any]:
+        sent.append(sql)
+        return rows(self, sql, params, **kw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(type(store), "_rows", logged)
+    return sent
+
+
 def _one_chunk_notes(start: int, stop: int, rng: np.random.Generator) -> tuple[list[NoteUpdate], dict]:
     updates, vectors = [], {}
     for i in range(start, stop):
@@ -298,14 +311,8 @@ def test_paths_the_dense_read_returned_are_not_read_again_nor_served_to_a_later_
     statement (index/postgres/seen.py); outside one, or in a newer generation, it reads the rows."""
     rng = np.random.default_rng(5)
     store = PostgresBackend().open(tmp_path / "p")
-    statements: list[str] = []
     rows = type(store)._rows
-
-    def logged(self: Any, sql: str, params: Any = None, **kw: Any) -> list[Any]:
-        statements.append(sql)
-        return rows(self, sql, params, **kw)
-
-    monkeypatch.setattr(type(store), "_rows", logged)
+    statements = _statements(monkeypatch, store)
     try:
         store.set_space(EmbeddingSpace("test", "random-32", "", 32))
         updates, vectors = _one_chunk_notes(0, 20, rng)
@@ -422,14 +429,7 @@ def test_a_querys_new_terms_are_counted_in_one_statement_for_chunks_and_notes(
     services.index(app)
     app.close()
     store = get_backend("postgres").open(app.index_dir, create=False)
-    statements: list[str] = []
-    rows = type(store)._rows
-
-    def counted(self: Any, sql: str, params: Any = None, **kw: Any) -> list[Any]:
-        statements.append(sql)
-        return rows(self, sql, params, **kw)
-
-    monkeypatch.setattr(type(store), "_rows", counted)
+    statements = _statements(monkeypatch, store)
     try:
         with store.snapshot():
             assert store._doc_freqs("chunks", ["pears0", "plums1", "absent"]) == {  # type: ignore[attr-defined]
@@ -720,15 +720,7 @@ def test_status_and_search_read_the_counters_not_the_rows(
     services.index(app)
     app.close()
     store = get_backend("postgres").open(app.index_dir, create=False)
-    statements: list[str] = []
-    for name in ("_rows", "_one"):
-        real = getattr(type(store), name)
-
-        def logged(self: Any, sql: str, params: Any = None, _real: Any = real, **kw: Any) -> Any:
-            statements.append(sql)
-            return _real(self, sql, params, **kw)
-
-        monkeypatch.setattr(type(store), name, logged)
+    statements = _statements(monkeypatch, store)
     try:
         assert store.counts().chunks == 6
         with store.snapshot():
