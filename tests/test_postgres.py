@@ -396,6 +396,24 @@ def test_a_write_left_mid_command_by_ctrl_c_does_not_break_the_next_write(tmp_pa
         store.close()
 
 
+def test_a_read_left_mid_command_by_ctrl_c_does_not_break_the_next_snapshot(tmp_path: Path) -> None:
+    """Ctrl-C inside a snapshot with a statement's answer unread: the snapshot cannot end its
+    transaction on that connection, so it closes it (the server ends the transaction) and the next
+    snapshot reads on a new one."""
+    store = PostgresBackend().open(tmp_path / "s", create=True)
+    try:
+        with pytest.raises(KeyboardInterrupt), store.snapshot():
+            busy = store._reader()  # type: ignore[attr-defined]
+            busy.pgconn.send_query(b"SELECT pg_sleep(0.2)")  # sent, its answer never read
+            raise KeyboardInterrupt
+        assert busy.closed
+        with store.snapshot() as gen:
+            assert gen == int(store.get_meta("generation") or 0)
+            assert store.counts().chunks == 0
+    finally:
+        store.close()
+
+
 def test_a_chunks_terms_stay_in_its_row_beside_a_512_d_vector(tmp_path: Path) -> None:
     """BM25 reads the tsvector of every row it scores: a row already past the toast target (its 2 KB
     vector is kept inline) must not send the terms to the TOAST table (4 more page reads a row)."""
