@@ -20,8 +20,8 @@ from vaultlens.index.bm25_top import K1, B
 
 MAX_POSITIONS = 256  # PostgreSQL's limit per lexeme
 PROBE_FROM = 50  # postings per row found past which a common term is looked up per row (see probed)
-# rows found per row returned that can still reach the best (bm25_sql): 2.7-2.8 measured at 1,000,000
-# chunks, where a term in a tenth of them was joined at 50-60 ms against a few ms of probes
+# rows that can still reach the best (bm25_sql) per row returned: 1.4-3 measured at 1,000,000 chunks,
+# where a term in a tenth of them, joined because all rows found were counted, cost 50-60 ms
 REACHING = 4
 REACH_SLACK = 1e-9  # under the floor a row must reach: float sums added in another order may differ
 

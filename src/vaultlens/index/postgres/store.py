@@ -88,12 +88,13 @@ _FILE_SELECT = ", ".join([*(f"u.{c}" for c in _names(rows.RECORD_COLUMNS)), "u.t
 _CHUNK_SELECT = ", ".join(f"u.{c}" for c in _names(rows.CHUNK_INSERT_COLUMNS))
 
 
-# document frequencies (migration 0003) moved by a batch's rows: ``{_COUNT_TERMS} SELECT tbl, term,
-# delta ... {_ADD_COUNTS}`` (a term's row stays at 0 when its last holder goes)
+# a snapshot's start and its generation, one round trip (the simple protocol runs both statements)
 _BEGIN_SNAPSHOT = (
     "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT value FROM meta WHERE key = 'generation'"
 )
 _COUNTED = ("chunks", "files")  # the tables whose terms term_stats counts
+# document frequencies (migration 0003) moved by a batch's rows: ``{_COUNT_TERMS} SELECT tbl, term,
+# delta ... {_ADD_COUNTS}`` (a term's row stays at 0 when its last holder goes)
 _COUNT_TERMS = "INSERT INTO term_stats AS s (tbl, term, df)"
 _ADD_COUNTS = "ON CONFLICT (tbl, term) DO UPDATE SET df = s.df + excluded.df"
 
