@@ -18,7 +18,12 @@ a throw-away one, or with ``--keep DIR`` one kept in DIR with its filled store, 
 with the same DIR and --chunks skips the fill and the HNSW build (their times come from the first).
 
 Usage: .venv/bin/python bench/pg_search.py [--quick] [--chunks N] [--queries N] [--dsn DSN | --keep DIR]
-       [--no-sqlite] [--settings "-c name=value ..."] [--prewarm] [--timeline] [--ef-per-result 2,4,5]
+       [--no-sqlite] [--settings "-c name=value ..."] [--prewarm] [--timeline] [--cpu]
+       [--ef-per-result 2,4,5]
+
+``--cpu`` runs the searches once back to back and divides the CPU time spent by this process and by
+the cluster's processes (a local cluster: ``/proc``) by the searches: what one search costs on each
+side, beside its wall time (the machine's cores bound how far the two overlap).
 
 ``--timeline`` times every statement of the PostgreSQL searches (a wrapper around the store's one
 statement runner), by the thread that ran it: what sits on the search's own thread is its critical
@@ -81,6 +86,11 @@ def main() -> None:
         "--timeline",
         action="store_true",
         help="also each search statement's time by thread (the search's own or the lexical worker's)",
+    )
+    ap.add_argument(
+        "--cpu",
+        action="store_true",
+        help="also the CPU one search costs this process and the local cluster's processes",
     )
     ap.add_argument(
         "--ef-per-result",
@@ -161,6 +171,8 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
 
     if args.timeline:
         statements = timeline(stores["postgres"], full, queries)
+    if args.cpu:
+        cpu = cpu_per_search(stores["postgres"], full, queries)
     parts = ["search", "top_k", "lexical", "lexical_unpruned"]
     times: dict[str, dict[str, list[float]]] = {n: {part: [] for part in parts} for n in stores}
     recalls: list[float] = []
@@ -201,6 +213,8 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
           f"{verdict(p50 < BAR_MS)}")  # fmt: skip
     if args.timeline:
         result["timeline"] = statements
+    if args.cpu:
+        result["cpu_per_search_ms"] = cpu
     if args.ef_per_result:
         result["ef_sweep"] = ef_sweep(stores["postgres"], queries, keys_exact, mem, k, args.ef_per_result)
     for store in stores.values():
@@ -250,6 +264,42 @@ def timeline(store: Any, full: Any, queries: list[tuple[str, np.ndarray]]) -> di
     print(
         "per search, p50 ms: " + ", ".join(f"{k} {median(v):.1f}" for k, v in per_search.items()), flush=True
     )
+    return out
+
+
+def server_cpu_s() -> float:
+    """CPU seconds (user + system) of every process named postgres on this machine, from /proc."""
+    import os
+
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone meanwhile
+            continue
+        if text[text.index("(") + 1 : text.rindex(")")].startswith("postgres"):
+            fields = text[text.rindex(")") + 2 :].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def cpu_per_search(store: Any, full: Any, queries: list[tuple[str, np.ndarray]]) -> dict[str, float]:
+    """The searches once, back to back (after a warm-up of three): wall p50 and the CPU each search
+    cost this process (all its threads) and the cluster's processes."""
+    for text, q in queries[:3]:
+        full(store, text, q)
+    walls = []
+    client, server = time.process_time(), server_cpu_s()
+    for text, q in queries:
+        walls.append(timed(full, store, text, q)[0])
+    n = len(queries)
+    out = {
+        "wall_p50": round(median(walls), 2),
+        "client": round((time.process_time() - client) * 1000 / n, 2),
+        "server": round((server_cpu_s() - server) * 1000 / n, 2),
+    }
+    print(f"per search: wall p50 {out['wall_p50']} ms; CPU: this process {out['client']} ms, "
+          f"the cluster {out['server']} ms", flush=True)  # fmt: skip
     return out
 
 
