@@ -355,11 +355,8 @@ class Store(Catalog, VectorIndex, LexicalIndex, Protocol):
         """:meth:`note_chunk_keys` of ``paths``, and the inner product of ``query`` with each of those
         keys in the same order (NaN for a chunk without a vector): one read where each read is a
         round trip to a server (a search asks it of its best notes)."""
-        import numpy as np
-
         groups = self.note_chunk_keys(paths)
-        keys = np.fromiter((k for ks in groups.values() for k in ks), np.int64)
-        return groups, self.scores(query, keys)
+        return groups, self.scores(query, grouped_keys(groups))
 
     def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
         """Best chunks and notes for distinct stemmed query terms, in one snapshot (no notes when no
@@ -367,6 +364,13 @@ class Store(Catalog, VectorIndex, LexicalIndex, Protocol):
         with self.snapshot():
             chunks = self.lexical_chunks(terms, chunk_limit)
             return LexicalHits(chunks, self.lexical_notes(terms, note_limit).by_path() if chunks else {})
+
+
+def grouped_keys(groups: dict[str, list[int]]) -> ChunkKeys:
+    """The chunk keys of a note grouping (:meth:`Store.note_chunk_keys`) in one array, note by note."""
+    import numpy as np
+
+    return np.fromiter((k for keys in groups.values() for k in keys), np.int64)
 
 
 class StoreBackend(Protocol):

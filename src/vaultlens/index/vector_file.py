@@ -126,7 +126,7 @@ def write_matrix(
             fh.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
 
 
-def map_matrix(
+def _map_matrix(
     ids_file: Path, vec_file: Path
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
     """(ids, memory-mapped vectors) of a vector cache, or None when it is missing, unreadable, empty (an
@@ -138,3 +138,17 @@ def map_matrix(
     except (OSError, ValueError):
         return None
     return (ids, vecs) if vecs.shape[0] == ids.shape[0] else None
+
+
+def cached_matrix(
+    files: tuple[Path, Path],
+    write: Callable[[], bool],
+    read: Callable[[], tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """A store's matrix: its vector cache ``files`` mapped, written first by ``write`` when missing or
+    unreadable (False: the folder cannot be written), else ``read`` into memory (a read-only folder, or
+    an empty matrix, which cannot be mapped)."""
+    mapped = _map_matrix(*files)
+    if mapped is None and write():
+        mapped = _map_matrix(*files)
+    return mapped if mapped is not None else read()

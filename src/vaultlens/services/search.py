@@ -43,7 +43,7 @@ from vaultlens.embedding.base import EmbeddingProvider, Vectors
 from vaultlens.embedding.tiers.base import TierProvider, reads
 from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
 from vaultlens.index.lexical import query_terms
-from vaultlens.index.store import ChunkKeys, LexicalHits, NoteScores, Store
+from vaultlens.index.store import ChunkKeys, LexicalHits, NoteScores, Store, grouped_keys
 from vaultlens.services.beside import beside
 from vaultlens.services.consent import require_tier_query_consent
 from vaultlens.services.section import Section
@@ -351,7 +351,7 @@ def scored_note_chunks(
     if blend is None:
         return store.note_chunk_scores(qvec, notes)
     groups = store.note_chunk_keys(notes)
-    return groups, blend.scores(np.fromiter((k for ks in groups.values() for k in ks), np.int64))
+    return groups, blend.scores(grouped_keys(groups))
 
 
 def group_notes(

@@ -40,7 +40,7 @@ from vaultlens.index.store import (
     StoreCounts,
     tier_switch,
 )
-from vaultlens.index.vector_file import map_matrix, write_matrix
+from vaultlens.index.vector_file import cached_matrix, write_matrix
 from vaultlens.vault.model import Link
 
 if TYPE_CHECKING:
@@ -670,11 +670,11 @@ class PostgresStore(Store):
                 cached = self._matrix.get(tier)
                 if cached is not None and cached[0] == gen:
                     return cached[1], cached[2]
-                files = self._cache_files(gen, tier)
-                mapped = map_matrix(*files)
-                if mapped is None and self._write_cache(gen, tier):
-                    mapped = map_matrix(*files)
-                keys, vecs = mapped if mapped is not None else self._read_matrix(tier)
+                keys, vecs = cached_matrix(
+                    self._cache_files(gen, tier),
+                    lambda: self._write_cache(gen, tier),
+                    lambda: self._read_matrix(tier),
+                )
                 self._matrix[tier] = (gen, keys, vecs)
                 return keys, vecs
 

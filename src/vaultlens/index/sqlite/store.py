@@ -49,7 +49,7 @@ from vaultlens.index.store import (
     StoreCounts,
     tier_switch,
 )
-from vaultlens.index.vector_file import VectorFile, map_matrix, write_matrix
+from vaultlens.index.vector_file import VectorFile, cached_matrix, write_matrix
 from vaultlens.vault.model import Link
 
 if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and note lists skip it
@@ -722,12 +722,11 @@ class SQLiteStore(Store):
         cached = self._matrix.get(tier)
         if cached is not None and cached[0] == gen:  # built by the thread we waited for
             return cached[1], cached[2]
-        files = self._cache_files(gen, tier)
-        mapped = map_matrix(*files)
-        if mapped is None and self._write_cache(gen, tier):
-            mapped = map_matrix(*files)
-        # a read-only index folder (or an empty matrix): held in memory instead
-        rowids, vecs = mapped if mapped is not None else self._read_matrix(tier)
+        rowids, vecs = cached_matrix(
+            self._cache_files(gen, tier),
+            lambda: self._write_cache(gen, tier),
+            lambda: self._read_matrix(tier),
+        )
         self._matrix[tier] = (gen, rowids, vecs)
         return rowids, vecs
 
