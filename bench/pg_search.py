@@ -18,8 +18,12 @@ a throw-away one, or with ``--keep DIR`` one kept in DIR with its filled store, 
 with the same DIR and --chunks skips the fill and the HNSW build (their times come from the first).
 
 Usage: .venv/bin/python bench/pg_search.py [--quick] [--chunks N] [--queries N] [--dsn DSN | --keep DIR]
-       [--no-sqlite] [--settings "-c name=value ..."] [--prewarm] [--timeline] [--cpu]
+       [--no-sqlite] [--settings "-c name=value ..."] [--prewarm] [--timeline] [--cpu] [--statements]
        [--ef-per-result 2,4,5]
+
+``--statements`` (the cluster started with ``-c shared_preload_libraries=pg_stat_statements`` in
+``--settings``) runs the searches once more with every read on the search's own thread, so each
+statement's execution time is the server CPU it costs, and prints them per search, largest first.
 
 ``--cpu`` runs the searches once back to back and divides the CPU time spent by this process and by
 the cluster's processes (a local cluster: ``/proc``) by the searches: what one search costs on each
@@ -91,6 +95,11 @@ def main() -> None:
         "--cpu",
         action="store_true",
         help="also the CPU one search costs this process and the local cluster's processes",
+    )
+    ap.add_argument(
+        "--statements",
+        action="store_true",
+        help="also each statement's server time per search, run serially (needs pg_stat_statements loaded)",
     )
     ap.add_argument(
         "--ef-per-result",
@@ -173,6 +182,8 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
         statements = timeline(stores["postgres"], full, queries)
     if args.cpu:
         cpu = cpu_per_search(stores["postgres"], full, queries)
+    if args.statements:
+        serial = statement_costs(stores["postgres"], full, queries, dsn)
     parts = ["search", "top_k", "lexical", "lexical_unpruned"]
     times: dict[str, dict[str, list[float]]] = {n: {part: [] for part in parts} for n in stores}
     recalls: list[float] = []
@@ -215,6 +226,8 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
         result["timeline"] = statements
     if args.cpu:
         result["cpu_per_search_ms"] = cpu
+    if args.statements:
+        result["statements_serial"] = serial
     if args.ef_per_result:
         result["ef_sweep"] = ef_sweep(stores["postgres"], queries, keys_exact, mem, k, args.ef_per_result)
     for store in stores.values():
@@ -300,6 +313,39 @@ def cpu_per_search(store: Any, full: Any, queries: list[tuple[str, np.ndarray]])
     }
     print(f"per search: wall p50 {out['wall_p50']} ms; CPU: this process {out['client']} ms, "
           f"the cluster {out['server']} ms", flush=True)  # fmt: skip
+    return out
+
+
+def statement_costs(
+    store: Any, full: Any, queries: list[tuple[str, np.ndarray]], dsn: str
+) -> list[dict[str, Any]]:
+    """The searches run serially (no part beside: services/beside.py's threshold out of reach), with
+    pg_stat_statements reset first: each statement's calls and execution ms per search, largest first."""
+    import psycopg
+
+    from vaultlens.services import beside
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        beside.BESIDE_FROM_CHUNKS, threshold = 10**15, beside.BESIDE_FROM_CHUNKS
+        try:
+            for text, q in queries[:3]:
+                full(store, text, q)
+            conn.execute("SELECT pg_stat_statements_reset()")
+            for text, q in queries:
+                full(store, text, q)
+        finally:
+            beside.BESIDE_FROM_CHUNKS = threshold
+        found = conn.execute(
+            "SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 90)"
+            " FROM pg_stat_statements WHERE query NOT LIKE '%%pg_stat_statements%%'"
+            " ORDER BY total_exec_time DESC LIMIT 12"
+        ).fetchall()
+    n = len(queries)
+    out = [{"calls_per_search": c / n, "ms_per_search": t / n, "statement": sql} for c, t, sql in found]
+    rows = [("per search", "ms", "statement")]
+    rows += [(f"{o['calls_per_search']:.2f}", f"{o['ms_per_search']:.2f}", o["statement"]) for o in out]
+    print(table(rows))
     return out
 
 
