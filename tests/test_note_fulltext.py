@@ -64,6 +64,7 @@ def test_migration_builds_note_full_text_from_chunks(tmp_path: Path, use_provide
     con.execute("ALTER TABLE chunks DROP COLUMN frontmatter")  # added by the migration to schema 4
     con.execute("ALTER TABLE chunks DROP COLUMN context")  # added by the migration to schema 5
     con.execute("DROP TABLE tier_vectors")  # likewise
+    con.execute("DROP TABLE term_stats")  # added by the migration to schema 8
     con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     con.commit()
     con.close()

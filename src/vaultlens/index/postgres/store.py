@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
-from vaultlens.index import bm25_top, rows
+from vaultlens.index import bm25_top, rows, term_counts
 from vaultlens.index.bm25_top import Query
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.postgres import fulltext
@@ -358,13 +358,10 @@ class PostgresStore(Store):
         rows in the batch's order (chunk keys are assigned as the chunks come); each row's distinct
         terms counted into ``added`` (per table)."""
         files, chunks, links = [], [], []
+        in_chunks, in_notes = term_counts.added(updates)
+        added["chunks"].update(in_chunks)
+        added["files"].update(in_notes)
         for u in updates:
-            note_terms: set[str] = set()
-            for item in u.chunks:
-                words = set(item.terms.split())
-                added["chunks"].update(words)
-                note_terms |= words
-            added["files"].update(note_terms)
             tsv, dl = (
                 fulltext.tsvector_literal(" ".join(item.terms for item in u.chunks))
                 if u.chunks

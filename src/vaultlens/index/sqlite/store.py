@@ -33,10 +33,11 @@ from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
 from vaultlens.errors import IndexNotFound, StoreError, translate_error
 from vaultlens.fsutil import atomic_file
-from vaultlens.index import bm25_top, rows
+from vaultlens.index import bm25_top, rows, term_counts
 from vaultlens.index.bm25_top import K1, B, Query
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
+from vaultlens.index.sqlite import fts_tokens
 from vaultlens.index.sqlite.ann import AnnKeeper, AnnTier
 from vaultlens.index.sqlite.threads import free_threads
 from vaultlens.index.store import (
@@ -58,7 +59,7 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
 
     from vaultlens.index.indexing.indexer import Progress
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 DB_NAME = "index.sqlite"
 NEIGHBOUR_BATCH = 4096  # keys per ANN batch search in neighbours()
 ANN_CANDIDATES = 200  # the fewest ANN candidates re-scored exactly (recall@10 >= 0.95: bench/ann_scale.py)
@@ -104,6 +105,7 @@ _PUT_RECORD = (
 )
 
 _FILE_KEY = "'files:'||{row}.status||':'||{row}.kind"  # a counter per file status and kind
+_FTS_OWNER = {"chunks_fts": "chunks", "notes_fts": "files"}  # the full-text tables and whose rowids key them
 
 # Append-only: MIGRATIONS[n] brings a schema at version n to n + 1.
 MIGRATIONS: dict[int, str] = {
@@ -155,6 +157,15 @@ MIGRATIONS: dict[int, str] = {
             ("files", "UPDATE", [(_FILE_KEY.format(row="old"), -1), (_FILE_KEY.format(row="new"), 1)]),
         )
     ),
+    # each full-text token's rows (index/term_counts.py), kept by apply; filled from FTS5's own vocabulary
+    7: """CREATE TABLE IF NOT EXISTS term_stats(tbl TEXT,term TEXT,df INT,PRIMARY KEY(tbl,term))WITHOUT ROWID;
+        DELETE FROM term_stats;
+        CREATE VIRTUAL TABLE temp.chunk_vocab USING fts5vocab(main, chunks_fts, row);
+        CREATE VIRTUAL TABLE temp.note_vocab USING fts5vocab(main, notes_fts, row);
+        INSERT INTO term_stats SELECT 'chunks_fts', term, doc FROM temp.chunk_vocab;
+        INSERT INTO term_stats SELECT 'notes_fts', term, doc FROM temp.note_vocab;
+        DROP TABLE temp.chunk_vocab;
+        DROP TABLE temp.note_vocab;""",
 }
 
 
@@ -328,7 +339,6 @@ class SQLiteStore(Store):
         # one thread builds the matrix of a new generation; the others wait and take it (a server's
         # 40 worker threads each reading 20 MB of vectors after every commit held ~1 GB at once)
         self._matrix_lock = threading.Lock()
-        self._df_cache: dict[tuple[int, str, str], int] = {}  # (generation, table, term) -> rows holding it
         self._vec_cache: dict[tuple[int, int], bytes] = {}  # (generation, chunk rowid) -> its float32 vector
         # (snapshot generation, the vector cache file rows are read from, keys changed since it was written)
         self._vec_file: tuple[int, VectorFile, ChunkKeys] | None = None
@@ -582,6 +592,10 @@ class SQLiteStore(Store):
                 "INSERT INTO chunk_log SELECT ?, rowid FROM chunks WHERE path = ?",
                 [(logged, *p) for p in paths],
             )
+            leaving = {
+                table: term_counts.rows_holding(self._terms_of(table, paths), fts_tokens.tokens)
+                for table in _FTS_OWNER
+            }
             for sql in _DELETE_PATH:
                 db.executemany(sql, paths)
             db.executemany(
@@ -603,12 +617,29 @@ class SQLiteStore(Store):
                 "INSERT INTO notes_fts(rowid, terms) SELECT rowid, ? FROM files WHERE path = ?",
                 [(" ".join(item.terms for item in u.chunks), u.record.path) for u in updates if u.chunks],
             )
+            arriving = dict(zip(_FTS_OWNER, term_counts.added(updates, fts_tokens.tokens), strict=True))
+            db.executemany(
+                "INSERT INTO term_stats VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET df = df + excluded.df",
+                [
+                    (table, term, n)
+                    for table in _FTS_OWNER
+                    for term, n in term_counts.change(arriving[table], leaving[table]).items()
+                ],
+            )
             db.executemany(
                 f"INSERT INTO links({rows.LINK_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
                 [params for u in updates for params in rows.link_params(u.record.path, u.links)],
             )
             if updates or deletes:
                 self._bump_generation()
+
+    def _terms_of(self, table: str, paths: Iterable[tuple[str]]) -> Iterator[str]:
+        """The stored terms of ``table``'s rows (full text) for these paths' chunks or notes."""
+        sql = (
+            f"SELECT t.terms FROM {_FTS_OWNER[table]} o JOIN {table} t ON t.rowid = o.rowid"
+            " WHERE o.path IN ({marks})"
+        )
+        return (str(r[0]) for r in self._rows_in(sql, (p for (p,) in paths)))
 
     def drop_orphan_vectors(self) -> int:
         """Drop vectors no chunk uses, and the change log the ANN tier's newest file no longer needs."""
@@ -660,6 +691,7 @@ class SQLiteStore(Store):
                 "links",
                 "files",
                 "chunk_log",
+                "term_stats",
             )
             for table in tables:
                 db.execute(f"DELETE FROM {table}")
@@ -1136,26 +1168,37 @@ class SQLiteStore(Store):
         return fts5_query(lambda sql, params: self.db.execute(sql, params).fetchall(), table, idf)
 
     def _doc_freqs(self, table: str, terms: Iterable[str], rows: int) -> dict[str, int]:
-        """Rows of ``table`` containing each term, counted up to just over half of ``rows``.
-
-        FTS5 clamps the idf of a term in more than half the rows to ~0, so counting further
-        changes no score; the cap keeps a very common word from costing a full count. Cached
-        per generation (a search asks for the same few terms again and again).
-        """
-        gen = self.generation
-        if len(self._df_cache) > 100_000:
-            self._df_cache.clear()
+        """Rows of ``table`` holding each term, capped just over half of ``rows`` (past it FTS5's idf
+        is floored, whatever the count): the counts ``apply`` keeps (index/term_counts.py), one
+        lookup for all the terms. A term FTS5 stores as more than one token (or none) is matched as
+        a phrase, so its rows are counted."""
+        stored = {t: fts_tokens.word_tokens(t) for t in terms}
+        sql = f"SELECT term, df FROM term_stats WHERE tbl = '{table}' AND term IN ({{marks}})"
+        kept = dict(self._rows_in(sql, {tokens[0] for tokens in stored.values() if len(tokens) == 1}))
+        cap = rows // 2 + 1
         out: dict[str, int] = {}
-        for t in terms:
-            df = self._df_cache.get((gen, table, t))
-            if df is None:
-                row = self.db.execute(
-                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
-                    (f'"{t}"', rows // 2 + 1),
-                ).fetchone()
-                df = self._df_cache[(gen, table, t)] = int(row[0])
-            out[t] = df
+        for t, tokens in stored.items():
+            if len(tokens) == 1:
+                df = kept.get(tokens[0], 0)
+            else:
+                sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+                (df,) = self.db.execute(sql, (f'"{t}"', cap)).fetchone()
+            out[t] = min(int(df), cap)
         return out
+
+    def _miscounted_terms(self, table: str) -> int:
+        """Tokens whose kept row count (``term_stats``) is not FTS5's own (its vocabulary's). On the main
+        connection: a reader's may not even create the temporary vocabulary table."""
+        self._conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_vocab USING fts5vocab(main, {table}, row)"
+        )
+        kept = f"SELECT term, df FROM term_stats WHERE tbl = '{table}' AND df <> 0"
+        vocab = f"SELECT term, doc FROM temp.{table}_vocab"
+        sql = (
+            f"SELECT COUNT(DISTINCT term) FROM (SELECT term FROM ({kept} EXCEPT {vocab})"
+            f" UNION ALL SELECT term FROM ({vocab} EXCEPT {kept}))"
+        )
+        return int(self._conn.execute(sql).fetchone()[0])
 
     def _notes_now(self) -> int:
         """Rows of notes_fts (one per note with chunks), as FTS5 counts them for its idf."""
@@ -1293,6 +1336,10 @@ class SQLiteStore(Store):
             n = q(sql).fetchone()[0]
             if n:
                 found.append(f"{n} {label}")
+        for table in _FTS_OWNER:
+            n = self._miscounted_terms(table)
+            if n:
+                found.append(f"{n} kept term counts of {table} differ from its full-text index")
         if self.counts() != self._counted():
             found.append(f"the kept counts {self.counts()} differ from the rows {self._counted()}")
         for table, space, label in (
