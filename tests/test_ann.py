@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from vaultlens.index.backends import get_backend
 from vaultlens.index.indexing.indexer import NoProgress
 from vaultlens.index.sqlite.ann import AnnTier
 from vaultlens.index.store import Store
+from vaultlens.index.vector_file import VectorFile
 from vaultlens.services.search import rank_notes
 from vl_support import VAULTLENS_BIN, cli_env, run_index, settings, write_vault
 
@@ -352,6 +354,34 @@ def test_the_re_score_reads_rows_of_the_vector_file_and_stays_exact_after_an_edi
         np.save(vec_file.with_suffix(""), np.load(vec_file)[::-1].copy())  # np.save adds .npy again
         (found,) = store.problems()
         assert "differs from the stored vectors" in found
+
+
+def test_an_open_store_keeps_its_vector_file_across_commits_and_reads_each_edit_from_sqlite(
+    small: tuple[Path, Path], use_provider
+) -> None:
+    """A server's store opens the vector file once (opening checks every key); each commit after it
+    adds only its own changed keys, which come from SQLite, so rows stay exact."""
+    vault, store_dir = small
+    with ann_store(store_dir) as store:
+        opened: list[int] = []
+        real_open = store._open_vector_file  # type: ignore[attr-defined]
+
+        def counted(gen: int) -> VectorFile | None:
+            opened.append(gen)
+            return real_open(gen)  # type: ignore[no-any-return]
+
+        store._open_vector_file = counted  # type: ignore[attr-defined]
+        keys = store._read_matrix()[0]  # type: ignore[attr-defined]
+        assert sqlite_vector_reads(store, lambda: store.vectors_of(keys))[1] == []  # type: ignore[attr-defined]
+        for n, note in enumerate(("Area 0/Note 00.md", "Area 1/Note 01.md")):
+            (vault / note).write_text(f"# Edited {n}\n\nNow about growing chili peppers, take {n}.\n")
+            run_index(vault, store_dir, use_provider, ANN_ON)
+            now_keys, truth = store._read_matrix()  # type: ignore[attr-defined]
+            (got_keys, vecs), reads = sqlite_vector_reads(store, partial(store.vectors_of, now_keys))  # type: ignore[attr-defined]
+            assert np.array_equal(got_keys, now_keys) and np.array_equal(vecs, truth)
+            edited = {int(k) for k in now_keys} - {int(k) for k in keys}  # the rowids the edits gave
+            assert len(edited) == n + 1 and len(reads) == 1 and all(str(k) in reads[0] for k in edited)
+        assert len(opened) == 1  # one file, opened once, for three generations
 
 
 def test_the_quality_tier_s_runtime_loads_after_the_graph_without_a_crash(tmp_path: Path) -> None:
