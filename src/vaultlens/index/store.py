@@ -135,6 +135,8 @@ class NoteScores:
 
     def of(self, paths: Collection[str]) -> dict[str, float]:
         """The scores of those of ``paths`` that are among the best notes."""
+        if not self.keys or not paths:
+            return {}
         score = dict(zip(self.keys, self.scores, strict=True))
         return {p: score[k] for p, k in self.keys_of(paths).items() if k in score}
 

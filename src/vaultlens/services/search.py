@@ -300,10 +300,13 @@ def score_chunks(
             return {}
         note_of = store.chunk_paths(keys.tolist())
         notes = lexical_notes()
+        dense_notes = set(note_of.values())
+        note_scores = notes.of(dense_notes)  # while the worker still reads the lexical chunk rows
         found = lexical_chunks()
+        note_scores.update(notes.of(set(found.paths.values()) - dense_notes))
         note_of.update(found.paths)
         # a note holds a term only through one of its chunks: no chunk matched, no note did
-        lexical = LexicalHits(found.scores, notes.of(set(note_of.values())) if found.scores else {})
+        lexical = LexicalHits(found.scores, note_scores if found.scores else {})
     best_note = notes.best if found.scores else 0.0
     extra = ~np.isin(found.keys, keys)
     if extra.any():
