@@ -772,9 +772,12 @@ def test_doctor_names_a_counter_that_differs_from_the_rows(tmp_path: Path) -> No
         with store.transaction() as db:  # type: ignore[attr-defined]
             db.execute("UPDATE counters SET n = n + 3 WHERE name IN ('chunks', 'dl:files')")
             db.execute("DELETE FROM chunks_postings WHERE term = 'appl'")
+            db.execute("UPDATE term_stats SET df = df + 1 WHERE tbl = 'files' AND term = 'appl'")
         found = " ".join(store.problems())
         assert "kept counts" in found and "full-text size of files" in found
         assert "the full-text postings of chunks (1) differ from its terms (2)" in found
+        assert "1 kept term counts of files differ from its full-text index" in found
+        assert "term counts of chunks" not in found
     finally:
         store.close()
 

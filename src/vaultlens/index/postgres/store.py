@@ -642,6 +642,14 @@ class PostgresStore(Store):
             terms = self._one(f"SELECT COALESCE(SUM(length(tsv)), 0) FROM {table}")[0]
             if posted != terms:
                 found.append(f"the full-text postings of {table} ({posted}) differ from its terms ({terms})")
+            kept_df = f"SELECT term, df FROM term_stats WHERE tbl = '{table}' AND df <> 0"
+            true_df = f"SELECT word, ndoc FROM ts_stat('SELECT tsv FROM {table} WHERE tsv IS NOT NULL')"
+            miscounted = self._one(
+                f"SELECT COUNT(DISTINCT term) FROM (({kept_df} EXCEPT {true_df})"
+                f" UNION ALL ({true_df} EXCEPT {kept_df})) x"
+            )[0]
+            if miscounted:
+                found.append(f"{miscounted} kept term counts of {table} differ from its full-text index")
         for table, space, label in (
             ("vectors", self.space, "vectors"),
             ("tier_vectors", self.tier_space, "quality-tier vectors"),
