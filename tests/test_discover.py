@@ -324,6 +324,39 @@ def test_partitioned_pairs_find_near_copies_with_exact_cosines() -> None:
     assert all(a < b and abs(gram[a, b] - v) < 1e-5 and v >= 0.95 for (a, b), v in got.items())
 
 
+def test_a_tight_topics_partitions_are_scored_as_one_product_with_the_same_pairs() -> None:
+    """Sections of a few tight topics: most pairs of a partition pass the projected filter, so each
+    partition is scored as a whole (no pair at a time), with the pairs that scoring them one at a time
+    finds and their exact cosines."""
+    rng = np.random.default_rng(8)
+    n, d = 3000, 64
+    centres = rng.standard_normal((6, d))
+    x = centres[rng.integers(0, 6, n)] / np.sqrt(d) * 3 + rng.standard_normal((n, d)) / np.sqrt(d)
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    gram = x @ x.T
+    runs: list[dict[tuple[int, int], float]] = []
+    score = vector_pairs._cosines
+    one_at_a_time: list[object] = []
+    for share in (vector_pairs.DENSE_SHARE, 2.0):  # 2.0: never dense, a pair at a time
+        one_at_a_time.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(vector_pairs, "DENSE_SHARE", share)
+            mp.setattr(vector_pairs, "_cosines", lambda *a: one_at_a_time.append(a) or score(*a))
+            got: dict[tuple[int, int], float] = {}
+            yielded = 0
+            for ra, rb, sims in vector_pairs.partitioned_pairs(x, np.arange(n, dtype=np.int64), 0.9):
+                got.update({(int(a), int(b)): float(v) for a, b, v in zip(ra, rb, sims, strict=True)})
+                yielded += len(ra)
+        assert yielded == len(got)  # a pair in several partitions is given once
+        floor = float(np.float32(0.9))  # compared in float32
+        assert all(a < b and abs(gram[a, b] - v) < 1e-5 and v >= floor for (a, b), v in got.items())
+        assert bool(one_at_a_time) == (share > 1)
+        runs.append(got)
+    whole, single = runs
+    assert len(whole) > 100_000
+    assert all(abs(gram[a, b] - 0.9) < 1e-5 for a, b in set(whole) ^ set(single))  # a float's last bit
+
+
 def test_close_pairs_keep_the_callers_row_numbers() -> None:
     """Only pairs of the given rows, named by their rows in the whole matrix, on both paths."""
     n, d, copies = 1200, 256, 200

@@ -6,7 +6,10 @@ partitions of the projections (each row joins its :data:`PROBES` nearest), and i
 only the pairs whose projected distance allows cos >= floor are scored exactly: a projection on
 orthonormal directions never lengthens a difference, so that filter drops no pair of the partition.
 The cost grows with the partition sizes in the projected space instead of n squared in the full one,
-and the full vectors are read once, a block at a time, and then only for the pairs that pass.
+and the full vectors are read once, a block at a time, and then only for the pairs that pass. Where
+the filter passes a large share of a partition's pairs (sections of one tight topic: their projections
+lie close though their vectors do not), the partition's rows are read whole and scored as one blocked
+product instead, as :func:`exact_pairs` does: a pair at a time cost hours there at 1,000,000 chunks.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ PCA_SAMPLE = 20_000  # about this many rows teach the principal directions
 READ_ROWS = 16_384  # rows read from the matrix per block while projecting
 BOUND_SLACK = 1e-3  # float32 rounding room in the distance filter (it must never drop a true pair)
 PAIR_BLOCK = 16_384  # pairs scored exactly at a time: their two rows each are read for it
+DENSE_SHARE = 0.05  # a partition whose first block passes more of its pairs is scored as a whole
 PairBatch = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
 
@@ -161,7 +165,16 @@ def partitioned_pairs(
     limit = 2.0 - 2.0 * floor + BOUND_SLACK
     nearest = assign(unit, seed, k=int(PARTITION_SCALE * np.sqrt(n)))
     for c, idx in enumerate(members(nearest)):
-        a, b = _within_distance(unit[idx], norms[idx], limit)
+        # the filter on the partition's first rows against all of it tells whether it is worth it
+        m, head = len(idx), min(len(idx), BLOCK_ROWS)
+        a, b = _within_distance(unit[idx], norms[idx], limit, stop=head)
+        if len(a) > DENSE_SHARE * (head * (head - 1) // 2 + head * (m - head)):
+            for a, b, sims in exact_pairs(reader.take(rows[idx]), floor):  # idx ascending: a < b
+                fresh = _first_shared(nearest[idx[a]], nearest[idx[b]]) == c
+                yield rows[idx[a[fresh]]], rows[idx[b[fresh]]], sims[fresh]
+            continue
+        more_a, more_b = _within_distance(unit[idx], norms[idx], limit, start=head)
+        a, b = np.concatenate([a, more_a]), np.concatenate([b, more_b])
         lo, hi = np.minimum(idx[a], idx[b]), np.maximum(idx[a], idx[b])
         # a pair two partitions share is scored in the first of them: no set of the pairs seen, whose
         # size grew with the vault (20 GB at 1,000,000 chunks of tight topics: docs/benchmarks.md)
@@ -209,9 +222,14 @@ def _projections(
 
 
 def _within_distance(
-    unit: npt.NDArray[np.float32], norms: npt.NDArray[np.float32], limit: float
+    unit: npt.NDArray[np.float32],
+    norms: npt.NDArray[np.float32],
+    limit: float,
+    start: int = 0,
+    stop: int | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Local pairs i < j whose projected vectors lie within squared distance ``limit``.
+    """Local pairs i < j whose projected vectors lie within squared distance ``limit``, for the i from
+    ``start`` to ``stop`` (default: every row).
 
     |a - b|^2 = |a|^2 + |b|^2 - 2 |a| |b| cos is smallest, for a given |a|, when |b|^2 = |a|^2 - limit,
     so no pair within the limit has a cosine below sqrt(1 - limit / |a|^2): one comparison per pair
@@ -221,13 +239,14 @@ def _within_distance(
     least_cos = np.sqrt(np.clip(1.0 - limit / np.maximum(sq, 1e-12), 0.0, 1.0)).astype(np.float32)
     ls: list[npt.NDArray[np.int64]] = []
     rs: list[npt.NDArray[np.int64]] = []
-    for start in range(0, m - 1, BLOCK_ROWS):
-        stop = min(m, start + BLOCK_ROWS)
-        cos = unit[start:stop] @ unit[start:].T
-        rows, cols = np.nonzero(cos >= least_cos[start:stop, None])
-        keep = cols > rows  # the upper triangle: column offset 0 is row ``start`` itself
+    end = m if stop is None else min(m, stop)
+    for first in range(start, end, BLOCK_ROWS):
+        last = min(end, first + BLOCK_ROWS)
+        cos = unit[first:last] @ unit[first:].T
+        rows, cols = np.nonzero(cos >= least_cos[first:last, None])
+        keep = cols > rows  # the upper triangle: column offset 0 is row ``first`` itself
         rows, cols = rows[keep], cols[keep]
-        a, b = rows + start, cols + start
+        a, b = rows + first, cols + first
         near = sq[a] + sq[b] - 2.0 * norms[a] * norms[b] * cos[rows, cols] <= limit
         ls.append(a[near])
         rs.append(b[near])
