@@ -13,8 +13,9 @@ process, with ``search.ann_threshold`` = 1:
 * the whole search (``rank_notes``: dense, FTS5 lexical, fusion, grouping) with a provider that
   returns the precomputed query vector, so the query embedding is excluded: p50 / p95 ms over 100
   fresh queries run one after another, then the same queries on the exact store (the baseline) and
-  recall@10 of the notes found against the exact search's; the lexical stage alone (``store.lexical``, bm25_top's pruned FTS5 queries) beside the plain FTS5
-  queries that score every matching row (same terms and idf);
+  recall@10 of the notes found against the exact search's; the lexical stage alone
+  (``store.lexical``, bm25_top's pruned FTS5 queries) beside the plain FTS5 queries that score every
+  matching row (same terms and idf);
 * a one-note edit (the note's 10 chunks replaced by new vectors through ``apply``): the time the
   next search spends bringing the tier up to date (``ann_tier()``), the ``apply`` itself, and the
   whole search that follows (a served vault's first search after a watcher's commit: what is cached

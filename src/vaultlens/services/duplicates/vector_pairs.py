@@ -167,13 +167,14 @@ def partitioned_pairs(
     for c, idx in enumerate(members(nearest)):
         # the filter on the partition's first rows against all of it tells whether it is worth it
         m, head = len(idx), min(len(idx), BLOCK_ROWS)
-        a, b = _within_distance(unit[idx], norms[idx], limit, stop=head)
+        part_unit, part_norms = unit[idx], norms[idx]
+        a, b = _within_distance(part_unit, part_norms, limit, stop=head)
         if len(a) > DENSE_SHARE * (head * (head - 1) // 2 + head * (m - head)):
-            for a, b, sims in exact_pairs(reader.take(rows[idx]), floor):  # idx ascending: a < b
-                fresh = _first_shared(nearest[idx[a]], nearest[idx[b]]) == c
-                yield rows[idx[a[fresh]]], rows[idx[b[fresh]]], sims[fresh]
+            for i, j, sims in exact_pairs(reader.take(rows[idx]), floor):  # idx ascending: i < j
+                fresh = _first_shared(nearest[idx[i]], nearest[idx[j]]) == c
+                yield rows[idx[i[fresh]]], rows[idx[j[fresh]]], sims[fresh]
             continue
-        more_a, more_b = _within_distance(unit[idx], norms[idx], limit, start=head)
+        more_a, more_b = _within_distance(part_unit, part_norms, limit, start=head)
         a, b = np.concatenate([a, more_a]), np.concatenate([b, more_b])
         lo, hi = np.minimum(idx[a], idx[b]), np.maximum(idx[a], idx[b])
         # a pair two partitions share is scored in the first of them: no set of the pairs seen, whose
