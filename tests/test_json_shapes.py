@@ -69,6 +69,7 @@ def _results(vault: Path) -> dict[str, Any]:
         out["write_unconfirmed"] = _proposal(lambda: vaultlens.apply(app, planned.entry.op_id))
         out["apply"] = vaultlens.apply(app, planned.entry.op_id, planned.proposal).as_dict()
         out["history"] = [e.as_dict() for e in vaultlens.history(app)]
+        out["show_before"] = vaultlens.show_before(app, planned.entry.op_id).as_dict()
         pair = vaultlens.duplicates(app, threshold=0.0).pairs[0]  # dismissed: only a listed pair
         out["dismiss"] = vaultlens.dismiss(app, pair.a, pair.b, threshold=0.0).as_dict()
         out["clear"] = vaultlens.clear(app).as_dict()

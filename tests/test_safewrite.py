@@ -313,16 +313,16 @@ CHILD = textwrap.dedent(
 
     if moment == "before-write":
         real_swap = writer._swap
-        def swap(target, op):
+        def swap(target, op, *rest):
             stop_here()
-            real_swap(target, op)
+            real_swap(target, op, *rest)
         writer._swap = swap
     elif moment == "before-rename":  # the temporary file is written and fsynced, the note not replaced
         real_replace = os.replace
-        def replace(src, dst):
-            if Path(dst).resolve().is_relative_to(vault.resolve()):  # not the journal's own writes
+        def replace(src, dst, **at):
+            if at.get("dst_dir_fd") is not None:  # a note (relative to its folder), not the journal
                 stop_here()
-            real_replace(src, dst)
+            real_replace(src, dst, **at)
         os.replace = replace
     else:
         real_set = journal.Journal.set_state
@@ -399,14 +399,14 @@ INTERRUPTED_CHILD = textwrap.dedent(
     vault, moment, ready = Path(sys.argv[1]).resolve(), sys.argv[2], Path(sys.argv[3])
     real_replace = os.replace
 
-    def replace(src, dst):
-        into_vault = Path(dst).resolve().is_relative_to(vault)  # not the journal's own writes
+    def replace(src, dst, **at):
+        into_vault = at.get("dst_dir_fd") is not None  # a note (relative to its folder), not the journal
         if into_vault and moment == "after-rename":
-            real_replace(src, dst)
+            real_replace(src, dst, **at)
         if into_vault:
             ready.write_text("ready")
             time.sleep(60)  # Ctrl-C lands here
-        real_replace(src, dst)
+        real_replace(src, dst, **at)
 
     os.replace = replace
     sys.argv = ["vaultlens", *sys.argv[4:]]

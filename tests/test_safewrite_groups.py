@@ -7,6 +7,7 @@ SIGKILL (the kill point is reached the way tests/test_safewrite.py reaches its o
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -18,10 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from vaultlens.chunking.chunker import MarkdownChunker
+from vaultlens.chunking.source import RawNote, note_from_bytes
 from vaultlens.errors import InvalidInput, UndoRefused, WriteConflict, WriteRefused
 from vaultlens.fsutil import sha256_hex
 from vaultlens.safewrite import Group
 from vaultlens.services import writes
+from vaultlens.services.notetools import split
 from vl_support import cli_env, run_cli, snapshot, write_vault
 
 A, B = b"# A\n\nfirst line\nsecond line\n", b"# B\r\n\r\nbody\r\n"
@@ -150,19 +154,20 @@ CHILD = textwrap.dedent(
     from vaultlens.services import writes
 
     vault, op_id, token, moment, ready = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], Path(sys.argv[5])
+    moment, _, at = moment.rpartition("-before-")  # e.g. kill-before-3: at the third write
     real_swap, calls = writer._swap, []
 
-    def swap(target, op):
+    def swap(target, op, *rest):
         calls.append(op.path)
-        if len(calls) == 3 and moment == "kill-before-third":
+        if len(calls) == int(at) and moment == "kill":
             ready.write_text("ready")
             time.sleep(60)
-        if len(calls) == 3 and moment == "ctrl-c-before-third":
+        if len(calls) == int(at) and moment == "ctrl-c":
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(5)  # KeyboardInterrupt lands here
-        if len(calls) == 3 and moment == "edit-before-third":  # the user saves b.md just now
+        if len(calls) == int(at) and moment == "edit":  # the user saves the note just now
             target.write_bytes(target.read_bytes() + b"typed meanwhile\\r\\n")
-        real_swap(target, op)
+        real_swap(target, op, *rest)
 
     writer._swap = swap
     try:
@@ -187,13 +192,13 @@ def test_a_note_changed_in_the_middle_of_the_apply_rolls_back_what_the_group_wro
 ) -> None:
     vault = vault_ab(tmp_path)
     planned = split_like(vault)
-    out, _ = run_child(tmp_path, isolated_env, vault, planned, "edit-before-third").communicate(timeout=120)
-    error = json.loads(out)
-    assert error["code"] == "write_conflict" and error["path"] == "b.md", error
+    out, _ = run_child(tmp_path, isolated_env, vault, planned, "edit-before-3").communicate(timeout=120)
+    error = json.loads(out)  # written in the order that never removes text first: a.md, cut, comes last
+    assert error["code"] == "write_conflict" and error["path"] == "a.md", error
     assert "were put back" in error["message"], error
-    assert (vault / "a.md").read_bytes() == A, "the first note is back"
+    assert (vault / "b.md").read_bytes() == B, "the note the group had written is back"
     assert not (vault / "A one.md").exists(), "the created note is removed"
-    assert (vault / "b.md").read_bytes() == B + b"typed meanwhile\r\n", "the user's save is kept"
+    assert (vault / "a.md").read_bytes() == A + b"typed meanwhile\r\n", "the user's save is kept"
     listed = {r.op_id: r for r in writes.history(vault)}
     assert listed[planned.entry.op_id].state == "conflict"
     [rollback] = [r for r in listed.values() if r.undo_of == planned.entry.op_id]
@@ -207,7 +212,7 @@ def test_kill_9_in_the_middle_of_a_group_is_settled_as_partial_and_its_undo_rest
     original = snapshot(vault)
     planned = split_like(vault)
     group_id = planned.entry.op_id
-    child = run_child(tmp_path, isolated_env, vault, planned, "kill-before-third")
+    child = run_child(tmp_path, isolated_env, vault, planned, "kill-before-3")
     deadline = time.monotonic() + 60
     while not (tmp_path / "ready").exists():
         assert child.poll() is None, "the child ended before reaching the kill point"
@@ -218,18 +223,18 @@ def test_kill_9_in_the_middle_of_a_group_is_settled_as_partial_and_its_undo_rest
     j = writes.journal(vault)
     assert j.group(group_id).state == "writing"
     killed = snapshot(vault)
-    assert (
-        (vault / "a.md").read_bytes() != A
+    assert (  # the new note and the added link first; the original is cut last, so it is whole here
+        (vault / "a.md").read_bytes() == A
         and (vault / "A one.md").exists()
-        and (vault / "b.md").read_bytes() == B
+        and (vault / "b.md").read_bytes() != B
     )
     recovered = writes.recover(vault)
     assert [(r.op_id, r.state) for r in recovered] == [
-        (j.group(group_id).members[2], "not_applied"),
+        (j.group(group_id).members[0], "not_applied"),
         (group_id, "partial"),
     ]
     assert snapshot(vault) == killed, "recovery writes no note"
-    assert [j.entry(m).state for m in j.group(group_id).members] == ["applied", "applied", "not_applied"]
+    assert [j.entry(m).state for m in j.group(group_id).members] == ["not_applied", "applied", "applied"]
     shown = run_cli(["history", "--vault", str(vault)])
     assert (
         group_id in shown.stdout
@@ -250,7 +255,7 @@ def test_ctrl_c_in_the_middle_of_a_group_says_it_is_partial_and_how_to_undo(
     original = snapshot(vault)
     planned = split_like(vault)
     group_id = planned.entry.op_id
-    out, _ = run_child(tmp_path, isolated_env, vault, planned, "ctrl-c-before-third").communicate(timeout=120)
+    out, _ = run_child(tmp_path, isolated_env, vault, planned, "ctrl-c-before-3").communicate(timeout=120)
     error = json.loads(out)
     assert error["code"] == "write_interrupted" and error["state"] == "partial", error
     assert (
@@ -259,8 +264,109 @@ def test_ctrl_c_in_the_middle_of_a_group_says_it_is_partial_and_how_to_undo(
     )
     j = writes.journal(vault)
     assert j.group(group_id).state == "partial", "settled by the apply itself, not left writing"
-    assert [j.entry(m).state for m in j.group(group_id).members] == ["applied", "applied", "not_applied"]
-    assert (vault / "b.md").read_bytes() == B
+    assert [j.entry(m).state for m in j.group(group_id).members] == ["not_applied", "applied", "applied"]
+    assert (vault / "a.md").read_bytes() == A
     undo = writes.plan_undo(vault, group_id)
     writes.apply(vault, undo.entry.op_id, undo.proposal)
     assert snapshot(vault) == original
+
+
+# ---- a many-note split killed at each write: every line stays somewhere -----------------------------
+
+PARTS = 12
+LONG = "# Long\r\n\r\n" + "".join(
+    f"## Topic {i}\r\n\r\nLine {i} about topic {i}, with an ümlaut and a tab\there.\r\n\r\n"
+    for i in range(PARTS)
+)
+
+
+def many_note_split(vault: Path) -> writes.Planned:
+    """A real split of ``Long.md`` into PARTS new notes, the original becoming their index."""
+    raw = (vault / "Long.md").read_bytes()
+    source = note_from_bytes(RawNote("Long.md", raw, sha256_hex(raw)), MarkdownChunker())
+    answer = {"notes": [
+        {"title": f"Topic {i}", "ranges": [{"first": 3 + 4 * i, "last": 5 + 4 * i}], "links": []}
+        for i in range(PARTS)
+    ]}  # fmt: skip
+    proposed = split.propose(source, answer, ["Long", "b"], index=True)
+    return writes.plan_group(vault, proposed.changes, "split Long.md")
+
+
+def on_disk_lines(vault: Path) -> set[str]:
+    return {line for note in vault.rglob("*.md") for line in note.read_text("utf-8").splitlines()}
+
+
+@pytest.mark.parametrize("at", range(1, PARTS + 2))
+def test_kill_9_at_each_write_of_a_many_note_split_never_takes_text_out_of_the_vault(
+    tmp_path: Path, isolated_env: Path, at: int
+) -> None:
+    """It used to cut the original to its index first: a kill then left most new notes only in the journal."""
+    vault = write_vault(tmp_path / "v", {"Long.md": LONG.encode(), "b.md": B})
+    original = snapshot(vault)
+    planned = many_note_split(vault)
+    group_id = planned.entry.op_id
+    child = run_child(tmp_path, isolated_env, vault, planned, f"kill-before-{at}")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists():
+        assert child.poll() is None, "the child ended before reaching the kill point"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    text = LONG.replace("\r\n", "\n").splitlines()
+    assert set(text) <= on_disk_lines(vault), "every line of the original is in some note on disk"
+    new = [vault / f"Topic {i}.md" for i in range(PARTS)]
+    assert (vault / "Long.md").read_bytes() == LONG.encode() or all(p.exists() for p in new)
+    assert (vault / "Long.md").read_bytes() == LONG.encode(), "the original is cut last, after every new note"
+    assert sum(p.exists() for p in new) == at - 1
+    writes.recover(vault)
+    shown = run_cli(["history", group_id, "--show-before", "--json", "--vault", str(vault)])
+    assert shown.exit_code == 0, shown.output
+    [kept] = [b for b in json.loads(shown.stdout)["befores"] if b["existed"]]
+    assert (kept["path"], base64.b64decode(kept["base64"])) == ("Long.md", LONG.encode()), "byte-exact"
+    if at > 1:
+        undone = run_cli(["undo", group_id, "--yes", "--vault", str(vault)])
+        assert undone.exit_code == 0, undone.output
+    assert snapshot(vault) == original, "every byte back, no new note left"
+
+
+def test_history_show_before_gives_the_journaled_text_back_where_undo_is_refused(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """A changed note made undo refuse, and no command showed the journal's copy of the original."""
+    vault = vault_ab(tmp_path)
+    planned = split_like(vault)
+    group_id = planned.entry.op_id
+    writes.apply(vault, group_id, planned.proposal)
+    (vault / "a.md").write_bytes(b"# A\n\n- [[A one]]\nedited later\n")
+    refused = run_cli(["undo", group_id, "--yes", "--vault", str(vault)])
+    assert refused.exit_code != 0 and f"vaultlens history {group_id} --show-before" in " ".join(
+        refused.output.split()
+    ), refused.output
+    [a_op, new_op, b_op] = writes.journal(vault).group(group_id).members
+    exact = subprocess.run(
+        [sys.executable, "-m", "vaultlens", "history", a_op, "--show-before", "--vault", str(vault)],
+        env=cli_env(isolated_env), capture_output=True, check=True,
+    )  # fmt: skip
+    assert exact.stdout == A, "one operation's before, printed to a pipe: the exact bytes"
+    listed = subprocess.run(
+        [sys.executable, "-m", "vaultlens", "history", group_id, "--show-before", "--vault", str(vault)],
+        env=cli_env(isolated_env), capture_output=True, check=True,
+    )  # fmt: skip
+    assert listed.stdout == (
+        f"==> a.md ({a_op}, applied) <==\n".encode() + A
+        + f"==> A one.md ({new_op}, applied) <==\n(A one.md did not exist before {new_op}: it created the note.)\n".encode()
+        + f"==> b.md ({b_op}, applied) <==\n".encode() + B
+    )  # fmt: skip
+    several = run_cli(
+        ["history", group_id, "--show-before", "-o", str(tmp_path / "a.md"), "--vault", str(vault)]
+    )
+    assert several.exit_code == 2 and a_op in several.output and b_op in several.output, several.output
+    inside = run_cli(
+        ["history", a_op, "--show-before", "-o", str(vault / "restored.md"), "--vault", str(vault)]
+    )
+    assert (
+        inside.exit_code != 0 and "inside the vault" in inside.output and not (vault / "restored.md").exists()
+    )
+    saved = run_cli(["history", a_op, "--show-before", "-o", str(tmp_path / "a.md"), "--vault", str(vault)])
+    assert saved.exit_code == 0 and (tmp_path / "a.md").read_bytes() == A, saved.output

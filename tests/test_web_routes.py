@@ -9,6 +9,7 @@ The browser tests (tests/test_web_*.py on the web-tests branch) drive the same p
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from test_server_ask import events
 from vaultlens.config.consent import consent_file
 from vaultlens.index.lock import process_alive
 from vaultlens.safewrite import render_diff
+from vaultlens.services import writes
 from vl_support import check_shape, run_cli, snapshot, write_vault
 
 SCRIPT_NOTE = "Hostile.md"
@@ -328,6 +330,27 @@ def test_review_diff_apply_undo_changes_the_note_exactly_as_shown_and_back(page:
     done = post(page, "/ui/api/apply", {"op_id": undo.json()["op_id"], "token": back["token"]})
     assert done.status_code == 200 and snapshot(page.vault) == before
     assert (page.vault / SYSTEMS).read_bytes() == original, "every byte is back (CRLF)"
+
+
+def test_history_links_every_change_to_the_text_before_it_escaped_and_read_only(page: Page) -> None:
+    """No page showed the journal's copy of a note's earlier text (undo refused: it was out of reach)."""
+    hostile = (page.vault / SCRIPT_NOTE).read_bytes()
+    planned = writes.plan_write(page.vault, SCRIPT_NOTE, b"# Hostile\n\nReplaced.\n", "replace", hostile)
+    op = writes.apply(page.vault, planned.entry.op_id, planned.proposal).op_id
+    link = f"/history/{op}/before"
+    [entry] = hooks(get(page, "/history").text).find(class_="entry", data_op=op)
+    assert f'href="{link}"' in get(page, "/history").text
+    before = snapshot(page.vault)
+    shown = get(page, link)
+    assert shown.status_code == 200 and shown.headers["content-type"].startswith("text/html")
+    assert hooks(shown.text).find("section", class_="before", data_op=op, data_path=SCRIPT_NOTE)
+    assert "Text &lt;script&gt;alert(1)&lt;/script&gt;" in shown.text and "<script>alert(1)" not in shown.text
+    assert f"vaultlens history {op} --show-before" in shown.text
+    api = get(page, f"/ui/api/history/{op}/before").json()
+    assert base64.b64decode(api["befores"][0]["base64"]) == hostile, "the JSON carries the exact bytes"
+    assert get(page, "/history/20261203T101500-abcdef/before").status_code == 404
+    assert get(page, "/history/..%2F..%2Fetc/before").status_code in (400, 404)
+    assert snapshot(page.vault) == before, "showing it writes nothing"
 
 
 def test_a_listed_pair_is_dismissed_and_an_exact_copy_cannot_be(page: Page) -> None:

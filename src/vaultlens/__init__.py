@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         replan,
         review,
         review_batch,
+        show_before,
         to_confirm,
     )
     from vaultlens.services.verbs.drafting import (
@@ -156,6 +157,7 @@ _WHERE: dict[str, str] = {
             "replan",
             "review",
             "review_batch",
+            "show_before",
             "to_confirm",
         ],
         "vaultlens.services.verbs.changing",
@@ -261,6 +263,7 @@ __all__ = [
     "review",
     "review_batch",
     "search",
+    "show_before",
     "similar",
     "status",
     "to_confirm",

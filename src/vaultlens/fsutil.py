@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -38,6 +38,31 @@ def fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def open_folder(root: Path, parts: Sequence[str], create: bool = False) -> int:
+    """A descriptor of the folder ``root/parts...``, each component opened relative to the one
+    before it with ``O_NOFOLLOW`` (``create``: missing folders are made on the way), so a folder
+    swapped for a symbolic link after a path was checked is an ``OSError`` (``ELOOP`` /
+    ``ENOTDIR``), never a way out. ``root`` itself is opened as given (a resolved path)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(root, flags)
+    try:
+        for part in parts:
+            try:
+                below = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                below = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = below
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @contextlib.contextmanager

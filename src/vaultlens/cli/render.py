@@ -215,6 +215,8 @@ def print_doctor(report: DoctorReport) -> None:
     _print_rule_problems(report.rule_problems)
     if report.rule_problems:
         err.print("Notes you excluded in Obsidian may be indexed until .obsidian/app.json is fixed.")
+    for p in report.unfinished_writes:
+        err.print(f"[red]✗[/red] {escape(p)}.")
     if report.healthy:
         out.print("[green]✓[/green] index is healthy")
     if report.ann_recall is not None:

@@ -3,6 +3,8 @@ to a note is shown as its exact diff first."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -14,6 +16,7 @@ from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 
 if TYPE_CHECKING:
     from vaultlens.services.app import App
+    from vaultlens.services.writes import Befores
 
 write_app = typer.Typer(
     help="Note tools: continue, transform, Dataview, flashcards, split, batch; every change is an exact diff to confirm.",
@@ -85,11 +88,54 @@ def undo(
     apply_confirmed(app, changing.plan_undo(app, op).entry.op_id, yes, json_, allow_open)
 
 
-def history(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -> None:
-    """Every change vaultlens planned or made in this vault, and its state."""
+def history(
+    op: Annotated[str | None, typer.Argument(help="An operation or group id: list only it.")] = None,
+    vault: VaultOpt = None,
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    show_before: Annotated[
+        bool,
+        typer.Option(
+            "--show-before",
+            help="Print what OP's notes held before it wrote them, byte for byte from the journal.",
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="With --show-before: save that text to FILE (outside the vault) instead of printing it.",
+        ),
+    ] = None,
+) -> None:
+    """Every change vaultlens planned or made in this vault, and its state; with OP --show-before,
+    the text a change replaced, even where undo is refused."""
+    from vaultlens.errors import InvalidInput
     from vaultlens.services.verbs import changing
 
-    entries = changing.history(open_app(vault, set_))
+    if (show_before or output) and op is None:
+        raise InvalidInput(
+            "--show-before and --output need an operation id.",
+            hint="`vaultlens history` lists them; then `vaultlens history OP --show-before`.",
+        )
+    if output is not None and not show_before:
+        raise InvalidInput("--output saves what --show-before shows; add --show-before.")
+    app = open_app(vault, set_)
+    if show_before and op is not None:
+        _print_before(changing.show_before(app, op, output), json_)
+        return
+    entries = changing.history(app)
+    if op is not None:
+        entries = [e for e in entries if e.op_id == op]
+        if not entries:
+            from vaultlens.errors import OperationNotFound
+
+            raise OperationNotFound(
+                f"No operation {op} in this vault's journal.",
+                hint="`vaultlens history` lists the operations of this vault.",
+                op_id=op,
+            )
     if json_:
         render.print_json([e.as_dict() for e in entries])
         return
@@ -102,3 +148,35 @@ def history(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False)
             f"{e.op_id}  [bold]{e.state.replace('_', ' '):<11}[/bold] {escape(e.path)}  "
             f"[dim]{escape(e.summary)}{undo_note} · {e.updated}[/dim]"
         )
+
+
+def _print_before(found: Befores, json_: bool) -> None:
+    """The journal's copies: raw bytes (one operation, printed to a pipe: exactly what the note
+    held), each under a header for a group, control characters made visible on a terminal."""
+    if json_:
+        render.print_json(found.as_dict())
+        return
+    if found.saved is not None:
+        [kept] = [b for b in found.items if b.data is not None]
+        render.out.print(
+            f"Saved what {escape(kept.path)} held before {kept.op_id} ({len(kept.data or b'')} bytes) "
+            f"to {escape(str(found.saved))}."
+        )
+        return
+    sys.stdout.flush()
+    tty = sys.stdout.isatty()
+    raw = getattr(sys.stdout, "buffer", None)  # None: a text stream (a test's), given the text
+    for b in found.items:
+        shown = (
+            [f"==> {b.path} ({b.op_id}, {b.state.replace('_', ' ')}) <==\n".encode()] if found.group else []
+        )
+        if b.data is None:
+            shown.append(f"({b.path} did not exist before {b.op_id}: it created the note.)\n".encode())
+        else:
+            shown.append(b.visible().encode() if tty or raw is None else b.data)
+        for data in shown:
+            if raw is None:
+                sys.stdout.write(data.decode("utf-8", "surrogateescape"))
+            else:
+                raw.write(data)
+    sys.stdout.flush()

@@ -9,12 +9,13 @@ from vaultlens.safewrite.group import (
     plan_group,
     plan_group_undo,
 )
-from vaultlens.safewrite.journal import FINAL_STATES, Entry, Group, Journal
+from vaultlens.safewrite.journal import FINAL_STATES, SHOW_BEFORE, Entry, Group, Journal
 from vaultlens.safewrite.operation import Operation, render_diff
 from vaultlens.safewrite.writer import Recovered, applicable, apply, plan, plan_undo, recover
 
 __all__ = [
     "FINAL_STATES",
+    "SHOW_BEFORE",
     "Change",
     "Entry",
     "Group",

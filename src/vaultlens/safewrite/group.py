@@ -13,11 +13,13 @@ puts back what was written; nothing is re-applied and recovery writes no note.
 
 from __future__ import annotations
 
+import os
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
+from typing import Any, TypeVar
 
 from vaultlens.errors import (
     InvalidInput,
@@ -28,7 +30,7 @@ from vaultlens.errors import (
     WriteRefused,
 )
 from vaultlens.fsutil import sha256_hex
-from vaultlens.safewrite.journal import Entry, Group, Journal
+from vaultlens.safewrite.journal import SHOW_BEFORE, Entry, Group, Journal
 from vaultlens.safewrite.operation import Operation, new_op_id
 from vaultlens.safewrite.writer import (
     check_not_open,
@@ -36,6 +38,7 @@ from vaultlens.safewrite.writer import (
     conflict,
     operation_for,
     recover_locked,
+    refuse_unwritable,
     state_of,
     write_entry,
 )
@@ -46,12 +49,15 @@ __all__ = ["Change", "applicable_group", "apply_group", "group_diff", "plan_grou
 @dataclass(frozen=True, slots=True)
 class Change:
     """One note of a group: its path, the exact bytes to write (None: remove), and what they were
-    computed from (``based_on``; None: the note was to be new; ``...``: not checked)."""
+    computed from (``based_on``; None: the note was to be new; ``...``: not checked).
+    ``unique_name``: a new note no other note of the vault may share its name with (checked again
+    when the group is applied)."""
 
     path: str
     after: bytes | None
     summary: str
     based_on: bytes | None | EllipsisType = ...
+    unique_name: bool = False
 
 
 def _combined(ops: Sequence[Operation]) -> str:
@@ -70,17 +76,22 @@ def plan_group(vault: Path, journal: Journal, changes: Sequence[Change], summary
             raise InvalidInput(f"{c.path!r} appears twice in one operation group.")
         seen.add(key)
     ops = [(operation_for(vault, c.path, c.after, c.summary, c.based_on), None) for c in changes]
-    return _pending_group(journal, ops, None) or _record(journal, ops, summary, None)
+    unique = [c.path for c in changes if c.unique_name]
+    return _pending_group(journal, ops, None) or _record(journal, ops, summary, None, unique)
 
 
 def _record(
-    journal: Journal, ops: Sequence[tuple[Operation, str | None]], summary: str, undo_of: str | None
+    journal: Journal,
+    ops: Sequence[tuple[Operation, str | None]],
+    summary: str,
+    undo_of: str | None,
+    unique_names: Sequence[str] = (),
 ) -> Group:
     """The members first (each naming the group), then the group's record."""
     group_id = new_op_id()
     members = [journal.record(op, undo_of=u, group=group_id) for op, u in ops]
     diff_sha = sha256_hex(_combined([op for op, _ in ops]))
-    return journal.record_group(group_id, members, diff_sha, summary, undo_of)
+    return journal.record_group(group_id, members, diff_sha, summary, undo_of, list(unique_names))
 
 
 def _pending_group(
@@ -127,7 +138,8 @@ def _group_conflict(
     else:
         outcome = (
             f"{kept} note(s) the group had already written could not be put back (changed meanwhile); "
-            "`vaultlens history` shows which."
+            f"`vaultlens history {group.op_id}` shows the group and "
+            f"`{SHOW_BEFORE.format(op=group.op_id)}` what each note held before."
         )
     return conflict(op, found, outcome, op_id=group.op_id)
 
@@ -169,18 +181,20 @@ def apply_group(
 def _write_together(
     vault: Path, journal: Journal, group: Group, items: list[tuple[Entry, Operation]]
 ) -> None:
-    targets = []
+    staged: list[tuple[Entry, Operation, Path]] = []
     for entry, op in items:  # every comparison before the first write
         target, found = state_of(vault, op.path)
         if found != op.before:
             journal.set_state(entry, "conflict", "the note differed from `before`")
             journal.settle_group(group, f"{op.path} changed; nothing was written")
             raise _group_conflict(op, found, group, 0, 0)
-        targets.append(target)
+        staged.append((entry, op, target))
+    refuse_unwritable(journal, staged)  # every note and folder, before the first write
+    _refuse_taken_names(vault, journal, group, staged)
     done: list[Entry] = []
-    for (entry, op), target in zip(items, targets, strict=True):
+    for entry, op, target in in_write_order(staged):
         try:
-            write_entry(journal, entry, op, target)
+            write_entry(vault, journal, entry, op, target)
         except VaultlensError as exc:
             put_back, kept = _roll_back(vault, journal, group, done)
             journal.settle_group(group, f"{op.path}: {exc.message}")
@@ -188,6 +202,62 @@ def _write_together(
                 raise _group_conflict(op, _found_now(target), group, put_back, kept) from None
             raise
         done.append(entry)
+
+
+_Item = TypeVar("_Item", bound=tuple[Any, ...])
+
+
+def in_write_order(items: Iterable[_Item]) -> list[_Item]:
+    """``items`` (each holding its :class:`Operation` second) in the order that never takes text
+    out of the vault before it exists elsewhere: new notes first, then edits that only add text,
+    then edits that remove text (a split's original cut to an index, a merged note emptied), notes
+    removed last; the given order within each. A kill between two writes then leaves every line
+    of the vault in some note (a split killed midway: the original whole, or all new notes there)."""
+    return sorted(items, key=lambda item: _removes(item[1]))
+
+
+def _removes(op: Operation) -> int:
+    """0 creates a note, 1 only adds text, 2 takes text out of a note, 3 removes a note."""
+    if op.before is None:
+        return 0
+    if op.after is None:
+        return 3
+    rest = iter(op.after)
+    return 1 if all(byte in rest for byte in op.before) else 2  # ``before`` kept in order within ``after``
+
+
+def _refuse_taken_names(
+    vault: Path, journal: Journal, group: Group, staged: list[tuple[Entry, Operation, Path]]
+) -> None:
+    """A new note that must be the only one of its name (a split's: ``[[Title]]`` links must find
+    it) is refused when a note of that name appeared anywhere in the vault since it was planned."""
+    wanted = {_name_key(p.rpartition("/")[2]): p for p in group.unique_names}
+    if not wanted:
+        return
+    root = vault.resolve(strict=True)
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            path = wanted.get(_name_key(name))
+            if path is None:
+                continue
+            rel = (Path(folder) / name).relative_to(root).as_posix()
+            if _name_key(rel) != _name_key(path):
+                for entry, _, _ in staged:
+                    journal.set_state(entry, "not_applied", f"refused before writing: {rel} took the name")
+                raise WriteRefused(
+                    f"Not written: {rel} appeared since operation group {group.op_id} was planned, so its new "
+                    f"note {path} would share that name and [[links]] to it would be ambiguous. "
+                    f"None of the group's {len(group.members)} notes was changed.",
+                    hint="Run the command that proposed it again (it picks names the vault does not have), "
+                    "or rename one of the notes.",
+                    path=path,
+                    op_id=group.op_id,
+                )
+
+
+def _name_key(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def _found_now(target: Path) -> bytes | None:
@@ -207,13 +277,13 @@ def _roll_back(vault: Path, journal: Journal, group: Group, done: list[Entry]) -
     undo = _record(journal, ops, f"rollback of {group.op_id}", group.op_id)
     journal.set_group_state(undo, "writing", "putting back what the group wrote before it failed")
     put_back = 0
-    for entry, op in _operations(journal, undo):
+    for entry, op in in_write_order(_operations(journal, undo)):
         try:
             target, found = state_of(vault, op.path)
             if found != op.before:
                 journal.set_state(entry, "conflict", "the note changed after the group wrote it")
                 continue
-            write_entry(journal, entry, op, target)
+            write_entry(vault, journal, entry, op, target)
             put_back += 1
         except VaultlensError:
             continue  # its entry says what happened; the note is left as found
@@ -260,7 +330,8 @@ def plan_group_undo(vault: Path, journal: Journal, group_id: str) -> Group:
                 raise UndoRefused(
                     f"Not undone: {op.path} has changed since operation group {group_id} wrote it, and undo "
                     "would throw those later edits away. No note was changed.",
-                    hint="Edit the note by hand, or see the journal's copy of the original (`vaultlens history`).",
+                    hint="Edit the note by hand; the journal keeps what every note held before: "
+                    f"`{SHOW_BEFORE.format(op=group_id)}` prints it (--output FILE saves one).",
                     path=op.path,
                     op_id=group_id,
                 )

@@ -42,7 +42,9 @@ from vaultlens.fsutil import atomic_write, fsync_dir, sha256_hex
 from vaultlens.index.lock import WriterLock
 from vaultlens.safewrite.operation import Operation
 
-__all__ = ["FINAL_STATES", "Entry", "Group", "GroupState", "Journal", "State"]
+__all__ = ["FINAL_STATES", "SHOW_BEFORE", "Entry", "Group", "GroupState", "Journal", "State"]
+
+SHOW_BEFORE = "vaultlens history {op} --show-before"  # gives any journaled `before` back; every hint names it
 
 State = Literal["planned", "writing", "applied", "conflict", "not_applied", "diverged", "undone"]
 GroupState = Literal[
@@ -97,6 +99,7 @@ class Group:
     undo_of: str | None = None
     undone_by: str | None = None
     events: list[dict[str, str]] = field(default_factory=list)
+    unique_names: list[str] = field(default_factory=list)  # new notes no other note may share a name with
 
     @property
     def path(self) -> str:
@@ -184,7 +187,8 @@ class Journal:
             raise StoreCorrupt(
                 f"The journal entry {path} is damaged ({exc}).",
                 hint=f"Writes to this vault stay refused while it is unreadable; move {path.parent} out of "
-                "the journal folder (keep it: it holds that change's before and after bytes) to go on.",
+                "the journal folder (keep it: its before.bin is the note's text before that change) to go on; "
+                f"`{SHOW_BEFORE.format(op='OP')}` gives the text before any other operation back.",
             ) from exc
 
     def operation(self, entry: Entry) -> Operation:
@@ -216,7 +220,13 @@ class Journal:
     # ---- operation groups ------------------------------------------------------------------
 
     def record_group(
-        self, group_id: str, members: list[Entry], diff_sha: str, summary: str, undo_of: str | None = None
+        self,
+        group_id: str,
+        members: list[Entry],
+        diff_sha: str,
+        summary: str,
+        undo_of: str | None = None,
+        unique_names: list[str] | None = None,
     ) -> Group:
         """Write a new ``planned`` group over member entries already recorded (each naming it)."""
         now = _now()
@@ -227,6 +237,7 @@ class Journal:
         group = Group(
             group_id, summary, "planned", [m.op_id for m in members], [m.path for m in members], diff_sha,
             after_sha, now, now, undo_of=undo_of, events=[{"state": "planned", "at": now}],
+            unique_names=unique_names or [],
         )  # fmt: skip
         with translated_errors("write the safewrite journal", self.root):
             self._dir(group_id).mkdir(parents=True, exist_ok=False)

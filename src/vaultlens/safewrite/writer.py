@@ -23,6 +23,7 @@ was written and how to undo it, so neither the user nor ``history`` is left gues
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 import stat
@@ -42,9 +43,9 @@ from vaultlens.errors import (
     WriteRefused,
     translate_error,
 )
-from vaultlens.fsutil import fsync_dir, sha256_hex
+from vaultlens.fsutil import nearest_existing, open_folder, sha256_hex
 from vaultlens.index.lock import process_alive
-from vaultlens.safewrite.journal import Entry, GroupState, Journal, State
+from vaultlens.safewrite.journal import SHOW_BEFORE, Entry, GroupState, Journal, State
 from vaultlens.safewrite.obsidian import open_notes
 from vaultlens.safewrite.operation import Operation, new_op_id
 from vaultlens.vault.safepath import check_relative, resolve_note_path
@@ -181,50 +182,107 @@ def _remove_litter(target: Path) -> None:
 
 
 def check_writable(target: Path, rel: str) -> None:
-    """A note its owner made read-only is refused: a rename over it would ignore that, silently."""
-    with contextlib.suppress(FileNotFoundError):
-        if not os.stat(target).st_mode & stat.S_IWUSR:
+    """A note its owner made read-only is refused: a rename over it would ignore that, silently;
+    so is a note whose folder (or, for a new note, the nearest folder there) cannot be written."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        pass
+    else:
+        if not mode & stat.S_IWUSR:
             raise WriteRefused(
                 f"Not written: {rel} is read-only. The note was left exactly as it is.",
-                hint=f"Make it writable (chmod u+w {rel!r}) if you want vaultlens to change it.",
+                hint=f"Make it writable (chmod u+w {rel!r}) and plan the change again if you want vaultlens "
+                "to change it.",
+                path=rel,
+            )
+    folder = nearest_existing(target.parent)
+    with contextlib.suppress(OSError):
+        if not (os.stat(folder).st_mode & stat.S_IWUSR and os.access(folder, os.W_OK | os.X_OK)):
+            raise WriteRefused(
+                f"Not written: the folder {folder.name or str(folder)!r} that would hold {rel} is read-only. "
+                "The note was left exactly as it is.",
+                hint="Make the folder writable (chmod u+w) if you want vaultlens to change the note there.",
                 path=rel,
             )
 
 
-def _swap(target: Path, op: Operation) -> None:
-    """Replace ``op.before`` with ``op.after`` at ``target``, or raise (the note then unchanged)."""
-    check_writable(target, op.path)
+def _read_at(folder: int, name: str) -> bytes | None:
+    """The bytes of ``name`` in the open ``folder`` (None: absent); a symbolic link there is refused."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def _open_parent(root: Path, target: Path, op: Operation) -> int:
+    """The note's folder opened once, component by component without following a link (see
+    :func:`~vaultlens.fsutil.open_folder`): a folder swapped for a symbolic link after the path
+    was checked is refused here, so the write can never land outside the vault."""
+    try:
+        return open_folder(root, target.relative_to(root).parts[:-1], create=op.after is not None)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise VaultError(
+                f"Not written: a folder on the path of {op.path} was replaced by a symbolic link or a file "
+                "after the path was checked. The note was left exactly as it is.",
+                hint="Check that folder; plan the change again once it is a real folder inside the vault.",
+            ) from None
+        raise
+
+
+def _swap(target: Path, op: Operation, root: Path) -> None:
+    """Replace ``op.before`` with ``op.after`` at ``target`` (under the vault's real ``root``), or
+    raise (the note then unchanged). Every step is relative to the note's folder, opened once."""
+    folder = _open_parent(root, target, op)
+    try:
+        _swap_in(folder, target.name, op)
+        with contextlib.suppress(OSError):
+            os.fsync(folder)  # the rename (or the removal) is durable
+    finally:
+        os.close(folder)
+
+
+def _swap_in(folder: int, name: str, op: Operation) -> None:
+    try:
+        found = _read_at(folder, name)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _linked(op.path, name) from None
+        raise
     if op.after is None:  # the undo of a creation
-        if current_bytes(target) != op.before:
-            raise conflict(op, current_bytes(target))
-        os.unlink(target)
-        fsync_dir(target.parent)
+        if found != op.before:
+            raise conflict(op, found)
+        os.unlink(name, dir_fd=folder)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temporary(target, os.getpid())
+    tmp = _temporary(Path(name), os.getpid()).name
     try:  # the name carries this process's id: whatever is there on the way out is ours to remove
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=folder)
         with os.fdopen(fd, "wb") as fh:
             fh.write(op.after)
             fh.flush()
+            if op.before is not None:
+                os.fchmod(
+                    fh.fileno(), stat.S_IMODE(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+                )
             os.fsync(fh.fileno())
         if op.before is None:
-            try:
-                os.link(tmp, target)  # atomic, and never replaces a file that appeared meanwhile
+            try:  # atomic, and never replaces a file that appeared meanwhile
+                os.link(tmp, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
             except FileExistsError:
-                raise conflict(op, current_bytes(target)) from None
-            os.unlink(tmp)
+                raise conflict(op, _read_at(folder, name)) from None
+            os.unlink(tmp, dir_fd=folder)
         else:
-            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-            found = current_bytes(target)
+            found = _read_at(folder, name)
             if found != op.before:  # the last look, as close to the rename as it gets
                 raise conflict(op, found)
-            os.replace(tmp, target)
+            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp, dir_fd=folder)
         raise
-    fsync_dir(target.parent)
 
 
 # ---- planning, applying, undoing, recovering -------------------------------------------------
@@ -299,7 +357,8 @@ def plan_undo(vault: Path, journal: Journal, op_id: str) -> Entry:
             raise UndoRefused(
                 f"Not undone: {op.path} has changed since operation {op_id} wrote it, and undo would "
                 "throw those later edits away. The note was left exactly as it is.",
-                hint="Edit the note by hand, or see the journal's copy of the original (`vaultlens history`).",
+                hint="Edit the note by hand; the journal keeps what it held before: "
+                f"`{SHOW_BEFORE.format(op=op_id)}` prints it (--output FILE saves it).",
                 path=op.path,
                 op_id=op_id,
             )
@@ -364,21 +423,35 @@ def apply(
         if found != op.before:
             journal.set_state(entry, "conflict", "the note differed from `before`")
             raise conflict(op, found)
+        refuse_unwritable(journal, [(entry, op, target)])
         try:
-            return write_entry(journal, entry, op, target)
+            return write_entry(vault, journal, entry, op, target)
         except KeyboardInterrupt:
             raise _interrupted(vault, journal, op_id) from None
 
 
-def write_entry(journal: Journal, entry: Entry, op: Operation, target: Path) -> Entry:
+def refuse_unwritable(journal: Journal, items: list[tuple[Entry, Operation, Path]]) -> None:
+    """Before the first write: every note (and its folder) must be writable, or nothing is written
+    and each entry is settled ``not_applied`` saying why (never left ``writing``)."""
+    for _, op, target in items:
+        try:
+            check_writable(target, op.path)
+        except WriteRefused as exc:
+            for entry, _, _ in items:
+                journal.set_state(entry, "not_applied", f"refused before writing: {exc.message}")
+            raise
+
+
+def write_entry(vault: Path, journal: Journal, entry: Entry, op: Operation, target: Path) -> Entry:
     """Mark ``writing``, swap the bytes, read them back and mark the outcome."""
     journal.set_state(entry, "writing")
     try:
-        _swap(target, op)
+        _swap(target, op, vault.resolve(strict=True))
     except WriteConflict:
         journal.set_state(entry, "conflict", "the note changed during the write")
         raise
-    except VaultlensError:
+    except VaultlensError as exc:  # refused before the rename: the note was never replaced
+        journal.set_state(entry, "not_applied", f"refused: {exc.message}")
         raise
     except OSError as exc:  # the temporary file is gone; the note was never replaced
         journal.set_state(entry, "not_applied", str(exc))
@@ -410,7 +483,7 @@ def _interrupted(vault: Path, journal: Journal, op_id: str) -> WriteInterrupted:
         message = (
             f"Interrupted: {path} is {state.replace('_', ' ')}; it was left as it is (operation {op_id})."
         )
-        hint = "`vaultlens history` shows what was found."
+        hint = f"`{SHOW_BEFORE.format(op=op_id)}` gives back what the note held before."
     return WriteInterrupted(message, hint=hint, path=path, op_id=op_id, state=state)
 
 
@@ -468,6 +541,12 @@ def settle(vault: Path, journal: Journal, entry: Entry) -> Recovered:
         elif now == op.before:
             state, detail = "not_applied", "vaultlens stopped before the write; the note is unchanged"
         else:
-            state, detail = "diverged", "the note equals neither side; it was left as it is"
+            state, detail = (
+                "diverged",
+                (
+                    "the note equals neither side; it was left as it is "
+                    f"(`{SHOW_BEFORE.format(op=entry.op_id)}` gives back what it held before)"
+                ),
+            )
     journal.set_state(entry, state, detail)
     return Recovered(entry.op_id, entry.path, state, detail)

@@ -113,10 +113,11 @@ class DoctorReport:
     rule_problems: list[str]  # the vault's ignore rules could not be applied as written
     unused_vectors: int = 0  # kept for reuse after an interrupted run; not a problem
     ann_recall: float | None = None  # --deep: recall@10 of the ANN tier against exact search (None: none)
+    unfinished_writes: list[str] = field(default_factory=list)  # the write journal: each names its fix
 
     @property
     def healthy(self) -> bool:
-        return not self.problems and not self.rule_problems
+        return not self.problems and not self.rule_problems and not self.unfinished_writes
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "healthy": self.healthy}

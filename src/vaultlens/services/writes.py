@@ -15,7 +15,9 @@ id works wherever an operation id does (``apply``, ``undo``; ``history`` lists i
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,23 +26,39 @@ from typing import Any
 
 from vaultlens import safewrite
 from vaultlens.config import paths
-from vaultlens.errors import FileSystemError, IndexLocked, Proposal, WriteUnconfirmed, translated_errors
-from vaultlens.safewrite import Change, Entry, Group, Journal, Recovered
+from vaultlens.errors import (
+    FileSystemError,
+    IndexLocked,
+    InvalidInput,
+    OperationNotFound,
+    Proposal,
+    WriteUnconfirmed,
+    translated_errors,
+)
+from vaultlens.fsutil import sha256_hex, write_outside_vault
+from vaultlens.safewrite import SHOW_BEFORE, Change, Entry, Group, Journal, Recovered
 from vaultlens.safewrite.identity import find_journal, journal_root
 
 __all__ = [
+    "SHOW_BEFORE",
     "Applied",
+    "Before",
+    "Befores",
     "Change",
     "Planned",
     "apply",
     "applied",
+    "befores",
     "history",
     "plan_group",
     "plan_undo",
     "plan_write",
     "recover",
     "to_confirm",
+    "unfinished",
 ]
+
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,3 +181,126 @@ def recover(vault: Path) -> list[Recovered]:
     """Settle writes a crash interrupted by comparing each note with both sides (no note is written)."""
     with translated_errors("check the journal"):
         return safewrite.recover(vault, journal(vault))
+
+
+@dataclass(frozen=True, slots=True)
+class Before:
+    """What one note held before an operation wrote it, exactly as the journal keeps it
+    (``data`` None: the operation created the note)."""
+
+    op_id: str
+    path: str
+    state: str
+    data: bytes | None
+
+    def visible(self) -> str:
+        """The text for a screen: what a terminal or a browser would act on or hide (controls, bidi
+        overrides, bytes that are not UTF-8) shown as ``<0x1b>`` / ``<U+202E>``."""
+        text = (self.data or b"").decode("utf-8", "backslashreplace")
+        return _INVISIBLE.sub(
+            lambda m: f"<0x{ord(m[0]):02x}>" if ord(m[0]) < 0xA0 else f"<U+{ord(m[0]):04X}>", text
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The bytes as base64 (exact, whatever they are) and as text when they are UTF-8."""
+        text = None
+        if self.data is not None:
+            with contextlib.suppress(UnicodeDecodeError):
+                text = self.data.decode("utf-8")
+        return {
+            "op_id": self.op_id,
+            "path": self.path,
+            "state": self.state,
+            "existed": self.data is not None,
+            "size": None if self.data is None else len(self.data),
+            "sha256": None if self.data is None else sha256_hex(self.data),
+            "text": text,
+            "base64": None if self.data is None else base64.b64encode(self.data).decode("ascii"),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Befores:
+    """The journaled ``before`` of an operation, or of each member of an operation group."""
+
+    op_id: str
+    group: bool
+    items: list[Before]
+    saved: Path | None = None  # the file outside the vault the one ``before`` was written to
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "op_id": self.op_id,
+            "group": self.group,
+            "befores": [b.as_dict() for b in self.items],
+            "saved": None if self.saved is None else str(self.saved),
+        }
+
+
+def befores(vault: Path, op_id: str, output: Path | None = None) -> Befores:
+    """What the notes held before ``op_id`` (an operation, a group or a group's member) wrote them,
+    read from the journal (checked against the SHA-256 recorded with them). ``output``: a file
+    outside the vault that receives the one ``before`` there is (never a note: that is a change to
+    the vault, and goes through a confirmed diff)."""
+    found = _befores(vault, op_id)
+    if output is None:
+        return found
+    kept = [b for b in found.items if b.data is not None]
+    if len(kept) != 1:
+        why = "created every note it wrote" if not kept else f"changed {len(kept)} notes that existed"
+        members = ", ".join(f"{b.op_id} ({b.path})" for b in kept)
+        raise InvalidInput(
+            f"Operation {op_id} {why}; --output saves the text one note held before.",
+            hint=f"Give the id of one of its notes' operations: {members}."
+            if kept
+            else "There is no earlier text to save: the operation created its notes.",
+        )
+    data = kept[0].data
+    assert data is not None
+    with translated_errors("save the journal's copy", output):
+        saved = write_outside_vault(output, data, vault)
+    return Befores(found.op_id, found.group, found.items, saved)
+
+
+def _befores(vault: Path, op_id: str) -> Befores:
+    with translated_errors("read the journal"):
+        root = find_journal(vault)
+        if root is None:
+            raise OperationNotFound(
+                f"No operation {op_id}: vaultlens has not planned a change in this vault.", op_id=op_id
+            )
+        j = Journal(root)
+        group = j.is_group(op_id)
+        entries = [j.entry(m) for m in j.group(op_id).members] if group else [j.entry(op_id)]
+        items = [Before(e.op_id, e.path, e.state, j.operation(e).before) for e in entries]
+        return Befores(op_id, group, items)
+
+
+def unfinished(vault: Path) -> list[str]:
+    """Operations the journal shows unfinished, each with the command that settles it (for
+    ``doctor``): a write a crash left ``writing``, a group only partly written. Nothing is changed."""
+    with translated_errors("read the journal"):
+        root = find_journal(vault)
+        if root is None:
+            return []
+        j = Journal(root)
+        found = [
+            f"The write {e.op_id} of {e.path} was interrupted (vaultlens stopped during it): "
+            "`vaultlens history` settles it from the note"
+            for e in j.entries()
+            if e.state == "writing" and e.group is None
+        ]
+        for g in j.groups():
+            if g.state == "writing":
+                found.append(
+                    f"Operation group {g.op_id} ({g.path}) was interrupted while it was written: "
+                    f"`vaultlens history` settles it from the notes, then `vaultlens undo {g.op_id}` puts back "
+                    f"what it wrote (`{SHOW_BEFORE.format(op=g.op_id)}` shows the originals)"
+                )
+            elif g.state == "partial":
+                found.append(
+                    f"Operation group {g.op_id} ({g.path}) is partial: only some of its notes were written; "
+                    f"`vaultlens undo {g.op_id}` puts them back (`{SHOW_BEFORE.format(op=g.op_id)}` shows "
+                    "the originals)"
+                )
+        return found

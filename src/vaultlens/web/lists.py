@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
+from vaultlens.services import writes
 from vaultlens.services.verbs import changing, finding
+from vaultlens.services.writes import Befores
 from vaultlens.web.layout import h, note_href, page, tag
 from vaultlens.web.pages import problem, section_ref
 from vaultlens.web.state import WebState
@@ -120,7 +122,18 @@ def history_body(entries: list[dict[str, Any]], page_no: int) -> str:
         tag(
             "tr",
             tag("td", tag("a", h(e["path"]), href=note_href(e["path"])))
-            + tag("td", h(e["summary"]))
+            + tag(
+                "td",
+                h(e["summary"])
+                + " "
+                + tag(
+                    "a",
+                    "Text before",
+                    href=before_href(e["op_id"]),
+                    class_="before",
+                    aria_label=f"Text before: {e['summary']}",
+                ),
+            )
             + tag("td", tag("time", h(e["updated"]), datetime=e["updated"]))
             + tag("td", h(e["state"]) + (" (undone)" if e.get("undone_by") else ""), class_="state")
             + tag(
@@ -147,6 +160,35 @@ def history_body(entries: list[dict[str, Any]], page_no: int) -> str:
     )
 
 
+def before_href(op_id: str) -> str:
+    return f"/history/{quote(op_id, safe='')}/before"
+
+
+def before_body(found: Befores) -> str:
+    """The journal's copy of what each note held before the operation: read-only, escaped, with
+    what a browser would hide made visible (``vaultlens history OP --show-before`` gives the bytes)."""
+    parts = []
+    for b in found.items:
+        head = tag("h2", h(b.path)) + tag(
+            "p", f"Operation {h(b.op_id)} · {h(b.state.replace('_', ' '))}", class_="meta"
+        )
+        if b.data is None:
+            body = tag("p", "The note did not exist before: this operation created it.", class_="empty")
+        else:
+            body = tag("pre", h(b.visible()), class_="before-text", aria_label=f"Text of {b.path} before")
+        parts.append(tag("section", head + body, class_="before", data_op=b.op_id, data_path=b.path))
+    exact = writes.SHOW_BEFORE.format(op=found.op_id)
+    return (
+        tag("p", "What vaultlens's journal kept of each note before the change; nothing here writes.")
+        + "".join(parts)
+        + tag(
+            "p",
+            f"The exact bytes, to save to a file outside the vault: {tag('code', h(exact) + ' --output FILE')}",
+        )
+        + tag("p", tag("a", "Back to History", href="/history"))
+    )
+
+
 def build(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     csrf = state.csrf.token
@@ -168,5 +210,14 @@ def build(state: WebState) -> APIRouter:
         except VaultlensError as exc:
             return HTMLResponse(page("History", "/history", problem(exc), csrf), exc.http_status)
         return HTMLResponse(page("History", "/history", history_body(entries, page_no), csrf, "history"))
+
+    @router.get("/history/{op_id}/before", response_class=HTMLResponse)
+    def before_page(op_id: str) -> HTMLResponse:
+        title = "Text before the change"
+        try:
+            found = changing.show_before(state.app, op_id)
+        except VaultlensError as exc:
+            return HTMLResponse(page(title, "/history", problem(exc), csrf), exc.http_status)
+        return HTMLResponse(page(title, "/history", before_body(found), csrf))
 
     return router

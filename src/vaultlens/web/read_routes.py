@@ -39,6 +39,10 @@ def build(state: WebState) -> APIRouter:
         newest = changing.history(app)[::-1]
         return JSONResponse([e.as_dict() for e in newest[page * PAGE : (page + 1) * PAGE]])
 
+    @router.get("/history/{op_id}/before")
+    def history_before(op_id: str) -> JSONResponse:
+        return JSONResponse(changing.show_before(app, op_id).as_dict())
+
     @router.get("/status")
     def status() -> JSONResponse:
         out: dict[str, Any] = index_status(app).as_dict()

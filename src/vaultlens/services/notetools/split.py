@@ -285,7 +285,11 @@ def build(source: NoteSource, split: Partition, index: bool, original_link: str)
         text = _joined([lines[n - 1] for n in p.lines], footer)
         changes.append(
             Change(
-                new_path_of(source.path, p.title), _encode(text, source), f"split from {source.path}", None
+                new_path_of(source.path, p.title),
+                _encode(text, source),
+                f"split from {source.path}",
+                None,
+                unique_name=True,
             )
         )
     if index:

@@ -30,6 +30,7 @@ __all__ = [
     "replan",
     "review",
     "review_batch",
+    "show_before",
     "to_confirm",
 ]
 
@@ -139,6 +140,13 @@ def plan_undo(app: App, op_id: str) -> Planned:
 def history(app: App) -> list[Entry | Group]:
     """Every change vaultlens planned or made in this vault, oldest first (an operation group as one item)."""
     return writes.history(app.vault)
+
+
+def show_before(app: App, op_id: str, output: Path | None = None) -> writes.Befores:
+    """What the notes held before operation (or group) ``op_id`` wrote them, byte for byte from the
+    journal: the way back to any text a change replaced, even where undo is refused. ``output``: a
+    file outside the vault to save the one earlier text to."""
+    return writes.befores(app.vault, op_id, output)
 
 
 def recover(app: App) -> list[Recovered]:

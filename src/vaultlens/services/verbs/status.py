@@ -117,4 +117,8 @@ def doctor(app: App, deep: bool = False) -> DoctorReport:
         indexed = [p for p, r in records.items() if r.status == "indexed"]
         for real, rels in paths_sharing_a_file(app.vault, indexed).items():
             problems.append(f"{real} is indexed under {len(rels)} paths: {', '.join(rels)}")
-        return DoctorReport(problems, app.files().rule_problems(), unused, recall)
+        from vaultlens.services import writes  # the journal: only doctor of this module reads it
+
+        return DoctorReport(
+            problems, app.files().rule_problems(), unused, recall, writes.unfinished(app.vault)
+        )
