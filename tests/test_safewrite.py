@@ -31,7 +31,7 @@ from vaultlens.errors import (
     WriteRefused,
 )
 from vaultlens.fsutil import sha256_hex
-from vaultlens.safewrite import Journal
+from vaultlens.safewrite import Journal, writer
 from vaultlens.services import writes
 from vaultlens.testing import HashingEmbeddingProvider
 from vl_support import cli_env, run_cli, snapshot, write_vault
@@ -171,6 +171,39 @@ def test_a_read_only_note_is_refused_at_plan_and_at_apply(tmp_path: Path) -> Non
     with pytest.raises(WriteRefused, match="b.md is read-only"):
         apply_confirmed(app, planned)
     assert (vault / "a.md").read_bytes() == (vault / "b.md").read_bytes() == b"one\n"
+    # it used to stay `writing`: the next command reported an interrupted write that never was
+    entry = writes.journal(app.vault).entry(planned.entry.op_id)
+    assert entry.state == "not_applied" and "read-only" in entry.events[-1]["detail"]
+    assert writes.recover(app.vault) == [], "nothing to settle: the refusal was settled when it happened"
+
+
+@pytest.mark.parametrize("kind", ["new", "edit"])
+def test_a_folder_swapped_for_a_symlink_after_the_check_never_leads_the_write_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Between the path check and the write a folder becomes a link out of the vault: the write
+    used to follow it (the note's folder is now opened once, each component without following)."""
+    vault = write_vault(tmp_path / "v", {"Sub/n.md": "one\n", "a.md": "a\n"})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if kind == "edit":
+        (outside / "n.md").write_bytes(b"one\n")  # the same bytes: every comparison passes through the link
+    app = app_for(vault)
+    path = "Sub/new.md" if kind == "new" else "Sub/n.md"
+    planned = writes.plan_write(app.vault, path, b"written\n", "write", None if kind == "new" else ...)
+    real_swap = writer._swap
+
+    def swap_the_folder(*args: object) -> None:  # after state_of checked the path, before the write
+        os.rename(vault / "Sub", tmp_path / "Sub-moved")
+        os.symlink(outside, vault / "Sub")
+        real_swap(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer, "_swap", swap_the_folder)
+    outside_before = snapshot(outside)
+    with pytest.raises(VaultError, match="replaced by a symbolic link"):
+        apply_confirmed(app, planned)
+    assert snapshot(outside) == outside_before, "nothing written outside the vault"
+    assert writes.journal(app.vault).entry(planned.entry.op_id).state == "not_applied"
 
 
 def test_only_the_confirmed_diff_is_written(tmp_path: Path) -> None:

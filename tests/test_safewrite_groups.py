@@ -370,3 +370,83 @@ def test_history_show_before_gives_the_journaled_text_back_where_undo_is_refused
     )
     saved = run_cli(["history", a_op, "--show-before", "-o", str(tmp_path / "a.md"), "--vault", str(vault)])
     assert saved.exit_code == 0 and (tmp_path / "a.md").read_bytes() == A, saved.output
+
+
+# ---- every member checked before the first write; names re-checked; doctor reads the journal ---------
+
+
+@pytest.mark.parametrize("what", ["note", "folder"])
+def test_a_group_checks_every_note_and_folder_is_writable_before_writing_any(
+    tmp_path: Path, what: str
+) -> None:
+    """It used to find a read-only member only on reaching it, after earlier members were written
+    (then rolled back: the notes changed twice, and a kill there would have left them changed)."""
+    vault = write_vault(tmp_path / "v", {"a.md": A, "b.md": B, "Sub/keep.md": "k\n"})
+    planned = writes.plan_group(
+        vault,
+        [
+            writes.Change("a.md", A + b"- [[N]]\n", "link", based_on=A),
+            writes.Change("Sub/N.md", b"new\n", "new note", based_on=None),
+            writes.Change("b.md", b"# B\r\n", "cut", based_on=B),
+        ],
+        "three notes",
+    )
+    os.chmod(vault / ("b.md" if what == "note" else "Sub"), 0o444 if what == "note" else 0o555)
+    try:
+        before = snapshot(vault)
+        with pytest.raises(WriteRefused, match="read-only") as caught:
+            writes.apply(vault, planned.entry.op_id, planned.proposal)
+        assert caught.value.to_dict()["path"] == ("b.md" if what == "note" else "Sub/N.md")
+        assert snapshot(vault) == before
+        listed = writes.history(vault)
+        assert [(r.op_id, r.state) for r in listed] == [(planned.entry.op_id, "not_applied")], "no rollback"
+        j = writes.journal(vault)
+        assert {j.entry(m).state for m in j.group(planned.entry.op_id).members} == {"not_applied"}
+    finally:
+        os.chmod(vault / "Sub", 0o755)
+
+
+def test_a_split_name_taken_anywhere_in_the_vault_after_planning_is_refused_at_apply(tmp_path: Path) -> None:
+    """A same-named note made after the plan would have made the new [[links]] ambiguous."""
+    vault = write_vault(tmp_path / "v", {"Long.md": LONG.encode(), "b.md": B})
+    planned = many_note_split(vault)
+    (vault / "Elsewhere").mkdir()
+    (vault / "Elsewhere" / "topic 7.md").write_bytes(b"my own note\n")  # another case, another folder
+    before = snapshot(vault)
+    with pytest.raises(WriteRefused, match=r"Elsewhere/topic 7\.md appeared") as caught:
+        writes.apply(vault, planned.entry.op_id, planned.proposal)
+    assert "ambiguous" in caught.value.message and caught.value.to_dict()["path"] == "Topic 7.md"
+    assert snapshot(vault) == before, "no note written"
+    assert writes.history(vault)[0].state == "not_applied"
+
+
+def test_doctor_reports_a_half_applied_group_until_it_is_settled_and_undone(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """doctor said the index was healthy while a group was half written (it never read the journal)."""
+    vault = vault_ab(tmp_path)
+    fake = ["--set", "embedding.provider=fake"]
+    assert run_cli(["index", "--vault", str(vault), *fake]).exit_code == 0
+    planned = split_like(vault)
+    group_id = planned.entry.op_id
+    child = run_child(tmp_path, isolated_env, vault, planned, "kill-before-3")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists():
+        assert child.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    killed = run_cli(["doctor", "--vault", str(vault), *fake])
+    said = " ".join(killed.output.split())
+    assert killed.exit_code == 1 and f"Operation group {group_id}" in said and "interrupted" in said, said
+    assert "`vaultlens history` settles it" in said and f"vaultlens undo {group_id}" in said
+    assert writes.journal(vault).group(group_id).state == "writing", "doctor only reads the journal"
+    run_cli(["history", "--vault", str(vault)])  # settles it: partial
+    partial = run_cli(["doctor", "--json", "--vault", str(vault), *fake])
+    report = json.loads(partial.stdout)
+    assert partial.exit_code == 1 and not report["healthy"]
+    [problem] = report["unfinished_writes"]
+    assert "is partial" in problem and f"`vaultlens undo {group_id}` puts them back" in problem
+    assert run_cli(["undo", group_id, "--yes", "--vault", str(vault)]).exit_code == 0
+    healthy = run_cli(["doctor", "--vault", str(vault), *fake])
+    assert healthy.exit_code == 0, healthy.output
