@@ -743,3 +743,26 @@ def test_cli_undo_and_history(tmp_path: Path) -> None:
     assert json.loads(again.stdout)["error"]["code"] == "undo_refused"
     bad = run_cli(["undo", "../../etc", "--vault", str(vault), "--yes"])
     assert bad.exit_code == 9 and "not an operation id" in bad.output
+
+
+def test_show_before_on_a_terminal_makes_control_characters_visible(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """The exact bytes go to a pipe; a terminal would act on ESC sequences instead of showing them."""
+    hostile = b"kept\x1b[2K\rfake line\r\nbidi \xe2\x80\xae here\n"
+    vault = write_vault(tmp_path / "v", {"a.md": hostile})
+    planned = writes.plan_write(vault, "a.md", b"new\n", "edit")
+    op_id = writes.apply(vault, planned.entry.op_id, planned.proposal).op_id
+    argv = [sys.executable, "-m", "vaultlens", "history", op_id, "--show-before", "--vault", str(vault)]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: vaultlens on the pty
+        os.execve(sys.executable, argv, cli_env(isolated_env))
+    seen = b""
+    with contextlib.suppress(OSError):  # EIO once the child has closed the pty
+        while select.select([fd], [], [], 30.0)[0] and (chunk := os.read(fd, 4096)):
+            seen += chunk
+    os.waitpid(pid, 0)
+    assert b"\x1b" not in seen and b"\xe2\x80\xae" not in seen, seen
+    assert b"kept<0x1b>[2K<0x0d>fake line\r" in seen and b"<U+202E>" in seen, seen
+    piped = subprocess.run(argv, env=cli_env(isolated_env), capture_output=True, check=True)
+    assert piped.stdout == hostile

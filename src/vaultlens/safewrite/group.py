@@ -4,11 +4,14 @@ Splitting a note creates new notes and may change the original; half a split is 
 So such changes are planned together (:func:`plan_group`: one journal entry per note, each
 naming the group, and the group's record holding the SHA-256 of the concatenated diffs, the one
 token the user confirms), applied together (:func:`apply_group`: every note is compared with its
-``before`` first, then each is written as a single operation is; when one still fails its
-comparison, the notes the group already wrote are put back by a rollback group, and the error
-names the note that changed) and undone together (:func:`plan_group_undo`). A kill in the middle
-leaves member entries that recovery settles like any other and a group ``partial`` whose undo
-puts back what was written; nothing is re-applied and recovery writes no note.
+``before`` and checked writable, with its folder, first, then each is written as a single
+operation is, in the order that never takes text out of the vault before it exists elsewhere
+(:func:`in_write_order`); when one still fails its comparison, the notes the group already wrote
+are put back by a rollback group, and the error names the note that changed) and undone together
+(:func:`plan_group_undo`). A kill in the middle leaves member entries that recovery settles like
+any other and a group ``partial`` whose undo puts back what was written; nothing is re-applied and
+recovery writes no note. Whatever happens, ``vaultlens history OP --show-before`` gives back what
+each note held before.
 """
 
 from __future__ import annotations

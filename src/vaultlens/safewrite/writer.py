@@ -6,10 +6,12 @@ then, holding the journal lock:
 1. refuses a note open in Obsidian (unless ``allow_open``);
 2. reads the note and refuses (``conflict``) unless its bytes equal ``before`` exactly, with no
    normalisation of whitespace, BOM or line endings (``before is None``: the path must not exist);
-3. marks the entry ``writing`` (durable), then writes a temporary file in the note's folder, fsyncs
-   it, gives it the note's permission bits, compares the note with ``before`` once more and renames
-   the temporary file over it (a new note is hard-linked into place, which fails if the name
-   appeared meanwhile), and fsyncs the folder;
+3. refuses a read-only note or folder (the entry settled ``not_applied``), marks the entry
+   ``writing`` (durable), then opens the note's folder once, each component from the vault's root
+   without following a link (a folder swapped for a symbolic link since the check is refused), and
+   relative to it writes a temporary file, fsyncs it, gives it the note's permission bits, compares
+   the note with ``before`` once more and renames the temporary file over it (a new note is
+   hard-linked into place, which fails if the name appeared meanwhile), and fsyncs the folder;
 4. reads the note back and marks the entry ``applied`` only if it equals ``after``.
 
 A kill at any point leaves the old bytes or the new ones, and a ``writing`` entry that

@@ -58,7 +58,9 @@ __all__ = [
     "unfinished",
 ]
 
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +196,8 @@ class Before:
     data: bytes | None
 
     def visible(self) -> str:
-        """The text for a screen: what a terminal or a browser would act on or hide (controls, bidi
-        overrides, bytes that are not UTF-8) shown as ``<0x1b>`` / ``<U+202E>``."""
+        """The text for a screen: what a terminal or a browser would act on or hide (controls, a CR
+        not ending a line, bidi overrides, bytes that are not UTF-8) shown as ``<0x1b>`` / ``<U+202E>``."""
         text = (self.data or b"").decode("utf-8", "backslashreplace")
         return _INVISIBLE.sub(
             lambda m: f"<0x{ord(m[0]):02x}>" if ord(m[0]) < 0xA0 else f"<U+{ord(m[0]):04X}>", text
