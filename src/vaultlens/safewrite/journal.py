@@ -270,7 +270,8 @@ class Journal:
         except (ValueError, TypeError, AttributeError, RecursionError) as exc:
             raise StoreCorrupt(
                 f"The journal group {path} is damaged ({exc}).",
-                hint=f"Move {path.parent} out of the journal folder (keep it) to go on.",
+                hint=f"Move {path.parent} out of the journal folder (keep it) to go on; each of its notes' "
+                f"text before stays reachable by its own operation id: `{SHOW_BEFORE.format(op='OP')}`.",
             ) from exc
 
     def groups(self) -> Iterator[Group]:
