@@ -7,11 +7,11 @@ real SIGKILL of a real `vaultlens` process.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import pty
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -216,30 +216,51 @@ def test_ctrl_c_keeps_finished_notes_and_resume_continues_with_the_rest(
     assert len(json.loads(resumed.stdout)["waiting"]) == 6
 
 
+def in_terminal(args: list[str], env: dict[str, str], answers: list[tuple[str, bytes]]) -> tuple[int, str]:
+    """Run vaultlens on a pseudo-terminal, typing each answer once its question is on the screen;
+    (exit code, the screen without colours). A question that never comes fails within 60 s."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: vaultlens on a terminal
+        os.execve(sys.executable, [sys.executable, "-m", "vaultlens", *args], env)
+    seen, deadline = b"", time.monotonic() + 60
+
+    def read() -> bytes:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"no answer from vaultlens: {seen.decode(errors='replace')}")
+        try:
+            return os.read(fd, 4096)
+        except OSError:  # EIO once the child has closed the pty
+            return b""
+
+    for question, answer in answers:
+        while question.encode() not in seen:
+            chunk = read()
+            if not chunk:
+                raise AssertionError(f"never asked {question!r}: {seen.decode(errors='replace')}")
+            seen += chunk
+        os.write(fd, answer)
+    while chunk := read():
+        seen += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), " ".join(
+        re.sub(r"\x1b\[[0-9;]*m", "", seen.decode(errors="replace")).split()
+    )
+
+
 def test_review_one_by_one_in_a_terminal_yes_no_all(vault: Path, isolated_env: Path) -> None:
     with ScriptedChatServer(reply=REPLY) as server:
         planned = run_cli(["write", "batch", "--glob", "Notes/n[1-3].md", "--preset", "summarize", "--json",
                            "--vault", str(vault), *model(server)])  # fmt: skip
     batch_id = json.loads(planned.stdout)["batch_id"]
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: vaultlens on a terminal
-        os.execve(sys.executable, [sys.executable, "-m", "vaultlens", "write", "batch", "--resume", batch_id,
-                                   "--vault", str(vault)], cli_env(isolated_env))  # fmt: skip
-    seen, deadline = b"", time.monotonic() + 60
-    for n, answer in ((1, b"y\n"), (2, b"n\n"), (3, b"a\n")):
-        while f"[{n}/3] Write this change?".encode() not in seen:
-            assert time.monotonic() < deadline, seen
-            try:
-                seen += os.read(fd, 4096)
-            except OSError:
-                raise AssertionError(seen.decode(errors="replace")) from None
-        os.write(fd, answer)
-    with contextlib.suppress(OSError):  # EIO once the child has closed the pty
-        while chunk := os.read(fd, 4096):
-            seen += chunk
-    _, status = os.waitpid(pid, 0)
-    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", seen.decode(errors="replace")).split())  # no colours
-    assert os.waitstatus_to_exitcode(status) == 0, text
+    questions = [
+        (f"[{n}/3] Write this change?", answer) for n, answer in ((1, b"y\n"), (2, b"n\n"), (3, b"a\n"))
+    ]
+    code, text = in_terminal(["write", "batch", "--resume", batch_id, "--vault", str(vault)], cli_env(isolated_env),
+                             questions)  # fmt: skip
+    assert code == 0, text
     assert text.count("+A short summary.") == 3, "each diff shown before its question"
     assert "Written 2 of 3 changes" in text and f"--resume {batch_id}" in text
     assert [(vault / f"Notes/n{i}.md").read_text() == "A short summary.\n" for i in (1, 2, 3)] == [
@@ -251,3 +272,65 @@ def test_review_one_by_one_in_a_terminal_yes_no_all(vault: Path, isolated_env: P
     assert [w["path"] for w in json.loads(left.stdout)["waiting"]] == ["Notes/n2.md"], (
         "the declined one waits"
     )
+
+
+def test_all_the_rest_writes_every_remaining_change(vault: Path, isolated_env: Path) -> None:
+    with ScriptedChatServer(reply=REPLY) as server:
+        planned = run_cli(["write", "batch", "--glob", "Notes/n[1-4].md", "--preset", "summarize", "--json",
+                           "--vault", str(vault), *model(server)])  # fmt: skip
+    batch_id = json.loads(planned.stdout)["batch_id"]
+    questions = [("[1/4] Write this change?", b"n\n"), ("[2/4] Write this change?", b"a\n")]
+    code, text = in_terminal(["write", "batch", "--resume", batch_id, "--vault", str(vault)], cli_env(isolated_env),
+                             questions)  # fmt: skip
+    assert code == 0, text
+    assert "[3/4]" not in text and "[4/4]" not in text, "nothing asked after all the rest"
+    assert "Written 3 of 4 changes" in text, text
+    assert [(vault / f"Notes/n{i}.md").read_text() == "A short summary.\n" for i in (1, 2, 3, 4)] == [
+        False, True, True, True
+    ]  # fmt: skip
+
+
+def test_ctrl_c_while_writing_stops_lists_what_was_written_and_exits_130(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    many = {
+        f"Notes/n{i:03}.md": f"# Note {i}\n\nBody of note {i}, long enough to summarise.\n"
+        for i in range(200)
+    }
+    vault = write_vault(tmp_path / "many", many)
+    with ScriptedChatServer(reply=REPLY) as server:
+        planned = run_cli(["write", "batch", "--folder", "Notes", "--preset", "summarize", "--concurrency", "8",
+                           "--json", "--vault", str(vault), *model(server)])  # fmt: skip
+    data = json.loads(planned.stdout)
+    assert len(data["waiting"]) == 200, planned.output
+    diffs = {w["path"]: w for w in data["waiting"]}
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with out.open("wb") as o, err.open("wb") as e:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "vaultlens", "write", "batch", "--resume", data["batch_id"], "--yes",
+             "--vault", str(vault)], env=cli_env(isolated_env), stdin=subprocess.DEVNULL, stdout=o, stderr=e,
+        )  # fmt: skip
+        first, deadline = vault / "Notes/n000.md", time.monotonic() + 60
+        while first.read_bytes() == many["Notes/n000.md"].encode():  # the writes have begun
+            assert child.poll() is None, err.read_text()
+            assert time.monotonic() < deadline
+        child.send_signal(signal.SIGSTOP)  # Ctrl-C lands in the middle of the writes
+        child.send_signal(signal.SIGINT)
+        child.send_signal(signal.SIGCONT)
+        code = child.wait(timeout=60)
+    said = " ".join(err.read_text().split())
+    changed = sorted(p for p, text in many.items() if (vault / p).read_text() != text)
+    assert code == 130, said
+    assert "Traceback" not in said
+    assert 0 < len(changed) < 200, "the writes stopped at the Ctrl-C"
+    for p, text in many.items():  # each note holds exactly one side of its diff: none is half-written
+        assert (vault / p).read_text() in (text, "A short summary.\n"), p
+    listed = [line.split()[0] for line in out.read_text().splitlines() if line.startswith("  Notes/")]
+    assert listed == changed, "the listing names exactly the notes written"
+    assert f"Stopped by Ctrl-C: {len(changed)} of 200 changes were written" in said
+    assert f"--resume {data['batch_id']}" in said
+    history = {e["path"]: e for e in map(lambda x: x.as_dict(), writes.history(vault))}
+    for p in changed:
+        assert history[p]["state"] == "applied" and history[p]["op_id"] == diffs[p]["op_id"]
+    left = run_cli(["write", "batch", "--resume", data["batch_id"], "--json", "--vault", str(vault)])
+    assert len(json.loads(left.stdout)["waiting"]) == 200 - len(changed), "the others stay planned"

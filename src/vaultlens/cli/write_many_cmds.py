@@ -89,46 +89,91 @@ class _Bar:
 
 
 def _ask(i: int, n: int) -> str:
-    """y / n / a / q, asked again until it is one of them."""
+    """y / n / a / q, asked again until it is one of them; Ctrl-C (or the end of input) is "q"
+    said by :class:`KeyboardInterrupt`."""
     while True:
         try:
             answer = str(typer.prompt(f"[{i}/{n}] Write this change? y(es) / n(o) / a(ll the rest) / q(uit)",
                                       default="n")).strip().lower()  # fmt: skip
         except typer.Abort:
-            from vaultlens.errors import Cancelled
-
-            raise Cancelled(
-                "Stopped at the question; changes already written stay (each undoable)."
-            ) from None
+            raise KeyboardInterrupt from None
         if answer[:1] in ("y", "n", "a", "q") and answer in ("y", "n", "a", "q", "yes", "no", "all", "quit"):
             return answer[:1]
+
+
+class _Writes:
+    """The batch's writes as they happen: what was written (for the listing after a stop) and what was
+    refused; Ctrl-C during a write is left to safewrite, which settles that one note."""
+
+    def __init__(self, app: Any, allow_open: bool, json_: bool) -> None:
+        self.app, self.allow_open, self.json_ = app, allow_open, json_
+        self.applied: list[Any] = []
+        self.written: list[tuple[str, str]] = []  # (path, op id), in the order written
+        self.refused: dict[str, str] = {}
+
+    def write(self, planned: Any) -> None:
+        from vaultlens.errors import Cancelled, VaultlensError, WriteInterrupted
+        from vaultlens.services.verbs import changing
+
+        entry = planned.entry
+        try:
+            self.applied.append(changing.apply(self.app, entry.op_id, planned.proposal, self.allow_open))
+        except WriteInterrupted as exc:
+            if exc.state == "applied":  # the Ctrl-C came after the rename: the note holds the new text
+                self.written.append((entry.path, entry.op_id))
+            raise
+        except Cancelled:  # a stop, not a refusal
+            raise
+        except VaultlensError as exc:
+            self.refused[entry.path] = exc.message
+            if not self.json_:
+                render.err.print(f"[red]Not written[/red] {escape(entry.path)}: {escape(exc.message)}")
+            return
+        self.written.append((entry.path, entry.op_id))
+
+    def stopped(self, total: int, batch_id: str) -> Exception:
+        """Ctrl-C: list what was written (stdout; stderr with --json) and say how to go on (exit 130)."""
+        from vaultlens.errors import Cancelled
+
+        where = render.err if self.json_ else render.out
+        if self.written:
+            where.print("Written before the stop (each undoable with `vaultlens undo OP`):")
+            for path, op_id in self.written:
+                where.print(f"  {escape(path)}  [dim]{op_id}[/dim]")
+        return Cancelled(
+            f"Stopped by Ctrl-C: {len(self.written)} of {total} changes were written"
+            + (" (listed above)." if self.written else "."),
+            hint=f"The others stay planned: `vaultlens write batch --resume {batch_id}` shows them again.",
+        )
+
+
+def _write_all(writes: _Writes, waiting: list[Any], batch_id: str) -> None:
+    """Write every change; the first Ctrl-C lets the note being written finish, then stops (exit 130)."""
+    from vaultlens.cli.interrupts import stop_between_steps
+    from vaultlens.errors import Cancelled
+
+    with stop_between_steps() as asked:
+        for planned in waiting:
+            if asked.is_set():
+                raise writes.stopped(len(waiting), batch_id)
+            try:
+                writes.write(planned)
+            except (Cancelled, KeyboardInterrupt):
+                raise writes.stopped(len(waiting), batch_id) from None
 
 
 def _review(app: Any, result: Any, yes: bool, json_: bool, allow_open: bool) -> None:
     """Each waiting change: its exact diff, then yes/no/all/quit (``--yes``: every diff, then all)."""
     from vaultlens.cli.confirm import show
-    from vaultlens.errors import VaultlensError, WriteUnconfirmed
-    from vaultlens.services.verbs import changing
+    from vaultlens.errors import Cancelled, WriteUnconfirmed
 
     waiting, batch_id = result.waiting, result.state.batch_id
-    written: list[Any] = []
-    refused: dict[str, str] = {}
-
-    def write(planned: Any) -> None:
-        try:
-            written.append(changing.apply(app, planned.entry.op_id, planned.proposal, allow_open))
-        except VaultlensError as exc:
-            refused[planned.entry.path] = exc.message
-            if not json_:
-                render.err.print(
-                    f"[red]Not written[/red] {escape(planned.entry.path)}: {escape(exc.message)}"
-                )
-
+    writes = _Writes(app, allow_open, json_)
     if json_:
-        for planned in waiting if yes else []:
-            write(planned)
-        done = {**result.as_dict(), "applied": [a.as_dict() for a in written]}
-        render.print_json({**done, "refused": [{"path": k, "why": v} for k, v in refused.items()]})
+        if yes:
+            _write_all(writes, waiting, batch_id)
+        done = {**result.as_dict(), "applied": [a.as_dict() for a in writes.applied]}
+        render.print_json({**done, "refused": [{"path": k, "why": v} for k, v in writes.refused.items()]})
         return
     counts = ", ".join(f"{v} {k}" for k, v in result.counts().items() if v)
     render.out.print(f"Batch {batch_id}: {counts}.")
@@ -139,8 +184,7 @@ def _review(app: Any, result: Any, yes: bool, json_: bool, allow_open: bool) -> 
     if yes:
         for planned in waiting:
             show(planned.proposal, False)
-        for planned in waiting:
-            write(planned)
+        _write_all(writes, waiting, batch_id)
     else:
         if not sys.stdin.isatty():
             for planned in waiting:
@@ -152,18 +196,21 @@ def _review(app: Any, result: Any, yes: bool, json_: bool, allow_open: bool) -> 
                 f"`vaultlens write batch --resume {batch_id} --yes`.",
             )
         take_all = False
-        for i, planned in enumerate(waiting, 1):
-            show(planned.proposal, False)
-            answer = "y" if take_all else _ask(i, len(waiting))
-            if answer == "q":
-                break
-            take_all = answer == "a"
-            if answer in ("y", "a"):
-                write(planned)
+        try:
+            for i, planned in enumerate(waiting, 1):
+                show(planned.proposal, False)
+                answer = "y" if take_all else _ask(i, len(waiting))
+                if answer == "q":
+                    break
+                take_all = take_all or answer == "a"  # "all the rest": every change after this one too
+                if answer in ("y", "a"):
+                    writes.write(planned)
+        except (Cancelled, KeyboardInterrupt):
+            raise writes.stopped(len(waiting), batch_id) from None
     render.out.print(
-        f"[green]Written[/green] {len(written)} of {len(waiting)} changes; `vaultlens undo OP` undoes one."
+        f"[green]Written[/green] {len(writes.written)} of {len(waiting)} changes; `vaultlens undo OP` undoes one."
     )
-    if len(written) + len(refused) < len(waiting):
+    if len(writes.written) + len(writes.refused) < len(waiting):
         render.out.print(
             f"The others stay planned: `vaultlens write batch --resume {batch_id}` shows them again."
         )
