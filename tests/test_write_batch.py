@@ -334,3 +334,38 @@ def test_ctrl_c_while_writing_stops_lists_what_was_written_and_exits_130(
         assert history[p]["state"] == "applied" and history[p]["op_id"] == diffs[p]["op_id"]
     left = run_cli(["write", "batch", "--resume", data["batch_id"], "--json", "--vault", str(vault)])
     assert len(json.loads(left.stdout)["waiting"]) == 200 - len(changed), "the others stay planned"
+
+
+def test_a_second_run_of_a_running_batch_is_refused_naming_the_holder_and_sends_nothing(
+    vault: Path, isolated_env: Path
+) -> None:
+    script = [ChatStep(reply=REPLY, delay=4)]
+    with ScriptedChatServer(reply=REPLY, script=script) as server:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "vaultlens", "write", "batch", "--folder", "Notes", "--preset", "summarize",
+             "--concurrency", "1", "--json", "--vault", str(vault), *model(server)],
+            env=cli_env(isolated_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not server.chats():  # the first run is sending its first note
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        batch_id = json.loads(state_file().read_text())["batch_id"]
+        second = run_cli(
+            ["write", "batch", "--resume", batch_id, "--json", "--vault", str(vault), *model(server)]
+        )
+        sent_meanwhile = len(server.chats())
+        out, err = child.communicate(timeout=60)
+        calls = sent_paths(server)
+    assert second.exit_code == 6, second.output
+    error = json.loads(second.stdout)["error"]
+    assert error["code"] == "index_locked" and f"PID {child.pid}" in error["message"], error
+    assert f"batch {batch_id}" in error["message"]
+    assert sent_meanwhile == 1, "the second run sent nothing"
+    assert child.returncode == 0, err
+    assert sorted(calls) == [f"Notes/n{i}.md" for i in range(1, 7)], "each note sent once"
+    again = run_cli(["write", "batch", "--resume", batch_id, "--json", "--vault", str(vault), *model(server)])
+    assert again.exit_code == 0 and len(json.loads(again.stdout)["waiting"]) == 6, (
+        "the lock went with its holder"
+    )

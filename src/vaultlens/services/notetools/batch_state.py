@@ -4,24 +4,35 @@ So Ctrl-C or a kill keeps every finished note: ``vaultlens write batch --resume 
 state and runs only the notes still ``pending`` or ``failed``. A note's change is a planned
 safewrite operation (its exact bytes are in the journal), so the state holds only its id. Each
 save replaces the file atomically (temporary file, fsync, rename): a kill leaves the state as it
-was before or after that note, never half of it.
+was before or after that note, never half of it. One process at a time runs a batch
+(:func:`locked`): two resumes at once would both send every pending note.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from vaultlens.config import paths
-from vaultlens.errors import InvalidInput, OperationNotFound, StoreCorrupt, translate_error, translated_errors
+from vaultlens.errors import (
+    IndexLocked,
+    InvalidInput,
+    OperationNotFound,
+    StoreCorrupt,
+    translate_error,
+    translated_errors,
+)
 from vaultlens.fsutil import atomic_write
+from vaultlens.index.lock import WriterLock
 
-__all__ = ["BatchNote", "BatchState", "NoteStatus", "load", "new_batch_id", "save"]
+__all__ = ["BatchNote", "BatchState", "NoteStatus", "load", "locked", "new_batch_id", "save"]
 
 NoteStatus = Literal["pending", "planned", "unchanged", "skipped", "failed"]
 _ID_CHARS = frozenset("0123456789abcdefT-")
@@ -80,6 +91,26 @@ def _file(batch_id: str) -> Path:
             f"{batch_id!r} is not a batch id.", hint="Batch ids look like 20261204T181500-4f2a9c."
         )
     return paths.batches_dir() / batch_id / "state.json"
+
+
+@contextlib.contextmanager
+def locked(batch_id: str) -> Iterator[None]:
+    """Run batch ``batch_id`` in this process only: an OS file lock beside its state (released when
+    the holder exits, kill -9 included); a second run gets :class:`IndexLocked` naming the holder."""
+    folder = _file(batch_id).parent
+    lock = WriterLock(folder, what=f"batch {batch_id}")
+    try:
+        lock.acquire()
+    except IndexLocked as exc:
+        raise IndexLocked(
+            exc.message.replace(" is writing ", " is running "),
+            hint="Wait for it to finish (or stop it with Ctrl-C), then resume the batch; "
+            "notes it has done are not sent again.",
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def save(state: BatchState) -> None:

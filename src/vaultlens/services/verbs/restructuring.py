@@ -88,7 +88,16 @@ def write_batch_run(
     """Run (or resume) batch ``batch_id``: every note not yet done is sent and gets one planned
     change; notes already done are never sent again. Without ``consent`` for a remote model:
     :class:`~vaultlens.errors.ConsentRequired` first. Returns the changes waiting for review."""
-    state = batch_state.load(batch_id)
+    batch_state.load(batch_id)  # an unknown id is refused before its lock is made
+    with batch_state.locked(batch_id):  # the state as it is once no other run holds it
+        return _run_batch(app, batch_state.load(batch_id), consent, remember, progress)
+
+
+def _run_batch(
+    app: App, state: BatchState, consent: bool, remember: bool, progress: Progress | None
+) -> BatchResult:
+    """:func:`write_batch_run` holding the batch's lock."""
+    batch_id = state.batch_id
     if state.vault != str(app.vault):
         raise InvalidInput(
             f"Batch {batch_id} belongs to the vault {state.vault}, not {app.vault}.",
