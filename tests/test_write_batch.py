@@ -7,6 +7,7 @@ real SIGKILL of a real `vaultlens` process.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pty
@@ -24,7 +25,7 @@ import pytest
 import vaultlens
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.config import paths
-from vaultlens.errors import ConsentRequired
+from vaultlens.errors import ConsentRequired, WriteConflict
 from vaultlens.services import writes
 from vaultlens.services.app import App
 from vl_support import check_shape, cli_env, run_cli, snapshot, write_vault
@@ -369,3 +370,38 @@ def test_a_second_run_of_a_running_batch_is_refused_naming_the_holder_and_sends_
     assert again.exit_code == 0 and len(json.loads(again.stdout)["waiting"]) == 6, (
         "the lock went with its holder"
     )
+
+
+def test_a_change_that_could_not_be_written_or_went_stale_is_planned_again_on_resume(vault: Path) -> None:
+    with ScriptedChatServer(reply=REPLY) as server:
+        planned = run_cli(["write", "batch", "--glob", "Notes/n[1-3].md", "--preset", "summarize", "--json",
+                           "--vault", str(vault), *model(server)])  # fmt: skip
+    data = json.loads(planned.stdout)
+    ops = {w["path"]: w for w in data["waiting"]}
+    edited = {p: NOTES[p] + "\nA line added after planning.\n" for p in ("Notes/n1.md", "Notes/n2.md")}
+    write_vault(vault, edited)
+    token = hashlib.sha256(ops["Notes/n2.md"]["diff"].encode()).hexdigest()
+    with pytest.raises(WriteConflict):  # the user confirmed n2's diff, but the note had changed: conflict
+        writes.apply(vault, ops["Notes/n2.md"]["op_id"], token)
+    assert writes.journal(vault).entry(ops["Notes/n2.md"]["op_id"]).state == "conflict"
+    with ScriptedChatServer(reply=REPLY) as server:
+        resumed = run_cli(["write", "batch", "--resume", data["batch_id"], "--json", "--vault", str(vault),
+                           *model(server)])  # fmt: skip
+        calls = sent_paths(server)
+    assert resumed.exit_code == 0, resumed.output
+    assert sorted(calls) == ["Notes/n1.md", "Notes/n2.md"], "the stale and the refused note are sent again"
+    again = json.loads(resumed.stdout)
+    assert again["stale"] == [], "nothing is left stale"
+    waiting = {w["path"]: w for w in again["waiting"]}
+    assert sorted(waiting) == ["Notes/n1.md", "Notes/n2.md", "Notes/n3.md"]
+    assert waiting["Notes/n3.md"]["op_id"] == ops["Notes/n3.md"]["op_id"], "a change still valid is kept"
+    for p in edited:
+        assert waiting[p]["op_id"] != ops[p]["op_id"]
+        assert "-A line added after planning." in waiting[p]["diff"], "planned against the current text"
+    details = {n["path"]: n["detail"] for n in again["notes"]}
+    assert details == dict.fromkeys(["Notes/n1.md", "Notes/n2.md", "Notes/n3.md"], "")
+    wrote = run_cli(
+        ["write", "batch", "--resume", data["batch_id"], "--yes", "--json", "--vault", str(vault)]
+    )
+    assert [a["state"] for a in json.loads(wrote.stdout)["applied"]] == ["applied"] * 3, wrote.output
+    assert (vault / "Notes/n1.md").read_text() == "A short summary.\n"

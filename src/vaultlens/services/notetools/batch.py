@@ -24,7 +24,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args
 
-from vaultlens.errors import Cancelled, InvalidInput, OutsideSelection, PlanRefused, VaultlensError
+from vaultlens.errors import (
+    Cancelled,
+    InvalidInput,
+    OperationNotFound,
+    OutsideSelection,
+    PlanRefused,
+    VaultlensError,
+)
 from vaultlens.index.estimate import CHARS_PER_TOKEN
 from vaultlens.llm.base import LLMProvider
 from vaultlens.safewrite import Entry
@@ -43,6 +50,7 @@ __all__ = [
     "NoteSelector",
     "adopt",
     "estimate",
+    "reopen",
     "result",
     "run",
     "select",
@@ -174,6 +182,36 @@ def adopt(vault: Path, state: BatchState) -> None:
         mine = isinstance(item, Entry) and item.summary == state.summary and item.path in open_
         if mine and item.state in ("planned", "applied"):
             state.settle(item.path, "planned", item.op_id, "planned before the batch stopped")
+
+
+_FAILED_WRITES = ("conflict", "not_applied", "diverged")  # a write that did not happen (or not as planned)
+
+
+def reopen(vault: Path, state: BatchState) -> None:
+    """Notes whose planned change can no longer be written go back to ``pending``, so this run plans
+    them again from their current text (after the usual consent, and shown as a new diff): the
+    write was refused, in conflict or interrupted before the rename, or the note was edited after
+    planning. An applied or undone change stays as the user left it."""
+    j = writes.journal(vault)
+    for n in state.notes:
+        if n.status != "planned" or n.op_id is None:
+            continue
+        try:
+            entry = j.entry(n.op_id)
+        except OperationNotFound:
+            why = "its planned change is gone from the journal"
+        else:
+            if entry.state in _FAILED_WRITES:
+                why = f"its planned write ended {entry.state.replace('_', ' ')}"
+            elif entry.state != "planned":
+                continue
+            else:
+                try:
+                    writes.to_confirm(vault, n.op_id)
+                    continue
+                except VaultlensError:
+                    why = "the note changed after its change was planned"
+        state.settle(n.path, "pending", detail=f"planned again: {why}")
 
 
 def run(

@@ -1,7 +1,8 @@
 """A batch's state under ``$VAULTLENS_HOME/batches/<id>/state.json``, saved after every note.
 
 So Ctrl-C or a kill keeps every finished note: ``vaultlens write batch --resume ID`` reads the
-state and runs only the notes still ``pending`` or ``failed``. A note's change is a planned
+state and runs only the notes still ``pending`` or ``failed`` (and those whose planned change
+can no longer be written: :func:`~vaultlens.services.notetools.batch.reopen`). A note's change is a planned
 safewrite operation (its exact bytes are in the journal), so the state holds only its id. Each
 save replaces the file atomically (temporary file, fsync, rename): a kill leaves the state as it
 was before or after that note, never half of it. One process at a time runs a batch

@@ -105,6 +105,7 @@ def _run_batch(
         )
     files = app.files()
     batch.adopt(app.vault, state)
+    batch.reopen(app.vault, state)
     todo = [n for n in state.notes if n.status in ("pending", "failed")]
     if todo:
         provider = app.llm()
