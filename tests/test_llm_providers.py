@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.config.keys import find_key, keys_file, redact
 from vaultlens.config.settings import LLMSettings
 from vaultlens.errors import (
+    Cancelled,
     ConfigError,
     InvalidModelOutput,
     MalformedStream,
@@ -270,6 +272,36 @@ def test_ctrl_c_in_the_middle_of_a_stream_closes_the_connection() -> None:
         time.sleep(0.8)
         assert len(server.sent) < 6, "the server could not finish: the client had hung up"
         assert chat.chat(HELLO).text.startswith("one"), "the provider is still usable afterwards"
+
+
+@pytest.mark.parametrize("when", ["waiting for the answer", "midway through the stream"])
+def test_close_from_another_thread_cuts_a_request_in_flight(when: str) -> None:
+    """A stopped batch closes its providers: the worker's request must end now, not when the model answers."""
+    gate = threading.Event()  # never set while the request runs: the server holds the answer back
+    step = ChatStep(delay=600) if when == "waiting for the answer" else ChatStep(gate=gate)
+    with ScriptedChatServer("one two three", [step]) as server:
+        chat = provider(server, read_timeout_s=300.0, max_retries=2)
+        outcome: list[BaseException | str] = []
+
+        def ask() -> None:
+            try:
+                outcome.append(chat.chat(HELLO).text)
+            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=ask, daemon=True)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not server.chats() or (when != "waiting for the answer" and not server.sent):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        chat.close()
+        worker.join(timeout=60)  # guards against a hang only: without the cut it waits for the model
+        gate.set()
+        assert not worker.is_alive(), "the request went on after close()"
+    [got] = outcome
+    assert isinstance(got, Cancelled) and "cancelled" in got.message, got
+    assert len(server.chats()) == 1, "a cut request is not retried"
 
 
 def test_registry_knows_the_presets_and_refuses_remote_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -180,40 +180,55 @@ def test_a_remote_model_gets_nothing_before_consent(vault: Path) -> None:
     assert (vault / "Other/plain.md").read_text() == NOTES["Other/plain.md"]
 
 
-def test_ctrl_c_keeps_finished_notes_and_resume_continues_with_the_rest(
-    vault: Path, isolated_env: Path
+def test_ctrl_c_cuts_the_request_in_flight_keeps_finished_notes_and_resume_continues_with_the_rest(
+    vault: Path, isolated_env: Path, tmp_path: Path
 ) -> None:
-    script = [ChatStep(reply=REPLY), ChatStep(reply=REPLY), ChatStep(reply=REPLY, delay=3)]
-    with ScriptedChatServer(reply=REPLY, script=script) as server:
+    hung = ChatStep(reply=REPLY, delay=600)  # the third note's model never answers while the test runs
+    script = [ChatStep(reply=REPLY), ChatStep(reply=REPLY), hung]
+    errors = tmp_path / "stderr.txt"
+    with ScriptedChatServer(reply=REPLY, script=script) as server, errors.open("wb") as e:
         child = subprocess.Popen(
             [sys.executable, "-m", "vaultlens", "write", "batch", "--glob", "Notes/n*.md", "--preset", "summarize",
-             "--concurrency", "1", "--vault", str(vault), *model(server)],
-            env=cli_env(isolated_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+             "--concurrency", "1", "--vault", str(vault), *model(server, **{"llm.read_timeout_s": "300"})],
+            env=cli_env(isolated_env), stdout=subprocess.DEVNULL, stderr=e,
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while len(server.chats()) < 3:
-            assert child.poll() is None, child.communicate()
+            assert child.poll() is None, errors.read_text()
             assert time.monotonic() < deadline
             time.sleep(0.02)
         child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
+        while "are done and kept" not in errors.read_text() and child.poll() is None:
+            assert time.monotonic() < deadline, "the first Ctrl-C waits for the model's answer"
+            time.sleep(0.02)
+        child.send_signal(signal.SIGINT)  # a second Ctrl-C while it leaves
+        try:
+            child.wait(timeout=60)  # the hung request is not waited for
+        except subprocess.TimeoutExpired:
+            child.kill()
+            raise AssertionError(f"still waiting for the model after Ctrl-C: {errors.read_text()}") from None
         first_run = sent_paths(server)
+    err = errors.read_text()
     said = " ".join(err.split())
     assert child.returncode == 130 and "notes of batch" in said and "are done and kept" in said, err
-    assert "Traceback" not in err
-    batch_id = json.loads(state_file().read_text())["batch_id"]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    state: dict[str, Any] = json.loads(state_file().read_text())
+    batch_id = state["batch_id"]
     assert f"vaultlens write batch --resume {batch_id}" in said
     assert first_run == ["Notes/n1.md", "Notes/n2.md", "Notes/n3.md"]
+    status = {n["path"]: n["status"] for n in state["notes"]}
+    assert [status[f"Notes/n{i}.md"] for i in range(1, 7)] == ["planned"] * 2 + ["pending"] * 4, (
+        "the cut note stays pending, nothing after it was started"
+    )
     with ScriptedChatServer(reply=REPLY) as server:
         resumed = run_cli(
             ["write", "batch", "--resume", batch_id, "--json", "--vault", str(vault), *model(server)]
         )
         second_run = sent_paths(server)
     assert resumed.exit_code == 0, resumed.output
-    assert not set(second_run) & {"Notes/n1.md", "Notes/n2.md"}, (
+    assert second_run == [f"Notes/n{i}.md" for i in range(3, 7)], (
         "a note finished before Ctrl-C is not sent again"
     )
-    assert sorted(first_run + second_run)[-3:] == ["Notes/n4.md", "Notes/n5.md", "Notes/n6.md"]
     assert len(json.loads(resumed.stdout)["waiting"]) == 6
 
 

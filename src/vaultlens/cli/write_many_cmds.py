@@ -245,6 +245,7 @@ def batch(
 ) -> None:
     """Run a preset (or your prompt) over many notes: an estimate first, progress, Ctrl-C keeps finished
     notes (--resume ID continues), then every planned change is reviewed as its exact diff."""
+    from vaultlens.cli.interrupts import interrupt_once
     from vaultlens.errors import InvalidInput
     from vaultlens.services.notetools.batch import NoteSelector, describe
     from vaultlens.services.verbs import restructuring
@@ -271,13 +272,14 @@ def batch(
         batch_id = resume
     bar = _Bar(json_)
     try:
-        result = confirmed(
-            lambda grant: restructuring.write_batch_run(
-                app, batch_id, grant is not None, progress=bar.update
-            ),
-            yes,
-            json_,
-        )
+        with interrupt_once():  # Ctrl-C cuts the requests in flight; a second one is ignored
+            result = confirmed(
+                lambda grant: restructuring.write_batch_run(
+                    app, batch_id, grant is not None, progress=bar.update
+                ),
+                yes,
+                json_,
+            )
     finally:
         bar.stop()
     _review(app, result, yes, json_, allow_open)

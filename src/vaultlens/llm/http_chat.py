@@ -7,21 +7,27 @@ repeat text the user already saw), ``Retry-After`` honoured by the same rule as 
 providers (:func:`~vaultlens.embedding.http.retry_pause`). httpx errors and HTTP statuses become
 specific :class:`~vaultlens.errors.ProviderError` subclasses; any server text quoted in them goes
 through :func:`~vaultlens.config.keys.redact` first. Ctrl-C raises ``KeyboardInterrupt`` out of
-the ``with`` block, which closes the connection: nothing is left open.
+the ``with`` block, which closes the connection: nothing is left open. :meth:`close` from
+another thread cuts a request in flight at once (its socket is shut down; the request raises
+:class:`~vaultlens.errors.Cancelled`), so a stopped batch need not wait for a model's answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import socket
 import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from vaultlens.config.keys import KeySource, find_key, redact
 from vaultlens.config.settings import LLMSettings
 from vaultlens.embedding.http import RETRY_STATUS, is_loopback, retry_pause
 from vaultlens.errors import (
+    Cancelled,
     ConfigError,
     MalformedStream,
     ModelNotFound,
@@ -110,6 +116,8 @@ class ChatHTTPProvider:
 
         timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
         self._client = httpx.Client(timeout=timeout, headers=headers, verify=_tls())
+        self._sockets: weakref.WeakSet[Any] = weakref.WeakSet()  # this client's connections, for close()
+        self._closed = False
 
     @classmethod
     def from_settings(cls, s: LLMSettings) -> Self:
@@ -177,8 +185,14 @@ class ChatHTTPProvider:
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
             stream = _Stream(on_text)
+            if self._closed:
+                raise self._cancelled()
             try:
-                with self._client.stream("POST", url, json=payload) as resp:
+                traced = {"trace": self._trace}
+                with (
+                    self._cut_off(),
+                    self._client.stream("POST", url, json=payload, extensions=traced) as resp,
+                ):
                     if resp.status_code >= 400:
                         resp.read()
                         if json_schema is not None and self._refuses_schema(resp):
@@ -286,7 +300,33 @@ class ChatHTTPProvider:
     def _model_hint(self) -> str:
         return "Set llm.model to a model this server has (--set llm.model=NAME)."
 
+    def _cancelled(self) -> Cancelled:
+        return Cancelled(f"The request to {self.where} was cancelled.")
+
+    @contextlib.contextmanager
+    def _cut_off(self) -> Iterator[None]:
+        """A request :meth:`close` cut fails as :class:`Cancelled`, never retried."""
+        import httpx
+
+        try:
+            yield
+        except httpx.HTTPError:
+            if self._closed:
+                raise self._cancelled() from None
+            raise
+
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace hook: keep each new connection's network stream, so close() can cut it."""
+        if event == "connection.connect_tcp.complete":
+            self._sockets.add(info["return_value"])
+
     def close(self) -> None:
+        """Close the client; a request in flight in another thread fails at once (its socket is shut
+        down: closing alone would leave that thread waiting for the server's answer)."""
+        self._closed = True
+        for stream in list(self._sockets):
+            with contextlib.suppress(OSError, AttributeError):  # already closed
+                stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
         self._client.close()
 
 

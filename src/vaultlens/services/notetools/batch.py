@@ -15,10 +15,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +28,6 @@ from vaultlens.errors import (
     Cancelled,
     InvalidInput,
     OperationNotFound,
-    OutsideSelection,
     PlanRefused,
     VaultlensError,
 )
@@ -214,6 +213,58 @@ def reopen(vault: Path, state: BatchState) -> None:
         state.settle(n.path, "pending", detail=f"planned again: {why}")
 
 
+class _Run:
+    """The notes one run still has to plan, shared by its workers; :meth:`cancel` stops taking notes
+    and cuts every request in flight (closing a provider shuts its connections down)."""
+
+    def __init__(self, todo: list[str], progress: Progress | None) -> None:
+        self.left = iter(todo)
+        self.total = len(todo)
+        self.progress = progress
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        self.live: set[LLMProvider] = set()
+        self.done = 0
+        self.error: BaseException | None = None
+
+    def take(self) -> str | None:
+        with self.lock:
+            return None if self.stopped.is_set() else next(self.left, None)
+
+    def provider(self, make: Callable[[], LLMProvider]) -> LLMProvider:
+        with self.lock:
+            if self.stopped.is_set():
+                raise Cancelled("The batch was stopped.")
+            provider = make()
+            self.live.add(provider)
+            return provider
+
+    def release(self, provider: LLMProvider) -> None:
+        with self.lock:
+            self.live.discard(provider)
+        provider.close()
+
+    def finished(self, note: BatchNote) -> None:
+        with self.lock:
+            self.done += 1
+            if self.progress is not None:
+                self.progress(note, self.done, self.total)
+
+    def fail(self, exc: BaseException) -> None:
+        """A bug in a worker: the run stops and the caller raises it, not silently."""
+        with self.lock:
+            self.error = self.error or exc
+        self.cancel()
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.stopped.set()
+            cut = list(self.live)
+        for provider in cut:
+            with contextlib.suppress(Exception):  # closing is best effort: the note stays pending anyway
+                provider.close()
+
+
 def run(
     vault: Path,
     files: VaultFiles,
@@ -223,37 +274,44 @@ def run(
     progress: Progress | None = None,
 ) -> None:
     """Plan one change per note still to do (pending or failed), ``state.concurrency`` at a time.
-    Ctrl-C: notes not started are not sent; :class:`Cancelled` says how to resume."""
+
+    Ctrl-C: no note is started after it, the requests in flight are cut (their notes stay
+    pending), and :class:`Cancelled` says how to resume, without waiting for any model. The
+    workers are daemon threads so that leaving the process never waits for one either; a worker
+    cut while it records a plan is a kill -9 for that note, which :func:`adopt` and the journal's
+    recovery already handle."""
     todo = [n.path for n in state.notes if n.status in ("pending", "failed")]
-    stop = threading.Event()
-    count = [0]
-    lock = threading.Lock()
+    work = _Run(todo, progress)
 
-    def one(path: str) -> None:
-        if stop.is_set():
-            return
-        note = _plan_one(vault, files, make_provider, state, path, remember)
-        with lock:
-            count[0] += 1
-            if progress is not None:
-                progress(note, count[0], len(todo))
+    def worker() -> None:
+        while (path := work.take()) is not None:
+            try:
+                note = _plan_one(vault, files, make_provider, state, path, remember, work)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                if not work.stopped.is_set():
+                    work.fail(exc)
+                return
+            if note is not None:
+                work.finished(note)
 
-    pool = ThreadPoolExecutor(max_workers=state.concurrency, thread_name_prefix="vaultlens-batch")
-    futures: list[Future[None]] = []
+    workers = [
+        threading.Thread(target=worker, name=f"vaultlens-batch-{i}", daemon=True)
+        for i in range(min(state.concurrency, len(todo)))
+    ]
     try:
-        futures = [pool.submit(one, path) for path in todo]
-        wait(futures)
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
     except KeyboardInterrupt:
-        stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
+        work.cancel()
         done = sum(n.status != "pending" for n in state.notes)
         raise Cancelled(
             f"Stopped: {done} of {len(state.notes)} notes of batch {state.batch_id} are done and kept.",
             hint=f"`vaultlens write batch --resume {state.batch_id}` continues with the rest.",
         ) from None
-    pool.shutdown(wait=True)
-    for f in futures:
-        f.result()  # a bug in a worker surfaces here, not silently
+    if work.error is not None:
+        raise work.error
 
 
 def _plan_one(
@@ -263,24 +321,27 @@ def _plan_one(
     state: BatchState,
     path: str,
     remember: bool,
-) -> BatchNote:
-    """One note: its body through the transform pipeline, then a planned change (its outcome saved)."""
+    work: _Run,
+) -> BatchNote | None:
+    """One note: its body through the transform pipeline, then a planned change (its outcome saved);
+    None when the run was stopped meanwhile (the note stays pending: nothing is planned after a stop)."""
     try:
         sel = _selection(files, path, state.instruction)
         if sel is None:
             return state.settle(path, "skipped", detail="no text besides front matter")
-        provider = make_provider()
+        provider = work.provider(make_provider)
         try:
             done = transform.rewrite(files, provider, sel, consent=True, remember=remember)
         finally:
-            provider.close()
+            work.release(provider)
+        if work.stopped.is_set():
+            return None
         planned = draft.plan(vault, done.change, state.summary)
-    except OutsideSelection as exc:
-        return state.settle(path, "failed", detail=exc.message)
-    except PlanRefused as exc:
-        return state.settle(path, "unchanged", detail=exc.message)
     except VaultlensError as exc:
-        return state.settle(path, "failed", detail=exc.message)
+        if work.stopped.is_set():
+            return None
+        status: NoteStatus = "unchanged" if isinstance(exc, PlanRefused) else "failed"
+        return state.settle(path, status, detail=exc.message)
     return state.settle(path, "planned", planned.entry.op_id)
 
 
