@@ -13,6 +13,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -420,3 +421,25 @@ def test_a_change_that_could_not_be_written_or_went_stale_is_planned_again_on_re
     )
     assert [a["state"] for a in json.loads(wrote.stdout)["applied"]] == ["applied"] * 3, wrote.output
     assert (vault / "Notes/n1.md").read_text() == "A short summary.\n"
+
+
+def test_a_batch_follows_its_vault_folder_when_it_moves_but_not_to_a_copy(vault: Path) -> None:
+    with ScriptedChatServer(reply=REPLY) as server:
+        planned = run_cli(["write", "batch", "--glob", "Notes/n[1-3].md", "--preset", "summarize", "--json",
+                           "--vault", str(vault), *model(server)])  # fmt: skip
+    batch_id = json.loads(planned.stdout)["batch_id"]
+    copy = shutil.copytree(vault, vault.with_name("copy"))
+    refused = run_cli(["write", "batch", "--resume", batch_id, "--yes", "--json", "--vault", str(copy)])
+    assert refused.exit_code == 2 and "belongs to the vault" in refused.stdout, refused.output
+    moved = vault.rename(vault.with_name("renamed"))
+    with ScriptedChatServer(reply=REPLY) as server:
+        resumed = run_cli(["write", "batch", "--resume", batch_id, "--yes", "--json", "--vault", str(moved),
+                           *model(server)])  # fmt: skip
+        assert server.chats() == [], "the planned changes are found again: nothing is sent"
+    assert resumed.exit_code == 0, resumed.output
+    data = json.loads(resumed.stdout)
+    assert data["vault"] == str(moved) and [a["state"] for a in data["applied"]] == ["applied"] * 3
+    assert [(moved / f"Notes/n{i}.md").read_text() for i in (1, 2, 3)] == ["A short summary.\n"] * 3
+    assert [(copy / f"Notes/n{i}.md").read_text() for i in (1, 2, 3)] == [
+        NOTES[f"Notes/n{i}.md"] for i in (1, 2, 3)
+    ], "the copy is untouched"

@@ -56,6 +56,7 @@ __all__ = [
     "recover",
     "to_confirm",
     "unfinished",
+    "vault_identity",
 ]
 
 _INVISIBLE = re.compile(
@@ -96,6 +97,14 @@ def journal(vault: Path) -> Journal:
     """The vault's journal, created on first use (found again after the vault folder moves)."""
     paths.ensure_home()
     return Journal(journal_root(vault))
+
+
+def vault_identity(vault: Path) -> str | None:
+    """The id of ``vault``'s journal, which survives moving the vault folder (safewrite/identity.py);
+    None when the vault has none yet. What else is kept per vault (a batch) is matched by it."""
+    with translated_errors("find the vault's journal"):
+        root = find_journal(vault)
+    return None if root is None else root.name
 
 
 def _diff(j: Journal, record: Entry | Group) -> str:

@@ -68,14 +68,18 @@ class BatchState:
     created: str
     notes: list[BatchNote]
     estimate: dict[str, Any] = field(default_factory=dict)
+    vault_id: str = ""  # the vault's journal id: the batch follows its vault when the folder moves
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the verbs return it (the vault id is bookkeeping, not part of that shape)."""
+        out = asdict(self)
+        del out["vault_id"]
+        return out
 
     @property
     def summary(self) -> str:
         """The journal summary of each of its notes' changes (also how a kill's last plan is found again)."""
         return f"batch {self.batch_id}: {self.title}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     def settle(self, path: str, status: NoteStatus, op_id: str | None = None, detail: str = "") -> BatchNote:
         """Record one note's outcome and save the state at once (threads call this)."""
@@ -119,7 +123,7 @@ def save(state: BatchState) -> None:
     with translated_errors("save the batch state", target):
         paths.ensure_home()
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, json.dumps(state.as_dict(), ensure_ascii=False, indent=2) + "\n", mode=0o600)
+        atomic_write(target, json.dumps(asdict(state), ensure_ascii=False, indent=2) + "\n", mode=0o600)
 
 
 def load(batch_id: str) -> BatchState:

@@ -76,6 +76,7 @@ def write_batch(
     state = BatchState(
         batch_state.new_batch_id(), str(app.vault), given, instruction, title, concurrency,
         datetime.now(UTC).isoformat(timespec="seconds"), [BatchNote(p) for p in paths], est.as_dict(),
+        writes.journal(app.vault).root.name,
     )  # fmt: skip
     batch_state.save(state)
     return batch.result(app.vault, state)
@@ -93,16 +94,32 @@ def write_batch_run(
         return _run_batch(app, batch_state.load(batch_id), consent, remember, progress)
 
 
+def _follow_vault(app: App, state: BatchState) -> None:
+    """Refuse a batch of another vault; a batch whose vault folder moved (the same journal identity,
+    as safewrite finds it) follows it there."""
+    same_id = bool(state.vault_id) and writes.vault_identity(app.vault) == state.vault_id
+    if state.vault == str(app.vault) and (same_id or not state.vault_id):
+        return
+    if not same_id and state.vault == str(app.vault):
+        raise InvalidInput(
+            f"Batch {state.batch_id} belongs to the vault that was at {state.vault}; the folder there now "
+            "is another one.",
+            hint="Run it with --vault and the folder that vault moved to.",
+        )
+    if not same_id:
+        raise InvalidInput(
+            f"Batch {state.batch_id} belongs to the vault {state.vault}, not {app.vault}.",
+            hint=f"Run it with --vault {state.vault!r}.",
+        )
+    state.vault = str(app.vault)
+    batch_state.save(state)
+
+
 def _run_batch(
     app: App, state: BatchState, consent: bool, remember: bool, progress: Progress | None
 ) -> BatchResult:
     """:func:`write_batch_run` holding the batch's lock."""
-    batch_id = state.batch_id
-    if state.vault != str(app.vault):
-        raise InvalidInput(
-            f"Batch {batch_id} belongs to the vault {state.vault}, not {app.vault}.",
-            hint=f"Run it with --vault {state.vault!r}.",
-        )
+    _follow_vault(app, state)
     files = app.files()
     batch.adopt(app.vault, state)
     batch.reopen(app.vault, state)
