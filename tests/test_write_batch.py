@@ -344,7 +344,7 @@ def test_ctrl_c_while_writing_stops_lists_what_was_written_and_exits_130(
         assert (vault / p).read_text() in (text, "A short summary.\n"), p
     listed = [line.split()[0] for line in out.read_text().splitlines() if line.startswith("  Notes/")]
     assert listed == changed, "the listing names exactly the notes written"
-    assert f"Stopped by Ctrl-C: {len(changed)} of 200 changes were written" in said
+    assert f"Stopped: {len(changed)} of 200 changes were written" in said
     assert f"--resume {data['batch_id']}" in said
     history = {e["path"]: e for e in map(lambda x: x.as_dict(), writes.history(vault))}
     for p in changed:

@@ -89,8 +89,8 @@ class _Bar:
 
 
 def _ask(i: int, n: int) -> str:
-    """y / n / a / q, asked again until it is one of them; Ctrl-C (or the end of input) is "q"
-    said by :class:`KeyboardInterrupt`."""
+    """y / n / a / q, asked again until it is one of them. Ctrl-C (or the end of input) at the question
+    raises ``KeyboardInterrupt``: the review stops as it does after a Ctrl-C during a write."""
     while True:
         try:
             answer = str(typer.prompt(f"[{i}/{n}] Write this change? y(es) / n(o) / a(ll the rest) / q(uit)",
@@ -132,7 +132,7 @@ class _Writes:
         self.written.append((entry.path, entry.op_id))
 
     def stopped(self, total: int, batch_id: str) -> Exception:
-        """Ctrl-C: list what was written (stdout; stderr with --json) and say how to go on (exit 130)."""
+        """Ctrl-C (or the end of input at a question): list what was written (stdout; stderr with --json) and say how to go on (exit 130)."""
         from vaultlens.errors import Cancelled
 
         where = render.err if self.json_ else render.out
@@ -141,7 +141,7 @@ class _Writes:
             for path, op_id in self.written:
                 where.print(f"  {escape(path)}  [dim]{op_id}[/dim]")
         return Cancelled(
-            f"Stopped by Ctrl-C: {len(self.written)} of {total} changes were written"
+            f"Stopped: {len(self.written)} of {total} changes were written"
             + (" (listed above)." if self.written else "."),
             hint=f"The others stay planned: `vaultlens write batch --resume {batch_id}` shows them again.",
         )
