@@ -132,7 +132,8 @@ class _Writes:
         self.written.append((entry.path, entry.op_id))
 
     def stopped(self, total: int, batch_id: str) -> Exception:
-        """Ctrl-C (or the end of input at a question): list what was written (stdout; stderr with --json) and say how to go on (exit 130)."""
+        """Ctrl-C (or the end of input at a question): list what was written (stdout; stderr with
+        --json) and say how to go on (exit 130)."""
         from vaultlens.errors import Cancelled
 
         where = render.err if self.json_ else render.out

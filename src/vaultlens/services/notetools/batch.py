@@ -28,6 +28,7 @@ from vaultlens.errors import (
     Cancelled,
     InvalidInput,
     OperationNotFound,
+    OutsideSelection,
     PlanRefused,
     VaultlensError,
 )
@@ -340,7 +341,9 @@ def _plan_one(
     except VaultlensError as exc:
         if work.stopped.is_set():
             return None
-        status: NoteStatus = "unchanged" if isinstance(exc, PlanRefused) else "failed"
+        # the model's answer left the selection: failed (sent again on resume); refused as no change: unchanged
+        unchanged = isinstance(exc, PlanRefused) and not isinstance(exc, OutsideSelection)
+        status: NoteStatus = "unchanged" if unchanged else "failed"
         return state.settle(path, status, detail=exc.message)
     return state.settle(path, "planned", planned.entry.op_id)
 
