@@ -724,6 +724,46 @@ def test_a_page_of_another_origin_cannot_write(site: Site, page: Page) -> None:
     assert [CACHING, SYSTEMS] in [[p["a"], p["b"]] for p in listed["shared_passages"]], "nothing dismissed"
 
 
+class _FramingSite(http.server.BaseHTTPRequestHandler):
+    """Another origin on loopback whose page frames the vaultlens page (clickjacking's first step)."""
+
+    target = ""
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        body = f"""<!doctype html><html lang="en"><title>other</title>
+        <iframe id="victim" title="victim" src="{self.target}/history" width="900" height="600"></iframe>
+        </html>""".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        return
+
+
+def test_a_page_of_another_origin_cannot_frame_the_page(site: Site, page: Page) -> None:
+    handler = type("Framing", (_FramingSite,), {"target": site.url})
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    messages: list[str] = []
+    page.on("console", lambda m: messages.append(m.text))
+    try:
+        with page.expect_response(lambda r: r.url == site.url + "/history") as framed:
+            page.goto(f"http://127.0.0.1:{other.server_address[1]}/")
+        assert framed.value.status == 200, "the server answered; the browser must refuse to show it"
+        page.wait_for_load_state("load")
+        frame = page.frame_locator("iframe#victim")
+        expect(frame.locator("nav")).to_have_count(0)  # nothing of the page was shown in the frame
+        [child] = page.main_frame.child_frames
+        assert child.url != site.url + "/history", child.url
+        assert any("frame-ancestors" in m for m in messages), messages
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
 def test_the_page_sends_its_token_with_every_write(site: Site, page: Page) -> None:
     posts: list[dict[str, str]] = []
     page.on("request", lambda r: posts.append(r.headers) if r.method == "POST" else None)
@@ -827,5 +867,32 @@ def test_every_page_is_readable_in_a_narrow_window(site: Site, browser: Browser,
         _prepare(page, site, name)
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 400, f"{name}: the page is {width}px wide in a 400px window"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_page_breaks_its_content_security_policy(site: Site, browser: Browser, name: str) -> None:
+    """The page under its real policy (no bypass): used as a person uses it, no script, style or
+    request is refused and nothing is logged as an error (an inline handler or ``style=`` would be)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    context.add_init_script(
+        "window.__violations = [];"
+        "document.addEventListener('securitypolicyviolation',"
+        " e => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));"
+    )
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        answered = "Failed to load resource: the server responded with a status of"  # a 403 consent_required…
+        page.on(
+            "console",
+            lambda m: errors.append(m.text) if m.type == "error" and answered not in m.text else None,
+        )
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        _prepare(page, site, name)
+        assert page.evaluate("window.__violations") == [], name
+        assert not errors, (name, errors)
     finally:
         context.close()

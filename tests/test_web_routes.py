@@ -15,7 +15,7 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler
@@ -24,7 +24,10 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.responses import HTMLResponse
+from fastapi.routing import APIRoute
 
+import vaultlens
 from scripted_chat_server import ScriptedChatServer
 from server_support import running_server
 from test_ask import NOTES as ASK_NOTES
@@ -35,10 +38,12 @@ from test_server_ask import events
 from vaultlens.config.consent import consent_file
 from vaultlens.index.lock import process_alive
 from vaultlens.safewrite import render_diff
+from vaultlens.server.api import create_api
 from vaultlens.services import writes
 from vl_support import check_shape, run_cli, snapshot, write_vault
 
 SCRIPT_NOTE = "Hostile.md"
+ALIGNED_NOTE = "Prices.md"
 NOTES = {
     **ASK_NOTES,
     **REVIEW_NOTES,
@@ -47,6 +52,8 @@ NOTES = {
     "Meta.md": "---\ntags: [meta]\n---\n\n# Meta\n\nA note with front matter.\n",
     "Copy one.md": "# Copy\n\nThe exact same note body, kept twice by mistake, about garden tomatoes.\n",
     "Copy two.md": "# Copy\n\nThe exact same note body, kept twice by mistake, about garden tomatoes.\n",
+    # aligned columns: markdown-it renders them as style= attributes, which the page's CSP refuses
+    ALIGNED_NOTE: "# Prices\n\n| Item | Price | Shop |\n|:-----|------:|:----:|\n| Pencil | 2 | corner |\n",
 }
 GARDEN = "".join(
     f"## Part {i}\n\nParagraph {i} about gardens, tomatoes number {i} and watering schedule {i * 7}.\n\n"
@@ -211,6 +218,48 @@ def test_the_duplicates_page_lists_exact_copies_and_same_named_notes(page: Page)
     review_links = {e["href"] for e in found.find("a", class_="review-pair")}
     assert any("Cache+lifetime" in href or "Cache%20lifetime" in href for href in review_links)
     assert found.find("button", class_="dismiss")
+
+
+# ---- the security headers: no framing, only the page's own scripts and styles ------------------------
+
+
+def app_routes(routes: Iterable[Any]) -> Iterator[Any]:
+    """Every route of the app, the included routers' own routes in place of the routers."""
+    for route in routes:
+        original = getattr(route, "original_router", None)
+        yield from app_routes(original.routes) if original is not None else [route]
+
+
+def test_every_response_and_every_html_page_forbids_framing_and_inline_code(page: Page) -> None:
+    """The routes come from the app itself (a page added later is covered without editing this list);
+    each GET route is asked without parameters, the HTML pages also with the ones they show a note by."""
+    api = create_api(vaultlens.App.open(page.vault, {"embedding.provider": "fake"}))
+    routes = [r for r in app_routes(api.routes) if isinstance(r, APIRoute) and "GET" in r.methods]
+    html = {r.path for r in routes if r.response_class is HTMLResponse}
+    assert {"/", "/note", "/review", "/ask", "/duplicates", "/history", "/audit", "/status"} <= html, html
+    urls = [r.path for r in routes] + ["/openapi.json", "/ui/static/app.css", "/no-such-page"]
+    urls += [f"/note?path={ALIGNED_NOTE}", f"/note?path={SCRIPT_NOTE}", f"/review?a={CACHING}&b={SYSTEMS}"]
+    urls = [u + "?seconds=0" if u == "/ui/events" else u for u in urls]
+    replies = {url: httpx.get(page.url + url, timeout=60) for url in urls}
+    replies["POST /ui/api/apply"] = httpx.post(page.url + "/ui/api/apply", json={}, timeout=30)  # a refusal
+    for url, reply in replies.items():
+        policy = reply.headers.get("content-security-policy", "")
+        assert "frame-ancestors 'none'" in policy and reply.headers.get("x-frame-options") == "DENY", url
+        assert reply.headers.get("x-content-type-options") == "nosniff", url
+        assert reply.headers.get("referrer-policy") == "no-referrer", url
+        directives = {d.split()[0]: d.split()[1:] for d in policy.split(";") if d.strip()}
+        for name in ("default-src", "script-src", "style-src", "connect-src"):
+            assert directives[name] == ["'self'"], (url, name, policy)
+        assert directives["img-src"] == ["'self'", "data:"] and directives["object-src"] == ["'none'"], url
+        assert directives["base-uri"] == ["'none'"] and directives["form-action"] == ["'self'"], url
+    for url in [u for u in urls if u.split("?")[0] in html]:
+        reply = replies[url]
+        assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/html"), url
+        found = hooks(reply.text)
+        inline = [e for e in found.elements if "style" in e or any(k.startswith("on") for k in e)]
+        inline += [e for e in found.find("script") if not e.get("src")] + found.find("style")
+        assert not inline, (url, inline)  # the policy would refuse them: a broken page
+    assert hooks(replies[f"/note?path={ALIGNED_NOTE}"].text).find("th", class_="align-right")
 
 
 # ---- the CSRF guard --------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from vaultlens.index.watcher import FlushReport, VaultMoved, root_identity
 from vaultlens.server import runtime
 from vaultlens.server.api import create_api
 from vaultlens.server.guard import Guard, check_bind, is_loopback
+from vaultlens.server.headers import SecurityHeaders
 from vaultlens.server.mcp_tools import build_mcp
 from vaultlens.services.app import App
 from vaultlens.services.verbs.indexing import watch as watch_service
@@ -63,8 +64,8 @@ def build_asgi(
     watcher: Callable[[], dict[str, Any]] | None = None,
     hub: EventHub | None = None,
 ) -> ASGIApp:
-    """The whole server as one ASGI app: the guard in front of the API (and the page) and MCP's
-    streamable HTTP."""
+    """The whole server as one ASGI app: the security headers on every response, the guard in front
+    of the API (and the page) and MCP's streamable HTTP."""
     mcp = build_mcp(app, host=host)
     mcp_http = mcp.streamable_http_app()
 
@@ -82,7 +83,7 @@ def build_asgi(
 
     api = create_api(app, lifespan=lifespan, watcher=watcher, hub=hub)
     api.router.routes.extend(mcp_http.routes)  # POST/GET/DELETE /mcp
-    return Guard(api, token=token, loopback_only=is_loopback(host) and not token)
+    return SecurityHeaders(Guard(api, token=token, loopback_only=is_loopback(host) and not token))
 
 
 def bind(host: str, port: int) -> socket.socket:

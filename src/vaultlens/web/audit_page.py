@@ -15,6 +15,7 @@ from vaultlens.web.lists import PAGE, pager
 from vaultlens.web.state import WebState
 
 TOP = 15  # rows in a chart or a short list; tables of links are paginated
+MAX_DEPTH = 6  # tag tree indents app.css has a rule for (no style= attribute: the page's CSP refuses it)
 
 
 def clusters_html(state: WebState) -> str:
@@ -64,7 +65,11 @@ def audit_body(state: WebState, page_no: int) -> str:
     tree = tag(
         "ul",
         "".join(
-            tag("li", h(t) + " " + tag("span", str(n), class_="count"), style=f"--depth:{t.count('/')}")
+            tag(
+                "li",
+                h(t) + " " + tag("span", str(n), class_="count"),
+                data_depth=min(t.count("/"), MAX_DEPTH),
+            )
             for t, n in sorted(r["tag_tree"].items())[:200]
         ),
         id="tag-tree",

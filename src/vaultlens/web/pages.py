@@ -75,7 +75,7 @@ def build(state: WebState) -> APIRouter:
     @router.get("/", response_class=HTMLResponse)
     def search_page() -> str:
         body = (
-            '<form id="search-form" role="search" action="/" onsubmit="return false">'
+            '<form id="search-form" role="search" action="/" data-scripted>'
             + labelled("q", "Search the vault", type="search", autocomplete="off", autofocus=True)
             + "</form>"
             + tag("p", "Every match is weak: the vault may not hold this.", id="weak-notice", hidden=True)
@@ -137,7 +137,7 @@ def build(state: WebState) -> APIRouter:
     @router.get("/ask", response_class=HTMLResponse)
     def ask_page() -> str:
         body = (
-            '<form id="ask-form" onsubmit="return false">'
+            '<form id="ask-form" data-scripted>'
             + labelled("question", "Question", "textarea", rows="3")
             + tag(
                 "label",
@@ -157,7 +157,7 @@ def build(state: WebState) -> APIRouter:
 
 
 PLAN_FORM = (
-    '<form id="plan" onsubmit="return false">'
+    '<form id="plan" data-scripted>'
     + tag("label", "The note that gets the link", for_="direction")
     + tag(
         "select",

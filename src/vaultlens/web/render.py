@@ -40,6 +40,9 @@ def note_html(text: str, target: tuple[int, int] | None) -> str:
     tokens = md.parse(text)
     front = ""
     for token in tokens:
+        align = token.attrs.pop("style", None)  # a table column's text-align: a class, not style= (CSP)
+        if isinstance(align, str) and align.startswith("text-align:"):
+            token.attrJoin("class", "align-" + align.removeprefix("text-align:"))
         if token.level != 0 or token.nesting == -1 or token.map is None:
             continue
         first, last = token.map[0] + 1, token.map[1]

@@ -5,6 +5,11 @@
 const vl = (() => {
   const csrf = document.querySelector('meta[name="vaultlens-csrf"]').content;
 
+  // Forms the page's scripts handle never navigate (no inline onsubmit: the CSP allows no inline code).
+  for (const form of document.querySelectorAll("form[data-scripted]")) {
+    form.addEventListener("submit", (e) => e.preventDefault());
+  }
+
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs || {})) {
