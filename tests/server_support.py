@@ -103,12 +103,13 @@ def attack_paths(vault: Path) -> list[tuple[str, str]]:
 
 @contextmanager
 def running_server(vault: Path, home: Path, **kwargs: Any) -> Iterator[Companion]:
-    """A real uvicorn server on a free loopback port, in a thread of this process."""
+    """A real uvicorn server on a free loopback port, in a thread of this process (``index=False``:
+    over no index when the vault has none yet)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VAULTLENS_HOME", str(home))
         overrides = kwargs.pop("overrides", FAKE)
         app = vaultlens.App.open(vault, dict(overrides))
-        if not app.has_index():
+        if kwargs.pop("index", True) and not app.has_index():
             vaultlens.index(app)
         companion = Companion(app, kwargs.pop("host", "127.0.0.1"), 0, **kwargs).start_in_thread()
         try:

@@ -10,9 +10,11 @@ The browser tests (tests/test_web_*.py on the web-tests branch) drive the same p
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import re
+import shlex
 import signal
 import time
 from collections.abc import Iterable, Iterator
@@ -306,6 +308,30 @@ def test_the_v1_api_stays_read_only(page: Page) -> None:
         assert httpx.post(page.url + path, json={}, timeout=30).status_code in (404, 405), path
     spec = get(page, "/openapi.json").json()
     assert not [p for p in spec["paths"] if p.startswith("/ui") or p in ("/", "/note")]
+
+
+def test_status_without_an_index_answers_with_the_command_that_builds_it(tmp_path: Path) -> None:
+    """Before the first index run the page says there is none and names the exact command (its vault,
+    data folder and --set values); that command, run as printed, builds the index the page then shows."""
+    vault = write_vault(tmp_path / "vault", ASK_NOTES)
+    home = tmp_path / "home"
+    with running_server(vault, home, watch=False, index=False) as server:
+        reply = httpx.get(server.url + "/status", timeout=30)
+        assert reply.status_code == 200, reply.text
+        found = hooks(reply.text)
+        assert found.find(id="no-index") and found.find(id="watcher") and found.find(id="providers")
+        assert f"There is no index for {vault} yet." in reply.text
+        command = re.search(r'<code id="index-command">([^<]+)</code>', reply.text)
+        assert command is not None
+        words = shlex.split(html.unescape(command.group(1)))
+        assert words == [f"VAULTLENS_HOME={home}", "vaultlens", "index", "--vault", str(vault)] + [
+            "--set",
+            "embedding.provider=fake",
+        ]
+        done = run_cli(words[2:])  # VAULTLENS_HOME is set here as the command sets it
+        assert done.exit_code == 0, done.output
+        counts = hooks(httpx.get(server.url + "/status", timeout=30).text).find(data_count="indexed")
+        assert counts and not hooks(httpx.get(server.url + "/status", timeout=30).text).find(id="no-index")
 
 
 # ---- reads -------------------------------------------------------------------------------------

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
+from vaultlens.config import paths
 from vaultlens.errors import VaultlensError
+from vaultlens.services.app import App
 from vaultlens.services.verbs import inspecting
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.web.layout import h, page, table, tag
@@ -36,6 +40,8 @@ def status_body(state: WebState, page_no: int) -> str:
     except VaultlensError as exc:
         top = problem(exc)
     else:
+        if not st["indexed"]:
+            return no_index(state) + providers_html(state, None)
         files: dict[str, int] = st["files"]
         top = tag(
             "dl",
@@ -48,6 +54,71 @@ def status_body(state: WebState, page_no: int) -> str:
     problems: list[dict[str, Any]] = st["problems"] if st is not None else []
     shown = problems[page_no * PAGE : (page_no + 1) * PAGE]
     rows = [[tag("code", h(p["path"])), h(p["status"]), h(p["reason"])] for p in shown]
+    return (
+        top
+        + tag("h2", "Problems")
+        + table("problems", ["Path", "Status", "Reason"], rows)
+        + pager("/status", page_no, len(problems) > (page_no + 1) * PAGE)
+        + watcher_and_progress(state)
+        + providers_html(state, st["tier"] if st is not None else None)
+    )
+
+
+def no_index(state: WebState) -> str:
+    """What the page says before the first index run: that there is none, and the command that builds it."""
+    watching = state.watcher is not None and state.watcher()["state"] == "watching"
+    return (
+        tag("p", h(f"There is no index for {state.app.vault} yet."), id="no-index", role="status")
+        + tag(
+            "p",
+            (
+                "This server's watcher is building it now (its progress is below); the counts appear "
+                "when it is done. To build it yourself, stop the server and run "
+                if watching
+                else "Build it by running "
+            )
+            + tag("code", h(index_command(state.app)), id="index-command")
+            + (" then reload this page." if not watching else "."),
+        )
+        + watcher_and_progress(state)
+    )
+
+
+def index_command(app: App) -> str:
+    """The exact `vaultlens index` that builds this server's index: its vault, data folder and --set values."""
+    words = ["vaultlens", "index", "--vault", str(app.vault)]
+    for key, origin in app.loaded.origins.items():
+        if origin == "--set":
+            group, _, name = key.partition(".")
+            value = getattr(getattr(app.settings, group), name)
+            words += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+    home = f"VAULTLENS_HOME={shlex.quote(str(paths.home()))} " if os.environ.get("VAULTLENS_HOME") else ""
+    return home + shlex.join(words)
+
+
+def watcher_and_progress(state: WebState) -> str:
+    progress = state.hub.progress()
+    return (
+        tag("h2", "Watcher")
+        + watcher_html(state.watcher() if state.watcher else None)
+        + tag("h2", "Progress")
+        + tag(
+            "div",
+            tag("p", h(progress_text(progress)), class_="phase")
+            + tag(
+                "progress",
+                "",
+                max=str(max(1, progress["total"]) if progress else 1),
+                value=str(progress["done"] if progress else 0),
+                aria_label="Progress of the current index run",
+            ),
+            id="progress",
+        )
+        + tag("ol", "", id="flushes", aria_label="Recent index updates")
+    )
+
+
+def providers_html(state: WebState, tier: dict[str, Any] | None) -> str:
     try:
         providers = [p.as_dict() for p in inspecting.providers(state.app)]
         prov = tag(
@@ -69,38 +140,13 @@ def status_body(state: WebState, page_no: int) -> str:
         )
     except VaultlensError as exc:
         prov = problem(exc)
-    tier: dict[str, Any] | None = st["tier"] if st is not None else None
     if tier is not None and tier["reason"]:  # embedding.tier = auto: which tier this vault got, and why
         prov += tag(
             "p",
             h(f"embedding.tier = {tier['setting']} picked {tier['chosen']}: {tier['reason']}"),
             id="tier-choice",
         )
-    progress = state.hub.progress()
-    return (
-        top
-        + tag("h2", "Problems")
-        + table("problems", ["Path", "Status", "Reason"], rows)
-        + pager("/status", page_no, len(problems) > (page_no + 1) * PAGE)
-        + tag("h2", "Watcher")
-        + watcher_html(state.watcher() if state.watcher else None)
-        + tag("h2", "Progress")
-        + tag(
-            "div",
-            tag("p", h(progress_text(progress)), class_="phase")
-            + tag(
-                "progress",
-                "",
-                max=str(max(1, progress["total"]) if progress else 1),
-                value=str(progress["done"] if progress else 0),
-                aria_label="Progress of the current index run",
-            ),
-            id="progress",
-        )
-        + tag("ol", "", id="flushes", aria_label="Recent index updates")
-        + tag("h2", "Providers")
-        + tag("section", prov, id="providers")
-    )
+    return tag("h2", "Providers") + tag("section", prov, id="providers")
 
 
 def progress_text(progress: dict[str, Any] | None) -> str:

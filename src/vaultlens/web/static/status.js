@@ -17,6 +17,8 @@
     const r = await fetch("/ui/api/status");
     if (!r.ok) return;
     const data = await r.json();
+    if (!data.indexed) return;
+    if (document.getElementById("no-index")) { location.reload(); return; }  // the first index is built
     for (const key of ["indexed", "skipped", "failed"]) {
       const cell = document.querySelector(`[data-count=${key}]`);
       if (cell) cell.textContent = data.files[key];
