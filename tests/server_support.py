@@ -111,7 +111,8 @@ def running_server(vault: Path, home: Path, **kwargs: Any) -> Iterator[Companion
         app = vaultlens.App.open(vault, dict(overrides))
         if kwargs.pop("index", True) and not app.has_index():
             vaultlens.index(app)
-        companion = Companion(app, kwargs.pop("host", "127.0.0.1"), 0, **kwargs).start_in_thread()
+        companion = Companion(app, kwargs.pop("host", "127.0.0.1"), kwargs.pop("port", 0), **kwargs)
+        companion.start_in_thread()
         try:
             yield companion
         finally:

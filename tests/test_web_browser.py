@@ -32,7 +32,7 @@ import httpx
 import pytest
 
 from scripted_chat_server import ChatStep
-from server_support import CHILD
+from server_support import CHILD, running_server
 from test_review import settings
 from test_web_routes import ASK_REPLY, PageModel
 from vl_support import cli_env, snapshot, write_vault
@@ -762,6 +762,34 @@ def test_a_page_of_another_origin_cannot_frame_the_page(site: Site, page: Page) 
     finally:
         other.shutdown()
         other.server_close()
+
+
+def test_after_a_restart_a_page_action_says_to_reload_and_the_reload_works(
+    tmp_path: Path, page: Page
+) -> None:
+    """The page's token is per server start: a page still open from the previous start is told the
+    server restarted, with a link that reloads it; after the reload the same action goes through."""
+    vault = write_vault(tmp_path / "vault", {STARTER: NOTES[STARTER], RYE: NOTES[RYE]})
+
+    def ask() -> Any:
+        page.locator("#question").fill(QUESTION)
+        page.locator("input#extractive").check()
+        with page.expect_response(lambda r: r.url.endswith("/ui/api/ask")) as reply:
+            page.locator("button#ask").click()
+        return reply.value
+
+    with running_server(vault, tmp_path / "home", watch=False) as first:
+        port = first.bound_port
+        page.goto(first.url + "/ask")
+    with running_server(vault, tmp_path / "home", watch=False, port=port) as second:
+        assert ask().status == 403
+        refused = page.locator('#answer [data-code="page_expired"]')
+        expect(refused).to_contain_text("restarted")
+        page.locator("#answer a#reload").click()
+        page.wait_for_load_state("load")
+        assert page.url == second.url + "/ask"
+        assert ask().status == 200
+        expect(page.locator("#answer [data-code]")).to_have_count(0)
 
 
 def test_the_page_sends_its_token_with_every_write(site: Site, page: Page) -> None:

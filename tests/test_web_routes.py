@@ -297,6 +297,36 @@ def test_a_write_without_the_token_or_from_another_origin_is_refused(
     assert snapshot(page.vault) == before and page.model.chats() == []
 
 
+def page_token(url: str) -> str:
+    found = re.search(
+        r'<meta name="vaultlens-csrf" content="([^"]+)">', httpx.get(url + "/", timeout=30).text
+    )
+    assert found is not None
+    return found.group(1)
+
+
+def test_a_page_loaded_before_a_restart_is_told_to_reload_and_a_forged_token_is_not(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", NOTES)
+    with running_server(vault, tmp_path / "home", watch=False) as first:
+        old, port = page_token(first.url), first.bound_port
+    with running_server(vault, tmp_path / "home", watch=False, port=port) as second:
+        new = page_token(second.url)
+        assert new != old
+        later = f"{int(new.split('.')[0]) + 1}.{old.split('.')[1]}"  # the right shape, no earlier start
+        for token, code in [(old, "page_expired"), ("x" * len(old), "csrf_refused"), (later, "csrf_refused")]:
+            reply = httpx.post(
+                second.url + "/ui/api/dismiss",
+                json={"a": "Copy one.md", "b": "Copy two.md"},
+                headers={"X-Vaultlens-CSRF": token, "Origin": second.url},
+                timeout=30,
+            )
+            assert reply.status_code == 403 and error_code(reply) == code, (token, reply.text)
+            error = reply.json()["error"]
+            restarted = "restarted" in error["message"] and "Reload the page" in error["hint"]
+            assert restarted == (code == "page_expired"), error
+        assert "Copy one.md" in httpx.get(second.url + "/ui/api/duplicates", timeout=30).text
+
+
 def test_the_right_token_and_origin_pass_the_guard(page: Page) -> None:
     reply = post(page, "/ui/api/review", {"a": CACHING, "b": SYSTEMS}, Origin=page.url)
     assert reply.status_code == 403 and error_code(reply) == "consent_required", reply.text

@@ -5,24 +5,37 @@ The page carries the token in ``<meta name="vaultlens-csrf">``; its scripts send
 loopback server, but it can neither read the token (same-origin policy) nor set a custom header
 without a preflight the server never grants; an ``Origin`` header, when present, must also be the
 server's own. The bearer token and the Host check (:mod:`vaultlens.server.guard`) still apply.
+
+The token starts with the server's start time (``<start>.<secret>``), so a page still open from an
+earlier start of the server is told that the server restarted and to reload, not that its token is
+wrong; the start is no secret and grants nothing, only the secret part does.
 """
 
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
+import time
 
 from fastapi import Request
 
 from vaultlens.errors import VaultlensError
 
 HEADER = "X-Vaultlens-CSRF"
+_SHAPE = re.compile(r"([0-9]{1,20})\.[A-Za-z0-9_-]{43}")  # a start in ns, then 32 random bytes
 
 
 class CsrfRefused(VaultlensError):
     code = "csrf_refused"
     exit_code = 2
     http_status = 403
+
+
+class PageExpired(CsrfRefused):
+    """The page was loaded from an earlier start of this server: reloading it gets the new token."""
+
+    code = "page_expired"
 
 
 def own_origin(request: Request) -> str:
@@ -34,11 +47,19 @@ class Csrf:
     """One server's token and the check every sending or writing route depends on."""
 
     def __init__(self, token: str | None = None) -> None:
-        self.token = token or secrets.token_urlsafe(32)
+        self.started = time.time_ns()
+        self.token = token or f"{self.started}.{secrets.token_urlsafe(32)}"
 
     def check(self, request: Request) -> None:
         given = request.headers.get(HEADER, "")
         if not hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8")):
+            earlier = _SHAPE.fullmatch(given)
+            if earlier is not None and int(earlier.group(1)) < self.started:
+                raise PageExpired(
+                    "Refused: the server restarted since this page was loaded, so the page's token "
+                    "is no longer valid. Nothing was sent or written.",
+                    hint="Reload the page, then do it again.",
+                )
             raise CsrfRefused(
                 f"Refused: this request {'carried a wrong' if given else 'carried no'} page token.",
                 hint=f"Send it from the vaultlens page, which puts its token in the {HEADER} header.",

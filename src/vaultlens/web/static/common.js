@@ -42,8 +42,11 @@ const vl = (() => {
   }
 
   function errorBox(error) {
+    // page_expired: the server restarted since this page was loaded; a reload gets its new token
+    const reload = error.code === "page_expired"
+      ? [" ", el("a", { id: "reload", href: location.href }, "Reload the page")] : [];
     return el("p", { class: "error", role: "alert", "data-code": error.code },
-      error.message, error.hint ? el("span", { class: "hint" }, " " + error.hint) : null);
+      error.message, error.hint ? el("span", { class: "hint" }, " " + error.hint) : null, ...reload);
   }
 
   function noteHref(path, start, end) {
