@@ -296,7 +296,7 @@ _WRITES_UNDER_HOME = {
     "services/audit/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
     "services/audit/outline_cache.py",  # under VAULTLENS_HOME
     "services/audit/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME
-    "server/runtime.py",  # serve.json beside the index, under VAULTLENS_HOME
+    "server/runtime.py",  # servers/<pid>.json beside the index, under VAULTLENS_HOME
     "services/notetools/batch_state.py",  # a batch's resumable state, under VAULTLENS_HOME
 }  # fmt: skip
 

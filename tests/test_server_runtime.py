@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -49,7 +50,7 @@ def test_search_asks_a_running_server(
             AssertionError, match="searched locally"
         ):  # other settings: not the server's answer
             run_cli(["search", "cats", "--vault", str(vault), "--set", "search.limit=2"])
-    assert runtime.read(vaultlens.App.open(vault)) is None  # withdrawn when the server stopped
+    assert runtime.servers(vaultlens.App.open(vault)) == []  # withdrawn when the server stopped
 
 
 @contextmanager
@@ -161,7 +162,94 @@ def test_serve_process_watches_edits_and_cleans_up_on_sigterm(
     _, err = child.communicate()
     assert "Traceback" not in err, err
     assert "Serving" in err
-    assert runtime.read(app) is None
+    assert runtime.servers(app) == [] and not runtime.record_file(app, child.pid).exists()
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("192.0.2.7", "http://192.0.2.7:8765"),  # a specific address answers only there
+        ("0.0.0.0", "http://127.0.0.1:8765"),  # a wildcard answers on loopback too
+        ("::", "http://[::1]:8765"),
+        ("127.0.0.2", "http://127.0.0.2:8765"),
+        ("fd00::5", "http://[fd00::5]:8765"),
+    ],
+)
+def test_a_server_record_names_the_address_that_answers(host: str, url: str) -> None:
+    assert runtime.ServerInfo(1, host, 8765, "/v").base_url == url
+
+
+def test_serve_records_and_prints_the_address_it_bound(tmp_path: Path, isolated_env: Path) -> None:
+    """`--host localhost` binds one address (127.0.0.1 or ::1): the record and the printed URL name it."""
+    vault = trap_vault(tmp_path / "v")
+    said: list[str] = []
+    with running_server(vault, isolated_env, watch=False, host="localhost", say=said.append) as server:
+        [info] = runtime.servers(server.app)
+        assert info.host == server.bound_host and info.host in ("127.0.0.1", "::1")
+        assert httpx.get(info.base_url + "/v1/health").status_code == 200
+        assert any(f"on {info.base_url}:" in line for line in said), said
+
+
+def _serve(vault: Path, home: Path, log: Path, *sets: str) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-c", CHILD, "serve", "--vault", str(vault), "--port", "0", "--no-watch"]
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [*args, *[a for s in sets for a in ("--set", s)]], env=cli_env(home), stdout=out, stderr=out
+        )
+
+
+def _recorded(app: vaultlens.App, pid: int) -> runtime.ServerInfo:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        info = runtime.record(app, pid)
+        if info is not None and runtime.healthy(info):
+            return info
+        time.sleep(0.1)
+    raise AssertionError(f"server {pid} did not announce itself")
+
+
+@pytest.mark.slow  # two servers
+def test_every_server_keeps_its_own_record_and_ui_names_the_one_it_would_pile_up_beside(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """Two servers of one vault with different settings: each has its record, the second's exit
+    leaves the first findable, `ui` opens the one with its settings and refuses (naming pid and URL)
+    to start a third beside one with other settings; a killed server's record goes at the next read."""
+    vault = trap_vault(tmp_path / "v")
+    fake, other = "embedding.provider=fake", "search.limit=3"
+    app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
+    vaultlens.index(app)
+    first = _serve(vault, isolated_env, tmp_path / "first.log", fake)
+    second = _serve(vault, isolated_env, tmp_path / "second.log", fake, other)
+    try:
+        one, two = _recorded(app, first.pid), _recorded(app, second.pid)
+        assert {i.pid for i in runtime.servers(app)} == {first.pid, second.pid}
+        opened = run_cli(["ui", "--no-open", "--json", "--vault", str(vault), "--set", fake])
+        assert opened.exit_code == 0, opened.output
+        assert json.loads(opened.stdout) == {"url": one.base_url + "/", "pid": first.pid, "started": False}
+        third = ["ui", "--no-open", "--vault", str(vault), "--set", fake, "--set", "search.limit=7"]
+        refused = run_cli(third)
+        assert refused.exit_code == 1, refused.output
+        stop = re.search(r"kill (\d+) (\d+)", refused.stderr)
+        assert "already serves" in refused.stderr and stop is not None, refused.stderr
+        assert {int(stop.group(1)), int(stop.group(2))} == {first.pid, second.pid}
+        for info in (one, two):
+            assert f"pid {info.pid} at {info.base_url}/" in refused.stderr, refused.stderr
+        assert len(runtime.servers(app)) == 2, "no third server was started"
+        second.send_signal(signal.SIGTERM)
+        second.wait(30)
+        assert [i.pid for i in runtime.servers(app)] == [first.pid], "the first's record outlives the second"
+        again = run_cli(["ui", "--no-open", "--json", "--vault", str(vault), "--set", fake])
+        assert json.loads(again.stdout)["pid"] == first.pid
+        first.kill()  # kill -9: no chance to withdraw its record
+        first.wait(30)
+        assert runtime.record_file(app, first.pid).exists()
+        assert runtime.servers(app) == [] and not runtime.record_file(app, first.pid).exists()
+    finally:
+        for child in (first, second):
+            if child.poll() is None:
+                child.kill()
+                child.wait()
 
 
 def test_the_real_bundled_model_serves_api_and_mcp(tmp_path: Path, isolated_env: Path) -> None:

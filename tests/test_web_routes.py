@@ -530,7 +530,7 @@ def test_ui_starts_serve_in_the_background_when_none_runs(
     monkeypatch.setenv("VAULTLENS_HOME", str(tmp_path / "home"))
     result = run_cli(["ui", "--no-open", "--vault", str(vault)])
     assert result.exit_code == 0, result.output
-    info = json.loads(next((tmp_path / "home").rglob("serve.json")).read_text(encoding="utf-8"))
+    info = json.loads(next((tmp_path / "home").rglob("servers/*.json")).read_text(encoding="utf-8"))
     try:
         url = result.stdout.strip()
         assert url == f"http://127.0.0.1:{info['port']}/" and f"pid {info['pid']}" in result.stderr

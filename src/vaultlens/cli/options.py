@@ -54,7 +54,7 @@ def open_app(vault: Path | None, sets: list[str] | None, data_home: Path | None 
     """The App for ``--vault`` (or $VAULTLENS_VAULT, or the current folder) with ``--set`` overrides.
 
     ``data_home`` (``--home``) becomes $VAULTLENS_HOME for this process, so everything that reads
-    the data folder (the index, the user config beside it, consent, keys, serve.json) agrees."""
+    the data folder (the index, the user config beside it, consent, keys, the servers' records) agrees."""
     from vaultlens.services.app import App  # the index machinery: only once a command runs
 
     if data_home is not None:

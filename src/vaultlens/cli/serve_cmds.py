@@ -75,7 +75,10 @@ def ui(
     ] = True,
     json_out: JsonOpt = False,
 ) -> None:
-    """Open the vault's web page in the browser; starts `vaultlens serve` in the background when none runs."""
+    """Open the vault's web page in the browser; starts `vaultlens serve` in the background when none runs.
+
+    A server for the vault that runs with other settings (--set, the environment, the config file)
+    is named (pid and URL) and left alone instead of starting a second one beside it."""
     import webbrowser
 
     from vaultlens.server import runtime
@@ -83,8 +86,8 @@ def ui(
     app = open_app(vault, set_, data_home)
     started = False
     try:
-        info = runtime.running_server(app)
-        if info is None or not runtime.healthy(info):
+        info = runtime.server_for_page(app)
+        if info is None:
             started = True
             render.err.print("Starting `vaultlens serve` in the background (it loads the model once)…")
             args = ["--vault", str(app.vault), "--port", "0", *[a for s in set_ or [] for a in ("--set", s)]]

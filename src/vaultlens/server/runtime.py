@@ -1,9 +1,12 @@
 """Finding a running ``vaultlens serve`` for a vault, so one-shot commands can ask it.
 
-``serve`` writes ``serve.json`` (pid, host, port, the token's variable name, never the token)
-into the vault's index root when it starts listening, and removes it when it stops. A command
-reads it, checks that the process is alive and that nothing in its own settings differs, and
-sends the request over loopback; anything unexpected (no file, a dead pid, a refused
+Every ``serve`` writes its own record, ``servers/<pid>.json`` in the vault's index root (pid, the
+address it actually bound, port, the token's variable name, never the token, and a fingerprint of
+its settings), when it starts listening, and removes it when it stops; a record whose process died
+(kill -9) is removed by the next reader. One record per server, so a second server for the vault
+(other settings, another terminal) neither hides the first nor takes its record away when it
+exits. A command picks the record of a live server whose settings are its own and sends the request
+there; anything unexpected (no record, a dead pid, a refused
 connection, a timeout, an error reply) makes it fall back silently to doing the work itself,
 which gives the same answer, only slower (it loads the model). A frozen server (stopped, or
 its workers stuck) still accepts connections, so a cheap ``/v1/health`` with a short first-byte
@@ -28,11 +31,10 @@ from vaultlens.config.settings import as_rows
 from vaultlens.errors import VaultlensError
 from vaultlens.fsutil import atomic_write, sha256_hex
 from vaultlens.index.lock import process_alive
-from vaultlens.server.guard import is_loopback
 from vaultlens.services.app import App
 from vaultlens.services.search import NOTICES_HEADER, NoteHit, SearchHits
 
-RUNTIME_FILE = "serve.json"
+RUNTIME_DIR = "servers"  # one <pid>.json per running server of the vault
 SERVE_LOG = "serve.log"  # what a server started in the background (`vaultlens ui`) printed
 START_TIMEOUT = 180.0  # seconds for a background server to load its model and listen
 CONNECT_TIMEOUT = 0.5  # seconds: a live loopback server accepts at once
@@ -51,8 +53,13 @@ class ServerInfo:
 
     @property
     def base_url(self) -> str:
-        host = self.host if is_loopback(self.host) else "127.0.0.1"  # a wildcard bind answers on loopback too
+        """Where the server answers: the address it bound (a specific address answers only there),
+        loopback for a wildcard bind (it answers on every address, loopback the one never filtered)."""
+        host = WILDCARD_LOOPBACK.get(self.host.strip("[]"), self.host)
         return f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{self.port}"
+
+
+WILDCARD_LOOPBACK = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}  # noqa: S104 - a name, not a bind
 
 
 def settings_fingerprint(app: App) -> str:
@@ -62,26 +69,26 @@ def settings_fingerprint(app: App) -> str:
     return sha256_hex(json.dumps(rows))[:16]
 
 
-def runtime_file(app: App) -> Path:
-    return app.home.root / RUNTIME_FILE
+def record_file(app: App, pid: int) -> Path:
+    return app.home.root / RUNTIME_DIR / f"{pid}.json"
 
 
 def announce(app: App, info: ServerInfo) -> None:
     """Say that a server for this vault listens (atomically: a reader never sees half a file)."""
-    runtime_file(app).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(runtime_file(app), json.dumps(asdict(info)), durable=False)
+    path = record_file(app, info.pid)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(asdict(info)), durable=False)
 
 
 def withdraw(app: App, pid: int) -> None:
-    """Remove the runtime file if it is still this process's (a newer server may have replaced it)."""
-    found = read(app)
-    if found is not None and found.pid == pid:
-        runtime_file(app).unlink(missing_ok=True)
+    """Remove this server's record (the others stay)."""
+    record_file(app, pid).unlink(missing_ok=True)
 
 
-def read(app: App) -> ServerInfo | None:
+def record(app: App, pid: int) -> ServerInfo | None:
+    """The record of server ``pid``, as written (alive or not)."""
     try:
-        data = json.loads(runtime_file(app).read_text(encoding="utf-8"))
+        data = json.loads(record_file(app, pid).read_text(encoding="utf-8"))
         return ServerInfo(
             int(data["pid"]),
             str(data["host"]),
@@ -94,14 +101,33 @@ def read(app: App) -> ServerInfo | None:
         return None
 
 
+def servers(app: App) -> list[ServerInfo]:
+    """The servers recorded for this vault whose process is alive, newest first; the records of
+    dead ones (killed without a chance to withdraw) are removed on the way."""
+    found: list[tuple[float, ServerInfo]] = []
+    try:
+        paths = list((app.home.root / RUNTIME_DIR).glob("*.json"))
+    except OSError:
+        return []
+    for path in paths:
+        if not path.stem.isdigit():
+            continue
+        info = record(app, int(path.stem))
+        if info is None or not process_alive(info.pid):
+            path.unlink(missing_ok=True)
+            continue
+        if info.vault == str(app.vault):
+            try:
+                found.append((path.stat().st_mtime, info))
+            except OSError:  # withdrawn meanwhile
+                continue
+    return [info for _, info in sorted(found, key=lambda x: -x[0])]
+
+
 def running_server(app: App) -> ServerInfo | None:
-    """The server announced for this vault, if its process is alive and its settings are ours."""
-    info = read(app)
-    if info is None or info.vault != str(app.vault) or not process_alive(info.pid):
-        return None
-    if info.settings != settings_fingerprint(app):
-        return None
-    return info
+    """A live server for this vault whose settings are ours (the newest, when there are several)."""
+    ours = settings_fingerprint(app)
+    return next((info for info in servers(app) if info.settings == ours), None)
 
 
 def healthy(info: ServerInfo) -> bool:
@@ -120,6 +146,38 @@ def healthy(info: ServerInfo) -> bool:
     return reply.status_code == 200
 
 
+class OtherServerRunning(VaultlensError):
+    """`ui` found this vault served with other settings: a second server would pile up beside it."""
+
+    code = "server_running"
+    exit_code = 1
+    http_status = 409
+
+
+def server_for_page(app: App) -> ServerInfo | None:
+    """The server `vaultlens ui` opens: a live one for this vault with our settings that answers;
+    None when there is none (start one). A server that answers with other settings is refused with
+    its pid and URL instead of starting a second one beside it: two servers of one vault load the
+    model twice, only one keeps the index current, and one started in the background keeps running."""
+    ours = settings_fingerprint(app)
+    others = []
+    for info in servers(app):
+        if healthy(info):
+            if info.settings == ours:
+                return info
+            others.append(info)
+    if others:
+        where = "; ".join(f"pid {o.pid} at {o.base_url}/" for o in others)
+        raise OtherServerRunning(
+            f"vaultlens serve already serves {app.vault}, with settings that differ from this "
+            f"command's: {where}.",
+            hint="Open it as it is (or run `vaultlens ui` with the settings it was started with), or "
+            f"stop it (`kill {' '.join(str(o.pid) for o in others)}`) and run this again to start one "
+            "with these.",
+        )
+    return None
+
+
 class ServerDidNotStart(VaultlensError):
     code = "server_did_not_start"
     exit_code = 1
@@ -128,8 +186,8 @@ class ServerDidNotStart(VaultlensError):
 
 def start_in_background(app: App, serve_args: Sequence[str]) -> ServerInfo:
     """Start ``vaultlens serve SERVE_ARGS`` as a detached process (it keeps serving after this
-    command ends) and wait until it announces itself in ``serve.json``; its output goes to
-    ``serve.log`` beside it. The child is this same Python running ``-m vaultlens``."""
+    command ends) and wait until it announces itself (its record); its output goes to
+    ``serve.log`` in the index root. The child is this same Python running ``-m vaultlens``."""
     log_path = app.home.root / SERVE_LOG
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
@@ -142,8 +200,8 @@ def start_in_background(app: App, serve_args: Sequence[str]) -> ServerInfo:
         )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
-        info = read(app)
-        if info is not None and info.pid == child.pid and healthy(info):
+        info = record(app, child.pid)
+        if info is not None and healthy(info):
             return info
         if child.poll() is not None:
             break

@@ -128,6 +128,7 @@ class Companion:
     _server: uvicorn.Server | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _socket: socket.socket | None = field(default=None, repr=False)
+    bound_host: str = ""
     bound_port: int = 0
     # what keeps the index current: "off" (--no-watch), "watching", "elsewhere" (another process
     # writes the index) or "stopped" (with ``watcher_reason``): the index no longer follows the vault
@@ -138,7 +139,7 @@ class Companion:
         """Check the bind, bind the socket, load the model; the returned server is ready to run."""
         check_bind(self.host, self.token, self.token_env)
         sock = bind(self.host, self.port)
-        self.bound_port = sock.getsockname()[1]
+        self.bound_host, self.bound_port = sock.getsockname()[:2]  # the address that answers
         provider = self.app.provider()
         if not provider.remote:
             provider.embed(["warm up"])  # load the local model now, not on the first search (seconds)
@@ -183,7 +184,7 @@ class Companion:
 
     @property
     def url(self) -> str:
-        return runtime.ServerInfo(os.getpid(), self.host, self.bound_port, str(self.app.vault)).base_url
+        return runtime.ServerInfo(os.getpid(), self.bound_host, self.bound_port, str(self.app.vault)).base_url
 
     # ---- lifespan: the watcher and the runtime file live exactly as long as the server ----------
     def _watcher_info(self) -> dict[str, Any]:
@@ -198,7 +199,7 @@ class Companion:
             self.app,
             runtime.ServerInfo(
                 os.getpid(),
-                self.host,
+                self.bound_host,
                 self.bound_port,
                 str(self.app.vault),
                 self.token_env,
