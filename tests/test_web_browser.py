@@ -515,6 +515,24 @@ def test_review_a_same_named_pair_move_the_link_apply_then_undo_every_byte(site:
     assert snapshot(site.vault) == original, "every byte of the vault is back"
 
 
+def test_the_diff_view_and_the_prompt_preview_name_control_characters(site: Site, page: Page) -> None:
+    """Whatever diff or prompt the page is given, an ESC, a CR or a bidi override shows by name:
+    the browser would reorder a line at U+202E, and a terminal copy of it would run the ESC."""
+    page.goto(site.url + "/history")
+    shown = page.evaluate(
+        """() => {
+          const diff = vl.diffTable("--- a/x.md\\n+++ b/x.md\\n@@ -1 +1 @@\\n-Safe.\\n"
+            + "+Evil\\u001b[2K\\r\\u202eSafe.\\n", "a diff");
+          const box = document.createElement("div");
+          document.body.append(diff, box);
+          vl.showConsent(box, {destination: "x", what: "y", preview: "note\\u001b[1Gtext\\u2066"}, "send", () => {});
+          return [diff.innerText, box.querySelector("pre").innerText];
+        }"""
+    )
+    assert "Evil<ESC>[2K<CR><U+202E>Safe." in shown[0] and "note<ESC>[1Gtext<U+2066>" in shown[1]
+    assert not any(c in "".join(shown) for c in "\x1b\r\u202e\u2066"), shown
+
+
 def test_a_dismissed_pair_leaves_the_list_and_exact_copies_cannot_be_dismissed(
     site: Site, page: Page
 ) -> None:

@@ -603,3 +603,20 @@ def test_the_event_stream_relays_the_watchers_progress_and_flushes(tmp_path: Pat
     assert any(k == "progress" and d and d["phase"] for k, d in seen), "the startup run's phases"
     assert ("progress", {"phase": "Reading notes", "done": 1, "total": 1}) in seen[written:], "the flush's"
     assert seen[-1][1]["stats"]["files_changed"] == 1
+
+
+def test_a_proposed_diff_names_control_characters_and_sends_none_raw(page: Page) -> None:
+    """A note that holds an ESC sequence, a CR and a bidi override: the page's proposal shows each
+    by name (``<ESC>``, ``<CR>``, ``<U+202E>``), and the diff table's script names any it is given."""
+    from vaultlens.services import writes
+
+    before = (page.vault / "Meta.md").read_bytes()
+    after = before + "Colours: \x1b[31mred\x1b[0m\r and \u202eright-to-left.\n".encode()
+    planned = writes.plan_write(page.vault, "Meta.md", after, "a test edit", based_on=before)
+    shown = post(page, "/ui/api/apply", {"op_id": planned.entry.op_id})
+    assert shown.status_code == 409 and error_code(shown) == "write_unconfirmed"
+    preview = shown.json()["error"]["proposal"]["preview"]
+    assert "+Colours: <ESC>[31mred<ESC>[0m<CR> and <U+202E>right-to-left." in preview
+    assert not any(c in preview for c in "\x1b\r\u202e"), preview
+    script = get(page, "/ui/static/common.js").text
+    assert "function visible(text)" in script and "diffTable(raw, caption)" in script

@@ -21,7 +21,8 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    ├── ModelNotFound         model_not_found         3   502  the server has no model by that name
      │    ├── MalformedStream       malformed_stream        3   502  a streamed answer broke the protocol or stopped early
      │    └── InvalidModelOutput    invalid_model_output    3   502  structured output that does not validate, twice
-     │         └── InvalidQuery     invalid_query           3   502  a generated Dataview query fails the check in code
+     │         ├── InvalidQuery     invalid_query           3   502  a generated Dataview query fails the check in code
+     │         └── HiddenCharacters hidden_characters       3   502  model text with a control or bidi character (twice)
      ├── StoreError                 store                   4   500  index unreadable, from a newer version, other sqlite errors
      │    ├── IndexNotFound         index_not_found         4   404  no index for this vault yet
      │    ├── IndexEmpty            index_empty             4   409  the index holds no notes (cleared or empty vault)
@@ -362,6 +363,13 @@ class OutsideSelection(PlanRefused):
     """A model's rewrite of a selection would change text outside it (e.g. it echoed the lines around)."""
 
     code = "outside_selection"
+
+
+class HiddenCharacters(InvalidModelOutput):
+    """Model text holding a control or bidi character (ESC, CR, U+202E...), which would make a terminal
+    show other text than the note would receive (:mod:`vaultlens.vault.hidden`)."""
+
+    code = "hidden_characters"
 
 
 class InvalidQuery(InvalidModelOutput):

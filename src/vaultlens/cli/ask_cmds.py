@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.live import Live
-from rich.markup import escape
 from rich.text import Text
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.render import shown
 from vaultlens.errors import Cancelled
+from vaultlens.vault.hidden import visible
 
 if TYPE_CHECKING:
     from vaultlens.errors import Proposal
@@ -57,18 +58,18 @@ class StreamView:
         if self.live is None:
             self.live = Live(console=render.out, refresh_per_second=12, vertical_overflow="visible")
             self.live.start()
-        self.live.update(Text("".join(self.parts)))
+        self.live.update(Text(visible("".join(self.parts))))
 
     def finish(self, text: str) -> None:
         from rich.markdown import Markdown  # markdown-it: only once there is an answer to draw
 
         if self.live is not None:
-            self.live.update(Markdown(text))
+            self.live.update(Markdown(visible(text)))
             self.live.stop()
             self.live = None
             render.out.print()
         elif self.enabled:
-            render.out.print(Markdown(text))
+            render.out.print(Markdown(visible(text)))
         self.parts = []
 
     def abandon(self) -> None:
@@ -81,7 +82,7 @@ def print_sources(got: AskAnswer) -> None:
     if got.invalid_citations:
         ids = ", ".join(got.invalid_citations)
         render.out.print(
-            f"[yellow]The answer cites {escape(ids)}, which {'is' if len(got.invalid_citations) == 1 else 'are'}"
+            f"[yellow]The answer cites {shown(ids)}, which {'is' if len(got.invalid_citations) == 1 else 'are'}"
             " not among the sources below: disregard those references.[/yellow]"
         )
     if not got.sources:
@@ -92,15 +93,15 @@ def print_sources(got: AskAnswer) -> None:
         mark = "[green]●[/green]" if src.id in got.cited else "[dim]○[/dim]"
         where = " › ".join(src.heading_path)
         render.out.print(
-            f" {mark} [bold]{src.id}[/bold] [cyan]{escape(src.path)}[/cyan]:{src.start_line}-{src.end_line}"
-            + (f"  [dim]{escape(where)}[/dim]" if where else "")
+            f" {mark} [bold]{src.id}[/bold] [cyan]{shown(src.path)}[/cyan]:{src.start_line}-{src.end_line}"
+            + (f"  [dim]{shown(where)}[/dim]" if where else "")
         )
     if got.usage is not None and got.usage.as_dict():
         u = got.usage
         bits = [f"{u.prompt_tokens} tokens in" if u.prompt_tokens is not None else ""]
         bits.append(f"{u.completion_tokens} out" if u.completion_tokens is not None else "")
         bits.append(f"cost {u.cost:g}" if u.cost is not None else "")
-        render.out.print(f"[dim]{escape(' · '.join(b for b in bits if b))}[/dim]")
+        render.out.print(f"[dim]{shown(' · '.join(b for b in bits if b))}[/dim]")
 
 
 def ask(
@@ -162,7 +163,7 @@ def chat(
                 sys.stdout.flush()
                 continue
             if alone != question:
-                render.err.print(f"[dim]searching for: {escape(alone)}[/dim]")
+                render.err.print(f"[dim]searching for: {shown(alone)}[/dim]")
             view.finish(got.answer)
             print_sources(got)
     except KeyboardInterrupt:
@@ -192,13 +193,11 @@ def providers(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = Fals
             if r.remote
             else (f"{r.endpoint} (this machine)" if r.endpoint else "in-process")
         )
-        render.out.print(
-            f"[bold]{r.role:<14}[/bold] {escape(r.provider)} · {escape(r.model)} · {escape(place)}"
-        )
+        render.out.print(f"[bold]{r.role:<14}[/bold] {shown(r.provider)} · {shown(r.model)} · {shown(place)}")
         if r.error:
-            render.out.print(f"          [red]cannot be used:[/red] {escape(r.error)}")
+            render.out.print(f"          [red]cannot be used:[/red] {shown(r.error)}")
             continue
-        render.out.print(f"          receives: {escape(r.receives)}")
-        render.out.print(f"          consent: {escape(r.consent)}")
+        render.out.print(f"          receives: {shown(r.receives)}")
+        render.out.print(f"          consent: {shown(r.consent)}")
         if r.api_key:
-            render.out.print(f"          API key: {escape(r.api_key)}")
+            render.out.print(f"          API key: {shown(r.api_key)}")

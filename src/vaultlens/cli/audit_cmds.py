@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.render import shown
 from vaultlens.cli.write_cmds import AllowOpenOpt, ConfirmOpt, apply_confirmed, report_recovery
 from vaultlens.errors import Cancelled, InvalidModelOutput
 
@@ -57,13 +57,13 @@ def structure(
     _print_summary(report.summary())
     _print_unread(report.unread)
     for path in result.files.values():
-        render.out.print(f"Wrote [cyan]{escape(str(path))}[/cyan]")
+        render.out.print(f"Wrote [cyan]{shown(str(path))}[/cyan]")
     if result.into is not None:
         report_recovery(app, json_)
         where = app.vault / result.into.folder
-        render.out.print(f"The dashboard and map go into the vault folder [cyan]{escape(str(where))}[/cyan].")
+        render.out.print(f"The dashboard and map go into the vault folder [cyan]{shown(str(where))}[/cyan].")
         for rel in result.into.up_to_date:
-            render.out.print(f"[green]Already up to date[/green] {escape(rel)} (nothing to write).")
+            render.out.print(f"[green]Already up to date[/green] {shown(rel)} (nothing to write).")
         for planned in result.into.planned:
             apply_confirmed(app, planned.entry.op_id, yes, json_, allow_open)
 
@@ -129,7 +129,7 @@ def deep(
         _show_deep(report, result.files)
     if report.failed and not report.notes:  # a script must not take a report of nothing for a result
         path, why = next(iter(report.failed.items()))
-        render.err.print(f"[red]No note could be analysed[/red] (first: {escape(path)}: {escape(why)})")
+        render.err.print(f"[red]No note could be analysed[/red] (first: {shown(path)}: {shown(why)})")
         raise typer.Exit(InvalidModelOutput.exit_code)
 
 
@@ -143,9 +143,9 @@ def _show_deep(report: DeepReport, written: dict[str, Path]) -> None:
             "[dim]Reported by the API: " + ", ".join(f"{k} {v:g}" for k, v in report.usage.items()) + "[/dim]"
         )
     if report.synthesis_error:
-        render.out.print(f"[yellow]The summary request failed:[/yellow] {escape(report.synthesis_error)}")
+        render.out.print(f"[yellow]The summary request failed:[/yellow] {shown(report.synthesis_error)}")
     for path in written.values():
-        render.out.print(f"Wrote [cyan]{escape(str(path))}[/cyan]")
+        render.out.print(f"Wrote [cyan]{shown(str(path))}[/cyan]")
 
 
 def _show_topics(result: TopicsResult, threshold: float, min_size: int, json_: bool) -> None:
@@ -159,10 +159,10 @@ def _show_topics(result: TopicsResult, threshold: float, min_size: int, json_: b
     )
     for c in report.clusters:
         render.out.print(
-            f"  {c.id:>3}. {escape(c.name)}  [dim]{c.size} notes · {escape(', '.join(c.terms[:5]))}[/dim]"
+            f"  {c.id:>3}. {shown(c.name)}  [dim]{c.size} notes · {shown(', '.join(c.terms[:5]))}[/dim]"
         )
     for path in result.files.values():
-        render.out.print(f"Wrote [cyan]{escape(str(path))}[/cyan]")
+        render.out.print(f"Wrote [cyan]{shown(str(path))}[/cyan]")
 
 
 def _print_summary(summary: dict[str, int]) -> None:
@@ -190,7 +190,7 @@ UNREAD_SHOWN = 10  # unread notes listed under the summary (the dashboard and --
 
 def _print_unread(unread: dict[str, str]) -> None:
     for path, why in list(unread.items())[:UNREAD_SHOWN]:
-        render.out.print(f"         [yellow]not read:[/yellow] {escape(path)} — {escape(why)}")
+        render.out.print(f"         [yellow]not read:[/yellow] {shown(path)} — {shown(why)}")
     if len(unread) > UNREAD_SHOWN:
         render.out.print(f"         … and {len(unread) - UNREAD_SHOWN} more (listed in the dashboard)")
 
@@ -217,7 +217,7 @@ def moc(
     plan = auditing.moc(app, cluster, out_path)
     if not json_:
         for path in plan.missing:
-            render.err.print(f"[yellow]Left out (no longer in the vault):[/yellow] {escape(path)}")
+            render.err.print(f"[yellow]Left out (no longer in the vault):[/yellow] {shown(path)}")
         for path in plan.unlinkable:
-            render.err.print(f"[yellow]Listed as text (its name cannot be a link):[/yellow] {escape(path)}")
+            render.err.print(f"[yellow]Listed as text (its name cannot be a link):[/yellow] {shown(path)}")
     apply_confirmed(app, plan.planned.entry.op_id, yes, json_, allow_open)

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
+from vaultlens.cli.render import shown
 from vaultlens.errors import Cancelled, ConfirmationRequired, ConsentRequired, Proposal, WriteUnconfirmed
 
 T = TypeVar("T")
@@ -27,21 +27,20 @@ def show(proposal: Proposal, json_: bool) -> None:
     A write: the summary and the exact diff on stdout (the bytes whose SHA-256 is confirmed)."""
     if proposal.kind == "write":
         if not json_:
-            render.out.print(f"[bold]{escape(proposal.what)}[/bold]  [dim]{proposal.op_id}[/dim]")
-            sys.stdout.write(proposal.preview)  # exactly the text whose SHA-256 is confirmed, no markup
-            sys.stdout.flush()
+            render.out.print(f"[bold]{shown(proposal.what)}[/bold]  [dim]{proposal.op_id}[/dim]")
+            render.write_plain(proposal.preview)  # the text whose SHA-256 is confirmed, no markup
         return
     if proposal.preview and not json_:
         render.err.print(
-            f"[bold]Prompt for {escape(proposal.destination)}[/bold] ({len(proposal.preview):,} characters):"
+            f"[bold]Prompt for {shown(proposal.destination)}[/bold] ({len(proposal.preview):,} characters):"
         )
-        sys.stderr.write(proposal.preview + "\n")
+        render.write_plain(proposal.preview + "\n", stderr=True)
     else:
         render.err.print(
-            f"[yellow]vaultlens will send {escape(proposal.what)} to {escape(proposal.destination)}.[/yellow]"
+            f"[yellow]vaultlens will send {shown(proposal.what)} to {shown(proposal.destination)}.[/yellow]"
         )
     for remark in proposal.remarks:
-        render.err.print(f"[yellow]{escape(remark)}[/yellow]")
+        render.err.print(f"[yellow]{shown(remark)}[/yellow]")
 
 
 def _declined(exc: ConfirmationRequired, asked: bool) -> ConfirmationRequired:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.render import shown
 
 if TYPE_CHECKING:
     from vaultlens.services.duplicates.report import LineRange
@@ -39,14 +39,14 @@ def similar(
         render.print_json(result.as_dict())
         return
     if result.notice:
-        render.out.print(f"[yellow]{escape(result.notice)}[/yellow]")
+        render.out.print(f"[yellow]{shown(result.notice)}[/yellow]")
     for n, item in enumerate(result.results, 1):
         render.out.print(
-            f"[bold]{n}. {escape(item.title)}[/bold]  [cyan]{escape(item.path)}[/cyan]  [dim]{item.score:.3f}[/dim]"
+            f"[bold]{n}. {shown(item.title)}[/bold]  [cyan]{shown(item.path)}[/cyan]  [dim]{item.score:.3f}[/dim]"
         )
         for m in item.matches:
             render.out.print(
-                f"   {escape(_where(m.source))}  ↔  {escape(_where(m.other))}  [dim]{m.score:.3f}[/dim]"
+                f"   {shown(_where(m.source))}  ↔  {shown(_where(m.other))}  [dim]{m.score:.3f}[/dim]"
             )
 
 
@@ -90,7 +90,7 @@ def duplicates(
         out.print("[bold]Exact copies[/bold]")
         for g in report.exact:
             label = "identical" if g.kind == "identical" else "same text, different front matter"
-            out.print(f"  [magenta]{label}[/magenta]: " + ", ".join(escape(p) for p in g.paths))
+            out.print(f"  [magenta]{label}[/magenta]: " + ", ".join(shown(p) for p in g.paths))
     out.print(
         f"[bold]Duplicate pairs[/bold] (whole notes at {report.threshold:.2f};"
         f" translations {report.translation_threshold:.2f})"
@@ -102,8 +102,8 @@ def duplicates(
         kind = p.kind
         if p.kind == "translation":
             kind = f"translation {p.languages[0]}↔{p.languages[1]}"
-        out.print(f"  {p.score:.3f} {kind:<16} [cyan]{escape(p.a)}[/cyan] ↔ [cyan]{escape(p.b)}[/cyan]{flag}")
-        out.print(f"        {escape(_where(p.evidence.source))} ↔ {escape(_where(p.evidence.other))}")
+        out.print(f"  {p.score:.3f} {kind:<16} [cyan]{shown(p.a)}[/cyan] ↔ [cyan]{shown(p.b)}[/cyan]{flag}")
+        out.print(f"        {shown(_where(p.evidence.source))} ↔ {shown(_where(p.evidence.other))}")
     _cut(report.total_pairs, len(report.pairs), "pairs")
     if report.shared_passages:
         out.print(
@@ -111,14 +111,14 @@ def duplicates(
             f" threshold {report.passage_threshold:.2f})"
         )
         for p in report.shared_passages:
-            out.print(f"  {p.score:.3f} [cyan]{escape(p.a)}[/cyan] ↔ [cyan]{escape(p.b)}[/cyan]")
+            out.print(f"  {p.score:.3f} [cyan]{shown(p.a)}[/cyan] ↔ [cyan]{shown(p.b)}[/cyan]")
             for passage in p.passages:
-                out.print(f"        {escape(_span(passage.a))} ↔ {escape(_span(passage.b))}")
+                out.print(f"        {shown(_span(passage.a))} ↔ {shown(_span(passage.b))}")
         _cut(report.total_shared_passages, len(report.shared_passages), "shared passages")
     if report.same_name:
         out.print("[bold]Same file name in different folders[/bold] (not assumed duplicates)")
         for group in report.same_name:
-            out.print("  " + ", ".join(escape(p) for p in group))
+            out.print("  " + ", ".join(shown(p) for p in group))
     if report.excluded_short:
         out.print(
             f"[dim]{report.excluded_short} notes with fewer than {app.settings.discover.min_chars} letters or"
@@ -154,5 +154,5 @@ def dismiss(
         render.print_json(done.as_dict())
     else:
         render.out.print(
-            f"Dismissed {escape(done.a)} ↔ {escape(done.b)}; it comes back if either note changes."
+            f"Dismissed {shown(done.a)} ↔ {shown(done.b)}; it comes back if either note changes."
         )

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.ask_cmds import ask, chat, providers
@@ -22,6 +21,7 @@ from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.notetool_cmds import continue_, dataview, flashcards, transform
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides
+from vaultlens.cli.render import shown
 from vaultlens.cli.review_cmds import review
 from vaultlens.cli.serve_cmds import mcp, serve, ui
 from vaultlens.cli.watch_cmds import watch
@@ -79,7 +79,7 @@ def _print_stats(stats: RunStats, vault: Path) -> None:
         )
     if stats.tier_error:
         render.err.print(
-            f"[yellow]The quality tier stopped: {escape(stats.tier_error)}[/yellow] The index is up to date and "
+            f"[yellow]The quality tier stopped: {shown(stats.tier_error)}[/yellow] The index is up to date and "
             "search works without the missing tier vectors; the next `vaultlens index` resumes the tier."
         )
     if stats.files_skipped or stats.files_failed:
@@ -89,7 +89,7 @@ def _print_stats(stats: RunStats, vault: Path) -> None:
         )
     if stats.files_scanned == 0:
         render.err.print(
-            f"[yellow]No Markdown notes found in {escape(str(vault))}.[/yellow] Is this your vault? "
+            f"[yellow]No Markdown notes found in {shown(str(vault))}.[/yellow] Is this your vault? "
             "Pass --vault PATH (or set VAULTLENS_VAULT)."
         )
 
@@ -154,9 +154,9 @@ def clear(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False) -
     if json_:
         render.print_json(done.as_dict())
     elif done.cleared:
-        render.out.print(f"Index for {escape(str(app.vault))} cleared.")
+        render.out.print(f"Index for {shown(str(app.vault))} cleared.")
     else:
-        render.out.print(f"There is no index for {escape(str(app.vault))}: nothing to clear.")
+        render.out.print(f"There is no index for {shown(str(app.vault))}: nothing to clear.")
 
 
 def search(
@@ -206,7 +206,7 @@ def search(
 def _print_notices(hits: SearchHits) -> None:
     """What the results cannot show themselves (the quality tier was left out), on stderr."""
     for notice in hits.notices:
-        render.err.print(f"[yellow]{escape(notice)}[/yellow]")
+        render.err.print(f"[yellow]{shown(notice)}[/yellow]")
 
 
 def _warn_if_partial(app: App) -> None:
@@ -286,7 +286,7 @@ def config_show(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = Fa
         return
     for key, value, origin in rows:
         rng = f", allowed {allowed(key)}" if allowed(key) else ""
-        render.out.print(f"{key:<26} = {value!r:<28} [dim]# {escape(origin)}{escape(rng)}[/dim]")
+        render.out.print(f"{key:<26} = {value!r:<28} [dim]# {shown(origin)}{shown(rng)}[/dim]")
 
 
 def _print_scores(scores: list[GroupScore], json_: bool) -> None:
@@ -356,7 +356,7 @@ def bench_embed(
         f"{result.ratio_to_model:.2f}x the model alone" if result.ratio_to_model else "model alone not timed"
     )
     render.out.print(
-        f"{escape(result.model)}: {result.docs_per_s:.1f} docs/s, {result.chunks_per_s:.1f} chunks/s "
+        f"{shown(result.model)}: {result.docs_per_s:.1f} docs/s, {result.chunks_per_s:.1f} chunks/s "
         f"({result.texts} texts, {result.threads} threads, batches of {result.batch_size}; {ratio}; "
         f"load average {result.load_average:.1f})"
     )

@@ -10,18 +10,17 @@ verb's result, plus ``applied`` (the written entry, or null when nothing was wri
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.render import shown
 from vaultlens.cli.write_cmds import AllowOpenOpt, report_recovery
 from vaultlens.errors import InvalidInput
 
@@ -92,13 +91,13 @@ def run_tool(
     if json_:
         render.print_json({**result.as_dict(), "applied": None if applied is None else applied.as_dict()})
     elif plan is not None and applied is None:
-        sys.stdout.write(plan.diff)
+        render.write_plain(plan.diff)
         render.out.print(
             f"Planned as {plan.entry.op_id}; write it with `vaultlens apply {plan.entry.op_id}`."
         )
     elif applied is not None:
         render.out.print(
-            f"[green]Written[/green] {escape(applied.entry.path)} ({applied.entry.op_id}); "
+            f"[green]Written[/green] {shown(applied.entry.path)} ({applied.entry.op_id}); "
             f"`vaultlens undo {applied.entry.op_id}` puts it back."
         )
 
@@ -106,7 +105,7 @@ def run_tool(
 def _show_transform(result: PlanningResult) -> None:
     data = result.as_dict()
     render.out.print(
-        f"[bold]{escape(data['instruction'])}[/bold] (lines {data['lines'][0]}-{data['lines'][1]})"
+        f"[bold]{shown(data['instruction'])}[/bold] (lines {data['lines'][0]}-{data['lines'][1]})"
     )
 
 
@@ -148,7 +147,7 @@ def _show_continue(result: PlanningResult) -> None:
     data = result.as_dict()
     for src in data["sources"]:
         render.out.print(
-            f"[dim]{src['id']}[/dim] {escape(src['path'])} L{src['start_line']}-{src['end_line']}"
+            f"[dim]{src['id']}[/dim] {shown(src['path'])} L{src['start_line']}-{src['end_line']}"
         )
 
 
@@ -179,8 +178,8 @@ def continue_(
 
 def _show_dataview(result: PlanningResult) -> None:
     data = result.as_dict()
-    render.out.print(escape(data["explanation"]))
-    sys.stdout.write(f"```dataview\n{data['query']}\n```\n")
+    render.out.print(shown(data["explanation"]))
+    render.write_plain(f"```dataview\n{data['query']}\n```\n")
 
 
 def dataview(
@@ -213,12 +212,12 @@ def _show_flashcards(result: PlanningResult) -> None:
     data = result.as_dict()
     for card in data["cards"]:
         render.out.print(
-            f"[bold]{escape(card['question'])}[/bold] → {escape(card['answer'])} "
+            f"[bold]{shown(card['question'])}[/bold] → {shown(card['answer'])} "
             f"[dim](lines {card['first_line']}-{card['last_line']})[/dim]"
         )
     for skipped in data["skipped"]:
         render.out.print(
-            f"[yellow]Not added:[/yellow] {escape(skipped['question'])} — {escape(skipped['reason'])}"
+            f"[yellow]Not added:[/yellow] {shown(skipped['question'])} — {shown(skipped['reason'])}"
         )
     if not data["cards"]:
         render.out.print("No new flashcards; the note is unchanged.")

@@ -20,6 +20,7 @@ from rich.progress import (
 )
 
 from vaultlens.errors import VaultlensError
+from vaultlens.vault.hidden import visible
 
 if TYPE_CHECKING:
     from vaultlens.config.settings import SearchSettings
@@ -29,6 +30,19 @@ if TYPE_CHECKING:
 # no :emoji: codes: a fragment id such as 3f2a1b9c:A:1, a path or a note's text must print as written
 out = Console(highlight=False, emoji=False)
 err = Console(stderr=True, highlight=False, emoji=False)
+
+
+def shown(text: str) -> str:
+    """Text from a note, a model or a server as Rich prints it: markup escaped, and every control,
+    bidi or invisible character named (``<ESC>``, ``<U+202E>``), so a terminal shows what is there."""
+    return escape(visible(text))
+
+
+def write_plain(text: str, stderr: bool = False) -> None:
+    """Print ``text`` (a diff, a prompt) as it is, without markup, its hidden characters named."""
+    stream = sys.stderr if stderr else sys.stdout
+    stream.write(visible(text))
+    stream.flush()
 
 
 def print_json(data: Any) -> None:
@@ -46,15 +60,15 @@ def print_hits(hits: list[NoteHit]) -> None:
         )
     for n, hit in enumerate(hits, 1):
         out.print(
-            f"[bold]{n}. {escape(hit.title)}[/bold]  [cyan]{escape(hit.path)}[/cyan]  "
+            f"[bold]{n}. {shown(hit.title)}[/bold]  [cyan]{shown(hit.path)}[/cyan]  "
             f"[dim]{hit.score:.3f} · similarity {hit.similarity:.2f}[/dim]"
         )
         for sec in hit.sections:
             where = " › ".join(sec.heading_path) or "(top of note)"
             out.print(
-                f"   [green]L{sec.start_line}-{sec.end_line}[/green] {escape(where)}  [dim]{sec.score or 0:.3f}[/dim]"
+                f"   [green]L{sec.start_line}-{sec.end_line}[/green] {shown(where)}  [dim]{sec.score or 0:.3f}[/dim]"
             )
-            out.print(f"      {escape(sec.snippet)}", soft_wrap=False, overflow="ellipsis", no_wrap=True)
+            out.print(f"      {shown(sec.snippet)}", soft_wrap=False, overflow="ellipsis", no_wrap=True)
 
 
 def note_if_cut(query: str, search: SearchSettings, what: str = "query") -> None:
@@ -68,9 +82,9 @@ def note_if_cut(query: str, search: SearchSettings, what: str = "query") -> None
 
 
 def print_error(exc: VaultlensError) -> None:
-    err.print(f"[bold red]error:[/bold red] {escape(exc.message)}")
+    err.print(f"[bold red]error:[/bold red] {shown(exc.message)}")
     if exc.hint:
-        err.print(f"[yellow]hint:[/yellow] {escape(exc.hint)}")
+        err.print(f"[yellow]hint:[/yellow] {shown(exc.hint)}")
 
 
 class RichProgress:
@@ -122,30 +136,30 @@ def _size(n: int) -> str:
 def _print_tier(tier: TierStatus) -> None:
     if tier.reason:
         out.print(
-            f"[bold]Tier[/bold]   {escape(tier.setting)} picked {escape(tier.chosen)}: {escape(tier.reason)}"
+            f"[bold]Tier[/bold]   {shown(tier.setting)} picked {shown(tier.chosen)}: {shown(tier.reason)}"
         )
     if tier.chosen == "off":
         if tier.covered:
             out.print(
-                f"[bold]Tier[/bold]   off; {tier.covered} stored vectors of {escape(tier.model or '')} are unused"
+                f"[bold]Tier[/bold]   off; {tier.covered} stored vectors of {shown(tier.model or '')} are unused"
             )
         return
     share = f"{tier.covered} of {tier.total} chunk texts"
-    model = escape(tier.model or tier.setting)
+    model = shown(tier.model or tier.setting)
     if tier.behind:
         out.print(
             f"[bold]Tier[/bold]   {model}: [yellow]{share}, behind[/yellow] "
             "(run `vaultlens index` to finish; search mixes it in where it is ready)"
         )
         if tier.last_error:
-            out.print(f"         [yellow]the last fill stopped: {escape(tier.last_error)}[/yellow]")
+            out.print(f"         [yellow]the last fill stopped: {shown(tier.last_error)}[/yellow]")
     else:
         out.print(f"[bold]Tier[/bold]   {model}: {share}")
 
 
 def print_status(info: IndexStatus) -> None:
-    out.print(f"[bold]Vault[/bold]  {escape(info.vault)}")
-    out.print(f"[bold]Index[/bold]  {escape(info.index_dir)}")
+    out.print(f"[bold]Vault[/bold]  {shown(info.vault)}")
+    out.print(f"[bold]Index[/bold]  {shown(info.index_dir)}")
     _print_rule_problems(info.rule_problems)
     if not info.indexed:
         out.print("[yellow]Not indexed yet.[/yellow] Run `vaultlens index`.")
@@ -164,7 +178,7 @@ def print_status(info: IndexStatus) -> None:
         if info.configured_space_matches
         else "  [red](differs from settings: run `vaultlens rebuild`)[/red]"
     )
-    out.print(f"[bold]Model[/bold]  {escape(label)}{warn}")
+    out.print(f"[bold]Model[/bold]  {shown(label)}{warn}")
     if info.tier:
         _print_tier(info.tier)
     run = info.last_run
@@ -181,7 +195,7 @@ def print_status(info: IndexStatus) -> None:
                 "  [yellow]It was interrupted[/yellow]; the next `vaultlens index` resumes where it stopped."
             )
         if run.error:
-            out.print(f"  [red]Why it failed:[/red] {escape(run.error)}")
+            out.print(f"  [red]Why it failed:[/red] {shown(run.error)}")
     if info.rechunk_pending:
         out.print(
             "[yellow]Chunking settings changed[/yellow]: the next `vaultlens index` re-chunks every note "
@@ -191,25 +205,25 @@ def print_status(info: IndexStatus) -> None:
         out.print("[bold]Notes with a reason[/bold]")
         for p in info.problems:
             colour = {"skipped": "yellow", "failed": "red"}.get(p.status, "cyan")
-            out.print(f"  [{colour}]{p.status:<8}[/{colour}] {escape(p.path)}: {escape(p.reason or '')}")
+            out.print(f"  [{colour}]{p.status:<8}[/{colour}] {shown(p.path)}: {shown(p.reason or '')}")
     if info.cleared and not info.chunks:
         out.print("[yellow]Cleared[/yellow]: the index is empty until you run `vaultlens index`.")
     change = info.space_change
     if change and change.configured:
         out.print(
-            f"[bold]Settings[/bold] {escape(change.configured)}. {escape(change.message)}\n"
+            f"[bold]Settings[/bold] {shown(change.configured)}. {shown(change.message)}\n"
             "Run `vaultlens rebuild` (or `vaultlens rebuild --background` to keep searching meanwhile)."
         )
 
 
 def _print_rule_problems(problems: list[str]) -> None:
     for problem in problems:
-        err.print(f"[red]✗[/red] ignore rules: {escape(problem)}")
+        err.print(f"[red]✗[/red] ignore rules: {shown(problem)}")
 
 
 def print_doctor(report: DoctorReport) -> None:
     for p in report.problems:
-        err.print(f"[red]✗[/red] {escape(p)}")
+        err.print(f"[red]✗[/red] {shown(p)}")
     if report.problems:
         err.print("Run `vaultlens rebuild` to rebuild the index from the vault.")
     _print_rule_problems(report.rule_problems)

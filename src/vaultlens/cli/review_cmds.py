@@ -7,16 +7,15 @@ workflow is :mod:`vaultlens.services.verbs.changing`'s; this module parses and r
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.render import shown
 from vaultlens.errors import InvalidModelOutput
 
 if TYPE_CHECKING:
@@ -32,22 +31,24 @@ def _show(result: dict[str, Any]) -> None:
     if not result["validation"]["ok"]:
         out.print("[red]The model's answer was rejected:[/red]")
         for d in result["validation"]["diagnostics"]:
-            out.print(f"  {d['code']}: {escape(d['message'])}")
+            out.print(f"  {shown(str(d['code']))}: {shown(d['message'])}")
         return
-    out.print(f"[bold]Relation:[/bold] {result['relation']}")
+    out.print(f"[bold]Relation:[/bold] {shown(str(result['relation']))}")
     for claim in result["claims"]:
-        out.print(f"\n[bold]{claim['id']}[/bold] ({claim['kind']}) {escape(claim['text'])}")
+        out.print(
+            f"\n[bold]{shown(str(claim['id']))}[/bold] ({shown(str(claim['kind']))}) {shown(claim['text'])}"
+        )
         for side in ("evidenceA", "evidenceB"):
             q = claim[side]
             if q:
-                out.print(f"  [cyan]{escape(q['path'])}[/cyan] L{q['start_line']}-{q['end_line']}:")
-                out.print("    " + escape(q["text"]).replace("\n", "\n    "), highlight=False)
+                out.print(f"  [cyan]{shown(q['path'])}[/cyan] L{q['start_line']}-{q['end_line']}:")
+                out.print("    " + shown(q["text"]).replace("\n", "\n    "), highlight=False)
     rec = result["recommendation"]
-    out.print(f"\n[bold]Recommendation:[/bold] {rec['action']} — {escape(rec['reason'])}")
+    out.print(f"\n[bold]Recommendation:[/bold] {shown(str(rec['action']))} — {shown(rec['reason'])}")
     if result["plan_refused"]:
-        out.print(f"[yellow]Not planned:[/yellow] {escape(result['plan_refused'])}")
+        out.print(f"[yellow]Not planned:[/yellow] {shown(result['plan_refused'])}")
     if result["plan"]:
-        sys.stdout.write(result["plan"]["diff"])
+        render.write_plain(result["plan"]["diff"])
         out.print(
             f"Planned as {result['plan']['op_id']}; write it with `vaultlens apply {result['plan']['op_id']}`."
         )
@@ -110,7 +111,7 @@ def _show_batch(done: BatchReport, json_: bool) -> None:
     else:
         render.out.print(
             f"Reviewed {len(done.pairs)} pairs: {done.valid} valid answers, {done.rejected} rejected by the "
-            f"validator, {len(failures)} failed; report: {escape(str(done.report))}"
+            f"validator, {len(failures)} failed; report: {shown(str(done.report))}"
         )
     if failures:
         n, first = failures[0]
@@ -118,10 +119,10 @@ def _show_batch(done: BatchReport, json_: bool) -> None:
         assert error is not None
         render.err.print(
             f"[yellow]{len(failures)} of {len(done.pairs)} pairs failed; the first, pair {n} "
-            f"({escape(first.a)} ↔ {escape(first.b)}): {escape(error.message)}[/yellow]"
+            f"({shown(first.a)} ↔ {shown(first.b)}): {shown(error.message)}[/yellow]"
         )
         if error.hint:
-            render.err.print(f"[yellow]hint:[/yellow] {escape(error.hint)}")
+            render.err.print(f"[yellow]hint:[/yellow] {shown(error.hint)}")
     if done.valid == 0:
         render.err.print("[bold red]error:[/bold red] no pair got a valid answer.")
         first_error = failures[0][1].error if failures else None

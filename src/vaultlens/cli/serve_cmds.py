@@ -11,10 +11,10 @@ import threading
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.options import HomeOpt, JsonOpt, SetOpt, VaultOpt, YesOpt, open_app
+from vaultlens.cli.render import shown
 from vaultlens.cli.watch_cmds import describe
 
 
@@ -46,7 +46,7 @@ def serve(
     token = os.environ.get(token_env) if token_env else None
 
     def say(line: str) -> None:
-        render.err.print(escape(line))
+        render.err.print(shown(line))
 
     companion = Companion(
         app,

@@ -17,11 +17,10 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app
+from vaultlens.cli.render import shown
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 
 if TYPE_CHECKING:
@@ -39,7 +38,7 @@ def _summary(stats: RunStats) -> str:
         f"{_count(stats.chunks_embedded, 'chunk')} embedded"
     )
     if stats.tier_error:  # the next flush or run resumes it
-        text += f"; [yellow]quality tier behind: {escape(stats.tier_error)}[/yellow]"
+        text += f"; [yellow]quality tier behind: {shown(stats.tier_error)}[/yellow]"
     return text
 
 
@@ -48,7 +47,7 @@ def describe(report: FlushReport) -> str:
     clock = time.strftime("%H:%M:%S", time.localtime(report.at))
     if report.kind == "error":
         return (
-            f"[dim]{clock}[/dim] [red]sync failed:[/red] {escape(report.reason)}; "
+            f"[dim]{clock}[/dim] [red]sync failed:[/red] {shown(report.reason)}; "
             f"full reconcile in {report.retry_s:.0f}s"
         )
     assert report.stats is not None
@@ -56,7 +55,7 @@ def describe(report: FlushReport) -> str:
     if report.kind == "startup":
         return f"[dim]{clock}[/dim] reconciled at start: {text}"
     if report.kind == "reconcile":
-        return f"[dim]{clock}[/dim] full reconcile ({escape(report.reason)}): {text}"
+        return f"[dim]{clock}[/dim] full reconcile ({shown(report.reason)}): {text}"
     return f"[dim]{clock}[/dim] {text}"
 
 
@@ -104,7 +103,7 @@ def _watch(vault: VaultOpt, set_: SetOpt, json_: bool, yes: bool) -> None:
             if report.kind == "startup":
                 w = app.settings.watch
                 console.print(
-                    f"Watching {escape(str(app.vault))} (debounce {w.debounce_ms} ms, "
+                    f"Watching {shown(str(app.vault))} (debounce {w.debounce_ms} ms, "
                     f"max wait {w.max_wait_ms} ms). Press Ctrl-C to stop."
                 )
 

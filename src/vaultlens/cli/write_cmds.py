@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.render import shown
 
 if TYPE_CHECKING:
     from vaultlens.services.app import App
@@ -40,8 +40,8 @@ def report_recovery(app: App, json_: bool) -> None:
     for item in changing.recover(app):
         if not json_:
             render.err.print(
-                f"[yellow]Interrupted write {item.op_id} ({escape(item.path)}):[/yellow] "
-                f"{item.state.replace('_', ' ')} — {escape(item.detail)}"
+                f"[yellow]Interrupted write {item.op_id} ({shown(item.path)}):[/yellow] "
+                f"{item.state.replace('_', ' ')} — {shown(item.detail)}"
             )
 
 
@@ -55,7 +55,7 @@ def apply_confirmed(app: App, op_id: str, yes: bool, json_: bool, allow_open: bo
     else:
         entry = done.entry
         verb = "Deleted" if entry.after_sha is None else "Written"  # the undo of a creation removes the note
-        render.out.print(f"[green]{verb}[/green] {escape(entry.path)} ({entry.op_id}).")
+        render.out.print(f"[green]{verb}[/green] {shown(entry.path)} ({entry.op_id}).")
 
 
 def apply(
@@ -145,8 +145,8 @@ def history(
     for e in entries:
         undo_note = f" (undo of {e.undo_of})" if e.undo_of else ""
         render.out.print(
-            f"{e.op_id}  [bold]{e.state.replace('_', ' '):<11}[/bold] {escape(e.path)}  "
-            f"[dim]{escape(e.summary)}{undo_note} · {e.updated}[/dim]"
+            f"{e.op_id}  [bold]{e.state.replace('_', ' '):<11}[/bold] {shown(e.path)}  "
+            f"[dim]{shown(e.summary)}{undo_note} · {e.updated}[/dim]"
         )
 
 
@@ -159,8 +159,8 @@ def _print_before(found: Befores, json_: bool) -> None:
     if found.saved is not None:
         [kept] = [b for b in found.items if b.data is not None]
         render.out.print(
-            f"Saved what {escape(kept.path)} held before {kept.op_id} ({len(kept.data or b'')} bytes) "
-            f"to {escape(str(found.saved))}."
+            f"Saved what {render.shown(kept.path)} held before {kept.op_id} ({len(kept.data or b'')} bytes) "
+            f"to {render.shown(str(found.saved))}."
         )
         return
     sys.stdout.flush()

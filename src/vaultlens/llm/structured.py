@@ -6,6 +6,11 @@ server may ignore the request. Where it cannot, the schema goes into the prompt 
 is validated the same way; one invalid answer earns one retry that quotes the problem, a second
 is an :class:`~vaultlens.errors.InvalidModelOutput`. Answers are validated with ``jsonschema``
 (the draft a schema declares, else 2020-12), so any schema a provider accepts is checked in full.
+
+Every string of the answer is also checked for characters a terminal would not show as themselves
+(:data:`vaultlens.vault.hidden.REFUSED`: ESC, a lone CR, a backspace, a bidi override...): such an
+answer is invalid the same way (one retry, then :class:`~vaultlens.errors.HiddenCharacters`), so no
+tool plans bytes, and nobody is asked to confirm a diff, that would show other text than it writes.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from vaultlens.errors import InvalidModelOutput
+from vaultlens.errors import HiddenCharacters, InvalidModelOutput
 from vaultlens.llm.base import LLMProvider, Message, SchemaRefused, Usage
+from vaultlens.vault.hidden import describe, refused_in_value
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -47,15 +53,32 @@ def parse_json_answer(text: str) -> Any:
     return json.loads(body)
 
 
-def _check(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+def hidden_problem(value: Any) -> str | None:
+    """Where a JSON value holds a character of :data:`~vaultlens.vault.hidden.REFUSED`, as a problem
+    to quote (``$.text holds <ESC> (U+001B)...``), or None."""
+    found = refused_in_value(value)
+    if found is None:
+        return None
+    where, ch = found
+    return (
+        f"{where} holds the control character {describe(ch)}, which would hide or reorder text; "
+        "only tabs and newlines are allowed"
+    )
+
+
+def _check(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str, bool]:
+    """The answer's object, or None and the problem (and whether it is a hidden character)."""
     try:
         value = parse_json_answer(text)
     except ValueError as exc:
-        return None, f"not valid JSON ({exc})"
+        return None, f"not valid JSON ({exc})", False
     problems = schema_problems(value, schema)
     if problems or not isinstance(value, dict):
-        return None, "; ".join(problems[:5]) or "not a JSON object"
-    return value, ""
+        return None, "; ".join(problems[:5]) or "not a JSON object", False
+    hidden = hidden_problem(value)
+    if hidden is not None:
+        return None, hidden, True
+    return value, "", False
 
 
 def _schema_in_prompt(schema: dict[str, Any]) -> Message:
@@ -74,7 +97,7 @@ def structured(
     native = provider.supports_json_schema
     if not native:
         asked.append(_schema_in_prompt(schema))
-    problem = ""
+    problem, hidden = "", False
     for _ in range(2):
         try:
             done = provider.chat(asked, json_schema=schema if native else None)
@@ -82,7 +105,7 @@ def structured(
             native = False
             asked.append(_schema_in_prompt(schema))
             done = provider.chat(asked)
-        value, problem = _check(done.text, schema)
+        value, problem, hidden = _check(done.text, schema)
         if value is not None:
             return value, done.usage
         asked = [
@@ -90,6 +113,12 @@ def structured(
             Message("assistant", done.text),
             Message("user", f"That answer is invalid: {problem}. Reply again with only the corrected JSON."),
         ]
+    if hidden:
+        raise HiddenCharacters(
+            f"{provider.name} model {provider.model} twice answered with text a terminal would not show "
+            f"as it is: {problem}. Nothing was planned.",
+            hint="Run it again or try another --set llm.model; a note tool never writes such characters.",
+        )
     raise InvalidModelOutput(
         f"{provider.name} model {provider.model} twice returned JSON that does not fit the schema: {problem}.",
         hint="A larger model follows schemas better; try another --set llm.model.",

@@ -2,7 +2,7 @@
 
 Nothing here touches the disk. An operation is what a planner (review, audit, note tools)
 hands to safewrite; the diff is rendered from the exact bytes, so a change of BOM, line ending
-or trailing space shows up in it, and the user confirms that diff by its SHA-256
+or trailing space shows up in it (and a control character shows by name, never as itself), and the user confirms that diff by its SHA-256
 (:attr:`Operation.diff_sha`): a later plan whose bytes differ has another diff and needs
 another confirmation.
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from vaultlens.fsutil import sha256_hex
+from vaultlens.vault.hidden import visible
 
 __all__ = ["Operation", "new_op_id", "render_diff"]
 
@@ -25,16 +26,19 @@ def new_op_id() -> str:
 
 
 def _lines(data: bytes | None) -> list[str]:
+    """The lines of ``data``, each with its ``\n``. Only a newline ends a line: a CR, a form feed or
+    U+2028 inside a line is shown by name, not taken for a line break."""
     # surrogateescape: bytes that are not UTF-8 still show (and still differ) instead of failing
-    return [] if data is None else data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    if not data:
+        return []
+    lines = data.decode("utf-8", "surrogateescape").split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 def _visible(line: str) -> str:
-    """A diff line with what a terminal would hide made visible: CR, a BOM, a missing final newline."""
-    body = line.rstrip("\n")
-    shown = body.replace("\ufeff", "<BOM>")
-    if shown.endswith("\r"):
-        shown = shown[:-1] + "<CR>"
+    """A diff line with what a terminal would hide made visible (:func:`vaultlens.vault.hidden.visible`:
+    CR, a BOM, ESC, a bidi override...), and a missing final newline said."""
+    shown = visible(line.removesuffix("\n"))
     return shown + "\n" if line.endswith("\n") else shown + "\n\\ No newline at end of file\n"
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from vaultlens.errors import NoteNotFound, VaultError, VaultlensError, translate_error
+from vaultlens.vault.hidden import BIDI
 
 __all__ = [
     "REFUSED_CHARACTERS",
@@ -53,8 +54,7 @@ __all__ = [
 ]
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
-# bidirectional embeddings, overrides and isolates: they reorder how a name is displayed
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+_BIDI = BIDI  # bidirectional embeddings, overrides and isolates: they reorder how a name is displayed
 # every character a path may not contain: controls (Unicode category Cc), lone surrogates (what
 # Python makes of bytes that are not UTF-8 in a file name) and the bidirectional controls above
 REFUSED_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff" + "".join(sorted(_BIDI)) + "]")

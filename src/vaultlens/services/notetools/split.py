@@ -33,6 +33,7 @@ from vaultlens.llm.base import Usage
 from vaultlens.safewrite import Change
 from vaultlens.services.notetools.draft import Prompt, build_prompt, numbered
 from vaultlens.services.writes import Planned
+from vaultlens.vault.hidden import SHOWN, describe, visible
 
 __all__ = [
     "SCHEMA",
@@ -85,7 +86,9 @@ SCHEMA: dict[str, Any] = {
 }
 RULES = """- You plan how to split one note into atomic notes (one idea each). You never write note \
 text: you name line ranges of the note, by the line numbers shown before each line ("12| ")."""
-_BAD_TITLE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]')
+# what a note name may not hold: Obsidian's forbidden characters, controls, and what a terminal or
+# a file list would not show as itself (a bidi override, a zero-width space: vault/hidden.py)
+_BAD_TITLE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]|' + SHOWN.pattern)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _AGAIN = "Run the split again (the model may plan better), or split the note by hand."
 
@@ -228,10 +231,13 @@ def check_titles(titles: Sequence[str], taken: Iterable[str]) -> None:
         bad = _BAD_TITLE.search(title)
         if not title or bad or title.startswith(".") or title != title.strip() or len(title) > 120:
             why = (
-                f"it contains {bad[0]!r}" if bad else "it is empty, too long, or starts with a dot or a space"
+                f"it contains {describe(bad[0]) if SHOWN.match(bad[0]) else repr(bad[0])}"
+                if bad
+                else "it is empty, too long, or starts with a dot or a space"
             )
             raise PlanRefused(
-                f"The title {title!r} is not a valid note name ({why}); nothing was planned.", hint=_AGAIN
+                f"The title {visible(title)!r} is not a valid note name ({why}); nothing was planned.",
+                hint=_AGAIN,
             )
         if _key(title) in seen:
             raise PlanRefused(f"Two new notes would be called {title!r}; nothing was planned.", hint=_AGAIN)

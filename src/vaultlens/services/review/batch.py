@@ -28,6 +28,7 @@ from vaultlens.llm.base import LLMProvider
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.review.outcome import ReviewResult, cuts, destination
 from vaultlens.services.review.session import PlanOptions, Prepared, edit_diff, prepare, propose, send
+from vaultlens.vault.hidden import visible
 from vaultlens.vault.safepath import resolve_note_path
 
 PAIRS_SHAPE = 'one JSON object per line, {"a": "Note A.md", "b": "Note B.md"}'
@@ -198,7 +199,7 @@ def _section(files: VaultFiles, provider: LLMProvider, prepared: Prepared) -> tu
         f"\nTime {result['seconds']} s · usage {json.dumps(result['usage'])}"
         + (f" · cost {cost}" if cost is not None else "")
         + "\n"
-        f"\n### Model response\n\n```json\n{reviewed.completion.text}\n```\n"
+        f"\n### Model response\n\n```json\n{visible(reviewed.completion.text)}\n```\n"  # ESC shown, not run
         f"\n### Validator\n\n{'valid' if result['validation']['ok'] else 'rejected'}\n"
         + "".join(f"- `{d['code']}` {d['message']}\n" for d in result["validation"]["diagnostics"])
         + "\n### Proposed operation\n\n"

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from vaultlens.llm.structured import hidden_problem
 from vaultlens.services.review.catalog import Catalog, Fragment, Side
 
 __all__ = [
@@ -112,6 +113,10 @@ def _parse(raw: str, out: Validation) -> RelationshipReview | None:
         data = json.loads(raw)
     except ValueError as exc:
         out.diagnostics.append(Diagnostic("invalid_json", f"The answer is not JSON ({exc})."))
+        return None
+    hidden = hidden_problem(data)
+    if hidden is not None:  # a terminal would show other text than the answer holds
+        out.diagnostics.append(Diagnostic("hidden_character", f"The answer's {hidden}."))
         return None
     if isinstance(data, dict) and data.get("schema") != SCHEMA_ID:
         out.diagnostics.append(

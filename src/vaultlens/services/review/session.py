@@ -25,6 +25,7 @@ from vaultlens.services.review.catalog import Catalog, Fragment, Side, build_cat
 from vaultlens.services.review.contract import ResolvedClaim, Validation, response_schema, validate_response
 from vaultlens.services.review.planner import INSERTABLE_AFTER, PlannedEdit, plan_add_link, plan_merge
 from vaultlens.services.review.prompt import build_prompt
+from vaultlens.vault.hidden import describe, refused_in, visible
 from vaultlens.vault.model import block_phrase
 
 __all__ = ["PlanOptions", "Prepared", "Reviewed", "prepare", "propose", "resolve_options", "send"]
@@ -140,7 +141,15 @@ def _resolve(catalog: Catalog, value: str, option: str) -> Fragment:
 def resolve_options(catalog: Catalog, options: PlanOptions) -> PlanOptions:
     """``options`` with ``after`` and ``fragment`` as this catalog's full fragment ids (``A:2`` is
     accepted for ``<nonce>:A:2``); :class:`InvalidInput` when one names no block of it, or a block
-    nothing can be inserted after. Call it before sending, so a mistake costs no model call."""
+    nothing can be inserted after, or link text holding a line break or a control character. Call it
+    before sending, so a mistake costs no model call."""
+    hidden = refused_in(options.label)
+    if hidden is not None or "\n" in options.label:
+        what = f"the control character {describe(hidden)}" if hidden else "a line break"
+        raise InvalidInput(
+            f"The link text {visible(options.label)!r} holds {what}; nothing was planned.",
+            hint="Give link text of one line of visible characters.",
+        )
     after = _resolve(catalog, options.after, "--after") if options.after else None
     fragment = _resolve(catalog, options.fragment, "--fragment") if options.fragment else None
     if after is not None and after.kind not in INSERTABLE_AFTER:

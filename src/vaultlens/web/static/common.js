@@ -79,8 +79,23 @@ const vl = (() => {
     }
   }
 
+  // Control, bidi and zero-width characters by name, as the server's diffs and the terminal show
+  // them (vault/hidden.py): a U+202E would reorder a line here, so no diff or preview shows one raw.
+  const C0 = "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US".split(" ");
+  const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u2069\ufeff]/g;
+  function visible(text) {
+    return String(text).replace(HIDDEN, (ch) => {
+      const code = ch.charCodeAt(0);
+      if (code < 32) return `<${C0[code]}>`;
+      if (code === 0x7f) return "<DEL>";
+      if (code === 0xfeff) return "<BOM>";
+      return `<U+${code.toString(16).toUpperCase().padStart(4, "0")}>`;
+    });
+  }
+
   // A unified diff as a side-by-side table (before | after), line numbers from the hunk headers.
-  function diffTable(text, caption) {
+  function diffTable(raw, caption) {
+    const text = visible(raw);
     const rows = [];
     let left = 0, right = 0, dels = [], adds = [];
     const flush = () => {
@@ -156,10 +171,10 @@ const vl = (() => {
         el("dt", {}, "What"), el("dd", {}, proposal.what)),
       ...(proposal.remarks || []).map((r) => el("p", { class: "remark" }, r)),
       proposal.preview ? el("details", { open: true }, el("summary", {}, "The exact text sent"),
-        el("pre", { class: "preview", tabindex: "0" }, proposal.preview)) : null,
+        el("pre", { class: "preview", tabindex: "0" }, visible(proposal.preview))) : null,
       el("p", {}, "Sent for this request only; nothing is remembered."),
       button);
   }
 
-  return { csrf, el, post, json, errorBox, noteHref, readEvents, diffTable, showWrite, proposeWrite, showConsent };
+  return { csrf, el, post, json, errorBox, noteHref, readEvents, visible, diffTable, showWrite, proposeWrite, showConsent };
 })();

@@ -1,0 +1,71 @@
+"""Characters a terminal or an editor does not show as themselves, and how to show them.
+
+A C0/C1 control (ESC ``[2K``, a carriage return, a backspace) makes a terminal erase or overwrite
+what it printed, and a bidirectional control (U+202E) or an invisible format character makes text
+read as something else: a diff holding one could show a harmless line while the note receives
+another. So every diff and every preview of model text is shown through :func:`visible` (each such
+character becomes a name in angle brackets: ``<ESC>``, ``<CR>``, ``<BOM>``, ``<U+202E>``), and
+model text holding one of :data:`REFUSED` is refused (:func:`refused_in`) before anyone is asked to
+confirm it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["BIDI", "REFUSED", "SHOWN", "describe", "refused_in", "refused_in_value", "visible"]
+
+# bidirectional embeddings, overrides, isolates and marks: they reorder how text is displayed
+BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+_C0 = "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US"
+_NAMES = {chr(i): name for i, name in enumerate(_C0.split())} | {"\x7f": "DEL", "\ufeff": "BOM"}
+_BIDI_CLASS = "".join(sorted(BIDI))
+# what model text may not carry: controls but tab and newline, DEL, C1, bidi controls, line and
+# paragraph separators (an editor breaks the line there), a BOM inside the text
+REFUSED = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_CLASS}\u2028\u2029\ufeff]")
+# what a diff or a preview shows by name: the above and the zero-width characters
+SHOWN = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_CLASS}\u2028\u2029\ufeff\u200b-\u200d\u2060-\u2064]")
+
+
+def _name(ch: str) -> str:
+    return _NAMES.get(ch) or f"U+{ord(ch):04X}"
+
+
+def describe(ch: str) -> str:
+    """One hidden character as a message names it: ``<ESC> (U+001B)``."""
+    return f"<{_name(ch)}> (U+{ord(ch):04X})"
+
+
+def visible(text: str) -> str:
+    """``text`` with every character of :data:`SHOWN` replaced by its name in angle brackets."""
+    return SHOWN.sub(lambda m: f"<{_name(m[0])}>", text)
+
+
+def refused_in(text: str) -> str | None:
+    """The first character of :data:`REFUSED` in ``text``, or None. A CR right before a newline is
+    a line ending (the note tools write the note's own), not a hidden character."""
+    found = REFUSED.search(text.replace("\r\n", "\n"))
+    return None if found is None else found[0]
+
+
+def refused_in_value(value: Any, where: str = "$") -> tuple[str, str] | None:
+    """The first string of a JSON value (keys included) holding a character of :data:`REFUSED`:
+    its JSON path and that character, or None."""
+    if isinstance(value, str):
+        ch = refused_in(value)
+        return None if ch is None else (where, ch)
+    items: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            ch = refused_in(str(key))
+            if ch is not None:
+                return where, ch
+            items.append((f"{where}.{key}", item))
+    elif isinstance(value, list):
+        items = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
+    for path, item in items:
+        found = refused_in_value(item, path)
+        if found is not None:
+            return found
+    return None
