@@ -22,7 +22,8 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    ├── MalformedStream       malformed_stream        3   502  a streamed answer broke the protocol or stopped early
      │    └── InvalidModelOutput    invalid_model_output    3   502  structured output that does not validate, twice
      │         ├── InvalidQuery     invalid_query           3   502  a generated Dataview query fails the check in code
-     │         └── HiddenCharacters hidden_characters       3   502  model text with a control or bidi character (twice)
+     │         ├── HiddenCharacters hidden_characters       3   502  model text with a control or bidi character (twice)
+     │         └── AnswerTooLong    answer_too_long         3   502  an answer past llm.MAX_ANSWER_CHARS (reading stops)
      ├── StoreError                 store                   4   500  index unreadable, from a newer version, other sqlite errors
      │    ├── IndexNotFound         index_not_found         4   404  no index for this vault yet
      │    ├── IndexEmpty            index_empty             4   409  the index holds no notes (cleared or empty vault)
@@ -370,6 +371,12 @@ class HiddenCharacters(InvalidModelOutput):
     show other text than the note would receive (:mod:`vaultlens.vault.hidden`)."""
 
     code = "hidden_characters"
+
+
+class AnswerTooLong(InvalidModelOutput):
+    """A model answer longer than :data:`vaultlens.llm.base.MAX_ANSWER_CHARS`; the rest is not read."""
+
+    code = "answer_too_long"
 
 
 class InvalidQuery(InvalidModelOutput):

@@ -12,7 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
-from vaultlens.errors import ProviderError
+from vaultlens.errors import AnswerTooLong, ProviderError
+
+# The longest answer any feature reads: 200,000 characters (about 50,000 tokens) is ten times what a
+# transform of the largest selection (20,000 characters) asks for; a longer answer is a runaway or
+# hostile model, refused (AnswerTooLong) and, over HTTP, not read any further.
+MAX_ANSWER_CHARS = 200_000
 
 Role = Literal["system", "user", "assistant"]
 OnText = Callable[[str], None]
@@ -54,6 +59,21 @@ class SchemaRefused(ProviderError):
     a prompted, validated answer, so users never see it."""
 
     code = "schema_refused"
+
+
+def check_answer_size(provider: LLMProvider, text: str) -> None:
+    """:class:`AnswerTooLong` when ``text`` passes :data:`MAX_ANSWER_CHARS`."""
+    if len(text) > MAX_ANSWER_CHARS:
+        raise too_long(f"{provider.name} model {provider.model}")
+
+
+def too_long(who: str) -> AnswerTooLong:
+    """The refusal of an answer past :data:`MAX_ANSWER_CHARS` from ``who``."""
+    return AnswerTooLong(
+        f"{who} answered with more than {MAX_ANSWER_CHARS:,} characters; the answer was refused "
+        "(nothing of it is used).",
+        hint="A model that runs on without stopping may need another --set llm.model.",
+    )
 
 
 class LLMProvider(Protocol):

@@ -36,7 +36,7 @@ from vaultlens.errors import (
     ProviderTimeout,
     ProviderUnreachable,
 )
-from vaultlens.llm.base import Completion, Message, OnText, SchemaRefused, Usage
+from vaultlens.llm.base import MAX_ANSWER_CHARS, Completion, Message, OnText, SchemaRefused, Usage, too_long
 
 # httpx, ssl and certifi are imported where a client is built or called: importing this module
 # (the provider registry does, for every command) costs nothing until a chat provider is used
@@ -57,11 +57,18 @@ def _tls() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-class _Stream:
-    """What one streamed answer collected so far."""
+# the most bytes one stream line (or a whole JSON body) may take: an answer of MAX_ANSWER_CHARS
+# characters, each JSON-escaped (``\uXXXX``, six bytes), plus the envelope
+MAX_LINE_BYTES = 6 * MAX_ANSWER_CHARS + 65_536
 
-    def __init__(self, on_text: OnText | None) -> None:
+
+class _Stream:
+    """What one streamed answer collected so far (refused past :data:`MAX_ANSWER_CHARS`)."""
+
+    def __init__(self, on_text: OnText | None, who: str = "the model") -> None:
         self.on_text = on_text
+        self.who = who
+        self.chars = 0
         self.parts: list[str] = []
         self.usage: Usage | None = None
         self.model = ""
@@ -74,9 +81,42 @@ class _Stream:
 
     def text(self, piece: Any) -> None:
         if isinstance(piece, str) and piece:
+            self.chars += len(piece)
+            if self.chars > MAX_ANSWER_CHARS:
+                raise too_long(self.who)
             self.parts.append(piece)
             if self.on_text is not None:
                 self.on_text(piece)
+
+
+def _bounded(chunks: Iterator[bytes], stream: _Stream) -> Iterator[bytes]:
+    """``chunks`` until they pass :data:`MAX_LINE_BYTES` together; then :class:`AnswerTooLong`
+    (nothing more is read: the caller's ``with`` closes the connection)."""
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > MAX_LINE_BYTES:
+            raise too_long(stream.who)
+        yield chunk
+
+
+def _lines(chunks: Iterator[str], stream: _Stream) -> Iterator[str]:
+    """The lines of a streamed body (``\n``, ``\r\n`` or ``\r`` ends one), none longer than
+    :data:`MAX_LINE_BYTES`: a line that never ends is refused, not buffered without bound."""
+    pending: list[str] = []  # the unfinished line's pieces
+    size = 0
+    for chunk in chunks:
+        *ended, rest = chunk.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        if ended:
+            yield "".join(pending) + ended[0]
+            yield from ended[1:]
+            pending, size = [], 0
+        pending.append(rest)
+        size += len(rest)
+        if size > MAX_LINE_BYTES:
+            raise too_long(stream.who)
+    if "".join(pending):
+        yield "".join(pending)
 
 
 class ChatHTTPProvider:
@@ -184,7 +224,7 @@ class ChatHTTPProvider:
         url, payload = self._request(messages, json_schema)
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
-            stream = _Stream(on_text)
+            stream = _Stream(on_text, f"{self.where} (model {self.model})")
             if self._closed:
                 raise self._cancelled()
             try:
@@ -229,7 +269,7 @@ class ChatHTTPProvider:
 
     def _consume(self, resp: httpx.Response, stream: _Stream) -> None:
         if resp.headers.get("content-type", "").startswith("application/json"):
-            body = resp.read()
+            body = b"".join(_bounded(resp.iter_bytes(), stream))
             try:
                 data = json.loads(body)
             except ValueError:
@@ -237,7 +277,7 @@ class ChatHTTPProvider:
             self._read_whole(data, stream)
             stream.done = True
             return
-        for line in resp.iter_lines():
+        for line in _lines(resp.iter_text(), stream):
             if line.strip():
                 self._read_line(line.strip(), stream)
             if stream.done:

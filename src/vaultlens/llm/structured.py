@@ -11,6 +11,8 @@ Every string of the answer is also checked for characters a terminal would not s
 (:data:`vaultlens.vault.hidden.REFUSED`: ESC, a lone CR, a backspace, a bidi override...): such an
 answer is invalid the same way (one retry, then :class:`~vaultlens.errors.HiddenCharacters`), so no
 tool plans bytes, and nobody is asked to confirm a diff, that would show other text than it writes.
+An answer past :data:`~vaultlens.llm.base.MAX_ANSWER_CHARS` is refused
+(:class:`~vaultlens.errors.AnswerTooLong`); HTTP providers stop reading there.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from vaultlens.errors import HiddenCharacters, InvalidModelOutput
-from vaultlens.llm.base import LLMProvider, Message, SchemaRefused, Usage
+from vaultlens.llm.base import LLMProvider, Message, SchemaRefused, Usage, check_answer_size
 from vaultlens.vault.hidden import describe, refused_in_value
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
@@ -105,6 +107,7 @@ def structured(
             native = False
             asked.append(_schema_in_prompt(schema))
             done = provider.chat(asked)
+        check_answer_size(provider, done.text)
         value, problem, hidden = _check(done.text, schema)
         if value is not None:
             return value, done.usage

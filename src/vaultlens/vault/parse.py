@@ -372,6 +372,18 @@ def note_aliases(frontmatter: dict[str, Any]) -> tuple[str, ...]:
     return tuple(a for key in ("aliases", "alias") for a in _as_strings(frontmatter.get(key)))
 
 
+def sealed_blocks(text: str) -> list[tuple[BlockKind, int, int]]:
+    """Every code block (fenced or indented) and table of ``text`` at any depth, in list items and
+    block quotes too, as ``(kind, first line, last line)``, 1-based and inclusive: the blocks a
+    write may neither cut through nor insert into (``parse_note`` keeps only the top-level ones)."""
+    kinds: dict[str, BlockKind] = {"fence": "code", "code_block": "code", "table_open": "table"}
+    return [
+        (kinds[tok.type], tok.map[0] + 1, tok.map[1])
+        for tok in _md().parse(text, {})
+        if tok.type in kinds and tok.map is not None
+    ]
+
+
 def parse_note(text: str, path: str) -> ParsedNote:
     """Parse decoded note text (see :func:`decode_note`); ``path`` gives the fallback title."""
     md = _md()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from vaultlens.chunking.source import NoteSource
 from vaultlens.config.settings import SearchSettings
-from vaultlens.errors import InvalidModelOutput
+from vaultlens.errors import InvalidModelOutput, PlanRefused
 from vaultlens.llm.base import LLMProvider, Usage
 from vaultlens.services.ask import Source, gather, sources_block
 from vaultlens.services.context import IndexReader, VaultFiles
@@ -25,8 +25,9 @@ from vaultlens.services.notetools.draft import (
     insertion_point,
     object_schema,
 )
+from vaultlens.vault.parse import split_front_matter
 
-__all__ = ["Continuation", "Continued", "context_for", "prepare", "write_on"]
+__all__ = ["Continuation", "Continued", "check_continuation", "context_for", "prepare", "write_on"]
 
 NOTE_CHARS = 8_000  # of the note before the insertion point
 FOLLOWING_CHARS = 1_000  # of the text after it (only with --after)
@@ -92,4 +93,35 @@ def write_on(
     text = str(answer["text"]).replace("\r\n", "\n").strip("\n")
     if not text.strip():
         raise InvalidModelOutput("The model returned no text to add; nothing was planned.")
-    return Continued(insert_block(cont.source, cont.at, text), usage)
+    change = insert_block(cont.source, cont.at, text)
+    check_continuation(cont.source, change)
+    return Continued(change, usage)
+
+
+ECHO_CHARS = 8  # a note line this long (stripped) that the answer repeats counts as echoed
+
+
+def check_continuation(source: NoteSource, change: Splice) -> None:
+    """:class:`PlanRefused` when the new text would start front matter (``---`` lines at the top of
+    an empty note become properties, not text) or repeats the note: half or more of its lines of
+    :data:`ECHO_CHARS`+ characters (a continuation adds text, it does not copy the note)."""
+    new = source.text[: change.start] + change.text + source.text[change.end :]
+    had, has = split_front_matter(source.text)[3], split_front_matter(new)[3]
+    if has != had:
+        raise PlanRefused(
+            f"The model's text would make lines 1-{has} of {source.path} front matter (properties), "
+            "not text; nothing was planned.",
+            hint="Run it again; a continuation never starts with a '---' line in an empty note.",
+        )
+    body = source.text.split("\n")[had:]
+    lines = {
+        x.strip(): n for n, x in reversed(list(enumerate(body, had + 1))) if len(x.strip()) >= ECHO_CHARS
+    }
+    echoed = sorted({lines[x.strip()] for x in change.text.split("\n") if x.strip() in lines})
+    if lines and 2 * len(echoed) >= len(lines):
+        first = body[echoed[0] - had - 1].strip()
+        raise PlanRefused(
+            f"The model's text repeats {len(echoed)} of the {len(lines)} lines of {source.path} (line "
+            f"{echoed[0]}: {first[:60]!r} and more); a continuation adds new text only. Nothing was planned.",
+            hint="Run it again, or continue with --after a line to give the model less to echo.",
+        )

@@ -30,7 +30,7 @@ from vaultlens.services import writes
 from vaultlens.services.consent import require_llm_consent
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.review.prompt import fence_for
-from vaultlens.vault.parse import NotText, line_starts, split_front_matter
+from vaultlens.vault.parse import NotText, line_starts, sealed_blocks, split_front_matter
 
 __all__ = [
     "BASE_RULES",
@@ -174,7 +174,9 @@ def splice(source: NoteSource, start: int, end: int, text: str) -> Splice:
 
 def insertion_point(source: NoteSource, after_line: int | None) -> int:
     """The text offset just after line ``after_line`` (1-based; None: the end of the note).
-    :class:`InvalidInput` for a line outside the note's body (front matter is no place to write)."""
+    :class:`InvalidInput` for a line outside the note's body (front matter is no place to write) or
+    one that is not the last line of a code block or table it is in (text there would become code
+    or break the table; a block in a list item or a quote counts too)."""
     if after_line is None:
         return len(source.text)
     body_line = split_front_matter(source.text)[3]  # lines of front matter (0 without one)
@@ -185,6 +187,15 @@ def insertion_point(source: NoteSource, after_line: int | None) -> int:
             f"--after {after_line} is not a line of {source.path}'s body (it has {total} lines).",
             hint=f"Give --after a line number {where} up to {total}.",
         )
+    for kind, first, last in sealed_blocks(source.text):
+        if first <= after_line < last:
+            what = "a code block" if kind == "code" else "a table"
+            line = source.text.split("\n")[after_line - 1].strip()
+            raise InvalidInput(
+                f"--after {after_line} is inside {what} of {source.path} (lines {first}-{last}): "
+                f"line {after_line} is {line[:60]!r}.",
+                hint=f"Give --after {last} (the end of that block) or a line outside it.",
+            )
     return starts[after_line] if after_line < len(starts) else len(source.text)
 
 

@@ -3,7 +3,8 @@
 The model sees the note with numbered lines and answers with cards that cite a line range. Code keeps
 a card only when the range is inside the note's body, outside the ``## Flashcards`` section, not blank,
 and holds most words of the answer (compared by their first five letters); and only when its question
-(normalised: case, punctuation and spacing ignored) is not already a card of the note or of this answer. Kept cards go to the end of the
+(normalised: case, punctuation and spacing ignored) is not already a card of the note or of this answer,
+and neither side holds a heading (it would start a new section) nor the question a link or an embed. Kept cards go to the end of the
 ``## Flashcards`` section (created at the end of the note when missing, with the plugin's default
 deck tag ``#flashcards`` unless the note has a deck tag): ``Question::Answer`` on one line, or a
 question, a ``?`` line and the answer for text of several lines.
@@ -55,6 +56,8 @@ answer must be stated in those lines. No outside knowledge.
 - Skip what the note's "## {HEADING}" section already asks."""
 _SINGLE = re.compile(r"^(.+?):{2,3}(.+)$")  # Question::Answer (and Question:::Answer, both ways)
 _WORD = re.compile(r"\w+")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)", re.MULTILINE)  # would start a section of the note
+_LINK = re.compile(r"\[\[|\[[^\]\n]*\]\([^)\n]*\)")  # [[link]], ![[embed]], [text](url), ![alt](img)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,10 @@ def _problem(source: NoteSource, card: Card, seen: set[str]) -> str | None:
         return "the note already has this question"
     if "::" in card.question or (not card.multiline and "::" in card.answer):
         return "it contains '::', which would break the card format"
+    if _HEADING.search(card.question) or _HEADING.search(card.answer):
+        return "it contains a Markdown heading, which would start a new section of the note"
+    if _LINK.search(card.question):
+        return "its question contains a link or an embed, which a question card should not carry"
     return None
 
 

@@ -5,7 +5,7 @@ which new notes should link to each other); it never retypes content. Code then,
 is shown:
 
 1. turns the ranges into line sets (:func:`partition`): a line in two notes, a range outside the
-   note or one that cuts a fenced code block is refused; the front matter always stays with the
+   note or one that cuts a code block (also one in a list item or a quote) is refused; the front matter always stays with the
    original; blank lines right after a note's lines go with them; every other line stays;
 2. checks the titles (:func:`check_titles`): valid file names, distinct, not the name of a note
    the vault already has (a ``[[Title]]`` link must find the new note);
@@ -13,7 +13,8 @@ is shown:
    original and the links the model asked for, and the original as an index of links (``index``)
    or unchanged;
 4. verifies what was built (:func:`verify`): each original line is in exactly one new note or
-   stays in the original, nothing lost and nothing doubled.
+   stays in the original, nothing lost and nothing doubled; and no new note starts with front
+   matter (:func:`check_no_front_matter`: a part opening with ``---`` would turn text into properties).
 
 All the new notes and the change to the original are one operation group (one diff, one yes,
 applied and undone together).
@@ -34,6 +35,7 @@ from vaultlens.safewrite import Change
 from vaultlens.services.notetools.draft import Prompt, build_prompt, numbered
 from vaultlens.services.writes import Planned
 from vaultlens.vault.hidden import SHOWN, describe, visible
+from vaultlens.vault.parse import sealed_blocks, split_front_matter
 
 __all__ = [
     "SCHEMA",
@@ -43,6 +45,7 @@ __all__ = [
     "SplitResult",
     "build",
     "check_coverage",
+    "check_no_front_matter",
     "check_titles",
     "note_lines",
     "partition",
@@ -89,7 +92,6 @@ text: you name line ranges of the note, by the line numbers shown before each li
 # what a note name may not hold: Obsidian's forbidden characters, controls, and what a terminal or
 # a file list would not show as itself (a bidi override, a zero-width space: vault/hidden.py)
 _BAD_TITLE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]|' + SHOWN.pattern)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _AGAIN = "Run the split again (the model may plan better), or split the note by hand."
 
 
@@ -134,30 +136,12 @@ def prepare(source: NoteSource) -> Prompt:
     return build_prompt(RULES, parts, task)
 
 
-def _fences(lines: Sequence[str]) -> list[tuple[int, int]]:
-    """1-based (first, last) line of each fenced code block (an unclosed one runs to the end)."""
-    out: list[tuple[int, int]] = []
-    opened: tuple[int, str] | None = None
-    for n, line in enumerate(lines, 1):
-        m = _FENCE.match(line)
-        if m is None:
-            continue
-        if opened is None:
-            opened = (n, m[1])
-        elif m[1][0] == opened[1][0] and len(m[1]) >= len(opened[1]) and not line.strip()[len(m[1]) :]:
-            out.append((opened[0], n))
-            opened = None
-    if opened is not None:
-        out.append((opened[0], len(lines)))
-    return out
-
-
 def partition(answer: dict[str, Any], lines: Sequence[str], front_matter: int) -> Partition:
     """The model's plan as a partition of the note's lines, or :class:`PlanRefused` (see the module)."""
     total = len(lines)
     owner: dict[int, int] = {}  # line -> the index of the part that takes it
     parts: list[Part] = []
-    fences = _fences(lines)
+    sealed = [(kind, a, b) for kind, a, b in sealed_blocks("\n".join(lines)) if kind == "code"]
     for i, raw in enumerate(answer["notes"]):
         title = str(raw["title"]).strip()
         taken: set[int] = set()
@@ -169,7 +153,7 @@ def partition(answer: dict[str, Any], lines: Sequence[str], front_matter: int) -
                     "nothing was planned.",
                     hint=_AGAIN,
                 )
-            for a, b in fences:
+            for _, a, b in sealed:  # also a block inside a list item or a quote
                 if (a < first <= b) or (a <= last < b):
                     raise PlanRefused(
                         f"The split plan cuts the code block of lines {a}-{b} (at {title!r}: {first}-{last}); "
@@ -338,7 +322,25 @@ def propose(source: NoteSource, answer: dict[str, Any], note_names: Sequence[str
     link = stem if namesakes <= 1 else f"{source.path.removesuffix('.md')}|{stem}"
     changes = build(source, split, index, link)
     verify(source, split, changes, index)
+    check_no_front_matter(source, split, changes)
     return Proposed(split, changes)
+
+
+def check_no_front_matter(source: NoteSource, split: Partition, changes: Sequence[Change]) -> None:
+    """:class:`PlanRefused` when a new note would start with front matter: a part whose first line
+    is ``---`` with another ``---`` below it would turn its first lines into properties."""
+    built = {c.path: (c.after or b"").decode("utf-8").replace(source.newline, "\n") for c in changes}
+    lines = note_lines(source.text)
+    for part in split.parts:
+        body_line = split_front_matter(built[new_path_of(source.path, part.title)])[3]
+        if body_line:
+            first = part.lines[0]
+            raise PlanRefused(
+                f"The split plan starts {part.title!r} with line {first} ({lines[first - 1].strip()!r}): "
+                f"the new note's lines 1-{body_line} would become front matter (properties), not text; "
+                "nothing was planned.",
+                hint="Run the split again, or move the '---' line by hand first.",
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vaultlens.chunking.source import NoteSource
-from vaultlens.errors import InvalidInput, OutsideSelection
+from vaultlens.errors import InvalidInput, InvalidModelOutput, OutsideSelection
 from vaultlens.llm.base import LLMProvider, Usage
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.notetools.draft import (
@@ -122,9 +122,16 @@ def check_inside(sel: Selection, change: Splice) -> None:
 
 
 def transformed(sel: Selection, replacement: str) -> Splice:
-    """The model's replacement as a change of the selection only (see :func:`check_inside`). The
-    selection's final line break is kept whatever the model did with trailing newlines."""
+    """The model's replacement as a change of the selection only (see :func:`check_inside`); an empty
+    one is refused. The selection's final line break is kept whatever the model did with trailing
+    newlines."""
     text = replacement.replace("\r\n", "\n").strip("\n")
+    if not text.strip():  # a rewrite, never a deletion: an empty answer is a failed one
+        raise InvalidModelOutput(
+            f"The model returned an empty replacement for lines {sel.first}-{sel.last} of {sel.source.path}, "
+            "which would delete them; nothing was planned.",
+            hint="Run it again, or delete the lines yourself if that is what you want.",
+        )
     if sel.source.text[sel.start : sel.end].endswith("\n"):
         text += "\n"
     change = splice(sel.source, sel.start, sel.end, text)
