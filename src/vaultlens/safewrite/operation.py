@@ -10,6 +10,7 @@ another confirmation.
 from __future__ import annotations
 
 import difflib
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,21 +26,24 @@ def new_op_id() -> str:
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
 
 
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")  # after LF, CRLF or a lone CR (as the parser counts lines)
+
+
 def _lines(data: bytes | None) -> list[str]:
-    """The lines of ``data``, each with its ``\n``. Only a newline ends a line: a CR, a form feed or
-    U+2028 inside a line is shown by name, not taken for a line break."""
+    """The lines of ``data``, each with its line ending (LF, CRLF or a lone CR, as the note parser
+    counts lines; the CR is shown as ``<CR>``). A form feed, U+2028 or another separator inside a
+    line does not end it: it is shown by name, so nothing a terminal acts on is printed raw."""
     # surrogateescape: bytes that are not UTF-8 still show (and still differ) instead of failing
     if not data:
         return []
-    lines = data.decode("utf-8", "surrogateescape").split("\n")
-    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    return [line for line in _LINE_END.split(data.decode("utf-8", "surrogateescape")) if line]
 
 
 def _visible(line: str) -> str:
     """A diff line with what a terminal would hide made visible (:func:`vaultlens.vault.hidden.visible`:
-    CR, a BOM, ESC, a bidi override...), and a missing final newline said."""
+    CR, a BOM, ESC, a bidi override...), and a missing final line ending said."""
     shown = visible(line.removesuffix("\n"))
-    return shown + "\n" if line.endswith("\n") else shown + "\n\\ No newline at end of file\n"
+    return shown + "\n" if line.endswith(("\n", "\r")) else shown + "\n\\ No newline at end of file\n"
 
 
 def render_diff(path: str, before: bytes | None, after: bytes | None) -> str:
