@@ -763,6 +763,6 @@ def test_show_before_on_a_terminal_makes_control_characters_visible(
             seen += chunk
     os.waitpid(pid, 0)
     assert b"\x1b" not in seen and b"\xe2\x80\xae" not in seen, seen
-    assert b"kept<0x1b>[2K<0x0d>fake line\r" in seen and b"<U+202E>" in seen, seen
+    assert b"kept<ESC>[2K<CR>fake line\r" in seen and b"<U+202E>" in seen, seen
     piped = subprocess.run(argv, env=cli_env(isolated_env), capture_output=True, check=True)
     assert piped.stdout == hostile

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from vaultlens.errors import (
 from vaultlens.fsutil import sha256_hex, write_outside_vault
 from vaultlens.safewrite import SHOW_BEFORE, Change, Entry, Group, Journal, Recovered
 from vaultlens.safewrite.identity import find_journal, journal_root
+from vaultlens.vault.hidden import visible
 
 __all__ = [
     "SHOW_BEFORE",
@@ -58,10 +58,6 @@ __all__ = [
     "unfinished",
     "vault_identity",
 ]
-
-_INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,11 +202,9 @@ class Before:
 
     def visible(self) -> str:
         """The text for a screen: what a terminal or a browser would act on or hide (controls, a CR
-        not ending a line, bidi overrides, bytes that are not UTF-8) shown as ``<0x1b>`` / ``<U+202E>``."""
-        text = (self.data or b"").decode("utf-8", "backslashreplace")
-        return _INVISIBLE.sub(
-            lambda m: f"<0x{ord(m[0]):02x}>" if ord(m[0]) < 0xA0 else f"<U+{ord(m[0]):04X}>", text
-        )
+        not ending a line, bidi overrides: :func:`vaultlens.vault.hidden.visible`) shown by name as
+        ``<ESC>`` / ``<U+202E>``, bytes that are not UTF-8 as ``\\xff``."""
+        return visible((self.data or b"").decode("utf-8", "backslashreplace"), line_ends=True)
 
     def as_dict(self) -> dict[str, Any]:
         """The bytes as base64 (exact, whatever they are) and as text when they are UTF-8."""

@@ -25,7 +25,9 @@ _BIDI_CLASS = "".join(sorted(BIDI))
 # paragraph separators (an editor breaks the line there), a BOM inside the text
 REFUSED = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_CLASS}\u2028\u2029\ufeff]")
 # what a diff or a preview shows by name: the above and the zero-width characters
-SHOWN = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_CLASS}\u2028\u2029\ufeff\u200b-\u200d\u2060-\u2064]")
+_SHOWN_CLASS = f"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_BIDI_CLASS}\u2028\u2029\ufeff\u200b-\u200d\u2060-\u2064"
+SHOWN = re.compile(f"[\r{_SHOWN_CLASS}]")
+_SHOWN_IN_LINES = re.compile(f"[{_SHOWN_CLASS}]|\r(?!\n)")  # a CRLF line ending kept as it is
 
 
 def _name(ch: str) -> str:
@@ -37,9 +39,10 @@ def describe(ch: str) -> str:
     return f"<{_name(ch)}> (U+{ord(ch):04X})"
 
 
-def visible(text: str) -> str:
-    """``text`` with every character of :data:`SHOWN` replaced by its name in angle brackets."""
-    return SHOWN.sub(lambda m: f"<{_name(m[0])}>", text)
+def visible(text: str, line_ends: bool = False) -> str:
+    """``text`` with every character of :data:`SHOWN` replaced by its name in angle brackets
+    (``line_ends``: a whole note's text, whose CRLF line endings stay as they are)."""
+    return (_SHOWN_IN_LINES if line_ends else SHOWN).sub(lambda m: f"<{_name(m[0])}>", text)
 
 
 def refused_in(text: str) -> str | None:
