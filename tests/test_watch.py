@@ -1038,3 +1038,40 @@ def test_a_restarted_server_takes_the_writer_lock_over_and_sigterm_stops_a_tier_
         text = log.read_text(encoding="utf-8", errors="replace")
         assert "Traceback" not in text, text
     assert f"PID {a.pid}" in logs[1].read_text(encoding="utf-8")  # B said who held the lock
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_watch_during_a_tier_fill_like_any_other_time(
+    tmp_path: Path, isolated_env: Path, sig: signal.Signals
+) -> None:
+    """Ctrl-C (or SIGTERM) while `watch --json` fills a slow tier after its first reconcile: the fill
+    stops at once, and watch says it stopped as it does when idle (exit 0, ``stopped``); it was a
+    ``fatal`` ``cancelled`` error with exit 130."""
+    vault = write_vault(tmp_path / "vault", {f"N{i:03d}.md": note(f"N{i}", f"Step {i}.") for i in range(300)})
+    with SlowTier(delay=1.0) as tier:
+        env = {
+            "VAULTLENS_EMBEDDING__PROVIDER": "fake",
+            "VAULTLENS_EMBEDDING__TIER": "ollama:nomic-embed-text",
+            "VAULTLENS_EMBEDDING__TIER_ENDPOINT": tier.url,
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, "watch", "--json", "--vault", str(vault)],
+            env=cli_env(isolated_env, **env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_until(lambda: len(tier.fill) >= 2, "the tier fill")
+            stopped_at = time.monotonic()
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert sum(1 for at, _ in tier.fill if at > stopped_at) <= 1  # nothing sent after the signal
+    assert proc.returncode == 0, err
+    assert [json.loads(line)["kind"] for line in out.splitlines()] == ["stopped"]
+    assert "Stopped watching" in err and "Traceback" not in err

@@ -172,9 +172,11 @@ class Indexer:
         stats = RunStats()
         try:
             self._run(stats)
-        except (KeyboardInterrupt, Cancelled):
+        except (KeyboardInterrupt, Cancelled) as exc:
             stats.seconds = round(time.monotonic() - started, 3)
             self.store.finish_run(run_id, "cancelled", stats.as_dict())
+            if isinstance(exc, KeyboardInterrupt) and self.stop is not None:
+                raise  # a watcher's run: Ctrl-C stops the watcher, whatever it was doing
             done = (
                 f"The index is up to date; the quality tier stopped after {stats.tier_embedded} new "
                 "vectors, which are saved (search uses them already)."
