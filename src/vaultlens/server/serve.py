@@ -314,12 +314,16 @@ class Companion:
         holder = self.app.home.writer_lock().holder()
         if self.watcher_state == "elsewhere" and holder == self.watcher_holder:
             return
-        who = f"Another process ({holder or 'unknown'})"
+        who = "an unknown process" if holder is None else f"PID {holder.pid}"
+        if holder is not None and holder.command:
+            who += f" ({holder.command})"
         self.watcher_state, self.watcher_holder = "elsewhere", holder
         self.watcher_reason = (
-            f"{who} holds the writer lock; this server's watcher takes over as soon as it is released."
+            f"The writer lock is held by {who}; this server's watcher takes over as soon as it is released."
         )
-        self.say(f"{who} is writing this index; this server watches the vault once it lets go.")
+        self.say(
+            f"Another process ({who}) is writing this index; this server watches the vault once it lets go."
+        )
 
     def _watcher_stopped(self, why: str) -> None:
         self.watcher_reason = f"{why} Restart `vaultlens serve` to follow the vault again."
