@@ -951,13 +951,13 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 120) -> No
 
 
 def announced(app: App, proc: subprocess.Popen[bytes]) -> str:
-    """The base URL of ``proc``'s server, once it announced itself (serve.json)."""
+    """The base URL of ``proc``'s server, once it announced itself (its runtime record)."""
     info: list[runtime.ServerInfo] = []
 
     def ready() -> bool:
         assert proc.poll() is None, "the server exited"
-        found = runtime.read(app)
-        if found is not None and found.pid == proc.pid:
+        found = runtime.record(app, proc.pid)
+        if found is not None:
             info.append(found)
         return bool(info)
 
@@ -984,7 +984,7 @@ def test_a_restarted_server_takes_the_writer_lock_over_and_sigterm_stops_a_tier_
         tmp_path / "vault",
         {f"Notes/Note {i:03d}.md": note(f"Note {i:03d}", f"Step {i} of the long plan.") for i in range(300)},
     )
-    app = App.open(vault)  # only to read serve.json, under the children's home
+    app = App.open(vault)  # only to read the runtime records, under the children's home
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     with SlowTier(delay=1.0) as tier:
         env = {
