@@ -13,10 +13,14 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from watchdog.events import (
     DirCreatedEvent,
@@ -33,10 +37,14 @@ from watchdog.events import (
 )
 
 import vaultlens
+from scripted_server import ScriptedEmbeddingServer
+from server_support import CHILD
 from vaultlens.errors import StoreError, VaultError
 from vaultlens.index import watcher
+from vaultlens.index.indexing import tier_fill
 from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.index.watcher import Batch, Coalescer, FlushReport
+from vaultlens.server import runtime
 from vaultlens.services.app import App
 from vl_support import (
     VAULTLENS_BIN,
@@ -175,9 +183,10 @@ class Running:
         backend: str,
         debounce_ms: int = DEBOUNCE_MS,
         max_wait_ms: int = 10_000,
+        overrides: dict[str, str] | None = None,
     ) -> None:
         timing = {"watch.debounce_ms": str(debounce_ms), "watch.max_wait_ms": str(max_wait_ms)}
-        self.app = open_app(vault, backend, timing, provider=rec)
+        self.app = open_app(vault, backend, {**timing, **(overrides or {})}, provider=rec)
         self.rec = rec
         self.reports: queue.Queue[FlushReport | BaseException] = queue.Queue()
         self.stop = threading.Event()
@@ -611,24 +620,28 @@ def test_events_that_keep_coming_are_due_at_the_latest_max_wait_after_the_first(
 def test_a_note_saved_every_100_ms_is_flushed_before_the_saves_stop(
     vault: Path, rec: RecordingProvider, backend: str
 ) -> None:
-    last_save = [0.0]
+    saving, gave_up = threading.Event(), threading.Event()
+    saving.set()
 
-    def save_for(seconds: float) -> None:
-        end = time.monotonic() + seconds
+    def save_until_told() -> None:  # until the first flush; a guard ends the saves if none comes
+        end = time.monotonic() + 120
         n = 0
-        while time.monotonic() < end:
+        while saving.is_set():
+            if time.monotonic() > end:
+                gave_up.set()
+                return
             n += 1
             (vault / "Garden.md").write_text(note("Garden", f"Autosave number {n}."), encoding="utf-8")
-            last_save[0] = time.time()
             time.sleep(0.1)
 
     with Running(vault, rec, backend, debounce_ms=500, max_wait_ms=1500) as w:
-        saver = threading.Thread(target=save_for, args=(4.0,), daemon=True)
+        saver = threading.Thread(target=save_until_told, daemon=True)
         saver.start()
-        first = w.next(timeout=60)
+        first = w.next(timeout=180)
+        saving.clear()
         saver.join(timeout=30)
         assert first.kind == "changes"
-        assert first.at < last_save[0], "no flush before the saves stopped: each save restarted the debounce"
+        assert not gave_up.is_set(), "no flush before the saves stopped: each save restarted the debounce"
         # and the saves end with a flush of the last version (polled: flushes take their own time)
         final = (vault / "Garden.md").read_text(encoding="utf-8").strip()
         deadline = time.monotonic() + 30
@@ -804,3 +817,261 @@ def test_a_symlink_to_the_vault_root_inside_the_vault_adds_no_notes(
     after = indexed_now(vault, backend)
     assert sorted(after) == sorted(before)
     assert not [p for p in after if p.startswith("loopd/")]
+
+
+# ---- a long quality-tier fill: edits get in between its batches, and shutdown stops it ----------------------
+
+PASSAGE = "search_document: "  # nomic-embed-text's passage prefix: what the tier's fill sends
+
+
+class GatedTier(ScriptedEmbeddingServer):
+    """The tier's server (Ollama protocol, loopback): a search's query is answered at once, each of a
+    fill's requests only when the test lets one through (``gate``), so the test decides when the fill
+    can go on and knows it has not finished."""
+
+    def __init__(self) -> None:
+        super().__init__(dims=8)
+        self.gate = threading.Semaphore(0)
+        self.fill_requests = 0
+
+    def _respond(self, handler: Any, body: Any, step: Any) -> None:
+        texts = body.get("input", []) if isinstance(body, dict) else []
+        if texts and all(t.startswith(PASSAGE) for t in texts):
+            with self._lock:
+                self.fill_requests += 1
+            assert self.gate.acquire(timeout=300), "the test never let the fill go on"
+        super()._respond(handler, body, step)
+
+    def wait_for_request(self, n: int, timeout: float = 120) -> None:
+        """Until the fill sent its ``n``-th request (it waits at the gate)."""
+        deadline = time.monotonic() + timeout
+        while self.fill_requests < n:
+            assert time.monotonic() < deadline, f"the fill sent {self.fill_requests} requests, not {n}"
+            time.sleep(0.02)
+
+
+def found(app: App, query: str) -> list[str]:
+    return [h.path for h in vaultlens.search(app, query, limit=3)]
+
+
+@pytest.mark.slow
+def test_an_edit_and_a_deletion_reach_search_between_two_batches_of_a_tier_fill(
+    vault: Path, rec: RecordingProvider, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vault was indexed without the tier; `watch` starts with one, so its startup run fills a
+    tier vector for every chunk, one text per batch here (one request each), each let through by the
+    test. While the fill waits, a note is deleted and another written: both reach search after the
+    fill's next batch, before the fill has finished (the edit's flush is reported before the startup
+    run's). Before, the flush waited for the whole fill."""
+    monkeypatch.setattr(tier_fill, "COMMIT_TEXTS", 1)
+    total = len(indexed_now(vault, backend))  # one chunk a note: one fill request a note
+    with GatedTier() as tier:
+        sets = {
+            "embedding.tier": "ollama:nomic-embed-text",
+            "embedding.tier_endpoint": tier.url,
+            "embedding.tier_timeout_s": "600",
+        }
+        w = Running(vault, rec, backend, overrides=sets)
+        w.thread.start()
+        try:
+            tier.gate.release()
+            tier.wait_for_request(2)  # the first batch is committed, the second waits: the fill is on
+            assert "Bread.md" in found(w.app, "rye sourdough in a cool kitchen")
+            (vault / "Bread.md").unlink()
+            (vault / "Otters.md").write_text(note("Otters", "Otters juggle pebbles in kelp forests."))
+            time.sleep(5 * DEBOUNCE_MS / 1000)  # the changes are due by the next batch (else the one after)
+            for sent in range(2, total):  # one more batch of the fill at a time
+                tier.gate.release()
+                tier.wait_for_request(sent + 1)  # the batch is committed and the next one was asked for
+                if "Otters.md" in found(w.app, "otters juggle pebbles") and "Bread.md" not in found(
+                    w.app, "rye sourdough in a cool kitchen"
+                ):
+                    break
+            else:
+                raise AssertionError("the edits reached search only after the fill")
+            with w.app.reading() as store:
+                have, all_texts = store.tier_coverage()
+            assert have < all_texts  # the fill waits at the gate: it has not finished
+            for _ in range(total + 10):
+                tier.gate.release()  # the rest of the fill, the new note's text included
+            reports = [w.next(timeout=120)]
+            while reports[-1].kind != "startup":
+                reports.append(w.next(timeout=120))
+            # the edits' flush was reported before the fill's run ended
+            flushes = [r.stats for r in reports[:-1] if r.kind == "changes" and r.stats is not None]
+            assert len(flushes) == len(reports) - 1 >= 1, reports
+            assert (sum(f.files_changed for f in flushes), sum(f.files_deleted for f in flushes)) == (1, 1)
+            startup = reports[-1].stats
+            assert startup is not None and startup.tier_error == ""
+            with w.app.reading() as store:
+                have, all_texts = store.tier_coverage()
+            assert have == all_texts == total  # one note gone, one new, every text filled
+        finally:
+            for _ in range(total + 10):
+                tier.gate.release()
+            w.__exit__()
+
+
+class SlowTier(ScriptedEmbeddingServer):
+    """The tier's server (OpenAI-compatible, loopback): each of a fill's requests takes ``delay``
+    seconds (a search's query none). Each process sends its own key, so requests tell who sent them."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(dims=8)
+        self.delay = delay
+        self.fill: list[tuple[float, str]] = []  # (time.monotonic() it arrived, its Authorization)
+
+    def _respond(self, handler: Any, body: Any, step: Any) -> None:
+        texts = body.get("input", []) if isinstance(body, dict) else []
+        if texts and all(t.startswith(PASSAGE) for t in texts):
+            with self._lock:
+                self.fill.append((time.monotonic(), handler.headers.get("Authorization", "")))
+            time.sleep(self.delay)
+        super()._respond(handler, body, step)
+
+    def sent_by(self, key: str, after: float = 0.0) -> int:
+        return sum(1 for at, auth in self.fill if auth == f"Bearer {key}" and at > after)
+
+
+def serve_process(vault: Path, home: Path, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-c", CHILD, "serve", "--vault", str(vault), "--port", "0"],
+            env=cli_env(home, **env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def announced(app: App, proc: subprocess.Popen[bytes]) -> str:
+    """The base URL of ``proc``'s server, once it announced itself (its runtime record)."""
+    info: list[runtime.ServerInfo] = []
+
+    def ready() -> bool:
+        assert proc.poll() is None, "the server exited"
+        found = runtime.record(app, proc.pid)
+        if found is not None:
+            info.append(found)
+        return bool(info)
+
+    wait_until(ready, f"server {proc.pid} to listen")
+    return info[0].base_url
+
+
+def sigterm(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)  # only guards against the old behaviour: a fill runs to its end first
+    except subprocess.TimeoutExpired:
+        raise AssertionError("serve did not stop within 10 s of SIGTERM during a tier fill") from None
+
+
+@pytest.mark.slow
+def test_a_restarted_server_takes_the_writer_lock_over_and_sigterm_stops_a_tier_fill(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """Issue 43 #7: serve A fills a slow tier; serve B on the same vault finds the writer lock taken,
+    says A holds it and keeps trying; SIGTERM makes A stop its fill at the next model call and exit,
+    B takes the lock over, resumes the fill, and a note written after that is found through B."""
+    vault = write_vault(
+        tmp_path / "vault",
+        {f"Notes/Note {i:03d}.md": note(f"Note {i:03d}", f"Step {i} of the long plan.") for i in range(300)},
+    )
+    app = App.open(vault)  # only to read the runtime records, under the children's home
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    with SlowTier(delay=1.0) as tier:
+        env = {
+            "VAULTLENS_EMBEDDING__PROVIDER": "fake",
+            "VAULTLENS_EMBEDDING__TIER": "openai-compatible:nomic-embed-text",
+            "VAULTLENS_EMBEDDING__TIER_ENDPOINT": tier.url,
+            "VAULTLENS_EMBEDDING__TIER_API_KEY_ENV": "TIER_KEY",
+            "VAULTLENS_WATCH__DEBOUNCE_MS": "100",
+        }
+        a = serve_process(vault, isolated_env, logs[0], {**env, "TIER_KEY": "key-a"})
+        b: subprocess.Popen[bytes] | None = None
+        try:
+            announced(app, a)
+            wait_until(lambda: tier.sent_by("key-a") >= 2, "A's tier fill")
+            b = serve_process(vault, isolated_env, logs[1], {**env, "TIER_KEY": "key-b"})
+            b_url = announced(app, b)
+
+            def b_watcher() -> dict[str, Any]:
+                return dict(httpx.get(b_url + "/v1/status", timeout=60).json()["watcher"])
+
+            wait_until(lambda: b_watcher()["state"] == "elsewhere", "B to find the lock taken")
+            waiting = b_watcher()
+            assert waiting["holder"]["pid"] == a.pid and str(a.pid) in waiting["reason"]
+            assert "takes over" in waiting["reason"]
+
+            stopped_at = time.monotonic()
+            sigterm(a)
+            # A's fill stopped at its next model call: nothing more was sent but what was on its way
+            assert tier.sent_by("key-a", after=stopped_at) <= 1
+            wait_until(lambda: b_watcher()["state"] == "watching", "B to take the lock over")
+            assert "holder" not in b_watcher()
+            wait_until(lambda: tier.sent_by("key-b") >= 2, "B to resume the fill")
+            (vault / "Otters.md").write_text(note("Otters", "Otters juggle pebbles in kelp forests."))
+
+            def otters() -> bool:
+                hits = httpx.get(
+                    b_url + "/v1/search", params={"q": "otters juggle pebbles", "limit": 1}, timeout=60
+                )
+                return hits.status_code == 200 and [h["path"] for h in hits.json()] == ["Otters.md"]
+
+            wait_until(otters, "the new note in B's search")
+            stopped_at = time.monotonic()
+            sigterm(b)  # B is still filling (300 texts, 16 to a request of a second): it stops too
+            assert tier.sent_by("key-b", after=stopped_at) <= 1
+        finally:
+            for proc in (a, b):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    for log in logs:
+        text = log.read_text(encoding="utf-8", errors="replace")
+        assert "Traceback" not in text, text
+    assert f"PID {a.pid}" in logs[1].read_text(encoding="utf-8")  # B said who held the lock
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_watch_during_a_tier_fill_like_any_other_time(
+    tmp_path: Path, isolated_env: Path, sig: signal.Signals
+) -> None:
+    """Ctrl-C (or SIGTERM) while `watch --json` fills a slow tier after its first reconcile: the fill
+    stops at once, and watch says it stopped as it does when idle (exit 0, ``stopped``); it was a
+    ``fatal`` ``cancelled`` error with exit 130."""
+    vault = write_vault(tmp_path / "vault", {f"N{i:03d}.md": note(f"N{i}", f"Step {i}.") for i in range(300)})
+    with SlowTier(delay=1.0) as tier:
+        env = {
+            "VAULTLENS_EMBEDDING__PROVIDER": "fake",
+            "VAULTLENS_EMBEDDING__TIER": "ollama:nomic-embed-text",
+            "VAULTLENS_EMBEDDING__TIER_ENDPOINT": tier.url,
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, "watch", "--json", "--vault", str(vault)],
+            env=cli_env(isolated_env, **env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_until(lambda: len(tier.fill) >= 2, "the tier fill")
+            stopped_at = time.monotonic()
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert sum(1 for at, _ in tier.fill if at > stopped_at) <= 1  # nothing sent after the signal
+    assert proc.returncode == 0, err
+    assert [json.loads(line)["kind"] for line in out.splitlines()] == ["stopped"]
+    assert "Stopped watching" in err and "Traceback" not in err

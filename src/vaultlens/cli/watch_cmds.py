@@ -113,6 +113,9 @@ def _watch(vault: VaultOpt, set_: SetOpt, json_: bool, yes: bool) -> None:
             startup.close()
             if json_:
                 _emit({"kind": "stopped", "time": time.time()})
-            console.print("Stopped watching; the index is up to date with the last flush.")
+            console.print(
+                "Stopped watching; every finished batch is saved (a tier fill stopped part-way "
+                "goes on at the next `watch` or `index`)."
+            )
         finally:
             app.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -23,17 +24,31 @@ from vaultlens.errors import IndexLocked, StoreError, translated_errors
 LOCK_NAME = "writer.lock"
 
 
-def _holder(fd: int) -> str:
-    """ "PID n (its command)" as the current holder wrote it, or "unknown" (not written yet, unreadable)."""
+@dataclass(frozen=True, slots=True)
+class LockHolder:
+    """Who holds a writer lock, as the holder wrote it into the lock file."""
+
+    pid: int
+    command: str = ""
+
+    def __str__(self) -> str:
+        return f"PID {self.pid}" + (f": {self.command}" if self.command else "")
+
+    def as_dict(self) -> dict[str, int | str]:
+        return {"pid": self.pid, "command": self.command}
+
+
+def _holder(fd: int) -> LockHolder | None:
+    """The current holder as it wrote itself, or None (not written yet, unreadable)."""
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         raw = os.read(fd, 4096)
     except OSError:
-        return "unknown"
+        return None
     pid, _, command = raw.decode("utf-8", "replace").strip().partition("\n")
-    if not pid:
-        return "unknown"
-    return f"PID {pid}" + (f": {command.strip()}" if command.strip() else "")
+    if not pid.strip().isdigit():
+        return None
+    return LockHolder(int(pid), command.strip())
 
 
 def _me() -> bytes:
@@ -65,6 +80,17 @@ class WriterLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    def holder(self) -> LockHolder | None:
+        """Who holds the lock now, as it wrote itself (None: nobody, or not written yet, or unreadable)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            return _holder(fd)
+        finally:
+            os.close(fd)
+
     def busy(self) -> bool:
         """True when another holder has the lock right now (probes without keeping it)."""
         try:
@@ -86,7 +112,7 @@ class WriterLock:
             holder = _holder(fd)
             os.close(fd)
             raise IndexLocked(
-                f"Another vaultlens process ({holder}) is writing {self.what}.",
+                f"Another vaultlens process ({holder or 'unknown'}) is writing {self.what}.",
                 hint="Wait for it to finish or stop it; searches keep working meanwhile.",
             ) from None
         except LockException as exc:

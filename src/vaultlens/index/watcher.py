@@ -8,7 +8,9 @@ under the new one found). When events may have been lost (kernel queue overflow,
 observer thread, a failed flush) the watcher does a full reconcile instead of guessing.
 
 A batch is flushed after ``debounce`` of quiet, or at the latest ``max_wait`` after its first
-event, so a note saved again and again (an editor's autosave) still reaches the index.
+event, so a note saved again and again (an editor's autosave) still reaches the index. A quality
+tier fill (minutes on a large vault) lets a due batch in between two of its batches, so edits and
+deletions never wait for the whole fill; setting the stop event ends a fill at its next model call.
 
 Symlinked folders are not followed (each would be watched, and reported, a second time; a link
 to an enclosing folder would be followed without end). The vault folder itself is checked every
@@ -215,6 +217,15 @@ class Coalescer:
         due = self._last + debounce_s
         return due if max_wait_s is None else min(due, self._first + max_wait_s)
 
+    def ready(self, debounce_s: float, max_wait_s: float | None = None) -> Batch | None:
+        """The pending batch if it is :meth:`due` now and needs no full reconcile (None otherwise,
+        and nothing is drained): what a flush between two batches of a tier fill may take."""
+        with self._lock:
+            due = self._due(debounce_s, max_wait_s)
+            if due is None or self._full or self._clock() < due:
+                return None
+            return self._drain()
+
     def wait(
         self,
         debounce_s: float,
@@ -388,33 +399,68 @@ class Watcher:
         self._identity: tuple[int, int] | None = None
 
     def run(self, stop: threading.Event) -> None:
+        """Watch until ``stop`` is set (a fill or a run in progress then ends at its next batch)."""
         self._identity = root_identity(self.indexer.vault)
         if self._identity is None:
             raise vault_moved(self.indexer.vault)
+        self.indexer.stop = stop
+        self.indexer.between_batches = lambda: self._between(stop)
+        try:
+            self._run(stop)
+        except Cancelled:
+            if not stop.is_set():
+                raise
+        finally:
+            self.indexer.stop = self.indexer.between_batches = None
+
+    def _run(self, stop: threading.Event) -> None:
         with VaultObserver(self.indexer.vault, self.coalescer) as observer:
             self.on_flush(FlushReport("startup", time.time(), self.indexer.run()))
             if not self.progress_in_flushes:
                 self.indexer.progress = NoProgress()  # a terminal shows bars for the startup run only
             while not stop.is_set():
                 self.check_root()
-                if not observer.healthy():
-                    try:
-                        observer.restart()
-                    except OSError:
-                        self.check_root()  # the folder went away in between: say so
-                        raise
-                    self.coalescer.request_full("the file watcher stopped and was restarted")
+                self._check_observer(observer)
                 batch = self.coalescer.wait(self.debounce_s, stop, max_wait_s=self.max_wait_s)
                 if batch:
                     self.check_root()  # events from a moved folder must not touch the old path
                     self._flush(batch, stop)
+
+    def _check_observer(self, observer: VaultObserver) -> None:
+        """Restart a dead observer; the events it missed are found by a full reconcile."""
+        if not observer.healthy():
+            try:
+                observer.restart()
+            except OSError:
+                self.check_root()  # the folder went away in between: say so
+                raise
+            self.coalescer.request_full("the file watcher stopped and was restarted")
+
+    def _between(self, stop: threading.Event) -> None:
+        """Between two batches of a tier fill: flush the changes that are due, so an edit or a
+        deletion reaches search after one batch, however long the fill. The fill takes the new
+        texts itself; a full reconcile waits for the fill's end."""
+        if stop.is_set():
+            return  # the fill checks ``stop`` itself
+        self.check_root()
+        batch = self.coalescer.ready(self.debounce_s, self.max_wait_s)
+        if not batch:
+            return
+        # the fill's progress stays on screen (and on the page): this flush shows none
+        progress, self.indexer.progress = self.indexer.progress, NoProgress()
+        try:
+            self._flush(batch, stop, retry_wait=False)
+        finally:
+            self.indexer.progress = progress
 
     def check_root(self) -> None:
         """Raise VaultError when the vault folder is no longer the one being watched."""
         if self.coalescer.root_deleted or root_identity(self.indexer.vault) != self._identity:
             raise vault_moved(self.indexer.vault)
 
-    def _flush(self, batch: Batch, stop: threading.Event) -> None:
+    def _flush(self, batch: Batch, stop: threading.Event, retry_wait: bool = True) -> None:
+        """Apply one batch and report it. A failure is reported and turned into a full reconcile,
+        after a growing wait (``retry_wait``; a flush inside a fill leaves the wait to the loop)."""
         try:
             if batch.full:
                 report = FlushReport("reconcile", time.time(), self.indexer.run(), batch.full)
@@ -428,7 +474,7 @@ class Watcher:
             # (a full disk or a locked database is a reason to wait, never to stop watching)
             error = translate_error(exc)
             self._failures += 1
-            wait = min(MAX_RETRY_S, 2.0**self._failures)
+            wait = min(MAX_RETRY_S, 2.0**self._failures) if retry_wait else 0.0
             self.on_flush(FlushReport("error", time.time(), reason=str(error), retry_s=wait))
             stop.wait(wait)
             self.coalescer.request_full(f"retry after: {error.message}")

@@ -3,8 +3,11 @@
 The model is loaded once, before the first request, and the watcher (the index's one writer)
 runs in a thread of the same process, so searches see a current index without a second
 process or a second copy of the model. When another process already holds the writer lock
-(a ``vaultlens watch`` in a terminal), the server says so and serves without its own watcher:
-that process keeps the index current.
+(a ``vaultlens watch`` in a terminal, or a server still shutting down), the server says who
+holds it, serves meanwhile, and tries the lock again every second: its watcher takes over as
+soon as the other process lets go. SIGTERM or Ctrl-C stops the watcher at once, a tier fill
+included (at its next model call: the fill resumes on the next start), while uvicorn closes
+the connections.
 
 The socket is bound before anything else starts, so a port in use fails at once with a clear
 error; ``port=0`` takes a free port (tests), and the runtime file names the real one.
@@ -20,7 +23,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from types import FrameType
+from typing import Any, Literal
 
 import anyio.to_thread
 import uvicorn
@@ -29,6 +33,7 @@ from starlette.types import ASGIApp
 
 from vaultlens.embedding.blas import answer_queries
 from vaultlens.errors import TRANSLATED, ConfigError, IndexLocked, VaultlensError, translate_error
+from vaultlens.index.lock import LockHolder
 from vaultlens.index.watcher import FlushReport, VaultMoved, root_identity
 from vaultlens.server import runtime
 from vaultlens.server.api import create_api
@@ -43,6 +48,12 @@ Say = Callable[[str], None]
 
 # How often a stopped watcher looks whether the vault folder it watched is back at its path.
 VAULT_POLL_S = 1.0
+# How often a watcher that found the writer lock taken tries it again.
+LOCK_POLL_S = 1.0
+# How long shutdown waits for the watcher: it stops at its next batch or model call, and one still
+# waiting for a tier's server is left to the process's exit (its batch was not committed: the next
+# start resumes; the store stays open for its lease).
+STOP_WAIT_S = 5.0
 
 # Worker threads for route handlers and MCP tools (anyio's default is 40). A search is CPU-bound
 # (the query's embedding, one matrix product), so more threads than cores only queue inside
@@ -109,6 +120,19 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, which also tells the watcher to stop the moment a signal asks it to exit
+    (uvicorn's lifespan shutdown comes only after the open connections were drained)."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
+
+
 @dataclass
 class Companion:
     """``vaultlens serve`` for one App: start it in the foreground (:meth:`run`) or in a thread."""
@@ -131,9 +155,11 @@ class Companion:
     bound_host: str = ""
     bound_port: int = 0
     # what keeps the index current: "off" (--no-watch), "watching", "elsewhere" (another process
-    # writes the index) or "stopped" (with ``watcher_reason``): the index no longer follows the vault
+    # holds the writer lock, ``watcher_holder``; this one takes over when it is free) or "stopped"
+    # (with ``watcher_reason``): the index no longer follows the vault
     watcher_state: str = "off"
     watcher_reason: str | None = None
+    watcher_holder: LockHolder | None = None
 
     def prepare(self) -> uvicorn.Server:
         """Check the bind, bind the socket, load the model; the returned server is ready to run."""
@@ -150,7 +176,7 @@ class Companion:
         config = uvicorn.Config(
             asgi, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
         )
-        server = uvicorn.Server(config)
+        server = _Server(config, self._stop_watch.set)
         self._server = server
         self._socket = sock
         return server
@@ -177,6 +203,7 @@ class Companion:
         return self
 
     def stop(self) -> None:
+        self._stop_watch.set()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
@@ -188,7 +215,13 @@ class Companion:
 
     # ---- lifespan: the watcher and the runtime file live exactly as long as the server ----------
     def _watcher_info(self) -> dict[str, Any]:
-        return {"state": self.watcher_state, "reason": self.watcher_reason}
+        """``state`` and ``reason``; while another process holds the writer lock (``elsewhere``), also
+        ``holder``: its ``pid`` and ``command`` as it wrote them into the lock file (None if unknown)."""
+        info: dict[str, Any] = {"state": self.watcher_state, "reason": self.watcher_reason}
+        if self.watcher_state == "elsewhere":
+            holder = self.watcher_holder
+            info["holder"] = None if holder is None else holder.as_dict()
+        return info
 
     def _started(self) -> None:
         if self.watch:
@@ -215,35 +248,46 @@ class Companion:
         runtime.withdraw(self.app, os.getpid())
         self._stop_watch.set()
         if self._watcher is not None:
-            self._watcher.join(30)
+            self._watcher.join(STOP_WAIT_S)
 
     def _watch(self) -> None:
-        """Run the watcher; when the vault folder moved away, wait for that same folder to come back
-        and watch again (its reconcile catches up). Another folder at the path stays unwatched: it
-        may be another vault, and following it would swap the whole index (see ``Watcher``)."""
+        """Run the watcher; while another process holds the writer lock, try it again every
+        second. When the vault folder moved away, wait for that same folder to come back and watch
+        again (its reconcile catches up). Another folder at the path stays unwatched: it may be
+        another vault, and following it would swap the whole index (see ``Watcher``)."""
         watched = root_identity(self.app.vault)
-        while self._watch_once() and watched is not None:
+        while not self._stop_watch.is_set():
+            ended = self._watch_once()
+            if ended == "locked":
+                self._stop_watch.wait(LOCK_POLL_S)
+                continue
+            if ended != "moved" or watched is None:
+                return
             while root_identity(self.app.vault) != watched:
                 if self._stop_watch.wait(VAULT_POLL_S):
                     return
             self.say(f"The vault folder {self.app.vault} is back; watching it again.")
 
-    def _watch_once(self) -> bool:
-        """Watch until stopped; True when it ended because the vault folder moved away."""
+    def _watch_once(self) -> Literal["locked", "moved", "ended"]:
+        """Watch until stopped: "locked" when another process holds the writer lock, "moved" when
+        the vault folder moved away, "ended" otherwise (stopped, or the watcher failed)."""
 
         def flushed(report: FlushReport) -> None:
             self.hub.publish("flush", report.as_dict())
             if self.on_flush is not None:
                 self.on_flush(report)
 
-        self.watcher_state, self.watcher_reason = "watching", None
         try:
+            if self.app.home.writer_lock().busy():  # probed first: "watching" is said only once it can be
+                self._waiting()
+                return "locked"
+            self._watching()
             watch_service(
                 self.app, flushed, self._stop_watch, self.hub, consent=self.consent, progress_in_flushes=True
             )
         except IndexLocked:
-            self.watcher_state = "elsewhere"
-            self.say("Another process (e.g. `vaultlens watch`) is writing this index; it keeps it current.")
+            self._waiting()
+            return "locked"
         except VaultMoved:
             self.watcher_reason = (
                 f"The vault folder {self.app.vault} was moved or deleted; the watcher restarts when "
@@ -251,14 +295,35 @@ class Companion:
             )
             self.watcher_state = "stopped"
             self.say(f"The watcher stopped: {self.watcher_reason}")
-            return True
+            return "moved"
         except VaultlensError as exc:
             self._watcher_stopped(exc.message)
             self.say(f"The watcher stopped: {exc.message} Searches keep answering from the index as it is.")
         except TRANSLATED as exc:
             self._watcher_stopped(translate_error(exc).message)
             self.say(f"The watcher stopped: {translate_error(exc).message}")
-        return False
+        return "ended"
+
+    def _watching(self) -> None:
+        if self.watcher_state == "elsewhere":
+            self.say("The writer lock is free: this server's watcher keeps the index current now.")
+        self.watcher_state, self.watcher_reason, self.watcher_holder = "watching", None, None
+
+    def _waiting(self) -> None:
+        """Say who holds the writer lock (once per holder); the watcher tries it again shortly."""
+        holder = self.app.home.writer_lock().holder()
+        if self.watcher_state == "elsewhere" and holder == self.watcher_holder:
+            return
+        who = "an unknown process" if holder is None else f"PID {holder.pid}"
+        if holder is not None and holder.command:
+            who += f" ({holder.command})"
+        self.watcher_state, self.watcher_holder = "elsewhere", holder
+        self.watcher_reason = (
+            f"The writer lock is held by {who}; this server's watcher takes over as soon as it is released."
+        )
+        self.say(
+            f"Another process ({who}) is writing this index; this server watches the vault once it lets go."
+        )
 
     def _watcher_stopped(self, why: str) -> None:
         self.watcher_reason = f"{why} Restart `vaultlens serve` to follow the vault again."

@@ -25,7 +25,7 @@ def watcher_html(info: dict[str, Any] | None) -> str:
         return tag("p", "This server runs no watcher.", id="watcher", data_state="off")
     words = {
         "watching": "Watching the vault: the index follows every change.",
-        "elsewhere": "Another process (vaultlens watch) keeps the index current.",
+        "elsewhere": "Another process writes the index; this server waits for the writer lock.",
         "off": "Not watching (--no-watch): the index changes only when you run vaultlens index.",
         "stopped": "The watcher stopped: the index no longer follows the vault.",
     }

@@ -18,8 +18,9 @@ deleted first.
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -148,6 +149,11 @@ class Indexer:
         self.provider = provider
         self.tier = tier  # the optional quality tier for this store, filled after each run and sync
         self._in_tier = False  # the run reached the tier phase (what Ctrl-C stopped)
+        self._filling = False  # a tier fill is in progress: a sync it lets in leaves the tier to it
+        # set by a watcher: ``stop`` ends a run or a fill at its next batch (Cancelled), and
+        # ``between_batches`` flushes pending changes between two batches of a fill
+        self.stop: threading.Event | None = None
+        self.between_batches: Callable[[], None] | None = None
         self._tier_failed: tuple[float, str] | None = None  # when and why the tier's server last failed
         self.settings = settings
         self.progress = progress or NoProgress()
@@ -166,9 +172,11 @@ class Indexer:
         stats = RunStats()
         try:
             self._run(stats)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Cancelled) as exc:
             stats.seconds = round(time.monotonic() - started, 3)
             self.store.finish_run(run_id, "cancelled", stats.as_dict())
+            if isinstance(exc, KeyboardInterrupt) and self.stop is not None:
+                raise  # a watcher's run: Ctrl-C stops the watcher, whatever it was doing
             done = (
                 f"The index is up to date; the quality tier stopped after {stats.tier_embedded} new "
                 "vectors, which are saved (search uses them already)."
@@ -250,21 +258,24 @@ class Indexer:
         return EmbedAhead(self.provider, fresh.wanted, ahead=4 * COMMIT_CHUNKS), fresh
 
     def _fill_tier(self, stats: RunStats) -> None:
+        if self._filling:  # a flush between two batches of a fill: the fill takes its new texts
+            return
         tier = None if self.tier is None else self.tier(self.store)
         if tier is None:
             return
         if self._tier_failed and time.monotonic() - self._tier_failed[0] < TIER_PAUSE_S:
             stats.tier_error = self._tier_failed[1]  # a watch flush does not wait for its retries again
             return
-        self._in_tier = True
+        self._in_tier = self._filling = True
         started = time.monotonic()
         try:
-            fill_tier(self.store, tier, self.progress, stats)
+            fill_tier(self.store, tier, self.progress, stats, self.between_batches, self.stop)
             self._tier_failed = None
         except ProviderError as exc:  # the tier's server is down or slow: the index itself is complete
             stats.tier_error = exc.message
             self._tier_failed = (time.monotonic(), exc.message)
         finally:  # kept apart, so the main model's measured rate (rebuild estimates) stays its own
+            self._filling = False
             stats.tier_seconds = round(time.monotonic() - started, 3)
 
     @staticmethod
@@ -504,6 +515,8 @@ class Indexer:
         self.progress.phase("Embedding chunks", todo)
         done: set[str] = set()
         for batch in self._batches(pending):
+            if self.stop is not None and self.stop.is_set():
+                raise Cancelled("Indexing stopped.")  # every committed batch is kept
             texts = {h: t for p in batch for h, t in p.embed.items() if h not in known and h not in done}
             if ahead is None:
                 vectors = self._embed(texts, _Freshness(self.vault, batch))

@@ -14,6 +14,7 @@ here and the new tier is filled.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from vaultlens.chunking.chunker import Chunk
 from vaultlens.chunking.scripts import ScriptMix, script_mix
 from vaultlens.embedding.base import Vectors
 from vaultlens.embedding.tiers.base import TierProvider
+from vaultlens.errors import Cancelled
 from vaultlens.index.indexing.texts import embed_text
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import Store, space_matches
@@ -59,9 +61,22 @@ def stored_scripts(store: Store) -> ScriptMix | None:
     return None if raw is None else ScriptMix(**json.loads(raw))
 
 
-def fill_tier(store: Store, tier: TierProvider, progress: Progress, stats: RunStats) -> None:
+def fill_tier(
+    store: Store,
+    tier: TierProvider,
+    progress: Progress,
+    stats: RunStats,
+    between: Callable[[], None] | None = None,
+    stop: threading.Event | None = None,
+) -> None:
     """Embed with ``tier`` every chunk text that has no tier vector yet, counting each committed
-    batch in ``stats.tier_embedded`` (so a run stopped part-way says what it kept)."""
+    batch in ``stats.tier_embedded`` (so a run stopped part-way says what it kept).
+
+    ``between`` runs before each batch, while nothing of the fill is in flight: the watcher flushes
+    the changes that came meanwhile there, so an edit or a deletion waits for one batch, not for the
+    fill (the batches after it take the new chunks' texts too). ``stop`` is checked before every
+    call to the model: once it is set the fill ends with :class:`Cancelled`, losing at most the
+    batch in flight (the next run resumes)."""
     stored = store.tier_space
     if stored is not None and not space_matches(stored, tier.space):
         store.drop_tier()
@@ -70,11 +85,18 @@ def fill_tier(store: Store, tier: TierProvider, progress: Progress, stats: RunSt
         return
     # the main pass is committed: search answers now, and Ctrl-C keeps every finished batch
     progress.phase("Quality tier (search already works)", total - have)
-    while rows := store.tier_missing(COMMIT_TEXTS):
+    while True:
+        if between is not None:
+            between()
+        rows = store.tier_missing(COMMIT_TEXTS)
+        if not rows:
+            return
         hashes = [h for h, _, _ in rows]
         texts = [embed_text(title, chunk) for _, title, chunk in rows]
         vectors: dict[str, Vectors] = {}
         for i in range(0, len(texts), max(1, tier.batch_size)):
+            if stop is not None and stop.is_set():
+                raise Cancelled(f"The quality tier stopped after {stats.tier_embedded} new vectors.")
             part = slice(i, i + tier.batch_size)
             vectors.update(zip(hashes[part], tier.embed(texts[part]), strict=True))
             progress.advance(len(texts[part]))

@@ -8,7 +8,7 @@
   const flushes = document.getElementById("flushes");
   const words = {
     watching: "Watching the vault: the index follows every change.",
-    elsewhere: "Another process (vaultlens watch) keeps the index current.",
+    elsewhere: "Another process writes the index; this server waits for the writer lock.",
     off: "Not watching: the index changes only when you run vaultlens index.",
     stopped: "The watcher stopped: the index no longer follows the vault.",
   };
