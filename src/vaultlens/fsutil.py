@@ -45,7 +45,13 @@ def open_folder(root: Path, parts: Sequence[str], create: bool = False) -> int:
     before it with ``O_NOFOLLOW`` (``create``: missing folders are made on the way), so a folder
     swapped for a symbolic link after a path was checked is an ``OSError`` (``ELOOP`` /
     ``ENOTDIR``), never a way out. ``root`` itself is opened as given (a resolved path)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    # getattr: the names exist on POSIX only (tests/test_lock.py keeps the import path portable)
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_DIRECTORY", 0)
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
     fd = os.open(root, flags)
     try:
         for part in parts:
