@@ -96,6 +96,47 @@ def test_eval_queries_groups_by_direction_language_and_half(tmp_path: Path, use_
     assert "hit@5 1.000" in line and "hit@5 h1 1.000" in line and "hit@5 h2 1.000" in line
 
 
+def test_eval_queries_reads_one_split_and_says_which_lines_lack_one(
+    tmp_path: Path, use_provider: object
+) -> None:
+    root = tmp_path / "data"
+    write_vault(
+        root / "vaults" / "mini",
+        {
+            "bread.md": "# Rye\n\nFeed the rye starter every morning and keep it warm.\n",
+            "train.md": "# Night trains\n\nThe sleeper train to Vienna leaves at nine.\n",
+            "cache.md": "# Browser caching\n\nCache-Control max-age lets the browser reuse scripts.\n",
+        },
+    )
+    rows = [
+        {"vault": "vaults/mini", "lang": "en", "query": "feeding the rye starter", "relevant": ["bread.md"],
+         "split": "tune"},
+        {"vault": "vaults/mini", "lang": "en", "query": "sleeper to Vienna", "relevant": ["train.md"],
+         "split": "held"},
+        {"vault": "vaults/mini", "lang": "en", "query": "browser reuse scripts", "relevant": ["cache.md"],
+         "split": "held"},
+    ]  # fmt: skip
+    qfile = root / "eval" / "queries.jsonl"
+    qfile.parent.mkdir(parents=True)
+    qfile.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    held = run_cli(["eval", "queries", str(qfile), "--split", "held", "--json"])
+    assert held.exit_code == 0, held.output
+    groups = {g["group"]: g for g in json.loads(held.stdout)}
+    assert groups["all"]["n"] == 2 and groups["mini en→en"]["n"] == 2  # the tune line is left out
+    assert groups["all"]["metrics"]["hit@3"] == 1.0
+    tune = run_cli(["eval", "queries", str(qfile), "--split", "tune", "--json"])
+    assert {g["group"]: g["n"] for g in json.loads(tune.stdout)}["all"] == 1
+
+    wrong = run_cli(["eval", "queries", str(qfile), "--split", "test"])
+    assert wrong.exit_code == 2 and _said("Unknown split 'test'", wrong.stderr)
+    del rows[1]["split"]
+    qfile.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    unmarked = run_cli(["eval", "queries", str(qfile), "--split", "held"])
+    assert unmarked.exit_code == 2 and _said('queries.jsonl:2: no "split" of tune, held', unmarked.stderr)
+    assert "Traceback" not in unmarked.output
+
+
 def test_a_query_direction_is_named_query_language_to_note_language() -> None:
     from vaultlens.services.evaluation import note_language, vault_label
 
@@ -108,6 +149,7 @@ def test_a_query_direction_is_named_query_language_to_note_language() -> None:
     assert (
         vault_label("vaults/fastapi-docs/ru") == "fastapi-docs" and vault_label("vaults/ru-wiki") == "ru-wiki"
     )
+    assert vault_label("personal/vault") == "personal" and vault_label("../examples/vault") == "examples"
 
 
 def test_eval_on_a_folder_that_is_not_beir_is_a_clear_error(tmp_path: Path) -> None:

@@ -319,17 +319,23 @@ def eval_queries(
     file: Annotated[
         Path, typer.Argument(help="queries.jsonl with vault, query, relevant, lang, cross_lingual.")
     ],
+    split: Annotated[
+        str | None,
+        typer.Option("--split", help="Only the lines whose split field is this: tune or held."),
+    ] = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
     yes: YesOpt = False,
 ) -> None:
-    """hit@1, hit@5 and MRR on a labelled query file, per vault, language and cross-lingual flag."""
+    """hit@1, hit@3, hit@5 and MRR on a labelled query file, per vault, language and cross-lingual flag."""
     from vaultlens.services.verbs import inspecting
 
     overrides = parse_overrides(set_)
     with render.RichProgress() as progress:
         scores = confirmed(
-            lambda grant: inspecting.eval_queries(file, overrides, progress, grant is not None), yes, json_
+            lambda grant: inspecting.eval_queries(file, overrides, progress, grant is not None, split),
+            yes,
+            json_,
         )
     _print_scores(scores, json_)
 

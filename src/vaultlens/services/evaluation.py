@@ -1,5 +1,5 @@
 """Retrieval quality on labelled data: a BEIR folder (nDCG@10, Recall@100, MRR@10) and
-vault query sets in ``eval/queries.jsonl`` form (hit@1, hit@5, MRR), broken down by group.
+vault query sets in ``eval/queries.jsonl`` form (hit@1, hit@3, hit@5, MRR), broken down by group.
 
 Both run the same ``find`` the CLI runs, with the user's settings, so a number here is
 what a user gets.
@@ -179,9 +179,11 @@ def note_language(query: dict[str, object]) -> str:
 
 
 def vault_label(vault: str) -> str:
-    """A vault's name in group labels, without a trailing language folder (the direction says it)."""
+    """A vault's name in group labels, without a trailing language folder (the direction says it)
+    or a trailing ``vault`` folder (``personal/vault`` is the personal set's)."""
     path = Path(vault)
-    return path.parent.name if path.name in _OTHER_LANGUAGE and path.parent.name else path.name
+    generic = path.name in _OTHER_LANGUAGE or path.name == "vault"
+    return path.parent.name if generic and path.parent.name not in ("", "..") else path.name
 
 
 class LabelledQuery(NamedTuple):
@@ -203,14 +205,33 @@ def _labelled_query(path: Path, n: int, q: dict[str, object]) -> LabelledQuery:
     return LabelledQuery(vault, query, lang, relevant, q)
 
 
-def eval_queries(queries_file: Path, open_vault: OpenVault) -> list[GroupScore]:
-    """hit@1, hit@5 and MRR per vault and direction (query language → note language), per query
-    language, per half of the file (odd and even lines) and overall, each group with its hit@5 on
-    either half; vault paths are relative to the file's parent's parent."""
+SPLITS = ("tune", "held")
+
+
+def _in_split(path: Path, items: list[tuple[int, LabelledQuery]], split: str) -> list[LabelledQuery]:
+    """The queries of one split (a line's ``split`` field): tuned on, or held out for reading."""
+    if split not in SPLITS:
+        raise InvalidInput(f"Unknown split {split!r}.", hint=f"Choose one of {', '.join(SPLITS)}.")
+    if unmarked := [n for n, q in items if q.fields.get("split") not in SPLITS]:
+        raise InvalidInput(
+            f'{path}:{unmarked[0]}: no "split" of {", ".join(SPLITS)} on this line '
+            f"({len(unmarked)} such lines), so --split {split} cannot choose its queries."
+        )
+    return [q for _, q in items if q.fields["split"] == split]
+
+
+def eval_queries(queries_file: Path, open_vault: OpenVault, split: str | None = None) -> list[GroupScore]:
+    """hit@1, hit@3, hit@5 and MRR per vault and direction (query language → note language), per
+    query language, per half of the file (odd and even lines) and overall, each group with its
+    hit@5 on either half; with ``split``, only the lines of that split (``tune`` or ``held``).
+    Vault paths are relative to the file's parent's parent."""
     base = queries_file.resolve().parent.parent
-    items = [_labelled_query(queries_file, n, q) for n, q in read_jsonl(queries_file, "a queries file")]
+    numbered = [
+        (n, _labelled_query(queries_file, n, q)) for n, q in read_jsonl(queries_file, "a queries file")
+    ]
+    items = _in_split(queries_file, numbered, split) if split else [q for _, q in numbered]
     if not items:
-        raise InvalidInput(f"{queries_file} holds no queries.")
+        raise InvalidInput(f"{queries_file} holds no queries{f' in the {split} split' if split else ''}.")
     for vault in dict.fromkeys(q.vault for q in items):
         if not (base / vault).is_dir():
             raise InvalidInput(
@@ -227,6 +248,7 @@ def eval_queries(queries_file: Path, open_vault: OpenVault) -> list[GroupScore]:
         ranked = [h.path for h in hits]
         row = {
             "hit@1": float(bool(set(ranked[:1]) & set(q.relevant))),
+            "hit@3": float(bool(set(ranked[:3]) & set(q.relevant))),
             "hit@5": float(bool(set(ranked[:5]) & set(q.relevant))),
             "mrr": rr_at(ranked, q.relevant),
             _POSITION: position,

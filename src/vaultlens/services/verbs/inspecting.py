@@ -81,6 +81,8 @@ def eval_queries(
     overrides: dict[str, str] | None = None,
     progress: Progress | None = None,
     consent: bool = False,
+    split: str | None = None,
 ) -> list[GroupScore]:
-    """hit@1, hit@5 and MRR on a labelled query file, per vault, direction, language and half."""
-    return evaluation.eval_queries(file, _open_vault(overrides, progress, consent))
+    """hit@1, hit@3, hit@5 and MRR on a labelled query file, per vault, direction, language and
+    half; with ``split``, only that split's lines (tune or held)."""
+    return evaluation.eval_queries(file, _open_vault(overrides, progress, consent), split)
