@@ -5,8 +5,10 @@
     PYTHONPATH=src python eval/quality.py --write              # also write each set's recorded.json
     PYTHONPATH=src python eval/quality.py --set personal --config off
 
-Each set is a ``queries.jsonl`` in ``eval/<set>/`` (the ``eval queries`` form plus a ``split``
-field); its vault is indexed under a fresh ``VAULTLENS_HOME`` with the default settings and no user
+Each set is a queries file in the ``eval queries`` form plus a ``split`` field: ``personal`` and
+``examples`` in ``eval/<set>/``, ``shared`` the ru-wiki and kepano set in ``../shared/eval/`` (its
+lines have no split: the 1st, 3rd, ... line is tune, as ``eval queries`` reads "half 1"). Its
+figures go to ``eval/<set>/recorded.json``. Each vault is indexed under a fresh ``VAULTLENS_HOME`` with the default settings and no user
 config, once per configuration (``auto``: the defaults, ``embedding.tier = auto``; ``off``:
 ``embedding.tier = off``), and each query is searched as ``vaultlens eval queries`` searches it.
 The figures are hit counts (hit@1, hit@3, hit@5) and MRR per split (tune, held, all) and group
@@ -28,7 +30,12 @@ from pathlib import Path
 from typing import Any
 
 EVAL = Path(__file__).resolve().parent
-SETS = ("personal", "examples")
+QUERIES = {
+    "personal": EVAL / "personal" / "queries.jsonl",
+    "examples": EVAL / "examples" / "queries.jsonl",
+    "shared": EVAL.parent.parent / "shared" / "eval" / "queries.jsonl",
+}
+SETS = tuple(QUERIES)
 CONFIGS: dict[str, dict[str, str]] = {"auto": {"embedding.tier": "auto"}, "off": {"embedding.tier": "off"}}
 GROUPS = ("en→en", "ru→ru", "en→ru", "ru→en", "all")
 SPLITS = ("tune", "held", "all")
@@ -36,8 +43,10 @@ DEPTH = 20  # notes a query asks for, as `eval queries` does
 
 
 def queries_of(name: str) -> tuple[Path, list[dict[str, Any]]]:
-    path = EVAL / name / "queries.jsonl"
+    path = QUERIES[name]
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for position, q in enumerate(rows):
+        q.setdefault("split", "held" if position % 2 else "tune")
     return path, rows
 
 
@@ -122,13 +131,13 @@ def main() -> int:
     parser.add_argument("--config", dest="configs", action="append", choices=list(CONFIGS))
     parser.add_argument("--write", action="store_true", help="write eval/<set>/recorded.json")
     args = parser.parse_args()
-    for name in args.sets or SETS:
+    for name in args.sets or [s for s in SETS if QUERIES[s].is_file()]:
         record: dict[str, Any] = {
             "what": "search quality on this set: hits counts and n per configuration, split and group",
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "commit": main_commit(),
             "command": f"PYTHONPATH=src python eval/quality.py --set {name} --write",
-            "queries": f"eval/{name}/queries.jsonl",
+            "queries": os.path.relpath(QUERIES[name], EVAL.parent),
             "configs": {},
         }
         for config in args.configs or list(CONFIGS):
@@ -139,6 +148,7 @@ def main() -> int:
             record["configs"][config] = {"overrides": CONFIGS[config], "splits": figs, "ranks": found}
         if args.write:
             out = EVAL / name / "recorded.json"
+            out.parent.mkdir(exist_ok=True)
             if out.exists() and (args.configs or args.sets):  # keep the configurations not re-run
                 kept = json.loads(out.read_text(encoding="utf-8"))["configs"]
                 record["configs"] = {**kept, **record["configs"]}
