@@ -41,8 +41,8 @@ demo: $(BIN)/.installed  ## index the sample vault in examples/ and search it
 	done
 
 check: $(BIN)/.installed  ## lint and type-check, changing nothing
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench eval
+	$(BIN)/ruff format --check src tests bench eval
 	$(BIN)/mypy
 
 test: check $(BIN)/.chromium postgres  ## the whole suite (what CI runs), slow tests included, on both store backends
@@ -52,8 +52,8 @@ test-fast: $(BIN)/.installed $(BIN)/.chromium  ## the quick loop while editing: 
 	$(BIN)/python -m pytest -q -m "not slow"
 
 fmt: $(BIN)/.installed
-	$(BIN)/ruff format src tests bench
-	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench eval
+	$(BIN)/ruff check --fix src tests bench eval
 
 clean:
 	rm -rf $(VENV) $(LLM_VENV) $(DEMO_HOME) .pytest_cache .mypy_cache .ruff_cache

@@ -105,12 +105,15 @@ def figures(name: str, found: dict[str, int | None]) -> dict[str, dict[str, dict
 
 
 def main_commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=EVAL, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    """The main commit this tree stands on (HEAD where there is no main branch)."""
+    for args in (["merge-base", "HEAD", "main"], ["rev-parse", "HEAD"]):
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=EVAL, capture_output=True, text=True, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            continue
+    return "unknown"
 
 
 def table(name: str, config: str, figs: dict[str, dict[str, dict[str, float]]]) -> str:
