@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_HOME := .demo-home
 
-.PHONY: demo test test-fast check lint fmt bench clean real-llm-smoke postgres
+.PHONY: demo test test-fast check lint fmt bench clean real-llm-smoke postgres plugin
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,14 @@ check: $(BIN)/.installed  ## lint and type-check, changing nothing
 
 test: check $(BIN)/.chromium postgres  ## the whole suite (what CI runs), slow tests included, on both store backends
 	$(BIN)/python -m pytest -q
+	$(MAKE) plugin
+
+# The Obsidian plugin (obsidian-plugin/, Node 20 + npm): build, lint, and its tests against a real
+# `vaultlens serve` this venv starts; tests/shipped.test.ts fails when src/vaultlens/obsidian_plugin/
+# (what the wheel ships) is not the current build: `cd obsidian-plugin && npm run ship` updates it.
+plugin: $(BIN)/.installed  ## the Obsidian plugin: npm ci, build, lint, tests
+	cd obsidian-plugin && npm ci --no-audit --no-fund && npm run build && npm run lint && \
+		VAULTLENS_PYTHON=$(abspath $(BIN))/python npm test
 
 test-fast: $(BIN)/.installed $(BIN)/.chromium  ## the quick loop while editing: no lint, no tests marked slow
 	$(BIN)/python -m pytest -q -m "not slow"

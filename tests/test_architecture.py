@@ -298,6 +298,8 @@ _WRITES_UNDER_HOME = {
     "services/audit/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME
     "server/runtime.py",  # servers/<pid>.json beside the index, under VAULTLENS_HOME
     "services/notetools/batch_state.py",  # a batch's resumable state, under VAULTLENS_HOME
+    "config/pairing.py",  # the Obsidian plugin's write token (its hash), under VAULTLENS_HOME
+    "services/obsidian_install.py",  # the plugin's own files in .obsidian/plugins/vaultlens/, never a note
 }  # fmt: skip
 
 

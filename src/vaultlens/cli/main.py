@@ -20,6 +20,7 @@ from vaultlens.cli.audit_cmds import audit_cli, moc
 from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.notetool_cmds import continue_, dataview, flashcards, transform
+from vaultlens.cli.obsidian_cmds import obsidian_cli
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides
 from vaultlens.cli.render import shown
 from vaultlens.cli.review_cmds import review
@@ -374,7 +375,7 @@ _PANELS: list[tuple[str, list[Callable[..., None] | tuple[str, typer.Typer]]]] =
     (ASK, [ask, chat]),
     (CHANGE, [("write", write_app), review, apply, undo, history]),
     (AUDIT, [("audit", audit_cli), moc]),  # audit structure (no model), audit deep; a MOC from its clusters
-    (SERVE, [serve, ui, mcp]),  # companion: HTTP API + MCP (cli/serve_cmds.py)
+    (SERVE, [serve, ui, mcp, ("obsidian", obsidian_cli)]),  # companion: HTTP API + MCP (cli/serve_cmds.py)
     (INSPECT, [status, doctor, providers, ("config", config_cli), ("eval", eval_cli), ("bench", bench_cli)]),
 ]
 for _panel, _commands in _PANELS:

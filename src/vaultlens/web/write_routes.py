@@ -1,4 +1,5 @@
-"""``POST /ui/api/...``: what sends note text to a model or writes a note, behind the CSRF guard.
+"""``POST /ui/api/...``: what sends note text to a model or writes a note, behind the CSRF guard
+(or, for the paired Obsidian plugin, its write token: ``web/pairing.py``).
 
 Each follows the confirmation protocol: a call without a grant answers the verb's proposal (403
 ``consent_required`` with the exact prompt, 409 ``write_unconfirmed`` with the exact diff); the
@@ -19,6 +20,7 @@ from vaultlens.errors import ConsentRequired
 from vaultlens.services import notes
 from vaultlens.services.verbs import auditing, changing, finding
 from vaultlens.services.verbs.changing import PlanOptions
+from vaultlens.web.pairing import write_guard
 from vaultlens.web.sse import ask_stream
 from vaultlens.web.state import WebState
 
@@ -62,7 +64,7 @@ class AskBody(BaseModel):
 
 
 def build(state: WebState) -> APIRouter:
-    router = APIRouter(prefix="/ui/api", include_in_schema=False, dependencies=[Depends(state.csrf.check)])
+    router = APIRouter(prefix="/ui/api", include_in_schema=False, dependencies=[Depends(write_guard(state))])
     app = state.app
 
     @router.post("/review")

@@ -1,0 +1,15 @@
+// The Obsidian plugin rules (eslint-plugin-obsidianmd's recommended set, with typescript-eslint's
+// type-checked rules) on the plugin's sources; the tests and the app stand-in are checked by tsc only.
+import { defineConfig } from "eslint/config";
+import obsidianmd from "eslint-plugin-obsidianmd";
+
+export default defineConfig([
+  { ignores: ["main.js", "node_modules/", "tests/", "*.config.*"] },
+  ...obsidianmd.configs.recommended,
+  {
+    files: ["src/**/*.ts"],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    // the declarative settings API needs Obsidian 1.13; minAppVersion is older
+    rules: { "obsidianmd/settings-tab/prefer-setting-definitions": "off" },
+  },
+]);
