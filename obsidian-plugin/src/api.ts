@@ -212,7 +212,13 @@ export class Client {
                 if (line.startsWith("event: ")) kind = line.slice(7);
                 else if (line.startsWith("data: ")) data += line.slice(6);
               }
-              onEvent(kind, parse(data));
+              try {
+                onEvent(kind, parse(data));
+              } catch (err) {
+                req.destroy();
+                reject(err instanceof Error ? err : new Error(String(err)));
+                return;
+              }
             }
           });
           res.on("end", () => resolve());

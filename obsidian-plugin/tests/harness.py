@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -68,11 +69,15 @@ def main() -> None:
                     "llm.endpoint": model.url + "/v1", "llm.max_retries": "0", "llm.read_timeout_s": "10"}  # fmt: skip
         sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
         cli = [sys.executable, "-m", "vaultlens"]
-        subprocess.run([*cli, "index", "--vault", str(vault), *sets], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [*cli, "index", "--vault", str(vault), *sets], env=env, check=True, capture_output=True
+        )
         port = free_port()
         server = subprocess.Popen(
             [*cli, "serve", "--vault", str(vault), "--port", str(port), *sets],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(root / "serve.log", "wb"),  # noqa: SIM115
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(root / "serve.log", "wb"),  # noqa: SIM115
         )
         url = f"http://127.0.0.1:{port}"
         try:
@@ -93,6 +98,7 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(30)
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

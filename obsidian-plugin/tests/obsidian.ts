@@ -26,6 +26,7 @@ Object.assign(proto, {
   createSpan(this: HTMLElement, info?: DomInfo) { return createEl.call(this, "span", info); },
   empty(this: HTMLElement) { this.replaceChildren(); },
   setText(this: HTMLElement, text: string) { this.textContent = text; },
+  appendText(this: HTMLElement, text: string) { this.append(text); },
   addClass(this: HTMLElement, ...c: string[]) { this.classList.add(...c); },
   removeClass(this: HTMLElement, ...c: string[]) { this.classList.remove(...c); },
   toggleClass(this: HTMLElement, c: string, on: boolean) { this.classList.toggle(c, on); },

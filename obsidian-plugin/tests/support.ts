@@ -25,3 +25,12 @@ export async function deadUrl(): Promise<string> {
   });
   return `http://127.0.0.1:${port}`;
 }
+
+/** `vaultlens obsidian pair` for the test vault: the token the plugin's settings take. */
+export async function pairToken(revoke = false): Promise<string> {
+  const { execFileSync } = await import("child_process");
+  const s = server();
+  const args = ["-m", "vaultlens", "obsidian", "pair", "--vault", s.vault, ...(revoke ? ["--revoke"] : [])];
+  const env = { ...process.env, VAULTLENS_HOME: s.home, PYTHONPATH: `${s.repo}/src` };
+  return execFileSync(s.python, args, { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+}
