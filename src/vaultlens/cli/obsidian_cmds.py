@@ -61,6 +61,7 @@ def pair(
     revoke: Annotated[
         bool, typer.Option("--revoke", help="Forget the token: the plugin can no longer write.")
     ] = False,
+    json_: JsonOpt = False,
 ) -> None:
     """Issue the write token the plugin sends with review, apply and undo (paste it into its settings)."""
     from vaultlens.config import pairing
@@ -68,9 +69,17 @@ def pair(
     vault = vault.expanduser().absolute()
     if revoke:
         done = pairing.revoke(vault)
-        render.out.print("Revoked: the plugin can no longer write." if done else "No write token was issued.")
+        if json_:
+            render.print_json({"revoked": done})
+        else:
+            render.out.print(
+                "Revoked: the plugin can no longer write." if done else "No write token was issued."
+            )
         return
     token = pairing.issue(vault)
+    if json_:
+        render.print_json({"token": token})
+        return
     render.err.print(
         "Paste this into the plugin's settings (Write token). It is shown once; pairing again replaces it, "
         "`vaultlens obsidian pair --revoke` withdraws it."
