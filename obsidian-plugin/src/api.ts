@@ -185,6 +185,7 @@ export class Client {
         url,
         {
           method: "POST",
+          agent: false, // its own connection: a long stream never races a kept-alive socket's close
           headers: {
             "Content-Type": "application/json",
             "Content-Length": Buffer.byteLength(payload),

@@ -46,7 +46,9 @@ export function requestUrl(p: RequestUrlParam) {
   return new Promise<{ status: number; text: string; json: unknown; headers: Record<string, string> }>((resolve, reject) => {
     const headers: Record<string, string> = { ...(p.headers ?? {}) };
     if (p.contentType) headers["Content-Type"] = p.contentType;
-    const req = http.request(p.url, { method: p.method ?? "GET", headers }, (res) => {
+    // agent: false, a connection per request: a kept-alive socket the server closed meanwhile would
+    // fail the next request as if no server answered
+    const req = http.request(p.url, { method: p.method ?? "GET", headers, agent: false }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (c: string) => (text += c));

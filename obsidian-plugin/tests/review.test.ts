@@ -31,18 +31,18 @@ group("review → consent → plan → diff → apply → undo", () => {
     const refused = new ReviewModal(unpaired.app as never, () => unpaired.plugin.client(), A, B);
     refused.open();
     await settle(refused);
-    expect(refused.state).toBe("failed");
+    expect(refused.state, refused.contentEl.textContent ?? "").toBe("failed");
     expect(refused.contentEl.textContent).toContain("page token"); // csrf_refused: no pairing, no write
 
     const { app, plugin } = await loaded({ writeToken: await pairToken() });
     const modal = new ReviewModal(app as never, () => plugin.client(), A, B);
     modal.open();
     await settle(modal);
-    expect(modal.state).toBe("proposed-send"); // the exact prompt first, nothing sent yet
+    expect(modal.state, modal.contentEl.textContent ?? "").toBe("proposed-send"); // the exact prompt first, nothing sent yet
     expect(modal.contentEl.textContent).toContain("What is sent, and where");
     click(modal, "Send");
     await settle(modal);
-    expect(modal.state).toBe("proposed-write");
+    expect(modal.state, modal.contentEl.textContent ?? "").toBe("proposed-write");
     const diff = modal.proposal!.preview!;
     expect(readFileSync(file())).toEqual(before); // a review writes nothing
     const added = diffRows(diff).filter((r) => r.kind === "add").map((r) => r.right);
@@ -51,17 +51,17 @@ group("review → consent → plan → diff → apply → undo", () => {
 
     click(modal, "Apply this change");
     await settle(modal);
-    expect(modal.state).toBe("applied");
+    expect(modal.state, modal.contentEl.textContent ?? "").toBe("applied");
     const after = readFileSync(file(), "utf8");
     const kept = diffRows(diff).filter((r) => r.kind === "same").map((r) => r.left);
     expect(after.split("\n").filter((l) => !kept.includes(l) && l !== "")).toEqual(added.filter((l) => l !== ""));
 
     click(modal, "Undo");
     await settle(modal);
-    expect(modal.state).toBe("proposed-write");
+    expect(modal.state, modal.contentEl.textContent ?? "").toBe("proposed-write");
     click(modal, "Apply this change");
     await settle(modal);
-    expect(modal.state).toBe("undone");
+    expect(modal.state, modal.contentEl.textContent ?? "").toBe("undone");
     expect(readFileSync(file())).toEqual(before);
   });
 
@@ -73,13 +73,13 @@ group("review → consent → plan → diff → apply → undo", () => {
     await settle(modal);
     click(modal, "Send");
     await settle(modal);
-    expect(modal.state).toBe("proposed-write");
+    expect(modal.state, modal.contentEl.textContent ?? "").toBe("proposed-write");
     const typed = Buffer.concat([before, Buffer.from("What I typed meanwhile.\n")]);
     writeFileSync(file(), typed); // the editor saved what the user typed
     try {
       click(modal, "Apply this change");
       await settle(modal);
-      expect(modal.state).toBe("failed");
+      expect(modal.state, modal.contentEl.textContent ?? "").toBe("failed");
       expect(readFileSync(file())).toEqual(typed); // nothing the user typed is lost
       expect(modal.contentEl.textContent).toContain("The note changed after this diff was planned");
       expect([...modal.contentEl.querySelectorAll("button")].map((b) => b.textContent)).toContain("Review again");
