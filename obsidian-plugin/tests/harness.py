@@ -1,7 +1,9 @@
 """A real `vaultlens serve` on loopback for the plugin's tests (vitest's globalSetup runs this).
 
 It writes a small vault (English and Russian notes, a pair to review), starts the scripted model
-server of the Python suite (tests/scripted_chat_server.py: the one allowed stand-in, for the LLM),
+server of the Python suite (tests/scripted_chat_server.py: the one allowed stand-in, for the LLM;
+named as 0.0.0.0, which reaches it but is no loopback name, so it counts as remote and Ask asks
+for consent as it would for a cloud model),
 indexes the vault with the bundled model (quality tier off, to stay fast), spawns `vaultlens serve`
 on a free port, prints one JSON line (urls and paths) and keeps everything up until stdin closes.
 """
@@ -66,7 +68,7 @@ def main() -> None:
     env = {**os.environ, "VAULTLENS_HOME": str(home), "PYTHONPATH": str(REPO / "src")}
     with Model(ANSWER) as model:
         settings = {"embedding.tier": "off", "llm.provider": "openai-compatible", "llm.model": "chat-test",
-                    "llm.endpoint": model.url + "/v1", "llm.max_retries": "0", "llm.read_timeout_s": "10"}  # fmt: skip
+                    "llm.endpoint": model.url.replace("127.0.0.1", "0.0.0.0") + "/v1", "llm.max_retries": "0", "llm.read_timeout_s": "10"}  # fmt: skip
         sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
         cli = [sys.executable, "-m", "vaultlens"]
         subprocess.run(

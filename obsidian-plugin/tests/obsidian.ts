@@ -7,6 +7,9 @@ import { Window } from "happy-dom";
 
 const window = new Window();
 (globalThis as { window?: unknown }).window ??= globalThis; // timers: the plugin calls window.setTimeout
+/** URLs the plugin opened in the browser (window.open). */
+export const browserOpened: string[] = [];
+(globalThis as { open?: unknown }).open = (url: string) => void browserOpened.push(url);
 export const document = window.document as unknown as Document;
 type DomInfo = { cls?: string | string[]; text?: string; attr?: Record<string, string> };
 

@@ -1,9 +1,9 @@
 import { describe as group, expect, it } from "vitest";
-import { MarkdownView, TFile } from "obsidian";
+import { browserOpened, MarkdownView, TFile } from "obsidian";
 import { AskView, ASK_VIEW } from "../src/ask";
 import { DuplicatesModal } from "../src/duplicates";
 import { RelatedView, RELATED_VIEW } from "../src/related";
-import { deadUrl, loaded } from "./support";
+import { deadUrl, loaded, server } from "./support";
 
 group("related notes", () => {
   it("follows the open note, lists its related notes section to section, opens and links them", async () => {
@@ -37,10 +37,16 @@ group("related notes", () => {
 });
 
 group("ask", () => {
-  it("streams the answer, links each valid citation to its lines and flags the invalid one", async () => {
+  it("asks consent for the remote model as the server proposes it, then streams the answer, links each valid citation to its lines and flags the invalid one", async () => {
     const { app, plugin } = await loaded();
     const view = (await plugin.reveal(ASK_VIEW))!.view as unknown as AskView;
     await view.ask("how do I feed my sourdough starter?");
+    expect(view.result).toBeNull();
+    expect(view.answerEl.textContent).toContain("What is sent, and where");
+    expect(view.answerEl.textContent).toContain("openai-compatible model chat-test at http://0.0.0.0:");
+    const send = [...view.answerEl.querySelectorAll("button")].find((b) => b.textContent === "Send")!;
+    send.click();
+    await view.pending;
     expect(view.tokens).toBeGreaterThan(2); // the answer arrived piece by piece, then the final object
     expect(view.streamed).toBe(view.result!.answer);
     expect(view.result!.answer).toBe("Feed the starter rye flour every day [S1]; see also [S9].");
@@ -53,6 +59,13 @@ group("ask", () => {
     expect(s1.path).toBe("Bread/Starter.md");
     expect(app.workspace.opened.at(-1)).toEqual({ path: "Bread/Starter.md", line: s1.start_line - 1 });
     expect(await view.cite("S9")).toBe(false);
+  });
+
+  it("says how to start the server when none answers", async () => {
+    const { plugin } = await loaded({ url: await deadUrl() });
+    const view = (await plugin.reveal(ASK_VIEW))!.view as unknown as AskView;
+    await view.ask("anything");
+    expect(view.answerEl.textContent).toContain("vaultlens serve --vault");
   });
 
   it("answers with passages and no model when extractive is on", async () => {
@@ -74,6 +87,8 @@ group("duplicates and the status bar", () => {
     expect(modal.pairs).toContainEqual({ a: "Study/Caching/Cache lifetime.md", b: "Study/Systems/Cache lifetime.md", kind: "same_name" });
     const { refreshStatus } = await import("../src/status");
     expect(await refreshStatus(plugin.statusEl!, plugin.client())).toMatch(/^vaultlens: 5 notes · watching/);
+    plugin.statusEl!.click();
+    expect(browserOpened.at(-1)).toBe(`${server().url}/status`);
   });
 });
 
