@@ -79,7 +79,7 @@ def test_merge_repoints_every_link_form_and_undo_restores_all_seven_files(tmp_pa
     original = snapshot(vault)
     app = App.open(vault)
     result = restructuring.write_merge(app, KEEP, OTHER)
-    assert result.plan_of.carried == ["Extra"] and result.plan_of.covered == ["My B"]
+    assert result.plan_of.carried == ["Extra"] and result.plan_of.left_out == ["My B"]
     assert sorted(result.plan_of.relinked) == sorted(LINKING)
     assert "\n--- a/notes/My B.md\n+++ /dev/null\n@@ -1,11 +0,0 @@\n----\n" in result.plan.diff, (
         "every line shown"
@@ -160,3 +160,26 @@ def test_kill_9_in_the_middle_of_a_merge_is_undone_by_the_documented_command(
     undone = run_cli(["undo", group_id, "--yes", "--vault", str(vault)])
     assert undone.exit_code == 0, undone.output
     assert files_of(snapshot(vault)) == files_of(original)
+
+
+def test_a_moved_notes_own_relative_links_keep_their_notes(tmp_path: Path) -> None:
+    vault = write_vault(
+        tmp_path / "v", {"deep/er/N.md": "[up](../../C.md) [[C]]\n", "C.md": "[n](deep/er/N.md)\n"}
+    )
+    moved = run_cli(["move", "deep/er/N.md", "N2.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+    assert (vault / "N2.md").read_text() == "[up](./C.md) [[C]]\n", "only the link that would break changes"
+    assert (vault / "C.md").read_text() == "[n](N2.md)\n"
+
+
+def test_merge_sections_picks_by_heading_from_the_cli(tmp_path: Path) -> None:
+    files = dict(FILES)
+    files[OTHER] += "\n## Left out\n\nNot carried.\n"
+    vault = write_vault(tmp_path / "v", files)
+    done = run_cli(
+        ["merge", KEEP, OTHER, "--sections", "Extra", "--plan-only", "--json", "--vault", str(vault)]
+    )
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    assert data["carried"] == ["Extra"] and "Left out" in data["left_out"]
+    assert "+Not carried." not in data["plan"]["diff"].split("--- a/A.md")[1].split("--- a/C.md")[0]

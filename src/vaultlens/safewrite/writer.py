@@ -85,7 +85,8 @@ def _target(vault: Path, rel: str) -> Path:
     seam applies). A symbolic link anywhere on the way (the note itself or a folder) is refused:
     the diff names ``rel``, so the bytes written must be the file of that name, never the note a
     link leads to. For a new note each existing folder on the way must be a real folder; missing
-    folders are created only when writing.
+    folders are created only when writing. A path in the vault's trash (``.trash/...``, which no scan
+    lists) is a regular file there or none.
     """
     in_trash = rel.startswith(TRASH + "/")
     parts = [TRASH, *check_relative(rel[len(TRASH) + 1 :])] if in_trash else check_relative(rel)

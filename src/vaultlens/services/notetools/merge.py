@@ -55,7 +55,7 @@ class MergePlan:
     keep: str
     other: str
     carried: list[str]  # OTHER's sections added to KEEP (their headings; "" the text before the first)
-    covered: list[str]  # OTHER's sections KEEP already covers (left out)
+    left_out: list[str]  # OTHER's sections not carried (KEEP covers them, or --sections did not pick them)
     relinked: list[str]
     trash: str  # where OTHER goes
     trash_note: str | None  # why the trash is not the one Obsidian names (system trash unreachable)
@@ -83,7 +83,7 @@ class MergeResult:
             "keep": p.keep,
             "other": p.other,
             "carried": p.carried,
-            "covered": p.covered,
+            "left_out": p.left_out,
             "relinked": p.relinked,
             "trash": p.trash,
             "trash_note": p.trash_note,
@@ -307,7 +307,7 @@ def plan_merge(
     everything, notes = _paths(files)
     before = LinkResolver(everything)
     after = LinkResolver([p for p in everything if p != other.path])
-    carried, covered = _pick(other, keep, sections)
+    carried, left_out = _pick(other, keep, sections)
     own = Repoint(other.path, keep.path, before, after)
     other_text = apply_edits(other.text, repoint(other.text, other.path, keep.path, own))
     added = _carried_text(other.path, other_text.split("\n"), carried)  # an edit never spans a line break
@@ -337,7 +337,7 @@ def plan_merge(
         Change(other.path, None, f"merged into {keep.path}; its copy is {trash}", other.raw),
     ]
     return MergePlan(
-        keep.path, other.path, [s.heading for s in carried], covered, [c.path for c in relinked], trash,
+        keep.path, other.path, [s.heading for s in carried], left_out, [c.path for c in relinked], trash,
         trash_note, changes,
     )  # fmt: skip
 
