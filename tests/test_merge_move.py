@@ -183,3 +183,36 @@ def test_merge_sections_picks_by_heading_from_the_cli(tmp_path: Path) -> None:
     data = json.loads(done.stdout)
     assert data["carried"] == ["Extra"] and "Left out" in data["left_out"]
     assert "+Not carried." not in data["plan"]["diff"].split("--- a/A.md")[1].split("--- a/C.md")[0]
+
+
+EVICTION = (
+    "When the cache is full it drops the entry that was used least recently, so the hot keys stay in memory "
+    "and a scan over cold data cannot flush them out. Entries also expire after ten minutes, and a key that "
+    "is written again starts its ten minutes anew."
+)
+SMALL_CHUNKS = {"index.chunk_target": "200", "index.chunk_overlap": "0"}  # one chunk a section
+
+
+@pytest.mark.slow
+def test_with_an_index_the_duplicate_finders_coverage_decides_which_sections_are_carried(
+    tmp_path: Path,
+) -> None:
+    """A section KEEP holds with small edits is covered by meaning (no line is copied); a new one is carried."""
+    vault = write_vault(
+        tmp_path / "v",
+        {
+            "Keep.md": f"# Cache\n\n## Eviction\n\n{EVICTION}\n",
+            "Other.md": "# Cache notes\n\n## Evicting\n\n"
+            + EVICTION.replace("drops", "throws away").replace("stay in memory", "remain in memory")
+            + "\n\n## Warm-up\n\nAfter a deploy the service replays yesterday's top thousand queries to fill the "
+            "cache before it takes traffic, which keeps the first minutes from hammering the database.\n",
+        },
+    )
+    lines_only = restructuring.write_merge(App.open(vault), "Keep.md", "Other.md")
+    assert lines_only.plan_of.coverage == "lines" and "Evicting" in lines_only.plan_of.carried
+    sets = [a for k, v in SMALL_CHUNKS.items() for a in ("--set", f"{k}={v}")]
+    indexed = run_cli(["index", "--vault", str(vault), *sets])
+    assert indexed.exit_code == 0, indexed.output
+    result = restructuring.write_merge(App.open(vault, SMALL_CHUNKS), "Keep.md", "Other.md")
+    assert result.plan_of.coverage == "index"
+    assert result.plan_of.carried == ["Warm-up"] and "Evicting" in result.plan_of.left_out

@@ -9,9 +9,11 @@ the trash the vault's Obsidian settings name (a copy at ``.trash/`` created, the
 group writes new notes first and removals last, so a kill never loses it). Either is one diff, one
 confirmation, applied together and undone together.
 
-Coverage of a section is decided by copied text, the duplicate finder's measure for copied lines:
-a section is covered when every content line of it is already a line of KEEP (a heading-only
-section: when KEEP has that heading). ``--sections`` picks OTHER's sections by heading instead.
+Which sections KEEP already covers is the duplicate finder's coverage where the index holds both
+notes as they are now (:meth:`~vaultlens.services.duplicates.coverage.Compared.sections_against`:
+each compared section's best match in KEEP, by cosine or copied lines, at the duplicate threshold
+less its slack); otherwise, and for a section the index does not compare, copied text alone: every
+content line of the section is already a line of KEEP (a heading alone carries nothing). ``--sections`` picks OTHER's sections by heading instead.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import json
 import os
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,9 +39,12 @@ from vaultlens.vault.outline import extract_block_ids, extract_headings
 from vaultlens.vault.parse import note_aliases, note_tags, split_front_matter
 from vaultlens.vault.safepath import check_relative
 
-__all__ = ["MergePlan", "MovePlan", "plan_merge", "plan_move", "trash_folder"]
+__all__ = ["IndexCoverage", "MergePlan", "MovePlan", "plan_merge", "plan_move", "trash_folder"]
 
 _LIST_KEYS = ("tags", "tag", "aliases", "alias")
+
+# OTHER's compared sections as (first line, last line, 1-based, covered) from the index; None: not indexed as it is
+IndexCoverage = Callable[[NoteSource, NoteSource], "list[tuple[int, int, bool]] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,9 @@ class MergePlan:
     relinked: list[str]
     trash: str  # where OTHER goes
     trash_note: str | None  # why the trash is not the one Obsidian names (system trash unreachable)
+    coverage: (
+        str  # what decided the sections: "index" (the duplicate finder's), "lines", or "sections" (picked)
+    )
     changes: list[Change] = field(default_factory=list)
 
 
@@ -87,6 +95,7 @@ class MergeResult:
             "relinked": p.relinked,
             "trash": p.trash,
             "trash_note": p.trash_note,
+            "coverage": p.coverage,
             "plan": self.plan.as_dict(),
         }
 
@@ -217,16 +226,19 @@ def _sections(source: NoteSource) -> list[_Section]:
     return out
 
 
-def _covered(section: _Section, keep_lines: set[str], keep_heads: set[str]) -> bool:
+def _covered(section: _Section, keep_lines: set[str], indexed: list[tuple[int, int, bool]]) -> bool:
+    """By the index where it compares the section's lines (every section overlapping them covered),
+    else by copied text."""
+    rows = [ok for first, last, ok in indexed if first - 1 < section.end and last - 1 >= section.start]
+    if rows:
+        return all(rows)
     content = [ln.strip() for ln in section.lines[1 if section.heading else 0 :] if ln.strip()]
-    if not content:
-        return section.heading.casefold() in keep_heads
-    return all(ln in keep_lines for ln in content)
+    return all(ln in keep_lines for ln in content)  # a heading alone carries nothing
 
 
 def _pick(
-    other: NoteSource, keep: NoteSource, wanted: Sequence[str] | None
-) -> tuple[list[_Section], list[str]]:
+    other: NoteSource, keep: NoteSource, wanted: Sequence[str] | None, coverage: IndexCoverage | None
+) -> tuple[list[_Section], list[str], str]:
     sections = _sections(other)
     if wanted is not None:
         names = {s.heading.casefold(): s for s in sections if s.heading}
@@ -238,11 +250,13 @@ def _pick(
             )
         keys = {w.casefold() for w in wanted}
         carried = [s for s in sections if s.heading.casefold() in keys]
+        how = "sections"
     else:
+        indexed = coverage(other, keep) if coverage is not None else None
         keep_lines = {ln.strip() for ln in keep.text.split("\n") if ln.strip()}
-        keep_heads = {h.text.casefold() for h in keep.note.headings}
-        carried = [s for s in sections if not _covered(s, keep_lines, keep_heads)]
-    return carried, [s.heading for s in sections if s not in carried]
+        carried = [s for s in sections if not _covered(s, keep_lines, indexed or [])]
+        how = "lines" if indexed is None else "index"
+    return carried, [s.heading for s in sections if s not in carried], how
 
 
 def _fragments(text: str) -> tuple[set[str], set[str]]:
@@ -297,7 +311,11 @@ def _united(first: Sequence[str], second: Sequence[str]) -> list[str]:
 
 
 def plan_merge(
-    files: VaultFiles, keep_path: str, other_path: str, sections: Sequence[str] | None
+    files: VaultFiles,
+    keep_path: str,
+    other_path: str,
+    sections: Sequence[str] | None,
+    coverage: IndexCoverage | None = None,
 ) -> MergePlan:
     """The changes that merge ``other_path`` into ``keep_path`` (nothing is written)."""
     keep, other = draft.load(files, keep_path), draft.load(files, other_path)
@@ -307,7 +325,7 @@ def plan_merge(
     everything, notes = _paths(files)
     before = LinkResolver(everything)
     after = LinkResolver([p for p in everything if p != other.path])
-    carried, left_out = _pick(other, keep, sections)
+    carried, left_out, how = _pick(other, keep, sections, coverage)
     own = Repoint(other.path, keep.path, before, after)
     other_text = apply_edits(other.text, repoint(other.text, other.path, keep.path, own))
     added = _carried_text(other.path, other_text.split("\n"), carried)  # an edit never spans a line break
@@ -338,7 +356,7 @@ def plan_merge(
     ]
     return MergePlan(
         keep.path, other.path, [s.heading for s in carried], left_out, [c.path for c in relinked], trash,
-        trash_note, changes,
+        trash_note, how, changes,
     )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
+from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import InvalidInput, translated_errors
 from vaultlens.services import writes
 from vaultlens.services.app import App
@@ -153,10 +154,33 @@ def write_merge(app: App, keep: str, other: str, sections: list[str] | None = No
     """Plan merging note ``other`` into ``keep`` as one operation group: OTHER's uncovered sections
     (or ``sections``, by heading) added to KEEP, front matter merged, every link to OTHER repointed
     to KEEP, OTHER moved to the vault's trash (nothing is written)."""
-    merged = merge.plan_merge(app.files(), keep, other, sections)
+    merged = merge.plan_merge(app.files(), keep, other, sections, lambda o, k: _index_coverage(app, o, k))
     planned = writes.plan_group(
         app.vault,
         merged.changes,
         f"merge {merged.other} into {merged.keep} ({len(merged.relinked)} note(s) relinked)",
     )
     return MergeResult(merged, planned)
+
+
+def _index_coverage(app: App, other: NoteSource, keep: NoteSource) -> list[tuple[int, int, bool]] | None:
+    """OTHER's sections as the duplicate finder rates them against KEEP, when the index holds both
+    notes exactly as they are now (None: no index, or either note changed since it was indexed)."""
+    from vaultlens.services.duplicates.coverage import SECTION_SLACK, Compared
+
+    d = app.settings.discover
+    if not app.has_index():
+        return None
+    with app.reading() as store:
+        records = store.file_records()
+        for source in (other, keep):
+            record = records.get(source.path)
+            if record is None or record.file_hash != source.file_hash:
+                return None
+        run = Compared(store, d.duplicate_threshold, d.min_chars, d)
+        index = {path: n for n, path in enumerate(run.lay.notes)}
+        if other.path not in index or keep.path not in index:
+            return None
+        found = run.sections_against(index[other.path], index[keep.path])
+    floor = d.duplicate_threshold - SECTION_SLACK
+    return [(first, last, value >= floor) for first, last, value in found]
