@@ -23,7 +23,7 @@ from vaultlens.services.notetools.relink import links_in
 from vaultlens.services.verbs import restructuring
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.scan import scan_vault
-from vl_support import run_cli, snapshot, write_vault
+from vl_support import check_shape, run_cli, snapshot, write_vault
 
 KEEP = "A.md"
 OTHER = "notes/My B.md"
@@ -72,6 +72,7 @@ def test_the_bar_merge_plan_only_json_rewrites_cs_link_to_a(tmp_path: Path) -> N
     assert data["plan"]["kind"] == "group" and data["applied"] is None
     assert data["trash"] == ".trash/B.md" and "+++ /dev/null" in diff
     assert snapshot(vault) == before, "planning writes nothing"
+    check_shape("write_merge", data)
 
 
 def test_merge_repoints_every_link_form_and_undo_restores_all_seven_files(tmp_path: Path) -> None:
@@ -110,6 +111,7 @@ def test_move_repoints_every_link_and_undo_restores(tmp_path: Path) -> None:
     assert moved.exit_code == 0, moved.output
     data = json.loads(moved.stdout)
     assert data["applied"]["state"] == "applied"
+    check_shape("write_move", data)
     after = resolved_targets(vault)
     for path in LINKING:
         assert after[path] and all(t == "archive/Renamed B.md" for t in after[path]), (path, after[path])

@@ -32,6 +32,7 @@ from vaultlens.safewrite import TRASH, Change
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.notetools import draft
 from vaultlens.services.notetools.relink import Edit, Repoint, apply_edits, repoint
+from vaultlens.services.notetools.split import encoded
 from vaultlens.services.writes import Planned
 from vaultlens.vault.links import LinkResolver, masked_spans
 from vaultlens.vault.model import Link
@@ -98,10 +99,6 @@ class MergeResult:
             "coverage": p.coverage,
             "plan": self.plan.as_dict(),
         }
-
-
-def _encode(text: str, source: NoteSource) -> bytes:
-    return (("\ufeff" if source.bom else "") + text.replace("\n", source.newline)).encode("utf-8")
 
 
 def _spliced(source: NoteSource, edits: Sequence[Edit]) -> bytes:
@@ -350,7 +347,7 @@ def plan_merge(
     summary = f"{other.path} merged in ({len(carried)} section(s) added, front matter merged)"
     changes = [
         Change(trash, other.raw, f"{other.path} moved to the trash", None),
-        Change(keep.path, _encode(keep_text, keep), summary, keep.raw),
+        Change(keep.path, encoded(keep_text, keep, keep.bom), summary, keep.raw),
         *relinked,
         Change(other.path, None, f"merged into {keep.path}; its copy is {trash}", other.raw),
     ]
