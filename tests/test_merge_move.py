@@ -8,14 +8,11 @@ Real files, the project's own resolver to check every link afterwards, a real ch
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from test_safewrite_groups import run_child
+from test_safewrite_groups import kill_9_when_ready, run_child
 from vaultlens.errors import PlanRefused
 from vaultlens.services import writes
 from vaultlens.services.app import App
@@ -150,13 +147,7 @@ def test_kill_9_in_the_middle_of_a_merge_is_undone_by_the_documented_command(
     planned = restructuring.write_merge(App.open(vault), KEEP, OTHER).plan
     group_id = planned.entry.op_id
     child = run_child(tmp_path, isolated_env, vault, planned, "kill-before-4")
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "ready").exists():
-        assert child.poll() is None, "the child ended before reaching the kill point"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+    kill_9_when_ready(child, tmp_path)
     assert (vault / OTHER).read_text() == FILES[OTHER], "OTHER is removed last"
     assert (vault / ".trash/My B.md").exists(), "its copy in the trash was written first"
     undone = run_cli(["undo", group_id, "--yes", "--vault", str(vault)])
