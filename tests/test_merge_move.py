@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from test_safewrite_groups import kill_9_when_ready, run_child
+from test_web_routes import Page, post
+from test_web_routes import page as page  # noqa: F401, PLC0414 (the fixture: a running server)
 from vaultlens.errors import PlanRefused
 from vaultlens.services import writes
 from vaultlens.services.app import App
@@ -209,3 +212,29 @@ def test_with_an_index_the_duplicate_finders_coverage_decides_which_sections_are
     result = restructuring.write_merge(App.open(vault, SMALL_CHUNKS), "Keep.md", "Other.md")
     assert result.plan_of.coverage == "index"
     assert result.plan_of.carried == ["Warm-up"] and "Evicting" in result.plan_of.left_out
+
+
+def test_the_page_api_plans_a_merge_and_writes_it_only_with_the_diffs_token(page: Page) -> None:
+    """POST /ui/api/merge plans the group; /ui/api/apply proposes its exact diff, then writes it with that token."""
+    write_vault(
+        page.vault,
+        {"Keep m.md": "# K\n\nkept\n", "Other m.md": "# O\n\nonly here\n", "L.md": "[[Other m]]\n"},
+    )
+    before = snapshot(page.vault)
+    forged = httpx.post(
+        page.url + "/ui/api/merge", json={"keep": "Keep m.md", "other": "Other m.md"}, timeout=30
+    )
+    assert forged.status_code == 403 and forged.json()["error"]["code"] == "csrf_refused"
+    outside = post(page, "/ui/api/merge", {"keep": "Keep m.md", "other": "../x.md"})
+    assert outside.status_code >= 400 and snapshot(page.vault) == before
+    planned = post(page, "/ui/api/merge", {"keep": "Keep m.md", "other": "Other m.md"})
+    assert planned.status_code == 200, planned.text
+    plan = planned.json()["plan"]
+    assert "-[[Other m]]\n+[[Keep m]]\n" in plan["diff"] and snapshot(page.vault) == before
+    shown = post(page, "/ui/api/apply", {"op_id": plan["op_id"]})
+    assert shown.status_code == 409 and shown.json()["error"]["proposal"]["preview"] == plan["diff"]
+    token = shown.json()["error"]["proposal"]["token"]
+    applied = post(page, "/ui/api/apply", {"op_id": plan["op_id"], "token": token})
+    assert applied.status_code == 200, applied.text
+    assert (page.vault / "L.md").read_text() == "[[Keep m]]\n" and not (page.vault / "Other m.md").exists()
+    assert (page.vault / ".trash/Other m.md").read_text() == "# O\n\nonly here\n"
