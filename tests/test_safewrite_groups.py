@@ -187,6 +187,17 @@ def run_child(
     )
 
 
+def kill_9_when_ready(child: subprocess.Popen[str], tmp_path: Path) -> None:
+    """SIGKILL the child once it says it stands at its kill point (in the middle of the writes)."""
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists():
+        assert child.poll() is None, "the child ended before reaching the kill point"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+
+
 def test_a_note_changed_in_the_middle_of_the_apply_rolls_back_what_the_group_wrote(
     tmp_path: Path, isolated_env: Path
 ) -> None:
@@ -213,13 +224,7 @@ def test_kill_9_in_the_middle_of_a_group_is_settled_as_partial_and_its_undo_rest
     planned = split_like(vault)
     group_id = planned.entry.op_id
     child = run_child(tmp_path, isolated_env, vault, planned, "kill-before-3")
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "ready").exists():
-        assert child.poll() is None, "the child ended before reaching the kill point"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+    kill_9_when_ready(child, tmp_path)
     j = writes.journal(vault)
     assert j.group(group_id).state == "writing"
     killed = snapshot(vault)
@@ -306,13 +311,7 @@ def test_kill_9_at_each_write_of_a_many_note_split_never_takes_text_out_of_the_v
     planned = many_note_split(vault)
     group_id = planned.entry.op_id
     child = run_child(tmp_path, isolated_env, vault, planned, f"kill-before-{at}")
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "ready").exists():
-        assert child.poll() is None, "the child ended before reaching the kill point"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+    kill_9_when_ready(child, tmp_path)
     text = LONG.replace("\r\n", "\n").splitlines()
     assert set(text) <= on_disk_lines(vault), "every line of the original is in some note on disk"
     new = [vault / f"Topic {i}.md" for i in range(PARTS)]

@@ -92,7 +92,13 @@ if TYPE_CHECKING:
     from vaultlens.services.verbs.finding import dismiss, duplicates, list_notes, note, search, similar
     from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
     from vaultlens.services.verbs.inspecting import bench_embed, eval_beir, eval_queries, providers
-    from vaultlens.services.verbs.restructuring import write_batch, write_batch_run, write_split
+    from vaultlens.services.verbs.restructuring import (
+        write_batch,
+        write_batch_run,
+        write_merge,
+        write_move,
+        write_split,
+    )
     from vaultlens.services.verbs.status import doctor, status, unfinished_run
     from vaultlens.services.writes import Applied, Planned
 else:
@@ -167,7 +173,8 @@ _WHERE: dict[str, str] = {
         "vaultlens.services.verbs.drafting",
     ),
     **dict.fromkeys(
-        ["write_batch", "write_batch_run", "write_split"], "vaultlens.services.verbs.restructuring"
+        ["write_batch", "write_batch_run", "write_merge", "write_move", "write_split"],
+        "vaultlens.services.verbs.restructuring",
     ),
     **dict.fromkeys(
         ["dismiss", "duplicates", "list_notes", "note", "search", "similar"],
@@ -274,6 +281,8 @@ __all__ = [
     "write_continue",
     "write_dataview",
     "write_flashcards",
+    "write_merge",
+    "write_move",
     "write_split",
     "write_transform",
 ]

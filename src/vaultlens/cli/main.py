@@ -22,6 +22,7 @@ from vaultlens.cli.discover_cmds import duplicates_cli, similar
 from vaultlens.cli.notetool_cmds import continue_, dataview, flashcards, transform
 from vaultlens.cli.obsidian_cmds import obsidian_cli
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, YesOpt, open_app, parse_overrides
+from vaultlens.cli.relink_cmds import merge, move
 from vaultlens.cli.render import shown
 from vaultlens.cli.review_cmds import review
 from vaultlens.cli.serve_cmds import mcp, serve, ui
@@ -373,7 +374,7 @@ _PANELS: list[tuple[str, list[Callable[..., None] | tuple[str, typer.Typer]]]] =
     (KEEP, [index, watch, rebuild, clear]),
     (FIND, [search, similar, ("duplicates", duplicates_cli)]),
     (ASK, [ask, chat]),
-    (CHANGE, [("write", write_app), review, apply, undo, history]),
+    (CHANGE, [("write", write_app), review, move, merge, apply, undo, history]),
     (AUDIT, [("audit", audit_cli), moc]),  # audit structure (no model), audit deep; a MOC from its clusters
     (SERVE, [serve, ui, mcp, ("obsidian", obsidian_cli)]),  # companion: HTTP API + MCP (cli/serve_cmds.py)
     (INSPECT, [status, doctor, providers, ("config", config_cli), ("eval", eval_cli), ("bench", bench_cli)]),

@@ -11,11 +11,12 @@ from vaultlens.safewrite.group import (
 )
 from vaultlens.safewrite.journal import FINAL_STATES, SHOW_BEFORE, Entry, Group, Journal
 from vaultlens.safewrite.operation import Operation, render_diff
-from vaultlens.safewrite.writer import Recovered, applicable, apply, plan, plan_undo, recover
+from vaultlens.safewrite.writer import TRASH, Recovered, applicable, apply, plan, plan_undo, recover
 
 __all__ = [
     "FINAL_STATES",
     "SHOW_BEFORE",
+    "TRASH",
     "Change",
     "Entry",
     "Group",

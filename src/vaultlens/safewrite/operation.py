@@ -51,9 +51,8 @@ def render_diff(path: str, before: bytes | None, after: bytes | None) -> str:
     old = "/dev/null" if before is None else f"a/{path}"
     new = "/dev/null" if after is None else f"b/{path}"
     out = [f"--- {old}\n", f"+++ {new}\n"]
-    for line in difflib.unified_diff(_lines(before), _lines(after), n=3, lineterm="\n"):
-        if line.startswith(("---", "+++")):
-            continue
+    # the first two lines are the file header; a removed "---" line (front matter) is "----" and stays
+    for line in list(difflib.unified_diff(_lines(before), _lines(after), n=3, lineterm="\n"))[2:]:
         out.append(line if line.startswith("@@") else line[0] + _visible(line[1:]))
     return "".join(out)
 

@@ -52,7 +52,11 @@ from vaultlens.safewrite.obsidian import open_notes
 from vaultlens.safewrite.operation import Operation, new_op_id
 from vaultlens.vault.safepath import check_relative, resolve_note_path
 
-__all__ = ["Recovered", "apply", "current_bytes", "plan", "plan_undo", "recover"]
+__all__ = ["TRASH", "Recovered", "apply", "current_bytes", "plan", "plan_undo", "recover"]
+
+# The vault's own trash folder (Obsidian's "Move to Obsidian trash"): the one hidden folder a write
+# may name, so a note a merge removes is moved there (a new note of the same bytes) and never deleted.
+TRASH = ".trash"
 
 _OVERRIDE_HINT = "Close the note in Obsidian and try again, or override with --allow-open."
 
@@ -81,15 +85,17 @@ def _target(vault: Path, rel: str) -> Path:
     seam applies). A symbolic link anywhere on the way (the note itself or a folder) is refused:
     the diff names ``rel``, so the bytes written must be the file of that name, never the note a
     link leads to. For a new note each existing folder on the way must be a real folder; missing
-    folders are created only when writing.
+    folders are created only when writing. A path in the vault's trash (``.trash/...``, which no scan
+    lists) is a regular file there or none.
     """
-    parts = check_relative(rel)
+    in_trash = rel.startswith(TRASH + "/")
+    parts = [TRASH, *check_relative(rel[len(TRASH) + 1 :])] if in_trash else check_relative(rel)
     root = vault.resolve(strict=True)
     try:
-        found = resolve_note_path(vault, rel)
+        found = None if in_trash else resolve_note_path(vault, rel)
     except NoteNotFound:
-        pass
-    else:
+        found = None
+    if found is not None:
         if found.real != root.joinpath(*found.rel.split("/")):
             raise _linked(rel, found.real.relative_to(root).as_posix())
         return found.real
@@ -103,6 +109,8 @@ def _target(vault: Path, rel: str) -> Path:
         if not cur.is_dir():
             raise VaultError(f"Refusing note path {rel!r}: {part!r} is not a folder inside the vault.")
     target = cur / parts[-1]
+    if in_trash and not os.path.islink(target) and (target.is_file() or not os.path.lexists(target)):
+        return target  # a note moved to the trash (its undo takes it out again)
     if os.path.lexists(target):  # a broken symlink, a folder, a socket: never a note to create
         raise VaultError(f"Refusing note path {rel!r}: something that is not a note is already there.")
     return target

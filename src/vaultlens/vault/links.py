@@ -20,10 +20,12 @@ from vaultlens.vault.model import Link, LinkKind
 
 __all__ = [
     "LinkResolver",
+    "LocatedLink",
     "Resolution",
     "ResolutionStatus",
     "extract_links",
     "extract_tags",
+    "locate_links",
     "masked_spans",
     "normalize_tag",
 ]
@@ -250,8 +252,37 @@ _MD_LINK_RE = re.compile(
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _MD_ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
-# start offset, kind, target, display, heading, block
-_Found = tuple[int, LinkKind, str, "str | None", "str | None", "str | None"]
+# start offset, kind, target, display, heading, block, (note part's start, its end, the link's end)
+_Found = tuple[int, LinkKind, str, "str | None", "str | None", "str | None", tuple[int, int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedLink:
+    """A link and where it is written: ``start``/``end`` of the whole link and ``target_start``/
+    ``target_end`` of its note part as written (``B`` in ``[[B#h|t]]``, ``sub/My%20Note.md`` in
+    ``[t](sub/My%20Note.md#h)``), so a rename rewrites those characters and nothing else."""
+
+    start: int
+    end: int
+    target_start: int
+    target_end: int
+    link: Link
+
+
+def _note_part(text: str, start: int, end: int, stops: str) -> tuple[int, int]:
+    """The span of ``text[start:end]`` before the first of ``stops``, surrounding whitespace left out."""
+    cut = end
+    for ch in stops:
+        i = text.find(ch, start, cut)
+        if i >= 0:
+            cut = i
+    if cut > start and text[cut - 1] == "\\" and text[cut : cut + 1] == "|":
+        cut -= 1  # "\|" inside a table
+    while start < cut and text[start].isspace():
+        start += 1
+    while cut > start and text[cut - 1].isspace():
+        cut -= 1
+    return start, cut
 
 
 def _escaped(text: str, offset: int) -> bool:
@@ -287,6 +318,13 @@ def _opening(blank: str, start: int, kind: LinkKind) -> tuple[LinkKind, int] | N
 
 
 def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_offset: int = 0) -> list[Link]:
+    """See :func:`locate_links`: the links alone."""
+    return [found.link for found in locate_links(text, masked, line_offset)]
+
+
+def locate_links(
+    text: str, masked: list[tuple[int, int]] | None = None, line_offset: int = 0
+) -> list[LocatedLink]:
     """Wikilinks, embeds and vault-internal Markdown links, in document order.
 
     ``masked`` are the spans from :func:`masked_spans` (computed when None). ``line`` is the 0-based line of the
@@ -315,7 +353,8 @@ def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_o
         target, heading, block = _split_fragment(target_part)
         if target or heading is not None or block is not None:
             display = display.strip()
-            found.append((start, kind, target, display if sep and display else None, heading, block))
+            span = (*_note_part(text, m.start(1), m.end(1), "#|"), m.end())
+            found.append((start, kind, target, display if sep and display else None, heading, block, span))
 
     wiki_starts = [s for s, _ in wiki_spans]
 
@@ -333,9 +372,8 @@ def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_o
             text_start, text_end = m.span("text")
             if blank.find("[", text_start, text_end) >= 0:
                 scan_markdown(text_start, text_end)  # a link inside the text, like an image inside a link
-            raw = m.group("angle")
-            if raw is None:
-                raw = m.group("bare")
+            which = "angle" if m.group("angle") is not None else "bare"
+            raw = m.group(which)
             if _MASK_CHAR in raw or in_wikilink(start):
                 continue
             raw = raw.strip()
@@ -353,19 +391,22 @@ def extract_links(text: str, masked: list[tuple[int, int]] | None = None, line_o
                     display or None,
                     _unquote(heading),
                     _unquote(block),
+                    (*_note_part(text, *m.span(which), "#"), m.end()),
                 )
             )
 
     scan_markdown(0, len(blank))
     found.sort(key=lambda item: item[0])
 
-    links: list[Link] = []
+    links: list[LocatedLink] = []
     line = line_offset
     prev = 0
-    for start, kind, target, display, heading, block in found:
+    for start, kind, target, display, heading, block, (t_start, t_end, end) in found:
         line += text.count("\n", prev, start)
         prev = start
-        links.append(Link(kind, target, line, display, heading, block))
+        links.append(
+            LocatedLink(start, end, t_start, t_end, Link(kind, target, line, display, heading, block))
+        )
     return links
 
 

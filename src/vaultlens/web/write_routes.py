@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from vaultlens.errors import ConsentRequired
 from vaultlens.services import notes
-from vaultlens.services.verbs import auditing, changing, finding
+from vaultlens.services.verbs import auditing, changing, finding, restructuring
 from vaultlens.services.verbs.changing import PlanOptions
 from vaultlens.web.pairing import write_guard
 from vaultlens.web.sse import ask_stream
@@ -57,6 +57,12 @@ class PairBody(BaseModel):
     b: str = Path
 
 
+class MergeBody(BaseModel):
+    keep: str = Path
+    other: str = Path
+    sections: list[str] | None = Field(None, max_length=200)  # by heading; absent: what KEEP does not cover
+
+
 class AskBody(BaseModel):
     question: str = Field(min_length=1, max_length=20_000)
     extractive: bool = False
@@ -93,6 +99,14 @@ def build(state: WebState) -> APIRouter:
     @router.post("/dismiss")
     def dismiss(body: PairBody) -> JSONResponse:
         return JSONResponse(finding.dismiss(app, body.a, body.b).as_dict())
+
+    @router.post("/merge")
+    def merge(body: MergeBody) -> JSONResponse:
+        """Plan merging OTHER into KEEP as one group (its diff in ``plan``); ``/apply`` writes it with that
+        diff's token. Both paths must be notes the vault's scan lists."""
+        rules = app.files().rules()
+        keep, other = notes.resolve_untrusted(rules, body.keep), notes.resolve_untrusted(rules, body.other)
+        return JSONResponse(restructuring.write_merge(app, keep, other, body.sections).as_dict())
 
     @router.post("/ask")
     def ask(body: AskBody) -> StreamingResponse:

@@ -169,6 +169,27 @@ class Compared:
         (va, pa), (vb, pb) = sides
         return Rated(na, nb, self.cover(na, va), self.cover(nb, vb), va, pa, vb, pb)
 
+    def sections_against(self, x: int, y: int) -> list[tuple[int, int, float]]:
+        """Note ``x``'s compared sections as (first line, last line, 1-based) with each one's best
+        match in ``y``, cosine or copied lines (what :meth:`rate` averages into the coverage), for
+        this one pair (a merge asks which sections of OTHER its KEEP already covers)."""
+        rx, ry = self.body(x), self.body(y)
+        best: dict[tuple[int, int], dict[int, tuple[float, int]]] = {}
+        if len(rx) and len(ry):
+            sims = (
+                np.asarray(self.lay.vecs[rx], dtype=np.float32)
+                @ np.asarray(self.lay.vecs[ry], dtype=np.float32).T
+            )
+            at = sims.argmax(axis=1)
+            best[(x, y)] = {
+                int(r): (float(sims[i, at[i]]), int(ry[at[i]])) for i, r in enumerate(rx.tolist())
+            }
+        value = self.rate(x, y, best).value_a
+        first, last = self.prof.first_line, self.prof.last_line
+        return [
+            (int(first[r]), int(last[r]), float(v)) for r, v in zip(rx.tolist(), value.tolist(), strict=True)
+        ]
+
     def evidence(self, r: Rated) -> tuple[int, int, float]:
         """(row of a, row of b, value) of the section that stands for the pair (:func:`weightiest`),
         so a boilerplate tail that happens to match best does not."""

@@ -47,6 +47,7 @@ __all__ = [
     "check_coverage",
     "check_no_front_matter",
     "check_titles",
+    "encoded",
     "note_lines",
     "partition",
     "prepare",
@@ -244,7 +245,8 @@ def ranges_of(lines: Iterable[int]) -> list[list[int]]:
     return out
 
 
-def _encode(text: str, source: NoteSource, bom: bool = False) -> bytes:
+def encoded(text: str, source: NoteSource, bom: bool = False) -> bytes:
+    """``text`` (LF) as bytes written like ``source``: its line ending, and a BOM with ``bom``."""
     return (("\ufeff" if bom else "") + text.replace("\n", source.newline)).encode("utf-8")
 
 
@@ -276,7 +278,7 @@ def build(source: NoteSource, split: Partition, index: bool, original_link: str)
         changes.append(
             Change(
                 new_path_of(source.path, p.title),
-                _encode(text, source),
+                encoded(text, source),
                 f"split from {source.path}",
                 None,
                 unique_name=True,
@@ -286,7 +288,7 @@ def build(source: NoteSource, split: Partition, index: bool, original_link: str)
         links = "\n".join(f"- [[{p.title}]]" for p in split.parts)
         text = _joined([lines[n - 1] for n in split.kept], links)
         summary = f"an index of the {len(split.parts)} notes split from it"
-        changes.insert(0, Change(source.path, _encode(text, source, source.bom), summary, source.raw))
+        changes.insert(0, Change(source.path, encoded(text, source, source.bom), summary, source.raw))
     return changes
 
 

@@ -1,4 +1,5 @@
-"""Restructuring notes with a model: split a note into atomic notes; run a preset over many notes.
+"""Restructuring notes: split a note into atomic notes and run a preset over many notes (with a
+model); move a note or merge two with every link repointed (without one).
 
 Each verb plans exact writes and returns them with their diffs; nothing is written here (``apply``
 in :mod:`vaultlens.services.verbs.changing` writes a confirmed diff or group, ``undo`` reverts
@@ -12,17 +13,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
+from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import InvalidInput, translated_errors
 from vaultlens.services import writes
 from vaultlens.services.app import App
 from vaultlens.services.consent import require_llm_consent
-from vaultlens.services.notetools import batch, batch_state, draft, split
+from vaultlens.services.notetools import batch, batch_state, draft, merge, split
 from vaultlens.services.notetools.batch import BatchResult, NoteSelector, Progress
 from vaultlens.services.notetools.batch_state import BatchNote, BatchState
+from vaultlens.services.notetools.merge import MergeResult, MoveResult
 from vaultlens.services.notetools.presets import instruction_for
 from vaultlens.services.notetools.split import SplitResult
 
-__all__ = ["write_batch", "write_batch_run", "write_split"]
+__all__ = ["write_batch", "write_batch_run", "write_merge", "write_move", "write_split"]
 
 MAX_CONCURRENCY = 16
 
@@ -133,3 +136,51 @@ def _run_batch(
             provider.close()
         batch.run(app.vault, files, app.llm, state, remember, progress)
     return batch.result(app.vault, state)
+
+
+@translated_errors()
+def write_move(app: App, old: str, new: str) -> MoveResult:
+    """Plan moving (renaming) note ``old`` to ``new`` with every link in the vault repointed, as one
+    operation group (nothing is written; ``apply`` writes the confirmed group)."""
+    moved = merge.plan_move(app.files(), old, new)
+    planned = writes.plan_group(
+        app.vault, moved.changes, f"move {moved.old} to {moved.new} ({len(moved.relinked)} note(s) relinked)"
+    )
+    return MoveResult(moved, planned)
+
+
+@translated_errors()
+def write_merge(app: App, keep: str, other: str, sections: list[str] | None = None) -> MergeResult:
+    """Plan merging note ``other`` into ``keep`` as one operation group: OTHER's uncovered sections
+    (or ``sections``, by heading) added to KEEP, front matter merged, every link to OTHER repointed
+    to KEEP, OTHER moved to the vault's trash (nothing is written)."""
+    merged = merge.plan_merge(app.files(), keep, other, sections, lambda o, k: _index_coverage(app, o, k))
+    planned = writes.plan_group(
+        app.vault,
+        merged.changes,
+        f"merge {merged.other} into {merged.keep} ({len(merged.relinked)} note(s) relinked)",
+    )
+    return MergeResult(merged, planned)
+
+
+def _index_coverage(app: App, other: NoteSource, keep: NoteSource) -> list[tuple[int, int, bool]] | None:
+    """OTHER's sections as the duplicate finder rates them against KEEP, when the index holds both
+    notes exactly as they are now (None: no index, or either note changed since it was indexed)."""
+    from vaultlens.services.duplicates.coverage import SECTION_SLACK, Compared
+
+    d = app.settings.discover
+    if not app.has_index():
+        return None
+    with app.reading() as store:
+        records = store.file_records()
+        for source in (other, keep):
+            record = records.get(source.path)
+            if record is None or record.file_hash != source.file_hash:
+                return None
+        run = Compared(store, d.duplicate_threshold, d.min_chars, d)
+        index = {path: n for n, path in enumerate(run.lay.notes)}
+        if other.path not in index or keep.path not in index:
+            return None
+        found = run.sections_against(index[other.path], index[keep.path])
+    floor = d.duplicate_threshold - SECTION_SLACK
+    return [(first, last, value >= floor) for first, last, value in found]

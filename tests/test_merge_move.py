@@ -1,0 +1,240 @@
+"""`vaultlens merge KEEP OTHER` and `vaultlens move OLD NEW`: one operation group each, every link in the
+vault repointed (wikilinks with headings, blocks and display text, embeds, Markdown links with encoded
+paths, property links), OTHER moved to the vault's trash, undone together byte for byte.
+
+Real files, the project's own resolver to check every link afterwards, a real child killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from test_safewrite_groups import kill_9_when_ready, run_child
+from test_web_routes import Page, post
+from test_web_routes import page as page  # noqa: F401, PLC0414 (the fixture: a running server)
+from vaultlens.errors import PlanRefused
+from vaultlens.services import writes
+from vaultlens.services.app import App
+from vaultlens.services.notetools.relink import links_in
+from vaultlens.services.verbs import restructuring
+from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.scan import scan_vault
+from vl_support import check_shape, run_cli, snapshot, write_vault
+
+KEEP = "A.md"
+OTHER = "notes/My B.md"
+LINKING = {  # five notes linking OTHER in every form Obsidian has
+    "C.md": "See [[My B]] and [[My B|the B note]].\n",
+    "D.md": "# D\n\n[[My B#Extra]] and ![[My B]] and [[My B#^blk|a block]]\n",
+    "sub/E.md": "[t](../notes/My%20B.md#Extra) and [x](<notes/My B.md>)\n",
+    "F.md": '---\r\nrelated: "[[My B]]"\r\n---\r\nBody [[notes/My B|by path]]\r\n\r\n```\r\n[[My B]] in code\r\n```\r\n'
+    "and `[[My B]]` inline.\r\n",
+    "G.md": "\ufeffTable | [[My B\\|cell]] | and [m](My%20B.md)\n",
+}
+FILES: dict[str, str] = {
+    KEEP: "---\ntags: [a]\n---\n# A\n\nShared line.\n",
+    OTHER: "---\ntags: [b]\naliases: [Bee]\n---\n# My B\n\nShared line.\n\n## Extra\n\nOnly in B. ^blk\n",
+    **LINKING,
+}
+
+
+def vault_of(tmp_path: Path) -> Path:
+    return write_vault(tmp_path / "v", {k: v.encode("utf-8") for k, v in FILES.items()})
+
+
+def files_of(snap: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in snap.items() if v != "dir"}
+
+
+def resolved_targets(vault: Path) -> dict[str, list[str | None]]:
+    """Where every link of each linking note goes, by the project's resolver over the vault as it is."""
+    scan = scan_vault(vault, 10_000_000)
+    resolver = LinkResolver([f.path for f in scan.files])
+    out: dict[str, list[str | None]] = {}
+    for f in scan.notes:
+        text = (vault / f.path).read_bytes().decode("utf-8-sig").replace("\r\n", "\n")
+        out[f.path] = [resolver.resolve(loc.link.target, f.path).path for loc in links_in(text, f.path)]
+    return out
+
+
+def test_the_bar_merge_plan_only_json_rewrites_cs_link_to_a(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"A.md": "# A\n", "B.md": "# B\n\nbee\n", "C.md": "see [[B]]\n"})
+    before = snapshot(vault)
+    done = run_cli(["merge", "A.md", "B.md", "--plan-only", "--json", "--vault", str(vault)])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    diff = data["plan"]["diff"]
+    assert "--- a/C.md\n+++ b/C.md\n@@ -1 +1 @@\n-see [[B]]\n+see [[A]]\n" in diff
+    assert data["plan"]["kind"] == "group" and data["applied"] is None
+    assert data["trash"] == ".trash/B.md" and "+++ /dev/null" in diff
+    assert snapshot(vault) == before, "planning writes nothing"
+    check_shape("write_merge", data)
+
+
+def test_merge_repoints_every_link_form_and_undo_restores_all_seven_files(tmp_path: Path) -> None:
+    vault = vault_of(tmp_path)
+    original = snapshot(vault)
+    app = App.open(vault)
+    result = restructuring.write_merge(app, KEEP, OTHER)
+    assert result.plan_of.carried == ["Extra"] and result.plan_of.left_out == ["My B"]
+    assert sorted(result.plan_of.relinked) == sorted(LINKING)
+    assert "\n--- a/notes/My B.md\n+++ /dev/null\n@@ -1,11 +0,0 @@\n----\n" in result.plan.diff, (
+        "every line shown"
+    )
+    writes.apply(vault, result.plan.entry.op_id, result.plan.proposal)
+    after = resolved_targets(vault)
+    for path in LINKING:
+        assert after[path] and all(t == KEEP for t in after[path]), (path, after[path])
+    f = (vault / "F.md").read_bytes()
+    assert f.count(b"[[My B]]") == 2 and b'related: "[[A]]"\r\n' in f, "code untouched, CRLF kept"
+    assert b"Body [[A|by path]]\r\n" in f
+    assert (vault / "G.md").read_bytes() == "\ufeffTable | [[A\\|cell]] | and [m](A.md)\n".encode()
+    assert (vault / "sub/E.md").read_text() == "[t](../A.md#Extra) and [x](<A.md>)\n"
+    keep = (vault / KEEP).read_text()
+    assert "## Extra\n\nOnly in B. ^blk" in keep and keep.count("Shared line.") == 1
+    assert '  - "Bee"' in keep and '  - "b"' in keep and '  - "My B"' in keep
+    assert not (vault / OTHER).exists()
+    assert (vault / ".trash/My B.md").read_text() == FILES[OTHER], "moved to the trash, never deleted"
+    undone = run_cli(["undo", result.plan.entry.op_id, "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert files_of(snapshot(vault)) == files_of(original), "all seven files back, byte for byte"
+
+
+def test_move_repoints_every_link_and_undo_restores(tmp_path: Path) -> None:
+    vault = vault_of(tmp_path)
+    original = snapshot(vault)
+    moved = run_cli(["move", OTHER, "archive/Renamed B.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+    data = json.loads(moved.stdout)
+    assert data["applied"]["state"] == "applied"
+    check_shape("write_move", data)
+    after = resolved_targets(vault)
+    for path in LINKING:
+        assert after[path] and all(t == "archive/Renamed B.md" for t in after[path]), (path, after[path])
+    assert (vault / "F.md").read_bytes().count(b"[[notes/My B") == 0
+    assert b"[[archive/Renamed B|by path]]" in (vault / "F.md").read_bytes(), "a path stays a path"
+    assert (vault / "C.md").read_text() == "See [[Renamed B]] and [[Renamed B|the B note]].\n"
+    assert not (vault / OTHER).exists()
+    undone = run_cli(["undo", data["plan"]["op_id"], "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert files_of(snapshot(vault)) == files_of(original)
+
+
+def test_a_link_to_a_heading_not_carried_over_refuses_the_merge(tmp_path: Path) -> None:
+    files = dict(FILES)
+    files[OTHER] += "\n## Left out\n\nNot carried.\n"
+    files["C.md"] = "[[My B#Left out]]\n"
+    vault = write_vault(tmp_path / "v", files)
+    before = snapshot(vault)
+    with pytest.raises(PlanRefused, match=r"C.md:1 .*heading 'Left out' of notes/My B.md is not in A.md"):
+        restructuring.write_merge(App.open(vault), KEEP, OTHER, sections=["Extra"])
+    assert snapshot(vault) == before
+
+
+def test_a_vault_that_deletes_for_good_refuses_the_merge(tmp_path: Path) -> None:
+    vault = vault_of(tmp_path)
+    write_vault(vault, {".obsidian/app.json": '{"trashOption": "none"}'})
+    done = run_cli(["merge", KEEP, OTHER, "--plan-only", "--json", "--vault", str(vault)])
+    assert done.exit_code != 0 and "never deletes a note" in done.output
+
+
+def test_kill_9_in_the_middle_of_a_merge_is_undone_by_the_documented_command(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    vault = vault_of(tmp_path)
+    original = snapshot(vault)
+    planned = restructuring.write_merge(App.open(vault), KEEP, OTHER).plan
+    group_id = planned.entry.op_id
+    child = run_child(tmp_path, isolated_env, vault, planned, "kill-before-4")
+    kill_9_when_ready(child, tmp_path)
+    assert (vault / OTHER).read_text() == FILES[OTHER], "OTHER is removed last"
+    assert (vault / ".trash/My B.md").exists(), "its copy in the trash was written first"
+    undone = run_cli(["undo", group_id, "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert files_of(snapshot(vault)) == files_of(original)
+
+
+def test_a_moved_notes_own_relative_links_keep_their_notes(tmp_path: Path) -> None:
+    vault = write_vault(
+        tmp_path / "v", {"deep/er/N.md": "[up](../../C.md) [[C]]\n", "C.md": "[n](deep/er/N.md)\n"}
+    )
+    moved = run_cli(["move", "deep/er/N.md", "N2.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+    assert (vault / "N2.md").read_text() == "[up](./C.md) [[C]]\n", "only the link that would break changes"
+    assert (vault / "C.md").read_text() == "[n](N2.md)\n"
+
+
+def test_merge_sections_picks_by_heading_from_the_cli(tmp_path: Path) -> None:
+    files = dict(FILES)
+    files[OTHER] += "\n## Left out\n\nNot carried.\n"
+    vault = write_vault(tmp_path / "v", files)
+    done = run_cli(
+        ["merge", KEEP, OTHER, "--sections", "Extra", "--plan-only", "--json", "--vault", str(vault)]
+    )
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    assert data["carried"] == ["Extra"] and "Left out" in data["left_out"]
+    assert "+Not carried." not in data["plan"]["diff"].split("--- a/A.md")[1].split("--- a/C.md")[0]
+
+
+EVICTION = (
+    "When the cache is full it drops the entry that was used least recently, so the hot keys stay in memory "
+    "and a scan over cold data cannot flush them out. Entries also expire after ten minutes, and a key that "
+    "is written again starts its ten minutes anew."
+)
+SMALL_CHUNKS = {"index.chunk_target": "200", "index.chunk_overlap": "0"}  # one chunk a section
+
+
+@pytest.mark.slow
+def test_with_an_index_the_duplicate_finders_coverage_decides_which_sections_are_carried(
+    tmp_path: Path,
+) -> None:
+    """A section KEEP holds with small edits is covered by meaning (no line is copied); a new one is carried."""
+    vault = write_vault(
+        tmp_path / "v",
+        {
+            "Keep.md": f"# Cache\n\n## Eviction\n\n{EVICTION}\n",
+            "Other.md": "# Cache notes\n\n## Evicting\n\n"
+            + EVICTION.replace("drops", "throws away").replace("stay in memory", "remain in memory")
+            + "\n\n## Warm-up\n\nAfter a deploy the service replays yesterday's top thousand queries to fill the "
+            "cache before it takes traffic, which keeps the first minutes from hammering the database.\n",
+        },
+    )
+    lines_only = restructuring.write_merge(App.open(vault), "Keep.md", "Other.md")
+    assert lines_only.plan_of.coverage == "lines" and "Evicting" in lines_only.plan_of.carried
+    sets = [a for k, v in SMALL_CHUNKS.items() for a in ("--set", f"{k}={v}")]
+    indexed = run_cli(["index", "--vault", str(vault), *sets])
+    assert indexed.exit_code == 0, indexed.output
+    result = restructuring.write_merge(App.open(vault, SMALL_CHUNKS), "Keep.md", "Other.md")
+    assert result.plan_of.coverage == "index"
+    assert result.plan_of.carried == ["Warm-up"] and "Evicting" in result.plan_of.left_out
+
+
+def test_the_page_api_plans_a_merge_and_writes_it_only_with_the_diffs_token(page: Page) -> None:
+    """POST /ui/api/merge plans the group; /ui/api/apply proposes its exact diff, then writes it with that token."""
+    write_vault(
+        page.vault,
+        {"Keep m.md": "# K\n\nkept\n", "Other m.md": "# O\n\nonly here\n", "L.md": "[[Other m]]\n"},
+    )
+    before = snapshot(page.vault)
+    forged = httpx.post(
+        page.url + "/ui/api/merge", json={"keep": "Keep m.md", "other": "Other m.md"}, timeout=30
+    )
+    assert forged.status_code == 403 and forged.json()["error"]["code"] == "csrf_refused"
+    outside = post(page, "/ui/api/merge", {"keep": "Keep m.md", "other": "../x.md"})
+    assert outside.status_code >= 400 and snapshot(page.vault) == before
+    planned = post(page, "/ui/api/merge", {"keep": "Keep m.md", "other": "Other m.md"})
+    assert planned.status_code == 200, planned.text
+    plan = planned.json()["plan"]
+    assert "-[[Other m]]\n+[[Keep m]]\n" in plan["diff"] and snapshot(page.vault) == before
+    shown = post(page, "/ui/api/apply", {"op_id": plan["op_id"]})
+    assert shown.status_code == 409 and shown.json()["error"]["proposal"]["preview"] == plan["diff"]
+    token = shown.json()["error"]["proposal"]["token"]
+    applied = post(page, "/ui/api/apply", {"op_id": plan["op_id"], "token": token})
+    assert applied.status_code == 200, applied.text
+    assert (page.vault / "L.md").read_text() == "[[Keep m]]\n" and not (page.vault / "Other m.md").exists()
+    assert (page.vault / ".trash/Other m.md").read_text() == "# O\n\nonly here\n"
