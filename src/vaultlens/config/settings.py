@@ -49,7 +49,8 @@ DEFAULT_MODELS: dict[str, str] = {
 #: (:mod:`vaultlens.embedding.tiers.registry`, which rejects a name nobody registered).
 TIERS = ("off", "auto", "e5", "minilm-en")
 #: ``embedding.tier = "<kind>:<model>"``: a model served by a provider of that kind (``ollama:bge-m3``,
-#: ``openai-compatible:<model>``); the kind is a registered tier form (``register_tier_form``).
+#: ``openai-compatible:<model>``), or a sentence-transformers folder on this machine (``local:<path>``,
+#: absolute, without spaces); the kind is a registered tier form (``register_tier_form``).
 TIER_FORM = re.compile(r"([a-z][a-z0-9_.-]*):([^\s\x00-\x1f\x7f]+)")
 #: ``index.backend`` values: the store backends of vaultlens.index.backends. Repeated here because
 #: config sits above index in the layers; tests/test_backend_seam.py keeps the two lists equal.
@@ -205,9 +206,11 @@ class EmbeddingSettings:
     tier: str = setting(
         "auto",
         check=lambda v: bool(PROVIDER_NAME.fullmatch(v) or TIER_FORM.fullmatch(v)),
-        shape=", ".join(TIERS) + ", a registered tier name, or ollama:<model> / openai-compatible:<model>",
+        shape=", ".join(TIERS)
+        + ", a registered tier name, ollama:<model> / openai-compatible:<model>, or local:<model folder>",
     )
     # the provider form of the tier (embedding/tiers/remote.py): its server, key and model prefixes
+    # (the prefixes apply to local:<folder> too, embedding/tiers/local.py)
     tier_endpoint: str = setting(
         "", check=_is_endpoint, shape="empty (the server's default) or an http:// or https:// URL"
     )  # "" = Ollama on this machine (http://127.0.0.1:11434), or https://api.openai.com/v1
@@ -216,7 +219,8 @@ class EmbeddingSettings:
         check=lambda v: v == "" or bool(ENV_NAME.fullmatch(v)),
         shape="empty (the same variable as embedding.api_key_env) or the name of an environment variable",
     )
-    # what the model expects before a query / a passage; "auto" = its declared prefix (none if unknown)
+    # what the model expects before a query / a passage; "auto" = its declared prefix (none if unknown;
+    # for local:<folder>, the prompts of the folder's config_sentence_transformers.json)
     tier_query_prefix: str = setting("auto", check=_is_prefix, shape=PREFIX_SHAPE)
     tier_passage_prefix: str = setting("auto", check=_is_prefix, shape=PREFIX_SHAPE)
     # per request to the tier's server: a search waits at most this long before the bundled model

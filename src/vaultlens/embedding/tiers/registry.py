@@ -5,7 +5,7 @@ Built-in names (``e5``, ``minilm-en``) register through the same call a plug-in 
     from vaultlens.embedding.tiers.registry import register_tier
     register_tier("mine", lambda s: MyTier(threads=s.threads))   # then: --set embedding.tier=mine
 
-A value ``"<kind>:<model>"`` (``ollama:bge-m3``) goes to the factory registered for its kind with
+A value ``"<kind>:<model>"`` (``ollama:bge-m3``, ``local:/models/embeddinggemma``) goes to the factory registered for its kind with
 :func:`register_tier_form`; the factory gets a :class:`TierForm` (the settings and the model name).
 ``off`` is no tier; ``auto`` is resolved per vault first (:mod:`vaultlens.embedding.tiers.auto`).
 The settings layer only checks the value's shape; an unknown name or kind is a ``ConfigError`` here.
@@ -20,6 +20,7 @@ from vaultlens.config.registry import ProviderRegistry
 from vaultlens.config.settings import TIER_FORM, EmbeddingSettings
 from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.embedding.tiers.e5 import E5Tier
+from vaultlens.embedding.tiers.local import LocalTier
 from vaultlens.embedding.tiers.minilm import MiniLMTier
 from vaultlens.embedding.tiers.remote import TIER_FORMS
 from vaultlens.errors import ConfigError
@@ -30,8 +31,8 @@ class TierForm:
     """What a provider-form factory builds from: ``embedding.tier = "<kind>:<model>"``."""
 
     settings: EmbeddingSettings
-    kind: str  # ollama, openai-compatible, ...
-    model: str
+    kind: str  # ollama, openai-compatible, local, ...
+    model: str  # a model name, or for local: the model folder's path
 
     @property
     def provider(self) -> str:
@@ -105,3 +106,4 @@ def _remote(kind: str) -> TierFormFactory:
 
 for _kind in TIER_FORMS:  # ollama:MODEL, openai-compatible:MODEL (embedding/tiers/remote.py)
     register_tier_form(_kind, _remote(_kind))
+register_tier_form("local", lambda form: LocalTier(form.model, form.settings))  # embedding/tiers/local.py

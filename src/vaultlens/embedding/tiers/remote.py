@@ -42,6 +42,8 @@ class Prefixes:
 #: organisation (``intfloat/``); a model not listed gets none unless the settings declare them.
 DECLARED: dict[str, Prefixes] = {
     "bge-m3": Prefixes(),  # trained without prefixes
+    # EmbeddingGemma's retrieval prompts (its config_sentence_transformers.json; Ollama adds none)
+    "embeddinggemma": Prefixes("task: search result | query: ", "title: none | text: "),
     "nomic-embed-text": Prefixes("search_query: ", "search_document: "),
     "mxbai-embed-large": Prefixes("Represent this sentence for searching relevant passages: ", ""),
     "snowflake-arctic-embed": Prefixes("Represent this sentence for searching relevant passages: ", ""),
