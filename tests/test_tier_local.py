@@ -123,6 +123,7 @@ def test_auto_never_picks_a_local_folder() -> None:
 # ---- the real model (torch and a model folder on this machine) ---------------------------------------
 
 
+@pytest.mark.slow
 @needs_model
 def test_a_real_model_fills_the_tier_and_finds_across_languages(tmp_path: Path) -> None:
     notes = {
@@ -157,6 +158,7 @@ def test_a_real_model_fills_the_tier_and_finds_across_languages(tmp_path: Path) 
         app.close()
 
 
+@pytest.mark.slow
 @needs_model
 def test_passive_openmp_is_set_before_torch_loads_unless_the_user_chose(tmp_path: Path) -> None:
     probe = (
