@@ -154,6 +154,20 @@ def test_a_real_model_fills_the_tier_and_finds_across_languages(tmp_path: Path) 
         prompts = declared_prompts(Path(MODEL))
         assert (same[0, 0] < 0.999) == (prompts.query != prompts.passage)  # each kind gets its prompt
         assert np.allclose(np.linalg.norm(tier.embed([text, "x"]), axis=1), 1.0, atol=1e-4)
+        import torch
+
+        seen: list[int] = []
+        real = tier._model.encode
+
+        def counting(*args: object, **kwargs: object) -> object:
+            seen.append(torch.get_num_threads())
+            return real(*args, **kwargs)
+
+        tier._model.encode = counting
+        tier.embed_queries([text])
+        tier.embed([text])
+        # a query on embedding.query_threads (1), passages on embedding.threads, restored after
+        assert seen == [1, tier._threads] and torch.get_num_threads() == tier._threads
     finally:
         app.close()
 
