@@ -8,10 +8,10 @@ docs/benchmarks.md). torch and sentence-transformers are heavy, hence the option
 build). Nothing is downloaded: the folder is read with ``local_files_only`` and the Hugging Face
 clients are put offline before they are imported.
 
-On the CPU: bfloat16 where the CPU computes it natively (AVX512-BF16 or AMX; about 2x faster than
-float32 there), float32 elsewhere; idle OpenMP workers sleep (``OMP_WAIT_POLICY=PASSIVE``, unless
-the user set it) because the tier shares the cores with the bundled model, SQLite and the watcher,
-and torch's spinning workers made it about 4x slower. OpenMP reads that variable once, when torch
+On the CPU: bfloat16 where the CPU computes it natively (AVX512-BF16 or AMX: half the memory
+traffic; emulated, it would be slower than float32), float32 elsewhere; idle OpenMP workers sleep
+(``OMP_WAIT_POLICY=PASSIVE``, unless the user set it) because the tier shares the cores with the
+bundled model, SQLite and the watcher, and torch's spinning workers made it about 4x slower (issue 44). OpenMP reads that variable once, when torch
 is imported, so it is set here just before the first import of torch in the process.
 
 Query and passage prompts come from the folder's ``config_sentence_transformers.json``
