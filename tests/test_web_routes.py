@@ -42,6 +42,7 @@ from vaultlens.index.lock import process_alive
 from vaultlens.safewrite import render_diff
 from vaultlens.server.api import create_api
 from vaultlens.services import writes
+from vaultlens.web.lists import history_body
 from vl_support import check_shape, run_cli, snapshot, write_vault
 
 SCRIPT_NOTE = "Hostile.md"
@@ -482,6 +483,9 @@ def test_history_lists_an_operation_group_with_a_link_to_each_note_and_its_text_
     assert "Part &lt;b&gt;one.md" in listed.text and "<b>one" not in listed.text
     assert f'href="/history/{group}/before"' in listed.text
     assert get(page, f"/history/{group}/before").status_code == 200
+    [entry] = [e.as_dict() for e in writes.history(page.vault) if e.op_id == group]
+    cut_short = hooks(history_body([{**entry, "state": "partial"}], 0))  # as a kill mid-split leaves it
+    assert cut_short.find("button", class_="undo"), "a partial group is offered its undo, as in the CLI"
 
 
 def test_a_listed_pair_is_dismissed_and_an_exact_copy_cannot_be(page: Page) -> None:
