@@ -449,3 +449,29 @@ def test_doctor_reports_a_half_applied_group_until_it_is_settled_and_undone(
     assert run_cli(["undo", group_id, "--yes", "--vault", str(vault)]).exit_code == 0
     healthy = run_cli(["doctor", "--vault", str(vault), *fake])
     assert healthy.exit_code == 0, healthy.output
+
+
+def test_doctor_reports_a_half_applied_group_in_a_vault_with_no_index(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """The note tools need no index, but doctor only said "There is no index" and never read the journal;
+    history listed the group as partial without naming the way back."""
+    vault = vault_ab(tmp_path)
+    planned = split_like(vault)
+    group_id = planned.entry.op_id
+    child = run_child(tmp_path, isolated_env, vault, planned, "kill-before-3")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists():
+        assert child.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    killed = run_cli(["doctor", "--vault", str(vault)])
+    said = " ".join(killed.output.split())
+    assert killed.exit_code == 1 and f"Operation group {group_id}" in said, said
+    assert f"vaultlens undo {group_id}" in said and f"vaultlens history {group_id} --show-before" in said
+    listed = " ".join(run_cli(["history", "--vault", str(vault)]).output.split())
+    assert "partial" in listed and f"`vaultlens undo {group_id}` puts them back" in listed, listed
+    assert run_cli(["undo", group_id, "--yes", "--vault", str(vault)]).exit_code == 0
+    settled = run_cli(["doctor", "--vault", str(vault)])
+    assert settled.exit_code != 0 and "There is no index" in " ".join(settled.output.split())

@@ -42,6 +42,7 @@ from vaultlens.index.lock import process_alive
 from vaultlens.safewrite import render_diff
 from vaultlens.server.api import create_api
 from vaultlens.services import writes
+from vaultlens.web.lists import history_body
 from vl_support import check_shape, run_cli, snapshot, write_vault
 
 SCRIPT_NOTE = "Hostile.md"
@@ -460,6 +461,31 @@ def test_history_links_every_change_to_the_text_before_it_escaped_and_read_only(
     assert get(page, "/history/20261203T101500-abcdef/before").status_code == 404
     assert get(page, "/history/..%2F..%2Fetc/before").status_code in (400, 404)
     assert snapshot(page.vault) == before, "showing it writes nothing"
+
+
+def test_history_lists_an_operation_group_with_a_link_to_each_note_and_its_text_before(page: Page) -> None:
+    """A group (a split, a merge) has no single path: the History page answered 500 once one existed."""
+    hostile = (page.vault / SCRIPT_NOTE).read_bytes()
+    planned = writes.plan_group(
+        page.vault,
+        [
+            writes.Change(SCRIPT_NOTE, b"# Hostile\n\n- [[Part <b>one]]\n", "index", based_on=hostile),
+            writes.Change("Part <b>one.md", b"Moved here.\n", "new note", based_on=None),
+        ],
+        "split Hostile.md",
+    )
+    group = writes.apply(page.vault, planned.entry.op_id, planned.proposal).op_id
+    listed = get(page, "/history")
+    assert listed.status_code == 200, listed.text
+    [row] = hooks(listed.text).find(class_="entry", data_op=group)
+    assert row["data-state"] == "applied"
+    assert 'href="/note?path=Hostile.md"' in listed.text and "2 notes: " in listed.text
+    assert "Part &lt;b&gt;one.md" in listed.text and "<b>one" not in listed.text
+    assert f'href="/history/{group}/before"' in listed.text
+    assert get(page, f"/history/{group}/before").status_code == 200
+    [entry] = [e.as_dict() for e in writes.history(page.vault) if e.op_id == group]
+    cut_short = hooks(history_body([{**entry, "state": "partial"}], 0))  # as a kill mid-split leaves it
+    assert cut_short.find("button", class_="undo"), "a partial group is offered its undo, as in the CLI"
 
 
 def test_a_listed_pair_is_dismissed_and_an_exact_copy_cannot_be(page: Page) -> None:

@@ -148,6 +148,10 @@ def history(
             f"{e.op_id}  [bold]{e.state.replace('_', ' '):<11}[/bold] {shown(e.path)}  "
             f"[dim]{shown(e.summary)}{undo_note} · {e.updated}[/dim]"
         )
+    listed = {e.op_id for e in entries}
+    for op_id, problem in changing.unfinished(app):  # what a crash left, and the way back
+        if op_id in listed:
+            render.err.print(f"[yellow]![/yellow] {shown(problem)}.")
 
 
 def _print_before(found: Befores, json_: bool) -> None:

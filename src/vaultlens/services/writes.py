@@ -281,31 +281,40 @@ def _befores(vault: Path, op_id: str) -> Befores:
         return Befores(op_id, group, items)
 
 
-def unfinished(vault: Path) -> list[str]:
-    """Operations the journal shows unfinished, each with the command that settles it (for
-    ``doctor``): a write a crash left ``writing``, a group only partly written. Nothing is changed."""
+def unfinished(vault: Path) -> list[tuple[str, str]]:
+    """Operations the journal shows unfinished, each as (op id, what happened and the command that
+    settles it): a write a crash left ``writing``, a group only partly written. Nothing is changed."""
     with translated_errors("read the journal"):
         root = find_journal(vault)
         if root is None:
             return []
         j = Journal(root)
         found = [
-            f"The write {e.op_id} of {e.path} was interrupted (vaultlens stopped during it): "
-            "`vaultlens history` settles it from the note"
+            (
+                e.op_id,
+                f"The write {e.op_id} of {e.path} was interrupted (vaultlens stopped during it): "
+                "`vaultlens history` settles it from the note",
+            )
             for e in j.entries()
             if e.state == "writing" and e.group is None
         ]
         for g in j.groups():
             if g.state == "writing":
                 found.append(
-                    f"Operation group {g.op_id} ({g.path}) was interrupted while it was written: "
-                    f"`vaultlens history` settles it from the notes, then `vaultlens undo {g.op_id}` puts back "
-                    f"what it wrote (`{SHOW_BEFORE.format(op=g.op_id)}` shows the originals)"
+                    (
+                        g.op_id,
+                        f"Operation group {g.op_id} ({g.path}) was interrupted while it was written: "
+                        f"`vaultlens history` settles it from the notes, then `vaultlens undo {g.op_id}` puts back "
+                        f"what it wrote (`{SHOW_BEFORE.format(op=g.op_id)}` shows the originals)",
+                    )
                 )
             elif g.state == "partial":
                 found.append(
-                    f"Operation group {g.op_id} ({g.path}) is partial: only some of its notes were written; "
-                    f"`vaultlens undo {g.op_id}` puts them back (`{SHOW_BEFORE.format(op=g.op_id)}` shows "
-                    "the originals)"
+                    (
+                        g.op_id,
+                        f"Operation group {g.op_id} ({g.path}) is partial: only some of its notes were written; "
+                        f"`vaultlens undo {g.op_id}` puts them back (`{SHOW_BEFORE.format(op=g.op_id)}` shows "
+                        "the originals)",
+                    )
                 )
         return found

@@ -115,13 +115,24 @@ def duplicates_body(report: dict[str, Any], page_no: int) -> str:
     return sections + pager("/duplicates", page_no, more) + tag("p", "", id="status", role="status")
 
 
+UNDOABLE = ("applied", "partial")  # a group a crash cut short is undone like an applied one (the CLI's undo)
+
+
+def notes_cell(entry: dict[str, Any]) -> str:
+    """The notes an entry changed, each a link; an operation group (a split, a merge) names several."""
+    paths = entry["paths"] if entry.get("kind") == "group" else [entry["path"]]
+    links = ", ".join(tag("a", h(p), href=note_href(p)) for p in paths[:3])
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return tag("td", (f"{len(paths)} notes: " if len(paths) > 1 else "") + links + more)
+
+
 def history_body(entries: list[dict[str, Any]], page_no: int) -> str:
     newest = entries[::-1]
     shown = newest[page_no * PAGE : (page_no + 1) * PAGE]
     rows = "".join(
         tag(
             "tr",
-            tag("td", tag("a", h(e["path"]), href=note_href(e["path"])))
+            notes_cell(e)
             + tag(
                 "td",
                 h(e["summary"])
@@ -139,7 +150,7 @@ def history_body(entries: list[dict[str, Any]], page_no: int) -> str:
             + tag(
                 "td",
                 tag("button", "Undo", type="button", class_="undo", aria_label=f"Undo: {e['summary']}")
-                if e["state"] == "applied" and not e.get("undone_by")
+                if e["state"] in UNDOABLE and not e.get("undone_by")
                 else "",
             ),
             class_="entry",

@@ -142,6 +142,11 @@ def history(app: App) -> list[Entry | Group]:
     return writes.history(app.vault)
 
 
+def unfinished(app: App) -> list[tuple[str, str]]:
+    """(operation, what is unfinished and the command that settles it) for each write a crash left."""
+    return writes.unfinished(app.vault)
+
+
 def show_before(app: App, op_id: str, output: Path | None = None) -> writes.Befores:
     """What the notes held before operation (or group) ``op_id`` wrote them, byte for byte from the
     journal: the way back to any text a change replaced, even where undo is refused. ``output``: a

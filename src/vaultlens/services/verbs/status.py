@@ -107,7 +107,16 @@ def _space_change(app: App, store: Store) -> SpaceChange | None:
 def doctor(app: App, deep: bool = False) -> DoctorReport:
     """Integrity and consistency of the index, and vault rules that do not work as the user meant.
 
-    ``deep``: also measure the ANN tier's recall@10 against exact search (stored vectors as queries)."""
+    ``deep``: also measure the ANN tier's recall@10 against exact search (stored vectors as queries).
+    With no index yet, the journal is still read: a half-written group needs no index to be reported."""
+    from vaultlens.services import writes  # the journal: only doctor of this module reads it
+
+    if not app.has_index():
+        unfinished = [problem for _, problem in writes.unfinished(app.vault)]
+        if not unfinished:
+            with app.reading():  # raises IndexNotFound, with its hint
+                pass
+        return DoctorReport([], app.files().rule_problems(), unfinished_writes=unfinished)
     with translated_errors(path=app.index_dir):
         with app.reading() as store:
             records = store.file_records()
@@ -117,8 +126,10 @@ def doctor(app: App, deep: bool = False) -> DoctorReport:
         indexed = [p for p, r in records.items() if r.status == "indexed"]
         for real, rels in paths_sharing_a_file(app.vault, indexed).items():
             problems.append(f"{real} is indexed under {len(rels)} paths: {', '.join(rels)}")
-        from vaultlens.services import writes  # the journal: only doctor of this module reads it
-
         return DoctorReport(
-            problems, app.files().rule_problems(), unused, recall, writes.unfinished(app.vault)
+            problems,
+            app.files().rule_problems(),
+            unused,
+            recall,
+            [p for _, p in writes.unfinished(app.vault)],
         )
