@@ -23,6 +23,7 @@ from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -620,3 +621,87 @@ def test_a_proposed_diff_names_control_characters_and_sends_none_raw(page: Page)
     assert not any(c in preview for c in "\x1b\r\u202e"), preview
     script = get(page, "/ui/static/common.js").text
     assert "function visible(text)" in script and "diffTable(raw, caption)" in script
+
+
+# ---- Obsidian Markdown in the note view (issue 46 item 1) ------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "vault"
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+SYNTAX_NOTE = (
+    "# Syntax\n\n"
+    "A ==highlight== and #topic/sub tag, not `#code` and not page#anchor.\n\n"
+    "- [ ] open task\n- [x] done task\n\n"
+    "A claim[^1] worth a block id ^claim-1\n\n"
+    "[[Кэширование|<script>alert(3)</script>]] and [md link](<tech/Кэширование.md#Лавина промахов>)\n\n"
+    "> [!warning]- <img src=x onerror=alert(4)>\n> Folded body.\n\n"
+    "![[Кэширование#Лавина промахов]]\n\n![[pic.png]]\n\n"
+    "[^1]: The footnote text.\n"
+)
+
+
+@pytest.fixture
+def example_page(tmp_path: Path) -> Iterator[str]:
+    import shutil
+
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLES, vault)
+    (vault / "Syntax.md").write_text(SYNTAX_NOTE, encoding="utf-8")
+    (vault / "pic.png").write_bytes(PNG)
+    (tmp_path / "secret.png").write_bytes(PNG)
+    with running_server(vault, tmp_path / "home", watch=False) as server:
+        yield server.url
+
+
+def test_the_note_view_renders_obsidian_links_comments_and_callouts(example_page: str) -> None:
+    home = httpx.get(example_page + "/note", params={"path": "Главная.md"}, timeout=60)
+    assert home.status_code == 200
+    assert "TODO" not in home.text and "разобрать inbox" not in home.text  # the %%comment%% is hidden
+    found = hooks(home.text)
+    [avalanche] = [
+        e
+        for e in found.find("a", class_="internal-link")
+        if "#h-" in e["href"] and "Кэширование" in e["data-path"]
+    ]
+    assert (
+        avalanche["href"].startswith("/note?path=tech%2F") and avalanche["data-path"] == "tech/Кэширование.md"
+    )
+    assert ">история про лавину промахов</a>" in home.text
+    assert found.find("span", class_="unresolved")  # [[Заметки про Kubernetes]] leads nowhere
+    assert "[[" not in home.text
+    target = httpx.get(example_page + avalanche["href"].partition("#")[0], timeout=60)
+    anchor_id = unquote(avalanche["href"].partition("#")[2])
+    assert hooks(target.text).find("h2", id=anchor_id)  # the heading the link scrolls to
+    caching = hooks(target.text)
+    [callout] = caching.find("div", class_="callout", data_callout="note")
+    assert callout["data-lines"] == "43-44" and caching.find("div", class_="callout-title")
+    assert "[!note]" not in target.text and ">Правило</div>" in target.text
+
+
+def test_obsidian_syntax_renders_escaped_and_images_follow_the_note_path_rules(example_page: str) -> None:
+    reply = httpx.get(example_page + "/note", params={"path": "Syntax.md"}, timeout=60)
+    text = reply.text
+    found = hooks(text)
+    assert "<mark>highlight</mark>" in text
+    [topic] = found.find("a", class_="tag")
+    assert topic["href"] == "/?q=%23topic%2Fsub" and "<code>#code</code>" in text
+    assert len(found.find("input", type="checkbox", disabled="disabled")) == 2
+    assert found.find("p", id="b-claim-1") and "^claim-1" not in text
+    assert found.find("section", class_="footnotes") and "The footnote text." in text
+    assert "<script>alert(3)" not in text and "&lt;script&gt;alert(3)&lt;/script&gt;</a>" in text
+    assert "<img src=x" not in text and "&lt;img src=x onerror=alert(4)&gt;</summary>" in text
+    assert found.find("details", class_="callout", data_callout="warning")
+    [md_link] = [e for e in found.find("a", class_="internal-link") if e.get("href", "").count("#h-")]
+    assert md_link["href"].startswith("/note?path=tech%2F")
+    [embed] = found.find("div", class_="embed")
+    assert embed["data-path"] == "tech/Кэширование.md" and "Лавина промахов" in text
+    [image] = found.find("img", class_="embed-image")
+    assert image["src"] == "/ui/file?path=pic.png"
+    served = httpx.get(example_page + image["src"], timeout=60)
+    assert (
+        served.status_code == 200 and served.content == PNG and served.headers["content-type"] == "image/png"
+    )
+    for refused in ("Главная.md", "../secret.png", "/etc/passwd", ".obsidian/app.json"):
+        reply = httpx.get(example_page + "/ui/file", params={"path": refused}, timeout=60)
+        assert reply.status_code in (400, 404) and reply.content != PNG, refused

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import posixpath
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -28,6 +29,15 @@ DEFAULT_SLICE = 4_000  # code points returned when the caller does not say
 MAX_SLICE = 20_000  # code points: about 5k tokens, a bounded bite for an agent's context
 DEFAULT_PAGE = 100
 MAX_PAGE = 500
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".avif": "image/avif",
+    ".bmp": "image/bmp",
+}  # not .svg: an SVG can carry script
 MAX_PATH_CHARS = 1_024  # longer than any real vault path (most file systems stop at 255 per name)
 
 
@@ -77,6 +87,14 @@ def resolve_untrusted(vault_rules: VaultRules, rel: str) -> str:
     """The one rule for a note path from a program or an agent (read a slice, find related notes):
     a vault-relative path to a note the scan lists, as spelled on disk (an NFD spelling of an NFC
     name finds it; another case, a missing extension or a bare name do not). Returns that spelling."""
+    listed = _listed(vault_rules, rel)
+    if listed.kind != "note":
+        what = {"canvas": "a Canvas file", "base": "a Bases file"}.get(listed.kind, "an attachment")
+        raise VaultError(f"Refusing note path {rel!r}: it is {what}, not a Markdown note.")
+    return listed.path
+
+
+def _listed(vault_rules: VaultRules, rel: str) -> VaultFile:
     check_untrusted_arg(rel)
     found = resolve_note_path(vault_rules.root, rel)
     listed = vault_rules.classify(found.rel)
@@ -86,10 +104,18 @@ def resolve_untrusted(vault_rules: VaultRules, rel: str) -> str:
             f"Refusing note path {rel!r}: it is not a note vaultlens reads ({why}).",
             hint="Only Markdown notes the index would list can be read; see `vaultlens status`.",
         )
-    if listed.kind != "note":
-        what = {"canvas": "a Canvas file", "base": "a Bases file"}.get(listed.kind, "an attachment")
-        raise VaultError(f"Refusing note path {rel!r}: it is {what}, not a Markdown note.")
-    return found.rel
+    return listed
+
+
+def read_image(vault_rules: VaultRules, rel: str, max_bytes: int) -> tuple[bytes, str]:
+    """An image a note embeds, by the rules of a note path (inside the vault, listed by the scan),
+    and its media type; any other file is refused."""
+    types = IMAGE_TYPES
+    listed = _listed(vault_rules, rel)
+    media = types.get(posixpath.splitext(listed.path)[1].lower())
+    if listed.kind != "attachment" or media is None:
+        raise VaultError(f"Refusing file {rel!r}: only images ({', '.join(sorted(types))}) are served.")
+    return read_note(vault_rules.root, listed.path, max_bytes).raw, media
 
 
 def note_slice(vault_rules: VaultRules, rel: str, offset: int, length: int, max_bytes: int) -> NoteSlice:

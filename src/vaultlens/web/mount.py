@@ -20,6 +20,7 @@ STREAM_S = 300.0  # one event stream's life; the browser reconnects
 def mount_web(api: FastAPI, state: WebState) -> None:
     for module in (pages, lists, audit_page, status_page, read_routes, write_routes):
         api.include_router(module.build(state))
+    api.include_router(read_routes.build_files(state))
 
     @api.get("/ui/events", include_in_schema=False)
     def events(seconds: Annotated[float, Query(ge=0, le=STREAM_S)] = STREAM_S) -> StreamingResponse:

@@ -11,7 +11,9 @@ from fastapi.responses import HTMLResponse
 from vaultlens.errors import VaultlensError
 from vaultlens.services import notes
 from vaultlens.services.verbs import finding
+from vaultlens.vault.links import LinkResolver
 from vaultlens.web.layout import h, labelled, note_href, page, tag, void
+from vaultlens.web.obsidian import NoteLinks, anchor, heading_section
 from vaultlens.web.render import note_html, obsidian_url, parse_lines
 from vaultlens.web.state import WebState
 
@@ -32,6 +34,34 @@ def read_note(state: WebState, path: str) -> notes.NoteSlice:
         more = finding.note(state.app, path, at, notes.MAX_SLICE)
         text, at = text + more.text, more.next_offset
     return notes.NoteSlice(first.path, 0, len(text), first.total_length, first.content_hash, text, None)
+
+
+def rendered_note(state: WebState, note: notes.NoteSlice, target: tuple[int, int] | None) -> str:
+    """A note's text as Obsidian shows it, its links resolved against the vault's files."""
+    resolver = finding.link_resolver(state.app)
+    return note_html(note.text, target, NoteLinks(resolver, note.path, _embedder(state, resolver)))
+
+
+def _embedder(state: WebState, resolver: LinkResolver) -> Any:
+    def embed(path: str, heading: str | None, depth: int) -> str:
+        """``![[Note]]`` / ``![[Note#Heading]]`` inline, read through the note verb's path rules."""
+        href = note_href(path) + ("#" + anchor(heading) if heading else "")
+        head = tag("a", h(path.removesuffix(".md") + (f" › {heading}" if heading else "")), href=href)
+        try:
+            text = read_note(state, path).text
+        except VaultlensError as exc:
+            return tag("div", head + problem(exc), class_="embed")
+        part = heading_section(text, heading) if heading else text
+        if part is None:
+            return tag(
+                "div",
+                head + tag("p", h(f"No heading '{heading}' in {path}."), class_="error"),
+                class_="embed",
+            )
+        body = note_html(part, None, NoteLinks(resolver, path, embed, depth))
+        return tag("div", head + body, class_="embed", data_path=path)
+
+    return embed
 
 
 def related_html(state: WebState, path: str) -> str:
@@ -106,7 +136,7 @@ def build(state: WebState) -> APIRouter:
                 id="open-obsidian",
                 href=obsidian_url(state.app.vault.name, note.path),
             )
-            + tag("article", note_html(note.text, parse_lines(lines)), id="note-body")
+            + tag("article", rendered_note(state, note, parse_lines(lines)), id="note-body")
             + tag("h2", "Related notes", id="related-heading")
             + tag("section", related_html(state, note.path), id="related", aria_labelledby="related-heading")
         )

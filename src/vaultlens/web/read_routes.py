@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from vaultlens.services import notes
 from vaultlens.services.verbs import changing, finding, inspecting
@@ -53,5 +53,17 @@ def build(state: WebState) -> APIRouter:
     @router.get("/providers")
     def providers() -> JSONResponse:
         return JSONResponse([p.as_dict() for p in inspecting.providers(app)])
+
+    return router
+
+
+def build_files(state: WebState) -> APIRouter:
+    """``GET /ui/file?path=``: an image a note embeds, by the path rules of a note."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/ui/file")
+    def vault_file(path: Annotated[str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS)]) -> Response:
+        data, media = finding.image(state.app, path)
+        return Response(data, media_type=media, headers={"Cache-Control": "no-store"})
 
     return router
