@@ -87,6 +87,8 @@ VALIDATION = (
     "Otherwise it answers 200 with the new body and a new ETag to keep.\n"
 )
 TOMATOES = "Garden/Tomatoes.md"
+OBSIDIAN = "Study/Reading list.md"
+BORSCHT = "Кулинария/Борщ.md"
 TOMATO_CARE_NOTE = "Garden/Tomato care.md"
 TOMATO_CARE = (
     "Water tomato plants at the roots in the morning; pinch the side shoots weekly. Tie the stems to canes "
@@ -117,6 +119,10 @@ NOTES: dict[str, str] = {
         + "\n## Eviction\n\nThe least recently used entry leaves first when memory runs out.\n"
     ).replace("\n", "\r\n"),
     PLAN: "# Plan\n\nRead [[Missing note]] and [[Cache lifetime]] before the review; see [[Tomatoes]].\n",
+    # Obsidian's syntax: a wikilink to a heading, a callout, a comment the page must not show
+    OBSIDIAN: "# Reading list\n\nStart with [[Study/Caching/Cache lifetime#Validation|how validation works]]. "
+    "%%SECRET-COMMENT: not for the page%%\n\n> [!note] Remember\n> Validation saves bandwidth.\n",
+    BORSCHT: "# Борщ\n\nСвёкла, капуста и немного уксуса.\n",
 }
 QUERY = "how often to feed the rye starter"
 QUESTION = "How often does a rye starter need feeding?"
@@ -381,6 +387,34 @@ def test_the_note_view_scrolls_to_the_lines_asked_for_and_marks_them(site: Site,
     assert "Short lifetimes" in targets(page)
     page.wait_for_function("() => window.scrollY > 0")
     assert in_viewport(page, "#note-body .target")
+
+
+def test_a_wikilink_opens_its_target_at_the_heading_a_callout_renders_and_a_comment_is_absent(
+    site: Site, page: Page
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 300})  # short: the heading is below the fold
+    page.goto(note_url(site, OBSIDIAN))
+    expect(page.locator("#note-body .callout[data-callout=note] .callout-title")).to_have_text("Remember")
+    expect(page.locator("#note-body .callout")).to_contain_text("Validation saves bandwidth.")
+    assert "SECRET-COMMENT" not in page.content() and "[[" not in page.inner_text("#note-body")
+    page.get_by_role("link", name="how validation works").click()
+    page.wait_for_url("**/note?path=Study%2FCaching%2FCache+lifetime.md#h-Validation")
+    expect(page.locator("h1", has_text="Study/Caching/Cache lifetime.md")).to_be_visible()
+    page.wait_for_function("() => window.scrollY > 0")
+    assert in_viewport(page, "#h-Validation")
+
+
+def test_the_note_picker_finds_a_note_from_its_lowercase_title_and_opens_it(site: Site, page: Page) -> None:
+    page.goto(site.url + "/note")
+    page.locator("#note-path").press_sequentially("борщ")
+    first = page.locator("#note-path-options [role=option]").first
+    expect(first).to_have_attribute("data-path", BORSCHT)
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    assert page.input_value("#note-path") == BORSCHT
+    page.keyboard.press("Enter")  # the form opens the note picked
+    page.wait_for_url("**/note?path=**")
+    expect(page.locator("#note-body h1")).to_have_text("Борщ")
 
 
 def test_raw_html_in_a_note_is_shown_as_text_and_never_runs(site: Site, page: Page) -> None:

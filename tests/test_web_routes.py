@@ -705,3 +705,25 @@ def test_obsidian_syntax_renders_escaped_and_images_follow_the_note_path_rules(e
     for refused in ("Главная.md", "../secret.png", "/etc/passwd", ".obsidian/app.json"):
         reply = httpx.get(example_page + "/ui/file", params={"path": refused}, timeout=60)
         assert reply.status_code in (400, 404) and reply.content != PNG, refused
+
+
+def test_the_note_picker_finds_notes_by_title_alias_and_path_in_any_case(example_page: str) -> None:
+    def picked(text: str) -> list[str]:
+        reply = httpx.get(example_page + "/ui/api/notes", params={"match": text}, timeout=60)
+        assert reply.status_code == 200
+        return [n["path"] for n in reply.json()["notes"]]
+
+    assert picked("борщ")[0] == "кулинария/Борщ.md"
+    assert picked("БОРЩ")[0] == "кулинария/Борщ.md"
+    assert picked("Git cheatsheet")[0] == "tech/Git cheatsheet.md"  # the title, not the path
+    assert picked("gtcht")[0] == "tech/Git cheatsheet.md"  # its letters in order
+    assert picked("Caching")[0] == "tech/Кэширование.md"  # an alias
+    assert picked("tech/databases")[0].startswith("tech/databases/")
+    assert picked("qqqzzz") == []
+    form = hooks(httpx.get(example_page + "/review", timeout=60).text)
+    assert form.find("input", id="pick-a", data_picker="*") and form.find(
+        "input", id="pick-b", data_picker="*"
+    )
+    assert hooks(httpx.get(example_page + "/note", timeout=60).text).find(
+        "input", id="note-path", data_picker="*"
+    )

@@ -14,7 +14,9 @@ from __future__ import annotations
 import base64
 import binascii
 import posixpath
+import unicodedata
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from vaultlens.chunking.source import RawNote, read_note
@@ -157,9 +159,11 @@ def _decode_cursor(cursor: str) -> str:
 
 
 def list_notes(
-    store: Store, vault_rules: VaultRules, folder: str, cursor: str | None, limit: int
+    store: Store, vault_rules: VaultRules, folder: str, cursor: str | None, limit: int, match: str = ""
 ) -> NoteList:
-    """Indexed notes under ``folder`` ("" = all), sorted by path, one page after ``cursor``."""
+    """Indexed notes under ``folder`` ("" = all), sorted by path, one page after ``cursor``; with
+    ``match``, only the notes whose title, an alias or the path match it (:func:`match_rank`),
+    best first (one page: a type-ahead asks again as the user types)."""
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidInput(f"limit must be between 1 and {MAX_PAGE} (got {limit}).")
     if len(folder) > 1 and folder.endswith("/"):  # "Notes/" is "Notes"; "/" stays absolute (refused)
@@ -172,11 +176,25 @@ def list_notes(
                 hint="Pass a folder relative to the vault root, like 'Projects/2024', or nothing for all notes.",
             )
     prefix = folder + "/" if folder else ""
-    paths = sorted(
-        p
+    records = {
+        p: r
         for p, r in store.file_records().items()
         if r.status == "indexed" and r.kind == "note" and p.startswith(prefix)
-    )
+    }
+    if match.strip():
+        if len(match) > MAX_PATH_CHARS:
+            raise InvalidInput(
+                f"match is {len(match)} characters long; at most {MAX_PATH_CHARS} are accepted."
+            )
+        ranked = sorted(
+            (rank, len(p), p)
+            for p, r in records.items()
+            if (rank := match_rank(match, (r.title or "", *r.aliases, p.removesuffix(".md")))) is not None
+        )
+        found = [p for _, _, p in ranked[:limit]]
+        titles = store.titles(found)
+        return NoteList(folder, len(ranked), [NoteEntry(p, titles.get(p) or p) for p in found], None)
+    paths = sorted(records)
     after = _decode_cursor(cursor) if cursor else None
     start = 0 if after is None else bisect_right(paths, after)
     page = paths[start : start + limit]
@@ -188,3 +206,51 @@ def list_notes(
         [NoteEntry(p, titles.get(p) or p) for p in page],
         _encode_cursor(page[-1]) if more and page else None,
     )
+
+
+def _folded(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def match_rank(query: str, names: Iterable[str]) -> tuple[int, int] | None:
+    """How well ``query`` names a note by any of ``names`` (case-insensitive, any script), lower
+    is better: the whole name, its start, a word's start, anywhere inside, then its letters in
+    order (fuzzy, ranked by how spread out they are); None when no name holds them at all."""
+    want = " ".join(_folded(query).split())
+    best: tuple[int, int] | None = None
+    for name in names:
+        have = _folded(name)
+        base = have.rpartition("/")[2]
+        at = have.find(want)
+        if have == want or base == want:
+            rank = (0, 0)
+        elif base.startswith(want) or have.startswith(want):
+            rank = (1, 0)
+        elif at >= 0:
+            words = any(have[i - 1] in " /-_." for i in _occurrences(have, want) if i > 0)
+            rank = (2, 0) if words else (3, at)
+        else:
+            spread = _spread(have, want.replace(" ", ""))
+            if spread is None:
+                continue
+            rank = (4, spread)
+        best = rank if best is None or rank < best else best
+    return best
+
+
+def _occurrences(text: str, part: str) -> Iterable[int]:
+    at = text.find(part)
+    while at >= 0:
+        yield at
+        at = text.find(part, at + 1)
+
+
+def _spread(text: str, letters: str) -> int | None:
+    """Characters between the first and last of ``letters`` found in order in ``text``, or None."""
+    first = pos = -1
+    for char in letters:
+        pos = text.find(char, pos + 1)
+        if pos < 0:
+            return None
+        first = pos if first < 0 else first
+    return pos - first

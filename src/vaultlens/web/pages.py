@@ -119,11 +119,11 @@ def build(state: WebState) -> APIRouter:
         if not path:
             form = (
                 '<form action="/note" method="get">'
-                + labelled("note-path", "Note path (vault-relative)", name="path")
+                + labelled("note-path", "Note (title, alias or path)", name="path", data_picker=True)
                 + tag("button", "Open", type="submit")
                 + "</form>"
             )
-            return HTMLResponse(page("Note", "/note", form, csrf))
+            return HTMLResponse(page("Note", "/note", form, csrf, "picker"))
         try:
             note = read_note(state, path)
         except VaultlensError as exc:
@@ -147,12 +147,12 @@ def build(state: WebState) -> APIRouter:
         if not (a and b):
             form = (
                 '<form action="/review" method="get">'
-                + labelled("pick-a", "Note A", name="a", value=a)
-                + labelled("pick-b", "Note B", name="b", value=b)
+                + labelled("pick-a", "Note A", name="a", value=a, data_picker=True)
+                + labelled("pick-b", "Note B", name="b", value=b, data_picker=True)
                 + tag("button", "Review", type="submit")
                 + "</form>"
             )
-            return page("Review", "/review", form, csrf)
+            return page("Review", "/review", form, csrf, "picker")
         body = (
             tag("p", f"{tag('code', h(a))} and {tag('code', h(b))}", id="pair", data_a=a, data_b=b)
             + tag("section", "", id="consent", aria_label="What is sent")

@@ -15,6 +15,7 @@ from vaultlens.web.lists import PAGE
 from vaultlens.web.state import WebState
 
 SEARCH_LIMIT = 20  # notes a keystroke's search returns to the page
+PICKER_LIMIT = 12  # notes the type-ahead note picker offers
 
 
 def build(state: WebState) -> APIRouter:
@@ -42,6 +43,13 @@ def build(state: WebState) -> APIRouter:
     @router.get("/history/{op_id}/before")
     def history_before(op_id: str) -> JSONResponse:
         return JSONResponse(changing.show_before(app, op_id).as_dict())
+
+    @router.get("/notes")
+    def note_picker(
+        match: Annotated[str, Query(max_length=notes.MAX_PATH_CHARS)] = "",
+        limit: Annotated[int, Query(ge=1, le=notes.MAX_PAGE)] = PICKER_LIMIT,
+    ) -> JSONResponse:
+        return JSONResponse(finding.list_notes(app, "", None, limit, match).as_dict())
 
     @router.get("/status")
     def status() -> JSONResponse:

@@ -118,11 +118,12 @@ def image(app: App, path: str) -> tuple[bytes, str]:
 
 
 def list_notes(
-    app: App, folder: str = "", cursor: str | None = None, limit: int = notes.DEFAULT_PAGE
+    app: App, folder: str = "", cursor: str | None = None, limit: int = notes.DEFAULT_PAGE, match: str = ""
 ) -> notes.NoteList:
-    """One page of the indexed notes under ``folder``, sorted by path."""
+    """One page of the indexed notes under ``folder``, sorted by path; with ``match``, the notes
+    whose title, an alias or the path match it, best first (the page's note picker)."""
     with translated_errors(path=app.index_dir), app.reading() as store:
-        return notes.list_notes(store, app.files().rules(), folder, cursor, limit)
+        return notes.list_notes(store, app.files().rules(), folder, cursor, limit, match)
 
 
 def link_resolver(app: App) -> LinkResolver:
