@@ -976,3 +976,46 @@ def test_no_page_breaks_its_content_security_policy(site: Site, browser: Browser
         assert not errors, (name, errors)
     finally:
         context.close()
+
+
+def test_transform_of_selected_lines_shows_its_diff_applies_and_undo_restores_the_bytes(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from write_support import ToolModel, llm_settings
+
+    note, fixed = "Study/Caching.md", "A cache keeps values for later; they expire after a TTL."
+    vault = write_vault(
+        tmp_path / "vault", {note: "# Caching\r\n\r\nA cache keep values, it expire after a TTL.\r\n"}
+    )
+    original = (vault / note).read_bytes()
+    with ToolModel({"replacement": fixed}) as model:
+        sets = [a for k, v in {**llm_settings(model, remote=True), "embedding.provider": "local"}.items()
+                for a in ("--set", f"{k}={v}")]  # fmt: skip
+        serve = [sys.executable, "-m", "vaultlens", "serve", "--vault", str(vault), "--no-watch", *sets]
+        with serving(serve, cli_env(tmp_path / "home"), tmp_path / "serve.log") as url:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(WAIT_MS)
+            page = context.new_page()
+            page.goto(f"{url}/note?path={quote(note)}")
+            page.evaluate(
+                """() => { const r = document.createRange();
+                r.selectNodeContents(document.querySelector('#note-body > p[data-lines="3-3"]'));
+                const s = getSelection(); s.removeAllRanges(); s.addRange(r); }"""
+            )
+            expect(page.locator("#first")).to_have_value("3")
+            expect(page.locator("#last")).to_have_value("3")
+            page.select_option("#preset", "fix-grammar")
+            page.click("#transform-send")
+            page.click("#transform-consent-send")  # a remote model: the consent step first
+            expect(page.locator("#transform-diff table.diff")).to_contain_text(fixed)
+            assert (vault / note).read_bytes() == original, "nothing is written before Apply"
+            page.click("#apply")
+            expect(page.locator("#applied")).to_be_visible()
+            assert (vault / note).read_bytes() == original.replace(b"A cache keep values, it expire after a TTL.",
+                                                                   fixed.encode())  # fmt: skip
+            page.goto(url + "/history")
+            page.locator("button.undo").first.click()
+            page.click("#apply")
+            expect(page.locator("#applied")).to_be_visible()
+            assert (vault / note).read_bytes() == original, "undo restores every byte (CRLF)"
+            context.close()

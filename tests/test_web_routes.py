@@ -44,6 +44,7 @@ from vaultlens.safewrite import render_diff
 from vaultlens.server.api import create_api
 from vaultlens.services import writes
 from vl_support import check_shape, run_cli, snapshot, write_vault
+from write_support import ToolModel, llm_settings
 
 SCRIPT_NOTE = "Hostile.md"
 ALIGNED_NOTE = "Prices.md"
@@ -296,6 +297,10 @@ def test_a_write_without_the_token_or_from_another_origin_is_refused(
         ("/ui/api/audit", {}),
         ("/ui/api/audit/clusters", {}),
         ("/ui/api/replan", {"review_id": "x"}),
+        (
+            "/ui/api/write/transform",
+            {"path": SCRIPT_NOTE, "first": 3, "last": 3, "preset": "summarize", "consent": True},
+        ),
     ]:
         reply = httpx.post(page.url + path, json=body, headers=sent, timeout=30)
         assert reply.status_code == 403 and error_code(reply) == "csrf_refused", (why, path, reply.text)
@@ -727,3 +732,55 @@ def test_the_note_picker_finds_notes_by_title_alias_and_path_in_any_case(example
     assert hooks(httpx.get(example_page + "/note", timeout=60).text).find(
         "input", id="note-path", data_picker="*"
     )
+
+
+# ---- the note tools in the page (issue 46 item 5) ---------------------------------------------
+
+TOOL_NOTE = "Study/Caching.md"
+TOOL_TEXT = (
+    "# Caching\r\n\r\nA cache keep values for later, it expire after a TTL.\r\n\r\n## Next\r\n\r\nMore.\r\n"
+)
+FIXED = "A cache keeps values for later; they expire after a TTL."
+
+
+def test_transform_proposes_a_diff_after_consent_and_apply_then_undo_change_exactly_that(
+    tmp_path: Path,
+) -> None:
+    vault = write_vault(tmp_path / "vault", {TOOL_NOTE: TOOL_TEXT.encode(), "Other.md": "# Other\n"})
+    original = (vault / TOOL_NOTE).read_bytes()
+    with (
+        ToolModel({"replacement": FIXED}) as model,
+        running_server(
+            vault, tmp_path / "home", watch=False, overrides=llm_settings(model, remote=True)
+        ) as server,
+    ):
+        site = Page(server.url, vault, PageModel(), page_token(server.url))
+        body = {"path": TOOL_NOTE, "first": 3, "last": 3, "preset": "fix-grammar"}
+        asked = post(site, "/ui/api/write/transform", body)
+        assert asked.status_code == 403 and error_code(asked) == "consent_required", asked.text
+        assert model.chats() == [] and asked.json()["error"]["proposal"]["destination"]
+        proposed = post(site, "/ui/api/write/transform", {**body, "consent": True})
+        assert proposed.status_code == 200, proposed.text
+        plan = proposed.json()["plan"]
+        assert "-A cache keep values" in plan["diff"] and f"+{FIXED}" in plan["diff"]
+        assert (vault / TOOL_NOTE).read_bytes() == original and not consent_file().exists()
+
+        shown = post(site, "/ui/api/apply", {"op_id": plan["op_id"]})
+        diff = shown.json()["error"]["proposal"]
+        assert shown.status_code == 409 and diff["preview"] == plan["diff"]
+        applied = post(site, "/ui/api/apply", {"op_id": plan["op_id"], "token": diff["token"]})
+        assert applied.status_code == 200, applied.text
+        after = (vault / TOOL_NOTE).read_bytes()
+        assert render_diff(TOOL_NOTE, original, after) == plan["diff"], "written exactly as shown"
+        assert after == original.replace(
+            b"A cache keep values for later, it expire after a TTL.", FIXED.encode()
+        )
+        [entry] = hooks(get(site, "/history").text).find(class_="entry", data_op=plan["op_id"])
+        assert entry["data-state"] == "applied"
+
+        undo = post(site, "/ui/api/undo", {"op_id": plan["op_id"]}).json()["op_id"]
+        back = post(site, "/ui/api/apply", {"op_id": undo}).json()["error"]["proposal"]
+        assert post(site, "/ui/api/apply", {"op_id": undo, "token": back["token"]}).status_code == 200
+        assert (vault / TOOL_NOTE).read_bytes() == original, "undo restores every byte (CRLF)"
+        outside = post(site, "/ui/api/write/transform", {**body, "path": "../x.md", "consent": True})
+        assert outside.status_code == 400 and len(model.chats()) == 1

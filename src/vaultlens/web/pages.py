@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
 from vaultlens.services import notes
+from vaultlens.services.notetools.presets import PRESETS
 from vaultlens.services.verbs import finding
 from vaultlens.vault.links import LinkResolver
 from vaultlens.web.layout import h, labelled, note_href, page, tag, void
@@ -137,6 +138,7 @@ def build(state: WebState) -> APIRouter:
                 href=obsidian_url(state.app.vault.name, note.path),
             )
             + tag("article", rendered_note(state, note, parse_lines(lines)), id="note-body")
+            + transform_form(note.path)
             + tag("h2", "Related notes", id="related-heading")
             + tag("section", related_html(state, note.path), id="related", aria_labelledby="related-heading")
         )
@@ -184,6 +186,35 @@ def build(state: WebState) -> APIRouter:
         return page("Ask", "/ask", body, csrf, "ask")
 
     return router
+
+
+def transform_form(path: str) -> str:
+    """``vaultlens write transform`` on the note view: lines (filled from a selection in the note),
+    a preset or the user's own instruction; the consent step and the diff appear below it."""
+    presets = tag("option", "(my own instruction)", value="") + "".join(
+        tag("option", h(name), value=name) for name in PRESETS
+    )
+    form = (
+        f'<form id="transform" data-scripted data-path="{h(path)}">'
+        + tag("p", "Select text in the note to fill in its lines, or type them.", class_="hint")
+        + labelled("first", "First line", type="number", min="1", required=True)
+        + labelled("last", "Last line", type="number", min="1", required=True)
+        + tag("label", "Preset", for_="preset")
+        + tag("select", presets, id="preset", name="preset")
+        + labelled("instruction", "Or your instruction", "textarea", rows="2")
+        + tag("button", "Transform", id="transform-send", type="submit")
+        + "</form>"
+    )
+    return tag(
+        "section",
+        tag("h2", "Transform lines", id="transform-heading")
+        + form
+        + tag("section", "", id="transform-consent", aria_label="What is sent", hidden=True)
+        + tag("section", "", id="transform-diff", aria_label="Diff")
+        + tag("p", "", id="transform-status", role="status"),
+        id="tools",
+        aria_labelledby="transform-heading",
+    )
 
 
 PLAN_FORM = (

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from vaultlens.errors import ConsentRequired
 from vaultlens.services import notes
-from vaultlens.services.verbs import auditing, changing, finding, restructuring
+from vaultlens.services.verbs import auditing, changing, drafting, finding, restructuring
 from vaultlens.services.verbs.changing import PlanOptions
 from vaultlens.web.pairing import write_guard
 from vaultlens.web.sse import ask_stream
@@ -69,6 +69,17 @@ class AskBody(BaseModel):
     consent: bool = False  # this request only: never remembered, no remembered grant counts
 
 
+class TransformBody(BaseModel):
+    """``vaultlens write transform``: lines ``first``-``last`` of ``path`` with a preset or a prompt."""
+
+    path: str = Path
+    first: int = Field(ge=1)
+    last: int = Field(ge=1)
+    preset: str | None = Field(None, min_length=1, max_length=100)
+    prompt: str | None = Field(None, min_length=1, max_length=4_000)
+    consent: bool = False  # this request only: never remembered
+
+
 def build(state: WebState) -> APIRouter:
     router = APIRouter(prefix="/ui/api", include_in_schema=False, dependencies=[Depends(write_guard(state))])
     app = state.app
@@ -111,6 +122,15 @@ def build(state: WebState) -> APIRouter:
     @router.post("/ask")
     def ask(body: AskBody) -> StreamingResponse:
         return ask_stream(app, body.question, body.extractive, body.consent)
+
+    @router.post("/write/transform")
+    def write_transform(body: TransformBody) -> JSONResponse:
+        """The proposal (the planned write and its diff); Apply goes through ``/ui/api/apply``."""
+        path = notes.resolve_untrusted(app.files().rules(), body.path)
+        result = drafting.write_transform(
+            app, path, body.first, body.last, body.preset, body.prompt, consent=body.consent, remember=False
+        )
+        return JSONResponse(result.as_dict())
 
     @router.post("/audit")
     def audit() -> JSONResponse:

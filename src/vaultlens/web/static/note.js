@@ -2,3 +2,56 @@
 // The section a search result or a related note pointed at: into view.
 const target = document.querySelector("#note-body .target");
 if (target) target.scrollIntoView({ block: "center" });
+
+// Transform lines: a selection in the note fills in its lines; Transform asks for consent when the
+// model is remote, then shows the exact diff with Apply (History can undo it).
+(() => {
+  const form = document.getElementById("transform");
+  if (!form) return;
+  const { el, post, json, errorBox } = vl;
+  const body = document.getElementById("note-body");
+  const consent = document.getElementById("transform-consent");
+  const diff = document.getElementById("transform-diff");
+  const status = document.getElementById("transform-status");
+
+  function linesOf(node) {
+    const block = node && (node.nodeType === 1 ? node : node.parentElement);
+    const lined = block && block.closest("#note-body > [data-lines]");
+    return lined ? lined.dataset.lines.split("-").map(Number) : null;
+  }
+  document.addEventListener("selectionchange", () => {
+    const sel = document.getSelection();
+    if (!sel || sel.isCollapsed || !body.contains(sel.anchorNode)) return;
+    const a = linesOf(sel.anchorNode), b = linesOf(sel.focusNode);
+    if (!a || !b) return;
+    form.elements.first.value = Math.min(a[0], b[0]);
+    form.elements.last.value = Math.max(a[1], b[1]);
+  });
+
+  async function send(consented) {
+    const preset = form.elements.preset.value;
+    const prompt = form.elements.instruction.value.trim();
+    const request = {
+      path: form.dataset.path,
+      first: Number(form.elements.first.value),
+      last: Number(form.elements.last.value),
+      preset: preset || null,
+      prompt: preset ? null : prompt || null,
+      consent: consented,
+    };
+    status.textContent = consented ? "Waiting for the model…" : "";
+    diff.replaceChildren();
+    const r = await post("/ui/api/write/transform", request);
+    const data = await json(r);
+    status.textContent = "";
+    if (r.ok) {
+      consent.hidden = true;
+      await vl.proposeWrite(diff, data.plan.op_id, () => { status.textContent = "Reload to see the note as written."; });
+    } else if (r.status === 403 && data.error.code === "consent_required") {
+      vl.showConsent(consent, data.error.proposal, "transform-consent-send", () => send(true));
+    } else {
+      diff.replaceChildren(errorBox(data.error), el("p", {}, "Nothing was written."));
+    }
+  }
+  form.addEventListener("submit", () => send(false));
+})();
