@@ -496,6 +496,19 @@ def test_ask_streams_after_consent_for_that_request_only(page: Page) -> None:
     assert post(page, "/ui/api/ask", {"question": QUESTION}).status_code == 403, "not remembered"
     extractive = events(post(page, "/ui/api/ask", {"question": QUESTION, "extractive": True}))
     assert extractive[-1][0] == "done" and len(page.model.chats()) == 1
+    assert final["answer_html"] == "<p>Feed it rye flour daily [S1] and see [S9].</p>\n"
+    assert "<script" not in extractive[-1][1]["answer_html"]
+
+
+def test_an_ask_answer_is_rendered_as_markdown_with_its_links_escaped(page: Page) -> None:
+    page.model.reply = (
+        "**Feed** it [[Starter|the starter]] daily [S1].\n\n> A quote <script>alert(5)</script>\n"
+    )
+    final = events(post(page, "/ui/api/ask", {"question": QUESTION, "consent": True}))[-1][1]
+    html = final["answer_html"]
+    assert "<strong>Feed</strong>" in html and "<blockquote>" in html and "[S1]" in html
+    assert 'href="/note?path=Bread%2FStarter.md"' in html and ">the starter</a>" in html
+    assert "<script>alert(5)" not in html and "&lt;script&gt;alert(5)&lt;/script&gt;" in html
 
 
 # ---- Audit -----------------------------------------------------------------------------------

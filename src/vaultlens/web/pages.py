@@ -43,6 +43,12 @@ def rendered_note(state: WebState, note: notes.NoteSlice, target: tuple[int, int
     return note_html(note.text, target, NoteLinks(resolver, note.path, _embedder(state, resolver)))
 
 
+def markdown_html(state: WebState, text: str) -> str:
+    """Text that is not a note (an Ask answer, its passages) as Obsidian Markdown: links resolved
+    against the vault's files, no embeds, no line numbers."""
+    return note_html(text, None, NoteLinks(finding.link_resolver(state.app), "", None, depth=1))
+
+
 def _embedder(state: WebState, resolver: LinkResolver) -> Any:
     def embed(path: str, heading: str | None, depth: int) -> str:
         """``![[Note]]`` / ``![[Note#Heading]]`` inline, read through the note verb's path rules."""

@@ -10,7 +10,7 @@ safewrite compares with the diff it is about to write. Consent covers that one r
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -20,6 +20,7 @@ from vaultlens.errors import ConsentRequired
 from vaultlens.services import notes
 from vaultlens.services.verbs import auditing, changing, drafting, finding, restructuring
 from vaultlens.services.verbs.changing import PlanOptions
+from vaultlens.web.pages import markdown_html
 from vaultlens.web.pairing import write_guard
 from vaultlens.web.sse import ask_stream
 from vaultlens.web.state import WebState
@@ -121,7 +122,10 @@ def build(state: WebState) -> APIRouter:
 
     @router.post("/ask")
     def ask(body: AskBody) -> StreamingResponse:
-        return ask_stream(app, body.question, body.extractive, body.consent)
+        def rendered(done: dict[str, Any]) -> dict[str, Any]:
+            return {**done, "answer_html": markdown_html(state, done["answer"])}
+
+        return ask_stream(app, body.question, body.extractive, body.consent, rendered)
 
     @router.post("/write/transform")
     def write_transform(body: TransformBody) -> JSONResponse:
