@@ -797,3 +797,40 @@ def test_transform_proposes_a_diff_after_consent_and_apply_then_undo_change_exac
         assert (vault / TOOL_NOTE).read_bytes() == original, "undo restores every byte (CRLF)"
         outside = post(site, "/ui/api/write/transform", {**body, "path": "../x.md", "consent": True})
         assert outside.status_code == 400 and len(model.chats()) == 1
+
+
+def confirm(site: Page, op_id: str) -> httpx.Response:
+    """Apply a planned operation as the page does: its proposal first, then its token."""
+    shown = post(site, "/ui/api/apply", {"op_id": op_id})
+    assert shown.status_code == 409, shown.text
+    return post(site, "/ui/api/apply", {"op_id": op_id, "token": shown.json()["error"]["proposal"]["token"]})
+
+
+def test_split_applies_its_combined_diff_as_one_group_and_continue_appends_both_undone(
+    tmp_path: Path,
+) -> None:
+    from test_write_split import NOTE as SPLIT_NOTE
+    from test_write_split import PLAN as SPLIT_PLAN
+
+    vault = write_vault(tmp_path / "vault", {"Study/Caching.md": SPLIT_NOTE, "Other.md": "# Other\n"})
+    original = snapshot(vault)
+    with (
+        ToolModel(SPLIT_PLAN, {"text": "Warm caches answer faster."}) as model,
+        running_server(vault, tmp_path / "home", watch=False, overrides=llm_settings(model)) as server,
+    ):
+        site = Page(server.url, vault, PageModel(), page_token(server.url))
+        split = post(site, "/ui/api/write/split", {"path": "Study/Caching.md", "mode": "index"})
+        assert split.status_code == 200, split.text
+        plan = split.json()["plan"]
+        assert "Study/Cache TTL.md" in plan["diff"] and "Study/Cache invalidation.md" in plan["diff"]
+        assert snapshot(vault) == original, "planning writes nothing"
+        assert confirm(site, plan["op_id"]).status_code == 200
+        assert (vault / "Study/Cache TTL.md").exists() and (vault / "Study/Cache invalidation.md").exists()
+        undo = post(site, "/ui/api/undo", {"op_id": plan["op_id"]})
+        assert undo.status_code == 200 and confirm(site, undo.json()["op_id"]).status_code == 200
+        assert snapshot(vault) == original, "the group's undo puts every byte back"
+
+        more = post(site, "/ui/api/write/continue", {"path": "Other.md"})
+        assert more.status_code == 200, more.text
+        assert confirm(site, more.json()["plan"]["op_id"]).status_code == 200
+        assert (vault / "Other.md").read_text().endswith("Warm caches answer faster.\n")

@@ -195,8 +195,9 @@ def build(state: WebState) -> APIRouter:
 
 
 def transform_form(path: str) -> str:
-    """``vaultlens write transform`` on the note view: lines (filled from a selection in the note),
-    a preset or the user's own instruction; the consent step and the diff appear below it."""
+    """``vaultlens write`` on the note view: transform lines (filled from a selection in the note)
+    with a preset or the user's own instruction, continue, flashcards, split; the consent step and
+    the diff appear below."""
     presets = tag("option", "(my own instruction)", value="") + "".join(
         tag("option", h(name), value=name) for name in PRESETS
     )
@@ -210,10 +211,22 @@ def transform_form(path: str) -> str:
         + labelled("instruction", "Or your instruction", "textarea", rows="2")
         + tag("button", "Transform", id="transform-send", type="submit")
         + "</form>"
+        + tag(
+            "p",
+            "".join(
+                tag("button", label, type="button", class_="tool", data_tool=name)
+                for name, label in (
+                    ("continue", "Continue the note"),
+                    ("flashcards", "Add flashcards"),
+                    ("split", "Split into atomic notes"),
+                )
+            ),
+            class_="tools",
+        )
     )
     return tag(
         "section",
-        tag("h2", "Transform lines", id="transform-heading")
+        tag("h2", "Note tools", id="transform-heading")
         + form
         + tag("section", "", id="transform-consent", aria_label="What is sent", hidden=True)
         + tag("section", "", id="transform-diff", aria_label="Diff")

@@ -70,15 +70,36 @@ class AskBody(BaseModel):
     consent: bool = False  # this request only: never remembered, no remembered grant counts
 
 
-class TransformBody(BaseModel):
-    """``vaultlens write transform``: lines ``first``-``last`` of ``path`` with a preset or a prompt."""
+class ToolBody(BaseModel):
+    """A note tool of ``vaultlens write`` on one note; consent covers this request only."""
 
     path: str = Path
+    consent: bool = False  # never remembered
+
+
+class ContinueBody(ToolBody):
+    with_context: bool = False
+    after_line: int | None = Field(None, ge=1)
+
+
+class TransformBody(ToolBody):
+    """Lines ``first``-``last`` of ``path`` with a preset or a prompt."""
+
     first: int = Field(ge=1)
     last: int = Field(ge=1)
     preset: str | None = Field(None, min_length=1, max_length=100)
     prompt: str | None = Field(None, min_length=1, max_length=4_000)
-    consent: bool = False  # this request only: never remembered
+
+
+class SplitBody(ToolBody):
+    mode: Literal["keep-original", "index"] = "keep-original"
+
+
+class DataviewBody(BaseModel):
+    question: str = Field(min_length=1, max_length=4_000)
+    insert: str | None = Field(None, min_length=1, max_length=notes.MAX_PATH_CHARS)
+    after_line: int | None = Field(None, ge=1)
+    consent: bool = False
 
 
 def build(state: WebState) -> APIRouter:
@@ -127,14 +148,51 @@ def build(state: WebState) -> APIRouter:
 
         return ask_stream(app, body.question, body.extractive, body.consent, rendered)
 
+    def note(path: str) -> str:
+        """A note path from the page, by the rules of a path from a program (see services/notes)."""
+        return notes.resolve_untrusted(app.files().rules(), path)
+
+    # the note tools, named after `vaultlens write ...`: each answers its verb's result, whose plan
+    # (one write, or one operation group for split) is applied through /ui/api/apply
+    @router.post("/write/continue")
+    def write_continue(body: ContinueBody) -> JSONResponse:
+        done = drafting.write_continue(
+            app, note(body.path), body.with_context, body.after_line, consent=body.consent, remember=False
+        )
+        return JSONResponse(done.as_dict())
+
     @router.post("/write/transform")
     def write_transform(body: TransformBody) -> JSONResponse:
-        """The proposal (the planned write and its diff); Apply goes through ``/ui/api/apply``."""
-        path = notes.resolve_untrusted(app.files().rules(), body.path)
-        result = drafting.write_transform(
-            app, path, body.first, body.last, body.preset, body.prompt, consent=body.consent, remember=False
+        done = drafting.write_transform(
+            app,
+            note(body.path),
+            body.first,
+            body.last,
+            body.preset,
+            body.prompt,
+            body.consent,
+            remember=False,
         )
-        return JSONResponse(result.as_dict())
+        return JSONResponse(done.as_dict())
+
+    @router.post("/write/flashcards")
+    def write_flashcards(body: ToolBody) -> JSONResponse:
+        return JSONResponse(
+            drafting.write_flashcards(app, note(body.path), body.consent, remember=False).as_dict()
+        )
+
+    @router.post("/write/split")
+    def write_split(body: SplitBody) -> JSONResponse:
+        done = restructuring.write_split(app, note(body.path), body.mode, body.consent, remember=False)
+        return JSONResponse(done.as_dict())
+
+    @router.post("/write/dataview")
+    def write_dataview(body: DataviewBody) -> JSONResponse:
+        into = note(body.insert) if body.insert is not None else None
+        done = drafting.write_dataview(
+            app, body.question, into, body.after_line, body.consent, remember=False
+        )
+        return JSONResponse(done.as_dict())
 
     @router.post("/audit")
     def audit() -> JSONResponse:

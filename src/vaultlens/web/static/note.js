@@ -28,30 +28,36 @@ if (target) target.scrollIntoView({ block: "center" });
     form.elements.last.value = Math.max(a[1], b[1]);
   });
 
-  async function send(consented) {
+  // One note tool's request: consent first when the model is remote, then its exact diff and Apply.
+  async function run(tool, request, consented) {
+    status.textContent = consented ? "Waiting for the model…" : "";
+    diff.replaceChildren();
+    const r = await post(`/ui/api/write/${tool}`, { ...request, consent: consented });
+    const data = await json(r);
+    status.textContent = "";
+    if (r.ok) {
+      consent.hidden = true;
+      if (!data.plan) { diff.replaceChildren(el("p", { class: "empty" }, "Nothing to change.")); return; }
+      await vl.proposeWrite(diff, data.plan.op_id, () => { status.textContent = "Reload to see the note as written."; });
+    } else if (r.status === 403 && data.error.code === "consent_required") {
+      vl.showConsent(consent, data.error.proposal, "transform-consent-send", () => run(tool, request, true));
+    } else {
+      diff.replaceChildren(errorBox(data.error), el("p", {}, "Nothing was written."));
+    }
+  }
+
+  form.addEventListener("submit", () => {
     const preset = form.elements.preset.value;
     const prompt = form.elements.instruction.value.trim();
-    const request = {
+    run("transform", {
       path: form.dataset.path,
       first: Number(form.elements.first.value),
       last: Number(form.elements.last.value),
       preset: preset || null,
       prompt: preset ? null : prompt || null,
-      consent: consented,
-    };
-    status.textContent = consented ? "Waiting for the model…" : "";
-    diff.replaceChildren();
-    const r = await post("/ui/api/write/transform", request);
-    const data = await json(r);
-    status.textContent = "";
-    if (r.ok) {
-      consent.hidden = true;
-      await vl.proposeWrite(diff, data.plan.op_id, () => { status.textContent = "Reload to see the note as written."; });
-    } else if (r.status === 403 && data.error.code === "consent_required") {
-      vl.showConsent(consent, data.error.proposal, "transform-consent-send", () => send(true));
-    } else {
-      diff.replaceChildren(errorBox(data.error), el("p", {}, "Nothing was written."));
-    }
+    }, false);
+  });
+  for (const button of document.querySelectorAll("button.tool")) {
+    button.addEventListener("click", () => run(button.dataset.tool, { path: form.dataset.path }, false));
   }
-  form.addEventListener("submit", () => send(false));
 })();
