@@ -204,8 +204,13 @@ def test_the_note_view_renders_markdown_marks_the_lines_and_never_runs_the_notes
     )
     [link] = found.find("a", id="open-obsidian")
     assert link["href"] == "obsidian://open?vault=vault&file=Hostile"
-    related = get(page, "/note", path="Bread/Starter.md")
-    assert hooks(related.text).find(class_="related", data_path="Bread/Loaf.md")
+    shell = hooks(get(page, "/note", path="Bread/Starter.md").text)
+    [later] = shell.find("section", id="related")
+    assert later["data-src"] == "/note/related?path=Bread%2FStarter.md", "related notes load after the note"
+    related = hooks(httpx.get(page.url + later["data-src"], timeout=60).text)
+    assert related.find(class_="related", data_path="Bread/Loaf.md")
+    review = related.find("a", class_="review")[0]
+    assert review["href"] == "/review?a=Bread%2FStarter.md&b=Bread%2FLoaf.md"
 
 
 def test_a_path_outside_the_vault_is_refused_on_the_page_and_the_api(page: Page, tmp_path: Path) -> None:
@@ -834,3 +839,16 @@ def test_split_applies_its_combined_diff_as_one_group_and_continue_appends_both_
         assert more.status_code == 200, more.text
         assert confirm(site, more.json()["plan"]["op_id"]).status_code == 200
         assert (vault / "Other.md").read_text().endswith("Warm caches answer faster.\n")
+
+
+def test_the_note_view_lists_backlinks_and_outgoing_links_beside_related_notes(example_page: str) -> None:
+    reply = httpx.get(example_page + "/note/related", params={"path": "tech/Кэширование.md"}, timeout=60)
+    assert reply.status_code == 200
+    found = hooks(reply.text)
+    backlinks = [e["data-path"] for e in found.find("li") if e.get("data-path")]
+    assert "Главная.md" in backlinks and "Syntax.md" in backlinks
+    assert "tech/databases/Транзакции и изоляция.md" in backlinks  # outgoing: the callout's link
+    home = hooks(httpx.get(example_page + "/note/related", params={"path": "Главная.md"}, timeout=60).text)
+    assert home.find("li", class_="unresolved")  # [[Заметки про Kubernetes]]
+    outside = httpx.get(example_page + "/note/related", params={"path": "../x.md"}, timeout=60)
+    assert outside.status_code == 400

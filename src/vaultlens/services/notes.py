@@ -23,6 +23,8 @@ from vaultlens.chunking.source import RawNote, read_note
 from vaultlens.errors import InvalidInput, NoteNotFound, VaultError
 from vaultlens.index.store import Store
 from vaultlens.services.serial import AsDict
+from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.model import Link
 from vaultlens.vault.parse import NotText, decode_note
 from vaultlens.vault.safepath import check_untrusted, resolve_note_path
 from vaultlens.vault.scan import VaultFile, VaultRules
@@ -68,6 +70,42 @@ class NoteList(AsDict):
     total: int  # notes in the folder (all pages)
     notes: list[NoteEntry] = field(default_factory=list)
     next_cursor: str | None = None  # pass it back for the next page; None on the last
+
+
+@dataclass(frozen=True, slots=True)
+class NoteGraph(AsDict):
+    """A note's place among its neighbours: the notes it links to (resolved), the notes that link
+    to it, and its link targets that lead nowhere or to several notes."""
+
+    path: str
+    outgoing: list[str] = field(default_factory=list)
+    backlinks: list[str] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+
+
+def note_graph(path: str, links: dict[str, list[Link]], resolver: LinkResolver) -> NoteGraph:
+    """``path``'s resolved outgoing links and backlinks, from the index's links as written. Only a
+    link whose target names ``path``'s file is resolved for the backlinks (not every link)."""
+    outgoing: dict[str, None] = {}
+    unresolved: dict[str, None] = {}
+    for link in links.get(path, ()):
+        found = resolver.resolve(link.target, path)
+        if found.path is None:
+            unresolved[link.target] = None
+        elif found.path != path:
+            outgoing[found.path] = None
+    stem = path.rpartition("/")[2].casefold().removesuffix(".md")
+    backlinks = sorted(
+        source
+        for source, written in links.items()
+        if source != path
+        and any(
+            link.target.rpartition("/")[2].casefold().removesuffix(".md") == stem
+            and resolver.resolve(link.target, source).path == path
+            for link in written
+        )
+    )
+    return NoteGraph(path, list(outgoing), backlinks, list(unresolved))
 
 
 def check_untrusted_arg(rel: str, what: str = "path") -> None:

@@ -4,6 +4,7 @@ and the Note view, rendered here from the ``note`` and ``similar`` verbs."""
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
@@ -89,10 +90,35 @@ def related_html(state: WebState, path: str) -> str:
         head = tag("a", h(other["title"] or other["path"]), href=note_href(other["path"])) + tag(
             "span", f"{other['score']:.2f}", class_="similarity"
         )
-        items.append(tag("li", head + tag("ul", pairs), class_="related", data_path=other["path"]))
+        review = tag(
+            "a",
+            "Review with this note",
+            href="/review?" + urlencode({"a": path, "b": other["path"]}),
+            class_="review",
+        )
+        items.append(
+            tag("li", head + " " + review + tag("ul", pairs), class_="related", data_path=other["path"])
+        )
     if not items:
         return tag("p", h(found.get("notice") or "No related notes."), class_="empty")
     return tag("ul", "".join(items), class_="related-list")
+
+
+def graph_html(graph: notes.NoteGraph) -> str:
+    """Backlinks and outgoing links, each a link to its note view."""
+
+    def listed(title: str, paths: list[str], class_: str) -> str:
+        items = "".join(tag("li", tag("a", h(p), href=note_href(p)), data_path=p) for p in paths)
+        return tag("h3", h(title)) + (
+            tag("ul", items, class_=class_) if items else tag("p", "None.", class_="empty")
+        )
+
+    missing = "".join(tag("li", h(t), class_="unresolved") for t in graph.unresolved)
+    return (
+        listed(f"Linked from ({len(graph.backlinks)})", graph.backlinks, "backlinks")
+        + listed(f"Links to ({len(graph.outgoing)})", graph.outgoing, "outgoing")
+        + (tag("h3", "Links that lead nowhere") + tag("ul", missing) if missing else "")
+    )
 
 
 def section_ref(section: dict[str, Any], link_to: str | None = None) -> str:
@@ -145,10 +171,28 @@ def build(state: WebState) -> APIRouter:
             )
             + tag("article", rendered_note(state, note, parse_lines(lines)), id="note-body")
             + transform_form(note.path)
-            + tag("h2", "Related notes", id="related-heading")
-            + tag("section", related_html(state, note.path), id="related", aria_labelledby="related-heading")
+            + tag("h2", "Related notes and links", id="related-heading")
+            + tag(  # filled after the note (note.js): a huge note's text is not held up by them
+                "section",
+                tag("p", "Finding related notes…", class_="empty"),
+                id="related",
+                aria_labelledby="related-heading",
+                aria_busy="true",
+                data_src="/note/related?" + urlencode({"path": note.path}),
+            )
         )
         return HTMLResponse(page(note.path, "/note", body, csrf, "note"))
+
+    @router.get("/note/related", response_class=HTMLResponse)
+    def note_related(path: Text = "") -> HTMLResponse:
+        """The note view's related notes, backlinks and outgoing links: a fragment note.js loads."""
+        if not path:
+            return HTMLResponse(tag("p", "No note given.", class_="empty"))
+        try:
+            graph = finding.note_graph(state.app, path)
+        except VaultlensError as exc:
+            return HTMLResponse(problem(exc), status_code=exc.http_status)
+        return HTMLResponse(related_html(state, graph.path) + graph_html(graph))
 
     @router.get("/review", response_class=HTMLResponse)
     def review_page(a: Text = "", b: Text = "") -> str:

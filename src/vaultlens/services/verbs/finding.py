@@ -20,7 +20,17 @@ if TYPE_CHECKING:
     from vaultlens.index.store import Store
     from vaultlens.vault.links import LinkResolver
 
-__all__ = ["dismiss", "duplicates", "image", "link_resolver", "list_notes", "note", "search", "similar"]
+__all__ = [
+    "dismiss",
+    "duplicates",
+    "image",
+    "link_resolver",
+    "list_notes",
+    "note",
+    "note_graph",
+    "search",
+    "similar",
+]
 
 
 def search(
@@ -132,3 +142,12 @@ def link_resolver(app: App) -> LinkResolver:
     from vaultlens.vault.links import LinkResolver
 
     return LinkResolver(f.path for f in app.files().scan().files)
+
+
+def note_graph(app: App, path: str, resolver: LinkResolver | None = None) -> notes.NoteGraph:
+    """The notes ``path`` links to and the notes linking to it, as the index knows its links."""
+    with translated_errors(path=app.index_dir):
+        rel = notes.resolve_untrusted(app.files().rules(), path)
+        with app.reading() as store:
+            links = store.links()
+    return notes.note_graph(rel, links, resolver or link_resolver(app))

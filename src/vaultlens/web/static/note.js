@@ -3,6 +3,19 @@
 const target = document.querySelector("#note-body .target");
 if (target) target.scrollIntoView({ block: "center" });
 
+// Related notes and links arrive after the note (a huge note's text is not held up by them).
+(async () => {
+  const related = document.getElementById("related");
+  if (!related || !related.dataset.src) return;
+  try {
+    const r = await fetch(related.dataset.src);
+    related.innerHTML = await r.text(); // the server's escaped fragment
+  } catch (_) {
+    related.replaceChildren(vl.el("p", { class: "error", role: "alert" }, "The server did not answer: related notes are not shown."));
+  }
+  related.removeAttribute("aria-busy");
+})();
+
 // Transform lines: a selection in the note fills in its lines; Transform asks for consent when the
 // model is remote, then shows the exact diff with Apply (History can undo it).
 (() => {
