@@ -1019,3 +1019,55 @@ def test_transform_of_selected_lines_shows_its_diff_applies_and_undo_restores_th
             expect(page.locator("#applied")).to_be_visible()
             assert (vault / note).read_bytes() == original, "undo restores every byte (CRLF)"
             context.close()
+
+
+def test_server_stopped_shows_a_banner_and_apply_says_nothing_was_written(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from write_support import ToolModel, llm_settings
+
+    note = "Study/Caching.md"
+    vault = write_vault(tmp_path / "vault", {note: "# Caching\n\nA cache keep values.\n"})
+    original = (vault / note).read_bytes()
+    with ToolModel({"replacement": "A cache keeps values."}) as model:
+        sets = [a for k, v in {**llm_settings(model), "embedding.provider": "local"}.items()
+                for a in ("--set", f"{k}={v}")]  # fmt: skip
+        serve = [
+            sys.executable,
+            "-m",
+            "vaultlens",
+            "serve",
+            "--vault",
+            str(vault),
+            "--no-watch",
+            *sets,
+            "--port",
+            "0",
+        ]
+        log = tmp_path / "serve.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(serve, env=cli_env(tmp_path / "home"), stdout=out, stderr=out)
+        try:
+            url = _serving_url(log, proc).replace("//0.0.0.0:", "//127.0.0.1:")
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(WAIT_MS)
+            page = context.new_page()
+            page.goto(f"{url}/note?path={quote(note)}")
+            page.fill("#first", "3")
+            page.fill("#last", "3")
+            page.select_option("#preset", "fix-grammar")
+            page.click("#transform-send")  # a local model: no consent step
+            expect(page.locator("#apply")).to_be_visible()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+            page.click("#apply")
+            expect(page.locator("#offline")).to_be_visible()
+            expect(page.locator("#offline")).to_contain_text("not answering")
+            expect(page.locator("#transform-diff [role=alert]")).to_contain_text("nothing was written")
+            expect(page.locator("#apply")).to_be_enabled()
+            assert (vault / note).read_bytes() == original
+            context.close()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
