@@ -852,3 +852,17 @@ def test_the_note_view_lists_backlinks_and_outgoing_links_beside_related_notes(e
     assert home.find("li", class_="unresolved")  # [[Заметки про Kubernetes]]
     outside = httpx.get(example_page + "/note/related", params={"path": "../x.md"}, timeout=60)
     assert outside.status_code == 400
+
+
+def test_the_pages_own_routes_answer_errors_as_html_pages_and_the_api_as_json(page: Page) -> None:
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    for url, params, status in [("/history", {"page": "abc"}, 400), ("/no-such-page", {}, 404)]:
+        reply = httpx.get(page.url + url, params=params, headers=browser, timeout=60)
+        assert reply.status_code == status and reply.headers["content-type"].startswith("text/html"), url
+        found = hooks(reply.text)
+        assert found.find("p", class_="error") and found.find("html", lang="en"), url
+        assert "Content-Security-Policy" in reply.headers
+    for url in ("/ui/api/history", "/v1/notes"):
+        reply = httpx.get(page.url + url, params={"page": "abc", "limit": "x"}, headers=browser, timeout=60)
+        assert reply.status_code == 400 and reply.headers["content-type"].startswith("application/json"), url
+    assert get(page, "/no-such-page").headers["content-type"].startswith("application/json"), "a program's"
