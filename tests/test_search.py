@@ -15,6 +15,7 @@ from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import VaultlensError
 from vaultlens.index.store import Store
 from vaultlens.services.search import NOTE_TAU, NoteHit, chunk_penalties, note_penalties, rank_notes
+from vaultlens.services.section import plain_text
 from vl_support import (
     RecordingProvider,
     backend_args,
@@ -138,7 +139,7 @@ def test_line_ranges_point_at_the_matching_text(built: tuple[Path, Path], store:
             assert 1 <= sec.start_line <= sec.end_line <= len(lines)
             shown = "\n".join(lines[sec.start_line - 1 : sec.end_line])
             assert shown == texts[sec.chunk_id]  # 1-based, inclusive, exactly the chunk
-            assert " ".join(shown.split()).startswith(sec.snippet.rstrip("…").rstrip())
+            assert " ".join(plain_text(shown).split()).startswith(sec.snippet.rstrip("…").rstrip())
     lines = (vault / LONG_NOTE).read_text(encoding="utf-8").split("\n")
     assert best.start_line == lines.index("## Pruning") + 1
     assert "Pinch the tomato suckers" in lines[best.end_line - 1]
@@ -280,3 +281,12 @@ def test_penalties_for_the_best_notes_only_give_the_same_top_notes(seed: int) ->
     pruned = chunk_penalties(names, note, upper, penalties_of, 0.7, exact)
     assert top(pruned) == top(full)
     assert sum(len(a) for a in asked) < n_notes  # fewer notes' chunks fetched
+
+
+def test_snippets_show_the_words_without_markdown_marks_tables_or_front_matter_delimiters() -> None:
+    text = (
+        "---\ntags: [cache]\n---\n## Lifetime **rules**\n\n| Item | TTL |\n|:-----|----:|\n| page | 60 |\n\n"
+        "> [!note] Keep\n> See [[Cache#Rules|the rules]] and [docs](Docs.md). %%hidden%%\n- [ ] check `ttl`\n"
+    )
+    shown = " ".join(plain_text(text).split())
+    assert shown == "tags: [cache] Lifetime rules Item · TTL page · 60 Keep See the rules and docs. check ttl"

@@ -87,6 +87,8 @@ VALIDATION = (
     "Otherwise it answers 200 with the new body and a new ETag to keep.\n"
 )
 TOMATOES = "Garden/Tomatoes.md"
+OBSIDIAN = "Study/Reading list.md"
+BORSCHT = "Кулинария/Борщ.md"
 TOMATO_CARE_NOTE = "Garden/Tomato care.md"
 TOMATO_CARE = (
     "Water tomato plants at the roots in the morning; pinch the side shoots weekly. Tie the stems to canes "
@@ -117,6 +119,10 @@ NOTES: dict[str, str] = {
         + "\n## Eviction\n\nThe least recently used entry leaves first when memory runs out.\n"
     ).replace("\n", "\r\n"),
     PLAN: "# Plan\n\nRead [[Missing note]] and [[Cache lifetime]] before the review; see [[Tomatoes]].\n",
+    # Obsidian's syntax: a wikilink to a heading, a callout, a comment the page must not show
+    OBSIDIAN: "# Reading list\n\nStart with [[Study/Caching/Cache lifetime#Validation|how validation works]]. "
+    "%%SECRET-COMMENT: not for the page%%\n\n> [!note] Remember\n> Validation saves bandwidth.\n",
+    BORSCHT: "# Борщ\n\nСвёкла, капуста и немного уксуса.\n",
 }
 QUERY = "how often to feed the rye starter"
 QUESTION = "How often does a rye starter need feeding?"
@@ -381,6 +387,34 @@ def test_the_note_view_scrolls_to_the_lines_asked_for_and_marks_them(site: Site,
     assert "Short lifetimes" in targets(page)
     page.wait_for_function("() => window.scrollY > 0")
     assert in_viewport(page, "#note-body .target")
+
+
+def test_a_wikilink_opens_its_target_at_the_heading_a_callout_renders_and_a_comment_is_absent(
+    site: Site, page: Page
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 300})  # short: the heading is below the fold
+    page.goto(note_url(site, OBSIDIAN))
+    expect(page.locator("#note-body .callout[data-callout=note] .callout-title")).to_have_text("Remember")
+    expect(page.locator("#note-body .callout")).to_contain_text("Validation saves bandwidth.")
+    assert "SECRET-COMMENT" not in page.content() and "[[" not in page.inner_text("#note-body")
+    page.get_by_role("link", name="how validation works").click()
+    page.wait_for_url("**/note?path=Study%2FCaching%2FCache+lifetime.md#h-Validation")
+    expect(page.locator("h1", has_text="Study/Caching/Cache lifetime.md")).to_be_visible()
+    page.wait_for_function("() => window.scrollY > 0")
+    assert in_viewport(page, "#h-Validation")
+
+
+def test_the_note_picker_finds_a_note_from_its_lowercase_title_and_opens_it(site: Site, page: Page) -> None:
+    page.goto(site.url + "/note")
+    page.locator("#note-path").press_sequentially("борщ")
+    first = page.locator("#note-path-options [role=option]").first
+    expect(first).to_have_attribute("data-path", BORSCHT)
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    assert page.input_value("#note-path") == BORSCHT
+    page.keyboard.press("Enter")  # the form opens the note picked
+    page.wait_for_url("**/note?path=**")
+    expect(page.locator("#note-body h1")).to_have_text("Борщ")
 
 
 def test_raw_html_in_a_note_is_shown_as_text_and_never_runs(site: Site, page: Page) -> None:
@@ -942,3 +976,98 @@ def test_no_page_breaks_its_content_security_policy(site: Site, browser: Browser
         assert not errors, (name, errors)
     finally:
         context.close()
+
+
+def test_transform_of_selected_lines_shows_its_diff_applies_and_undo_restores_the_bytes(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from write_support import ToolModel, llm_settings
+
+    note, fixed = "Study/Caching.md", "A cache keeps values for later; they expire after a TTL."
+    vault = write_vault(
+        tmp_path / "vault", {note: "# Caching\r\n\r\nA cache keep values, it expire after a TTL.\r\n"}
+    )
+    original = (vault / note).read_bytes()
+    with ToolModel({"replacement": fixed}) as model:
+        sets = [a for k, v in {**llm_settings(model, remote=True), "embedding.provider": "local"}.items()
+                for a in ("--set", f"{k}={v}")]  # fmt: skip
+        serve = [sys.executable, "-m", "vaultlens", "serve", "--vault", str(vault), "--no-watch", *sets]
+        with serving(serve, cli_env(tmp_path / "home"), tmp_path / "serve.log") as url:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(WAIT_MS)
+            page = context.new_page()
+            page.goto(f"{url}/note?path={quote(note)}")
+            page.evaluate(
+                """() => { const r = document.createRange();
+                r.selectNodeContents(document.querySelector('#note-body > p[data-lines="3-3"]'));
+                const s = getSelection(); s.removeAllRanges(); s.addRange(r); }"""
+            )
+            expect(page.locator("#first")).to_have_value("3")
+            expect(page.locator("#last")).to_have_value("3")
+            page.select_option("#preset", "fix-grammar")
+            page.click("#transform-send")
+            page.click("#transform-consent-send")  # a remote model: the consent step first
+            expect(page.locator("#transform-diff table.diff")).to_contain_text(fixed)
+            assert (vault / note).read_bytes() == original, "nothing is written before Apply"
+            page.click("#apply")
+            expect(page.locator("#applied")).to_be_visible()
+            assert (vault / note).read_bytes() == original.replace(b"A cache keep values, it expire after a TTL.",
+                                                                   fixed.encode())  # fmt: skip
+            page.goto(url + "/history")
+            page.locator("button.undo").first.click()
+            page.click("#apply")
+            expect(page.locator("#applied")).to_be_visible()
+            assert (vault / note).read_bytes() == original, "undo restores every byte (CRLF)"
+            context.close()
+
+
+def test_server_stopped_shows_a_banner_and_apply_says_nothing_was_written(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from write_support import ToolModel, llm_settings
+
+    note = "Study/Caching.md"
+    vault = write_vault(tmp_path / "vault", {note: "# Caching\n\nA cache keep values.\n"})
+    original = (vault / note).read_bytes()
+    with ToolModel({"replacement": "A cache keeps values."}) as model:
+        sets = [a for k, v in {**llm_settings(model), "embedding.provider": "local"}.items()
+                for a in ("--set", f"{k}={v}")]  # fmt: skip
+        serve = [
+            sys.executable,
+            "-m",
+            "vaultlens",
+            "serve",
+            "--vault",
+            str(vault),
+            "--no-watch",
+            *sets,
+            "--port",
+            "0",
+        ]
+        log = tmp_path / "serve.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(serve, env=cli_env(tmp_path / "home"), stdout=out, stderr=out)
+        try:
+            url = _serving_url(log, proc).replace("//0.0.0.0:", "//127.0.0.1:")
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(WAIT_MS)
+            page = context.new_page()
+            page.goto(f"{url}/note?path={quote(note)}")
+            page.fill("#first", "3")
+            page.fill("#last", "3")
+            page.select_option("#preset", "fix-grammar")
+            page.click("#transform-send")  # a local model: no consent step
+            expect(page.locator("#apply")).to_be_visible()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+            page.click("#apply")
+            expect(page.locator("#offline")).to_be_visible()
+            expect(page.locator("#offline")).to_contain_text("not answering")
+            expect(page.locator("#transform-diff [role=alert]")).to_contain_text("nothing was written")
+            expect(page.locator("#apply")).to_be_enabled()
+            assert (vault / note).read_bytes() == original
+            context.close()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

@@ -23,6 +23,7 @@ from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -44,6 +45,7 @@ from vaultlens.server.api import create_api
 from vaultlens.services import writes
 from vaultlens.web.lists import history_body
 from vl_support import check_shape, run_cli, snapshot, write_vault
+from write_support import ToolModel, llm_settings
 
 SCRIPT_NOTE = "Hostile.md"
 ALIGNED_NOTE = "Prices.md"
@@ -203,8 +205,13 @@ def test_the_note_view_renders_markdown_marks_the_lines_and_never_runs_the_notes
     )
     [link] = found.find("a", id="open-obsidian")
     assert link["href"] == "obsidian://open?vault=vault&file=Hostile"
-    related = get(page, "/note", path="Bread/Starter.md")
-    assert hooks(related.text).find(class_="related", data_path="Bread/Loaf.md")
+    shell = hooks(get(page, "/note", path="Bread/Starter.md").text)
+    [later] = shell.find("section", id="related")
+    assert later["data-src"] == "/note/related?path=Bread%2FStarter.md", "related notes load after the note"
+    related = hooks(httpx.get(page.url + later["data-src"], timeout=60).text)
+    assert related.find(class_="related", data_path="Bread/Loaf.md")
+    review = related.find("a", class_="review")[0]
+    assert review["href"] == "/review?a=Bread%2FStarter.md&b=Bread%2FLoaf.md"
 
 
 def test_a_path_outside_the_vault_is_refused_on_the_page_and_the_api(page: Page, tmp_path: Path) -> None:
@@ -296,6 +303,10 @@ def test_a_write_without_the_token_or_from_another_origin_is_refused(
         ("/ui/api/audit", {}),
         ("/ui/api/audit/clusters", {}),
         ("/ui/api/replan", {"review_id": "x"}),
+        (
+            "/ui/api/write/transform",
+            {"path": SCRIPT_NOTE, "first": 3, "last": 3, "preset": "summarize", "consent": True},
+        ),
     ]:
         reply = httpx.post(page.url + path, json=body, headers=sent, timeout=30)
         assert reply.status_code == 403 and error_code(reply) == "csrf_refused", (why, path, reply.text)
@@ -516,6 +527,19 @@ def test_ask_streams_after_consent_for_that_request_only(page: Page) -> None:
     assert post(page, "/ui/api/ask", {"question": QUESTION}).status_code == 403, "not remembered"
     extractive = events(post(page, "/ui/api/ask", {"question": QUESTION, "extractive": True}))
     assert extractive[-1][0] == "done" and len(page.model.chats()) == 1
+    assert final["answer_html"] == "<p>Feed it rye flour daily [S1] and see [S9].</p>\n"
+    assert "<script" not in extractive[-1][1]["answer_html"]
+
+
+def test_an_ask_answer_is_rendered_as_markdown_with_its_links_escaped(page: Page) -> None:
+    page.model.reply = (
+        "**Feed** it [[Starter|the starter]] daily [S1].\n\n> A quote <script>alert(5)</script>\n"
+    )
+    final = events(post(page, "/ui/api/ask", {"question": QUESTION, "consent": True}))[-1][1]
+    html = final["answer_html"]
+    assert "<strong>Feed</strong>" in html and "<blockquote>" in html and "[S1]" in html
+    assert 'href="/note?path=Bread%2FStarter.md"' in html and ">the starter</a>" in html
+    assert "<script>alert(5)" not in html and "&lt;script&gt;alert(5)&lt;/script&gt;" in html
 
 
 # ---- Audit -----------------------------------------------------------------------------------
@@ -646,3 +670,225 @@ def test_a_proposed_diff_names_control_characters_and_sends_none_raw(page: Page)
     assert not any(c in preview for c in "\x1b\r\u202e"), preview
     script = get(page, "/ui/static/common.js").text
     assert "function visible(text)" in script and "diffTable(raw, caption)" in script
+
+
+# ---- Obsidian Markdown in the note view (issue 46 item 1) ------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "vault"
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+SYNTAX_NOTE = (
+    "# Syntax\n\n"
+    "A ==highlight== and #topic/sub tag, not `#code` and not page#anchor.\n\n"
+    "- [ ] open task\n- [x] done task\n\n"
+    "A claim[^1] worth a block id ^claim-1\n\n"
+    "[[Кэширование|<script>alert(3)</script>]] and [md link](<tech/Кэширование.md#Лавина промахов>)\n\n"
+    "> [!warning]- <img src=x onerror=alert(4)>\n> Folded body.\n\n"
+    "![[Кэширование#Лавина промахов]]\n\n![[pic.png]]\n\n"
+    "[^1]: The footnote text.\n"
+)
+
+
+@pytest.fixture
+def example_page(tmp_path: Path) -> Iterator[str]:
+    import shutil
+
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLES, vault)
+    (vault / "Syntax.md").write_text(SYNTAX_NOTE, encoding="utf-8")
+    (vault / "pic.png").write_bytes(PNG)
+    (tmp_path / "secret.png").write_bytes(PNG)
+    with running_server(vault, tmp_path / "home", watch=False) as server:
+        yield server.url
+
+
+def test_the_note_view_renders_obsidian_links_comments_and_callouts(example_page: str) -> None:
+    home = httpx.get(example_page + "/note", params={"path": "Главная.md"}, timeout=60)
+    assert home.status_code == 200
+    assert "TODO" not in home.text and "разобрать inbox" not in home.text  # the %%comment%% is hidden
+    found = hooks(home.text)
+    [avalanche] = [
+        e
+        for e in found.find("a", class_="internal-link")
+        if "#h-" in e["href"] and "Кэширование" in e["data-path"]
+    ]
+    assert (
+        avalanche["href"].startswith("/note?path=tech%2F") and avalanche["data-path"] == "tech/Кэширование.md"
+    )
+    assert ">история про лавину промахов</a>" in home.text
+    assert found.find("span", class_="unresolved")  # [[Заметки про Kubernetes]] leads nowhere
+    assert "[[" not in home.text
+    target = httpx.get(example_page + avalanche["href"].partition("#")[0], timeout=60)
+    anchor_id = unquote(avalanche["href"].partition("#")[2])
+    assert hooks(target.text).find("h2", id=anchor_id)  # the heading the link scrolls to
+    caching = hooks(target.text)
+    [callout] = caching.find("div", class_="callout", data_callout="note")
+    assert callout["data-lines"] == "43-44" and caching.find("div", class_="callout-title")
+    assert "[!note]" not in target.text and ">Правило</div>" in target.text
+
+
+def test_obsidian_syntax_renders_escaped_and_images_follow_the_note_path_rules(example_page: str) -> None:
+    reply = httpx.get(example_page + "/note", params={"path": "Syntax.md"}, timeout=60)
+    text = reply.text
+    found = hooks(text)
+    assert "<mark>highlight</mark>" in text
+    [topic] = found.find("a", class_="tag")
+    assert topic["href"] == "/?q=%23topic%2Fsub" and "<code>#code</code>" in text
+    assert len(found.find("input", type="checkbox", disabled="disabled")) == 2
+    assert found.find("p", id="b-claim-1") and "^claim-1" not in text
+    assert found.find("section", class_="footnotes") and "The footnote text." in text
+    assert "<script>alert(3)" not in text and "&lt;script&gt;alert(3)&lt;/script&gt;</a>" in text
+    assert "<img src=x" not in text and "&lt;img src=x onerror=alert(4)&gt;</summary>" in text
+    assert found.find("details", class_="callout", data_callout="warning")
+    [md_link] = [e for e in found.find("a", class_="internal-link") if e.get("href", "").count("#h-")]
+    assert md_link["href"].startswith("/note?path=tech%2F")
+    [embed] = found.find("div", class_="embed")
+    assert embed["data-path"] == "tech/Кэширование.md" and "Лавина промахов" in text
+    [image] = found.find("img", class_="embed-image")
+    assert image["src"] == "/ui/file?path=pic.png"
+    served = httpx.get(example_page + image["src"], timeout=60)
+    assert (
+        served.status_code == 200 and served.content == PNG and served.headers["content-type"] == "image/png"
+    )
+    for refused in ("Главная.md", "../secret.png", "/etc/passwd", ".obsidian/app.json"):
+        reply = httpx.get(example_page + "/ui/file", params={"path": refused}, timeout=60)
+        assert reply.status_code in (400, 404) and reply.content != PNG, refused
+
+
+def test_the_note_picker_finds_notes_by_title_alias_and_path_in_any_case(example_page: str) -> None:
+    def picked(text: str) -> list[str]:
+        reply = httpx.get(example_page + "/ui/api/notes", params={"match": text}, timeout=60)
+        assert reply.status_code == 200
+        return [n["path"] for n in reply.json()["notes"]]
+
+    assert picked("борщ")[0] == "кулинария/Борщ.md"
+    assert picked("БОРЩ")[0] == "кулинария/Борщ.md"
+    assert picked("Git cheatsheet")[0] == "tech/Git cheatsheet.md"  # the title, not the path
+    assert picked("gtcht")[0] == "tech/Git cheatsheet.md"  # its letters in order
+    assert picked("Caching")[0] == "tech/Кэширование.md"  # an alias
+    assert picked("tech/databases")[0].startswith("tech/databases/")
+    assert picked("qqqzzz") == []
+    form = hooks(httpx.get(example_page + "/review", timeout=60).text)
+    assert form.find("input", id="pick-a", data_picker="*") and form.find(
+        "input", id="pick-b", data_picker="*"
+    )
+    assert hooks(httpx.get(example_page + "/note", timeout=60).text).find(
+        "input", id="note-path", data_picker="*"
+    )
+
+
+# ---- the note tools in the page (issue 46 item 5) ---------------------------------------------
+
+TOOL_NOTE = "Study/Caching.md"
+TOOL_TEXT = (
+    "# Caching\r\n\r\nA cache keep values for later, it expire after a TTL.\r\n\r\n## Next\r\n\r\nMore.\r\n"
+)
+FIXED = "A cache keeps values for later; they expire after a TTL."
+
+
+def test_transform_proposes_a_diff_after_consent_and_apply_then_undo_change_exactly_that(
+    tmp_path: Path,
+) -> None:
+    vault = write_vault(tmp_path / "vault", {TOOL_NOTE: TOOL_TEXT.encode(), "Other.md": "# Other\n"})
+    original = (vault / TOOL_NOTE).read_bytes()
+    with (
+        ToolModel({"replacement": FIXED}) as model,
+        running_server(
+            vault, tmp_path / "home", watch=False, overrides=llm_settings(model, remote=True)
+        ) as server,
+    ):
+        site = Page(server.url, vault, PageModel(), page_token(server.url))
+        body = {"path": TOOL_NOTE, "first": 3, "last": 3, "preset": "fix-grammar"}
+        asked = post(site, "/ui/api/write/transform", body)
+        assert asked.status_code == 403 and error_code(asked) == "consent_required", asked.text
+        assert model.chats() == [] and asked.json()["error"]["proposal"]["destination"]
+        proposed = post(site, "/ui/api/write/transform", {**body, "consent": True})
+        assert proposed.status_code == 200, proposed.text
+        plan = proposed.json()["plan"]
+        assert "-A cache keep values" in plan["diff"] and f"+{FIXED}" in plan["diff"]
+        assert (vault / TOOL_NOTE).read_bytes() == original and not consent_file().exists()
+
+        shown = post(site, "/ui/api/apply", {"op_id": plan["op_id"]})
+        diff = shown.json()["error"]["proposal"]
+        assert shown.status_code == 409 and diff["preview"] == plan["diff"]
+        applied = post(site, "/ui/api/apply", {"op_id": plan["op_id"], "token": diff["token"]})
+        assert applied.status_code == 200, applied.text
+        after = (vault / TOOL_NOTE).read_bytes()
+        assert render_diff(TOOL_NOTE, original, after) == plan["diff"], "written exactly as shown"
+        assert after == original.replace(
+            b"A cache keep values for later, it expire after a TTL.", FIXED.encode()
+        )
+        [entry] = hooks(get(site, "/history").text).find(class_="entry", data_op=plan["op_id"])
+        assert entry["data-state"] == "applied"
+
+        undo = post(site, "/ui/api/undo", {"op_id": plan["op_id"]}).json()["op_id"]
+        back = post(site, "/ui/api/apply", {"op_id": undo}).json()["error"]["proposal"]
+        assert post(site, "/ui/api/apply", {"op_id": undo, "token": back["token"]}).status_code == 200
+        assert (vault / TOOL_NOTE).read_bytes() == original, "undo restores every byte (CRLF)"
+        outside = post(site, "/ui/api/write/transform", {**body, "path": "../x.md", "consent": True})
+        assert outside.status_code == 400 and len(model.chats()) == 1
+
+
+def confirm(site: Page, op_id: str) -> httpx.Response:
+    """Apply a planned operation as the page does: its proposal first, then its token."""
+    shown = post(site, "/ui/api/apply", {"op_id": op_id})
+    assert shown.status_code == 409, shown.text
+    return post(site, "/ui/api/apply", {"op_id": op_id, "token": shown.json()["error"]["proposal"]["token"]})
+
+
+def test_split_applies_its_combined_diff_as_one_group_and_continue_appends_both_undone(
+    tmp_path: Path,
+) -> None:
+    from test_write_split import NOTE as SPLIT_NOTE
+    from test_write_split import PLAN as SPLIT_PLAN
+
+    vault = write_vault(tmp_path / "vault", {"Study/Caching.md": SPLIT_NOTE, "Other.md": "# Other\n"})
+    original = snapshot(vault)
+    with (
+        ToolModel(SPLIT_PLAN, {"text": "Warm caches answer faster."}) as model,
+        running_server(vault, tmp_path / "home", watch=False, overrides=llm_settings(model)) as server,
+    ):
+        site = Page(server.url, vault, PageModel(), page_token(server.url))
+        split = post(site, "/ui/api/write/split", {"path": "Study/Caching.md", "mode": "index"})
+        assert split.status_code == 200, split.text
+        plan = split.json()["plan"]
+        assert "Study/Cache TTL.md" in plan["diff"] and "Study/Cache invalidation.md" in plan["diff"]
+        assert snapshot(vault) == original, "planning writes nothing"
+        assert confirm(site, plan["op_id"]).status_code == 200
+        assert (vault / "Study/Cache TTL.md").exists() and (vault / "Study/Cache invalidation.md").exists()
+        undo = post(site, "/ui/api/undo", {"op_id": plan["op_id"]})
+        assert undo.status_code == 200 and confirm(site, undo.json()["op_id"]).status_code == 200
+        assert snapshot(vault) == original, "the group's undo puts every byte back"
+
+        more = post(site, "/ui/api/write/continue", {"path": "Other.md"})
+        assert more.status_code == 200, more.text
+        assert confirm(site, more.json()["plan"]["op_id"]).status_code == 200
+        assert (vault / "Other.md").read_text().endswith("Warm caches answer faster.\n")
+
+
+def test_the_note_view_lists_backlinks_and_outgoing_links_beside_related_notes(example_page: str) -> None:
+    reply = httpx.get(example_page + "/note/related", params={"path": "tech/Кэширование.md"}, timeout=60)
+    assert reply.status_code == 200
+    found = hooks(reply.text)
+    backlinks = [e["data-path"] for e in found.find("li") if e.get("data-path")]
+    assert "Главная.md" in backlinks and "Syntax.md" in backlinks
+    assert "tech/databases/Транзакции и изоляция.md" in backlinks  # outgoing: the callout's link
+    home = hooks(httpx.get(example_page + "/note/related", params={"path": "Главная.md"}, timeout=60).text)
+    assert home.find("li", class_="unresolved")  # [[Заметки про Kubernetes]]
+    outside = httpx.get(example_page + "/note/related", params={"path": "../x.md"}, timeout=60)
+    assert outside.status_code == 400
+
+
+def test_the_pages_own_routes_answer_errors_as_html_pages_and_the_api_as_json(page: Page) -> None:
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    for url, params, status in [("/history", {"page": "abc"}, 400), ("/no-such-page", {}, 404)]:
+        reply = httpx.get(page.url + url, params=params, headers=browser, timeout=60)
+        assert reply.status_code == status and reply.headers["content-type"].startswith("text/html"), url
+        found = hooks(reply.text)
+        assert found.find("p", class_="error") and found.find("html", lang="en"), url
+        assert "Content-Security-Policy" in reply.headers
+    for url in ("/ui/api/history", "/v1/notes"):
+        reply = httpx.get(page.url + url, params={"page": "abc", "limit": "x"}, headers=browser, timeout=60)
+        assert reply.status_code == 400 and reply.headers["content-type"].startswith("application/json"), url
+    assert get(page, "/no-such-page").headers["content-type"].startswith("application/json"), "a program's"

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -44,7 +44,7 @@ from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.vault.safepath import ALLOWED_TEXT_PATTERN
 from vaultlens.web.events import EventHub
-from vaultlens.web.mount import mount_web
+from vaultlens.web.mount import error_page, mount_web
 from vaultlens.web.sse import ask_stream
 from vaultlens.web.state import WebState
 
@@ -142,21 +142,28 @@ def create_api(
         redoc_url=None,
     )
 
+    def answer(request: Request, error: VaultlensError, headers: Mapping[str, str] | None = None) -> Response:
+        """The error as JSON, or as an HTML page for a visit to one of the page's own routes."""
+        html = error_page(request.method, request.url.path, request.headers.get("accept", ""), error)
+        if html is not None:
+            return HTMLResponse(html, status_code=error.http_status, headers=headers)
+        return error_response(error, headers)
+
     @api.exception_handler(VaultlensError)
-    async def on_error(_: Request, exc: VaultlensError) -> JSONResponse:
-        return error_response(exc)
+    async def on_error(request: Request, exc: VaultlensError) -> Response:
+        return answer(request, exc)
 
     @api.exception_handler(RequestValidationError)
-    async def on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(invalid_arguments(exc.errors(), skip=("query", "body", "path")))
+    async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
+        return answer(request, invalid_arguments(exc.errors(), skip=("query", "body", "path")))
 
     @api.exception_handler(StarletteHTTPException)
-    async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
         codes = {404: "not_found", 405: "method_not_allowed"}
         error = VaultlensError(str(exc.detail), hint="See /openapi.json for the routes.")
         error.code = codes.get(exc.status_code, "http")
         error.http_status = exc.status_code
-        return error_response(error, exc.headers)  # a 405 keeps its Allow header
+        return answer(request, error, exc.headers)  # a 405 keeps its Allow header
 
     @api.exception_handler(Exception)
     async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import posixpath
+import unicodedata
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from vaultlens.chunking.source import RawNote, read_note
 from vaultlens.errors import InvalidInput, NoteNotFound, VaultError
 from vaultlens.index.store import Store
 from vaultlens.services.serial import AsDict
+from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.model import Link
 from vaultlens.vault.parse import NotText, decode_note
 from vaultlens.vault.safepath import check_untrusted, resolve_note_path
 from vaultlens.vault.scan import VaultFile, VaultRules
@@ -28,6 +33,15 @@ DEFAULT_SLICE = 4_000  # code points returned when the caller does not say
 MAX_SLICE = 20_000  # code points: about 5k tokens, a bounded bite for an agent's context
 DEFAULT_PAGE = 100
 MAX_PAGE = 500
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".avif": "image/avif",
+    ".bmp": "image/bmp",
+}  # not .svg: an SVG can carry script
 MAX_PATH_CHARS = 1_024  # longer than any real vault path (most file systems stop at 255 per name)
 
 
@@ -58,6 +72,42 @@ class NoteList(AsDict):
     next_cursor: str | None = None  # pass it back for the next page; None on the last
 
 
+@dataclass(frozen=True, slots=True)
+class NoteGraph(AsDict):
+    """A note's place among its neighbours: the notes it links to (resolved), the notes that link
+    to it, and its link targets that lead nowhere or to several notes."""
+
+    path: str
+    outgoing: list[str] = field(default_factory=list)
+    backlinks: list[str] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+
+
+def note_graph(path: str, links: dict[str, list[Link]], resolver: LinkResolver) -> NoteGraph:
+    """``path``'s resolved outgoing links and backlinks, from the index's links as written. Only a
+    link whose target names ``path``'s file is resolved for the backlinks (not every link)."""
+    outgoing: dict[str, None] = {}
+    unresolved: dict[str, None] = {}
+    for link in links.get(path, ()):
+        found = resolver.resolve(link.target, path)
+        if found.path is None:
+            unresolved[link.target] = None
+        elif found.path != path:
+            outgoing[found.path] = None
+    stem = path.rpartition("/")[2].casefold().removesuffix(".md")
+    backlinks = sorted(
+        source
+        for source, written in links.items()
+        if source != path
+        and any(
+            link.target.rpartition("/")[2].casefold().removesuffix(".md") == stem
+            and resolver.resolve(link.target, source).path == path
+            for link in written
+        )
+    )
+    return NoteGraph(path, list(outgoing), backlinks, list(unresolved))
+
+
 def check_untrusted_arg(rel: str, what: str = "path") -> None:
     """A path or note name from a program or an agent: bounded, and none of the tricks of
     :func:`~vaultlens.vault.safepath.check_untrusted`."""
@@ -77,6 +127,14 @@ def resolve_untrusted(vault_rules: VaultRules, rel: str) -> str:
     """The one rule for a note path from a program or an agent (read a slice, find related notes):
     a vault-relative path to a note the scan lists, as spelled on disk (an NFD spelling of an NFC
     name finds it; another case, a missing extension or a bare name do not). Returns that spelling."""
+    listed = _listed(vault_rules, rel)
+    if listed.kind != "note":
+        what = {"canvas": "a Canvas file", "base": "a Bases file"}.get(listed.kind, "an attachment")
+        raise VaultError(f"Refusing note path {rel!r}: it is {what}, not a Markdown note.")
+    return listed.path
+
+
+def _listed(vault_rules: VaultRules, rel: str) -> VaultFile:
     check_untrusted_arg(rel)
     found = resolve_note_path(vault_rules.root, rel)
     listed = vault_rules.classify(found.rel)
@@ -86,10 +144,18 @@ def resolve_untrusted(vault_rules: VaultRules, rel: str) -> str:
             f"Refusing note path {rel!r}: it is not a note vaultlens reads ({why}).",
             hint="Only Markdown notes the index would list can be read; see `vaultlens status`.",
         )
-    if listed.kind != "note":
-        what = {"canvas": "a Canvas file", "base": "a Bases file"}.get(listed.kind, "an attachment")
-        raise VaultError(f"Refusing note path {rel!r}: it is {what}, not a Markdown note.")
-    return found.rel
+    return listed
+
+
+def read_image(vault_rules: VaultRules, rel: str, max_bytes: int) -> tuple[bytes, str]:
+    """An image a note embeds, by the rules of a note path (inside the vault, listed by the scan),
+    and its media type; any other file is refused."""
+    types = IMAGE_TYPES
+    listed = _listed(vault_rules, rel)
+    media = types.get(posixpath.splitext(listed.path)[1].lower())
+    if listed.kind != "attachment" or media is None:
+        raise VaultError(f"Refusing file {rel!r}: only images ({', '.join(sorted(types))}) are served.")
+    return read_note(vault_rules.root, listed.path, max_bytes).raw, media
 
 
 def note_slice(vault_rules: VaultRules, rel: str, offset: int, length: int, max_bytes: int) -> NoteSlice:
@@ -131,9 +197,11 @@ def _decode_cursor(cursor: str) -> str:
 
 
 def list_notes(
-    store: Store, vault_rules: VaultRules, folder: str, cursor: str | None, limit: int
+    store: Store, vault_rules: VaultRules, folder: str, cursor: str | None, limit: int, match: str = ""
 ) -> NoteList:
-    """Indexed notes under ``folder`` ("" = all), sorted by path, one page after ``cursor``."""
+    """Indexed notes under ``folder`` ("" = all), sorted by path, one page after ``cursor``; with
+    ``match``, only the notes whose title, an alias or the path match it (:func:`match_rank`),
+    best first (one page: a type-ahead asks again as the user types)."""
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidInput(f"limit must be between 1 and {MAX_PAGE} (got {limit}).")
     if len(folder) > 1 and folder.endswith("/"):  # "Notes/" is "Notes"; "/" stays absolute (refused)
@@ -146,11 +214,25 @@ def list_notes(
                 hint="Pass a folder relative to the vault root, like 'Projects/2024', or nothing for all notes.",
             )
     prefix = folder + "/" if folder else ""
-    paths = sorted(
-        p
+    records = {
+        p: r
         for p, r in store.file_records().items()
         if r.status == "indexed" and r.kind == "note" and p.startswith(prefix)
-    )
+    }
+    if match.strip():
+        if len(match) > MAX_PATH_CHARS:
+            raise InvalidInput(
+                f"match is {len(match)} characters long; at most {MAX_PATH_CHARS} are accepted."
+            )
+        ranked = sorted(
+            (rank, len(p), p)
+            for p, r in records.items()
+            if (rank := match_rank(match, (r.title or "", *r.aliases, p.removesuffix(".md")))) is not None
+        )
+        found = [p for _, _, p in ranked[:limit]]
+        titles = store.titles(found)
+        return NoteList(folder, len(ranked), [NoteEntry(p, titles.get(p) or p) for p in found], None)
+    paths = sorted(records)
     after = _decode_cursor(cursor) if cursor else None
     start = 0 if after is None else bisect_right(paths, after)
     page = paths[start : start + limit]
@@ -162,3 +244,51 @@ def list_notes(
         [NoteEntry(p, titles.get(p) or p) for p in page],
         _encode_cursor(page[-1]) if more and page else None,
     )
+
+
+def _folded(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def match_rank(query: str, names: Iterable[str]) -> tuple[int, int] | None:
+    """How well ``query`` names a note by any of ``names`` (case-insensitive, any script), lower
+    is better: the whole name, its start, a word's start, anywhere inside, then its letters in
+    order (fuzzy, ranked by how spread out they are); None when no name holds them at all."""
+    want = " ".join(_folded(query).split())
+    best: tuple[int, int] | None = None
+    for name in names:
+        have = _folded(name)
+        base = have.rpartition("/")[2]
+        at = have.find(want)
+        if have == want or base == want:
+            rank = (0, 0)
+        elif base.startswith(want) or have.startswith(want):
+            rank = (1, 0)
+        elif at >= 0:
+            words = any(have[i - 1] in " /-_." for i in _occurrences(have, want) if i > 0)
+            rank = (2, 0) if words else (3, at)
+        else:
+            spread = _spread(have, want.replace(" ", ""))
+            if spread is None:
+                continue
+            rank = (4, spread)
+        best = rank if best is None or rank < best else best
+    return best
+
+
+def _occurrences(text: str, part: str) -> Iterable[int]:
+    at = text.find(part)
+    while at >= 0:
+        yield at
+        at = text.find(part, at + 1)
+
+
+def _spread(text: str, letters: str) -> int | None:
+    """Characters between the first and last of ``letters`` found in order in ``text``, or None."""
+    first = pos = -1
+    for char in letters:
+        pos = text.find(char, pos + 1)
+        if pos < 0:
+            return None
+        first = pos if first < 0 else first
+    return pos - first

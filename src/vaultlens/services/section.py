@@ -7,6 +7,7 @@ so every interface can open the exact place (1-based, inclusive lines) and check
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from vaultlens.chunking.chunker import Chunk
@@ -31,8 +32,35 @@ class Section:
             chunk.start_line + 1,
             chunk.end_line,
             None if score is None else round(score, 4),
-            _snippet(chunk.text) if snippet else "",
+            _snippet(plain_text(chunk.text)) if snippet else "",
         )
+
+
+# line by line: what marks a line's structure, not its text
+_LINE_MARKS = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]+|(?:>[ \t]?)+(?:\[![\w-]+\][+-]?[ \t]*)?|[-*+][ \t]+(?:\[.\][ \t]+)?|\d{1,9}[.)][ \t]+)"
+)
+_DROPPED_LINE = re.compile(
+    r"^[ \t]*(?:`{3,}.*|~{3,}.*|\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?)[ \t]*$"
+)
+_INLINE_MARKS = [
+    (re.compile(r"%%.*?%%", re.S), ""),  # comments
+    (re.compile(r"!?\[\[([^\]|]*)\|([^\]]*)\]\]"), r"\2"),  # [[target|text]] → text
+    (re.compile(r"!?\[\[([^\]#]*)#?([^\]]*)\]\]"), r"\1 \2"),  # [[target#heading]]
+    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),  # [text](url) → text
+    (re.compile(r"(\*\*|__|==|~~|`)"), ""),  # emphasis, highlight, code marks
+    (re.compile(r"[ \t]*\|[ \t]*"), " · "),  # table cells
+]
+
+
+def plain_text(text: str) -> str:
+    """Markdown as the words it shows, for a snippet: no heading, quote, list or table marks, no
+    fences or front-matter delimiters, links as their text, comments left out."""
+    lines = [_LINE_MARKS.sub("", line) for line in text.split("\n") if not _DROPPED_LINE.match(line)]
+    out = "\n".join(lines)
+    for pattern, repl in _INLINE_MARKS:
+        out = pattern.sub(repl, out)
+    return "\n".join(line.strip(" ·") for line in out.split("\n"))
 
 
 def _snippet(text: str, limit: int = SNIPPET_CHARS) -> str:

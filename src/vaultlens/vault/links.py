@@ -28,6 +28,7 @@ __all__ = [
     "locate_links",
     "masked_spans",
     "normalize_tag",
+    "tag_at",
 ]
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -448,6 +449,13 @@ def extract_tags(text: str, masked: list[tuple[int, int]] | None = None) -> list
             seen.add(key)
             tags.append(tag)
     return tags
+
+
+def tag_at(text: str, offset: int) -> str | None:
+    """The ``#tag`` starting at ``offset`` (without the ``#``), or None: the rules of :func:`extract_tags`
+    for a renderer that walks the text itself (masking is the renderer's own)."""
+    m = _TAG_RE.match(text, offset)
+    return m.group(1) if m is not None and not m.group(1).isdigit() else None
 
 
 def normalize_tag(raw: str) -> str:

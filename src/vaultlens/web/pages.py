@@ -4,14 +4,18 @@ and the Note view, rendered here from the ``note`` and ``similar`` verbs."""
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
 from vaultlens.services import notes
+from vaultlens.services.notetools.presets import PRESETS
 from vaultlens.services.verbs import finding
+from vaultlens.vault.links import LinkResolver
 from vaultlens.web.layout import h, labelled, note_href, page, tag, void
+from vaultlens.web.obsidian import NoteLinks, anchor, heading_section
 from vaultlens.web.render import note_html, obsidian_url, parse_lines
 from vaultlens.web.state import WebState
 
@@ -34,6 +38,40 @@ def read_note(state: WebState, path: str) -> notes.NoteSlice:
     return notes.NoteSlice(first.path, 0, len(text), first.total_length, first.content_hash, text, None)
 
 
+def rendered_note(state: WebState, note: notes.NoteSlice, target: tuple[int, int] | None) -> str:
+    """A note's text as Obsidian shows it, its links resolved against the vault's files."""
+    resolver = finding.link_resolver(state.app)
+    return note_html(note.text, target, NoteLinks(resolver, note.path, _embedder(state, resolver)))
+
+
+def markdown_html(state: WebState, text: str) -> str:
+    """Text that is not a note (an Ask answer, its passages) as Obsidian Markdown: links resolved
+    against the vault's files, no embeds, no line numbers."""
+    return note_html(text, None, NoteLinks(finding.link_resolver(state.app), "", None, depth=1))
+
+
+def _embedder(state: WebState, resolver: LinkResolver) -> Any:
+    def embed(path: str, heading: str | None, depth: int) -> str:
+        """``![[Note]]`` / ``![[Note#Heading]]`` inline, read through the note verb's path rules."""
+        href = note_href(path) + ("#" + anchor(heading) if heading else "")
+        head = tag("a", h(path.removesuffix(".md") + (f" › {heading}" if heading else "")), href=href)
+        try:
+            text = read_note(state, path).text
+        except VaultlensError as exc:
+            return tag("div", head + problem(exc), class_="embed")
+        part = heading_section(text, heading) if heading else text
+        if part is None:
+            return tag(
+                "div",
+                head + tag("p", h(f"No heading '{heading}' in {path}."), class_="error"),
+                class_="embed",
+            )
+        body = note_html(part, None, NoteLinks(resolver, path, embed, depth))
+        return tag("div", head + body, class_="embed", data_path=path)
+
+    return embed
+
+
 def related_html(state: WebState, path: str) -> str:
     try:
         found = finding.similar(state.app, path, untrusted=True).as_dict()
@@ -52,10 +90,35 @@ def related_html(state: WebState, path: str) -> str:
         head = tag("a", h(other["title"] or other["path"]), href=note_href(other["path"])) + tag(
             "span", f"{other['score']:.2f}", class_="similarity"
         )
-        items.append(tag("li", head + tag("ul", pairs), class_="related", data_path=other["path"]))
+        review = tag(
+            "a",
+            "Review with this note",
+            href="/review?" + urlencode({"a": path, "b": other["path"]}),
+            class_="review",
+        )
+        items.append(
+            tag("li", head + " " + review + tag("ul", pairs), class_="related", data_path=other["path"])
+        )
     if not items:
         return tag("p", h(found.get("notice") or "No related notes."), class_="empty")
     return tag("ul", "".join(items), class_="related-list")
+
+
+def graph_html(graph: notes.NoteGraph) -> str:
+    """Backlinks and outgoing links, each a link to its note view."""
+
+    def listed(title: str, paths: list[str], class_: str) -> str:
+        items = "".join(tag("li", tag("a", h(p), href=note_href(p)), data_path=p) for p in paths)
+        return tag("h3", h(title)) + (
+            tag("ul", items, class_=class_) if items else tag("p", "None.", class_="empty")
+        )
+
+    missing = "".join(tag("li", h(t), class_="unresolved") for t in graph.unresolved)
+    return (
+        listed(f"Linked from ({len(graph.backlinks)})", graph.backlinks, "backlinks")
+        + listed(f"Links to ({len(graph.outgoing)})", graph.outgoing, "outgoing")
+        + (tag("h3", "Links that lead nowhere") + tag("ul", missing) if missing else "")
+    )
 
 
 def section_ref(section: dict[str, Any], link_to: str | None = None) -> str:
@@ -89,11 +152,11 @@ def build(state: WebState) -> APIRouter:
         if not path:
             form = (
                 '<form action="/note" method="get">'
-                + labelled("note-path", "Note path (vault-relative)", name="path")
+                + labelled("note-path", "Note (title, alias or path)", name="path", data_picker=True)
                 + tag("button", "Open", type="submit")
                 + "</form>"
             )
-            return HTMLResponse(page("Note", "/note", form, csrf))
+            return HTMLResponse(page("Note", "/note", form, csrf, "picker"))
         try:
             note = read_note(state, path)
         except VaultlensError as exc:
@@ -106,23 +169,42 @@ def build(state: WebState) -> APIRouter:
                 id="open-obsidian",
                 href=obsidian_url(state.app.vault.name, note.path),
             )
-            + tag("article", note_html(note.text, parse_lines(lines)), id="note-body")
-            + tag("h2", "Related notes", id="related-heading")
-            + tag("section", related_html(state, note.path), id="related", aria_labelledby="related-heading")
+            + tag("article", rendered_note(state, note, parse_lines(lines)), id="note-body")
+            + transform_form(note.path)
+            + tag("h2", "Related notes and links", id="related-heading")
+            + tag(  # filled after the note (note.js): a huge note's text is not held up by them
+                "section",
+                tag("p", "Finding related notes…", class_="empty"),
+                id="related",
+                aria_labelledby="related-heading",
+                aria_busy="true",
+                data_src="/note/related?" + urlencode({"path": note.path}),
+            )
         )
         return HTMLResponse(page(note.path, "/note", body, csrf, "note"))
+
+    @router.get("/note/related", response_class=HTMLResponse)
+    def note_related(path: Text = "") -> HTMLResponse:
+        """The note view's related notes, backlinks and outgoing links: a fragment note.js loads."""
+        if not path:
+            return HTMLResponse(tag("p", "No note given.", class_="empty"))
+        try:
+            graph = finding.note_graph(state.app, path)
+        except VaultlensError as exc:
+            return HTMLResponse(problem(exc), status_code=exc.http_status)
+        return HTMLResponse(related_html(state, graph.path) + graph_html(graph))
 
     @router.get("/review", response_class=HTMLResponse)
     def review_page(a: Text = "", b: Text = "") -> str:
         if not (a and b):
             form = (
                 '<form action="/review" method="get">'
-                + labelled("pick-a", "Note A", name="a", value=a)
-                + labelled("pick-b", "Note B", name="b", value=b)
+                + labelled("pick-a", "Note A", name="a", value=a, data_picker=True)
+                + labelled("pick-b", "Note B", name="b", value=b, data_picker=True)
                 + tag("button", "Review", type="submit")
                 + "</form>"
             )
-            return page("Review", "/review", form, csrf)
+            return page("Review", "/review", form, csrf, "picker")
         body = (
             tag("p", f"{tag('code', h(a))} and {tag('code', h(b))}", id="pair", data_a=a, data_b=b)
             + tag("section", "", id="consent", aria_label="What is sent")
@@ -154,6 +236,48 @@ def build(state: WebState) -> APIRouter:
         return page("Ask", "/ask", body, csrf, "ask")
 
     return router
+
+
+def transform_form(path: str) -> str:
+    """``vaultlens write`` on the note view: transform lines (filled from a selection in the note)
+    with a preset or the user's own instruction, continue, flashcards, split; the consent step and
+    the diff appear below."""
+    presets = tag("option", "(my own instruction)", value="") + "".join(
+        tag("option", h(name), value=name) for name in PRESETS
+    )
+    form = (
+        f'<form id="transform" data-scripted data-path="{h(path)}">'
+        + tag("p", "Select text in the note to fill in its lines, or type them.", class_="hint")
+        + labelled("first", "First line", type="number", min="1", required=True)
+        + labelled("last", "Last line", type="number", min="1", required=True)
+        + tag("label", "Preset", for_="preset")
+        + tag("select", presets, id="preset", name="preset")
+        + labelled("instruction", "Or your instruction", "textarea", rows="2")
+        + tag("button", "Transform", id="transform-send", type="submit")
+        + "</form>"
+        + tag(
+            "p",
+            "".join(
+                tag("button", label, type="button", class_="tool", data_tool=name)
+                for name, label in (
+                    ("continue", "Continue the note"),
+                    ("flashcards", "Add flashcards"),
+                    ("split", "Split into atomic notes"),
+                )
+            ),
+            class_="tools",
+        )
+    )
+    return tag(
+        "section",
+        tag("h2", "Note tools", id="transform-heading")
+        + form
+        + tag("section", "", id="transform-consent", aria_label="What is sent", hidden=True)
+        + tag("section", "", id="transform-diff", aria_label="Diff")
+        + tag("p", "", id="transform-status", role="status"),
+        id="tools",
+        aria_labelledby="transform-heading",
+    )
 
 
 PLAN_FORM = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from vaultlens.services import notes
 from vaultlens.services.verbs import changing, finding, inspecting
@@ -15,6 +15,7 @@ from vaultlens.web.lists import PAGE
 from vaultlens.web.state import WebState
 
 SEARCH_LIMIT = 20  # notes a keystroke's search returns to the page
+PICKER_LIMIT = 12  # notes the type-ahead note picker offers
 
 
 def build(state: WebState) -> APIRouter:
@@ -43,6 +44,13 @@ def build(state: WebState) -> APIRouter:
     def history_before(op_id: str) -> JSONResponse:
         return JSONResponse(changing.show_before(app, op_id).as_dict())
 
+    @router.get("/notes")
+    def note_picker(
+        match: Annotated[str, Query(max_length=notes.MAX_PATH_CHARS)] = "",
+        limit: Annotated[int, Query(ge=1, le=notes.MAX_PAGE)] = PICKER_LIMIT,
+    ) -> JSONResponse:
+        return JSONResponse(finding.list_notes(app, "", None, limit, match).as_dict())
+
     @router.get("/status")
     def status() -> JSONResponse:
         out: dict[str, Any] = index_status(app).as_dict()
@@ -53,5 +61,17 @@ def build(state: WebState) -> APIRouter:
     @router.get("/providers")
     def providers() -> JSONResponse:
         return JSONResponse([p.as_dict() for p in inspecting.providers(app)])
+
+    return router
+
+
+def build_files(state: WebState) -> APIRouter:
+    """``GET /ui/file?path=``: an image a note embeds, by the path rules of a note."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/ui/file")
+    def vault_file(path: Annotated[str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS)]) -> Response:
+        data, media = finding.image(state.app, path)
+        return Response(data, media_type=media, headers={"Cache-Control": "no-store"})
 
     return router

@@ -1,4 +1,5 @@
-"""A note's Markdown as HTML (raw HTML disabled), each top-level block carrying its source lines.
+"""A note's Markdown as HTML (raw HTML disabled, Obsidian's syntax from :mod:`vaultlens.web.obsidian`),
+each top-level block carrying its source lines.
 
 ``data-lines="A-B"`` (1-based, inclusive, as search results and related sections count them) lets
 the page mark and scroll to the blocks a result's ``lines`` cover (class ``target``).
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from vaultlens.web.layout import h, tag
+from vaultlens.web.obsidian import NoteLinks, use_obsidian, without_comments
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -17,10 +19,15 @@ if TYPE_CHECKING:
 
 def _markdown() -> MarkdownIt:
     from markdown_it import MarkdownIt
+    from mdit_py_plugins.footnote import footnote_plugin
     from mdit_py_plugins.front_matter import front_matter_plugin
+    from mdit_py_plugins.tasklists import tasklists_plugin
 
     # commonmark with html off: a note's <script> or <img onerror> is shown as text, never run
-    return MarkdownIt("commonmark", {"html": False}).enable("table").use(front_matter_plugin)
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md.use(front_matter_plugin).use(footnote_plugin).use(tasklists_plugin, label=True)
+    use_obsidian(md)
+    return md
 
 
 def parse_lines(value: str | None) -> tuple[int, int] | None:
@@ -34,16 +41,19 @@ def parse_lines(value: str | None) -> tuple[int, int] | None:
     return (a, b) if 1 <= a <= b else None
 
 
-def note_html(text: str, target: tuple[int, int] | None) -> str:
-    """The rendered note; blocks overlapping ``target`` get the class ``target``."""
+def note_html(text: str, target: tuple[int, int] | None, links: NoteLinks | None = None) -> str:
+    """The rendered note; blocks overlapping ``target`` get the class ``target``. With ``links``
+    its links point at their notes' views; inside an embed (``links.depth`` > 0) blocks carry no lines."""
     md = _markdown()
-    tokens = md.parse(text)
+    env = {"links": links} if links is not None else {}
+    tokens = md.parse(without_comments(text), env)
+    numbered = links is None or links.depth == 0
     front = ""
     for token in tokens:
         align = token.attrs.pop("style", None)  # a table column's text-align: a class, not style= (CSP)
         if isinstance(align, str) and align.startswith("text-align:"):
             token.attrJoin("class", "align-" + align.removeprefix("text-align:"))
-        if token.level != 0 or token.nesting == -1 or token.map is None:
+        if token.level != 0 or token.nesting == -1 or token.map is None or not numbered:
             continue
         first, last = token.map[0] + 1, token.map[1]
         hit = target is not None and first <= target[1] and last >= target[0]
@@ -59,7 +69,7 @@ def note_html(text: str, target: tuple[int, int] | None) -> str:
         token.attrSet("data-lines", f"{first}-{last}")
         if hit:
             token.attrJoin("class", "target")
-    html: str = md.renderer.render(tokens, md.options, {})
+    html: str = md.renderer.render(tokens, md.options, env)
     return front + html
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi.responses import StreamingResponse
@@ -26,8 +26,15 @@ def sse_event(kind: str, data: Any) -> bytes:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-def ask_stream(app: App, question: str, extractive: bool, consent: bool) -> StreamingResponse:
-    """Start Ask and return its stream once the first event is known (see the module docstring)."""
+def ask_stream(
+    app: App,
+    question: str,
+    extractive: bool,
+    consent: bool,
+    finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> StreamingResponse:
+    """Start Ask and return its stream once the first event is known (see the module docstring);
+    ``finish`` adds to the ``done`` object (the page: the answer rendered as Markdown)."""
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def work() -> None:
@@ -41,7 +48,8 @@ def ask_stream(app: App, question: str, extractive: bool, consent: bool) -> Stre
                 remember=False,  # a request's consent is its own, never stored, never borrowed
                 untrusted=True,
             )
-            events.put(("done", got.as_dict()))
+            done = got.as_dict()
+            events.put(("done", finish(done) if finish is not None else done))
         except Exception as exc:  # every failure reaches the client as the one error shape
             events.put(("error", translate_error(exc)))
 

@@ -10,7 +10,7 @@ safewrite compares with the diff it is about to write. Consent covers that one r
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 
 from vaultlens.errors import ConsentRequired
 from vaultlens.services import notes
-from vaultlens.services.verbs import auditing, changing, finding, restructuring
+from vaultlens.services.verbs import auditing, changing, drafting, finding, restructuring
 from vaultlens.services.verbs.changing import PlanOptions
+from vaultlens.web.pages import markdown_html
 from vaultlens.web.pairing import write_guard
 from vaultlens.web.sse import ask_stream
 from vaultlens.web.state import WebState
@@ -69,6 +70,38 @@ class AskBody(BaseModel):
     consent: bool = False  # this request only: never remembered, no remembered grant counts
 
 
+class ToolBody(BaseModel):
+    """A note tool of ``vaultlens write`` on one note; consent covers this request only."""
+
+    path: str = Path
+    consent: bool = False  # never remembered
+
+
+class ContinueBody(ToolBody):
+    with_context: bool = False
+    after_line: int | None = Field(None, ge=1)
+
+
+class TransformBody(ToolBody):
+    """Lines ``first``-``last`` of ``path`` with a preset or a prompt."""
+
+    first: int = Field(ge=1)
+    last: int = Field(ge=1)
+    preset: str | None = Field(None, min_length=1, max_length=100)
+    prompt: str | None = Field(None, min_length=1, max_length=4_000)
+
+
+class SplitBody(ToolBody):
+    mode: Literal["keep-original", "index"] = "keep-original"
+
+
+class DataviewBody(BaseModel):
+    question: str = Field(min_length=1, max_length=4_000)
+    insert: str | None = Field(None, min_length=1, max_length=notes.MAX_PATH_CHARS)
+    after_line: int | None = Field(None, ge=1)
+    consent: bool = False
+
+
 def build(state: WebState) -> APIRouter:
     router = APIRouter(prefix="/ui/api", include_in_schema=False, dependencies=[Depends(write_guard(state))])
     app = state.app
@@ -110,7 +143,56 @@ def build(state: WebState) -> APIRouter:
 
     @router.post("/ask")
     def ask(body: AskBody) -> StreamingResponse:
-        return ask_stream(app, body.question, body.extractive, body.consent)
+        def rendered(done: dict[str, Any]) -> dict[str, Any]:
+            return {**done, "answer_html": markdown_html(state, done["answer"])}
+
+        return ask_stream(app, body.question, body.extractive, body.consent, rendered)
+
+    def note(path: str) -> str:
+        """A note path from the page, by the rules of a path from a program (see services/notes)."""
+        return notes.resolve_untrusted(app.files().rules(), path)
+
+    # the note tools, named after `vaultlens write ...`: each answers its verb's result, whose plan
+    # (one write, or one operation group for split) is applied through /ui/api/apply
+    @router.post("/write/continue")
+    def write_continue(body: ContinueBody) -> JSONResponse:
+        done = drafting.write_continue(
+            app, note(body.path), body.with_context, body.after_line, consent=body.consent, remember=False
+        )
+        return JSONResponse(done.as_dict())
+
+    @router.post("/write/transform")
+    def write_transform(body: TransformBody) -> JSONResponse:
+        done = drafting.write_transform(
+            app,
+            note(body.path),
+            body.first,
+            body.last,
+            body.preset,
+            body.prompt,
+            body.consent,
+            remember=False,
+        )
+        return JSONResponse(done.as_dict())
+
+    @router.post("/write/flashcards")
+    def write_flashcards(body: ToolBody) -> JSONResponse:
+        return JSONResponse(
+            drafting.write_flashcards(app, note(body.path), body.consent, remember=False).as_dict()
+        )
+
+    @router.post("/write/split")
+    def write_split(body: SplitBody) -> JSONResponse:
+        done = restructuring.write_split(app, note(body.path), body.mode, body.consent, remember=False)
+        return JSONResponse(done.as_dict())
+
+    @router.post("/write/dataview")
+    def write_dataview(body: DataviewBody) -> JSONResponse:
+        into = note(body.insert) if body.insert is not None else None
+        done = drafting.write_dataview(
+            app, body.question, into, body.after_line, body.consent, remember=False
+        )
+        return JSONResponse(done.as_dict())
 
     @router.post("/audit")
     def audit() -> JSONResponse:

@@ -18,8 +18,19 @@ from vaultlens.services.search import SearchHits, rank_notes
 
 if TYPE_CHECKING:
     from vaultlens.index.store import Store
+    from vaultlens.vault.links import LinkResolver
 
-__all__ = ["dismiss", "duplicates", "list_notes", "note", "search", "similar"]
+__all__ = [
+    "dismiss",
+    "duplicates",
+    "image",
+    "link_resolver",
+    "list_notes",
+    "note",
+    "note_graph",
+    "search",
+    "similar",
+]
 
 
 def search(
@@ -109,9 +120,34 @@ def note(app: App, path: str, offset: int = 0, length: int = notes.DEFAULT_SLICE
         return notes.note_slice(files.rules(), path, offset, length, files.max_bytes)
 
 
+def image(app: App, path: str) -> tuple[bytes, str]:
+    """An image file of the vault (the bytes and media type), by the path rules of :func:`note`."""
+    with translated_errors(path=app.index_dir):
+        files = app.files()
+        return notes.read_image(files.rules(), path, files.max_bytes)
+
+
 def list_notes(
-    app: App, folder: str = "", cursor: str | None = None, limit: int = notes.DEFAULT_PAGE
+    app: App, folder: str = "", cursor: str | None = None, limit: int = notes.DEFAULT_PAGE, match: str = ""
 ) -> notes.NoteList:
-    """One page of the indexed notes under ``folder``, sorted by path."""
+    """One page of the indexed notes under ``folder``, sorted by path; with ``match``, the notes
+    whose title, an alias or the path match it, best first (the page's note picker)."""
     with translated_errors(path=app.index_dir), app.reading() as store:
-        return notes.list_notes(store, app.files().rules(), folder, cursor, limit)
+        return notes.list_notes(store, app.files().rules(), folder, cursor, limit, match)
+
+
+def link_resolver(app: App) -> LinkResolver:
+    """The vault's files (notes and attachments, as the scan lists them) for resolving links the way
+    the index and the audit do: the page links a note's wikilinks through it."""
+    from vaultlens.vault.links import LinkResolver
+
+    return LinkResolver(f.path for f in app.files().scan().files)
+
+
+def note_graph(app: App, path: str, resolver: LinkResolver | None = None) -> notes.NoteGraph:
+    """The notes ``path`` links to and the notes linking to it, as the index knows its links."""
+    with translated_errors(path=app.index_dir):
+        rel = notes.resolve_untrusted(app.files().rules(), path)
+        with app.reading() as store:
+            links = store.links()
+    return notes.note_graph(rel, links, resolver or link_resolver(app))

@@ -36,7 +36,12 @@
     if (!data.sources.length || data.answer.trim() === NOT_IN_VAULT) {
       answer.replaceChildren(el("p", { id: "not-in-vault", role: "status" }, NOT_IN_VAULT));
     } else {
-      answer.replaceChildren(...data.answer.split(/\n{2,}/).map((p) => el("p", {}, cited(p, byId, invalid))));
+      // the server's rendering (escaped, no raw HTML); then [S#] in its text become citations
+      answer.innerHTML = data.answer_html;
+      const walker = document.createTreeWalker(answer, NodeFilter.SHOW_TEXT);
+      const texts = [];
+      while (walker.nextNode()) if (/\[S\d+\]/.test(walker.currentNode.data)) texts.push(walker.currentNode);
+      for (const node of texts) node.replaceWith(...cited(node.data, byId, invalid));
     }
     sources.replaceChildren(
       data.sources.length ? el("h2", {}, "Sources") : "",

@@ -10,6 +10,34 @@ const vl = (() => {
     form.addEventListener("submit", (e) => e.preventDefault());
   }
 
+  // A banner when the server does not answer (stopped, restarted, network gone): every request of
+  // every page goes through fetch, so a failed one raises it and the next answer takes it down.
+  const realFetch = window.fetch.bind(window);
+  function banner(shown) {
+    let box = document.getElementById("offline");
+    if (!shown) { if (box) box.hidden = true; return; }
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "offline";
+      box.setAttribute("role", "alert");
+      box.append("The server is not answering (stopped or restarted?): what you just did was not done. ",
+        Object.assign(document.createElement("a"), { href: location.href, textContent: "Reload" }),
+        " when it is back; History lists every note that was written.");
+      document.body.prepend(box);
+    }
+    box.hidden = false;
+  }
+  window.fetch = async (...args) => {
+    try {
+      const response = await realFetch(...args);
+      banner(false);
+      return response;
+    } catch (error) {
+      banner(true);
+      throw error;
+    }
+  };
+
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs || {})) {
@@ -136,7 +164,16 @@ const vl = (() => {
     const button = el("button", { id: "apply", type: "button" }, "Apply this change");
     button.addEventListener("click", async () => {
       button.disabled = true;
-      const r = await post("/ui/api/apply", { op_id: proposal.op_id, token: proposal.token });
+      let r;
+      try {
+        r = await post("/ui/api/apply", { op_id: proposal.op_id, token: proposal.token });
+      } catch (_) {
+        status.replaceChildren(errorBox({ code: "unreachable",
+          message: "The server did not answer: nothing was written by this click.",
+          hint: "Reload when the server is back and apply again; History lists every note written." }));
+        button.disabled = false;
+        return;
+      }
       const data = await json(r);
       if (!r.ok) { status.replaceChildren(errorBox(data.error)); button.disabled = false; return; }
       button.remove();
