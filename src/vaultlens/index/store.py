@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from vaultlens.index.indexing.indexer import Progress
+    from vaultlens.index.progress import Progress
 
 ChunkKeys: TypeAlias = "npt.NDArray[np.int64]"  # a string: numpy loads with the first vector, not here
 

@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # numpy loads in the methods that handle vectors: status and 
     import numpy as np
     import numpy.typing as npt
 
-    from vaultlens.index.indexing.indexer import Progress
+    from vaultlens.index.progress import Progress
 
 SCHEMA_VERSION = 8
 DB_NAME = "index.sqlite"
