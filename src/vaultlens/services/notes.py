@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from vaultlens.chunking.source import RawNote, read_note
 from vaultlens.errors import InvalidInput, NoteNotFound, VaultError
-from vaultlens.index.store import Store
+from vaultlens.index.store import StoreReads
 from vaultlens.services.serial import AsDict
 from vaultlens.vault.parse import NotText, decode_note
 from vaultlens.vault.safepath import check_untrusted, resolve_note_path
@@ -131,7 +131,7 @@ def _decode_cursor(cursor: str) -> str:
 
 
 def list_notes(
-    store: Store, vault_rules: VaultRules, folder: str, cursor: str | None, limit: int
+    store: StoreReads, vault_rules: VaultRules, folder: str, cursor: str | None, limit: int
 ) -> NoteList:
     """Indexed notes under ``folder`` ("" = all), sorted by path, one page after ``cursor``."""
     if not 1 <= limit <= MAX_PAGE:

@@ -36,10 +36,10 @@ from vaultlens.index.store import (
     NoteScores,
     NoteText,
     NoteUpdate,
-    Store,
     StoreCounts,
     tier_switch,
 )
+from vaultlens.index.store_defaults import StoreDefaults
 from vaultlens.index.vector_file import cached_matrix, write_matrix
 from vaultlens.vault.model import Link
 
@@ -116,7 +116,7 @@ def _columnwise(values: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
     return [list(col) for col in zip(*values, strict=True)] if values else [[] for _ in range(width)]
 
 
-class PostgresStore(Store):
+class PostgresStore(StoreDefaults):
     reads_in_server = True
 
     def __init__(self, dsn: str, schema: str, location: Path, exact_below: int = EXACT_BELOW) -> None:

@@ -46,10 +46,10 @@ from vaultlens.index.store import (
     NoteScores,
     NoteText,
     NoteUpdate,
-    Store,
     StoreCounts,
     tier_switch,
 )
+from vaultlens.index.store_defaults import StoreDefaults
 from vaultlens.index.vector_file import VectorFile, cached_matrix, write_matrix
 from vaultlens.vault.model import Link
 
@@ -298,7 +298,7 @@ def fts5_query(
     return run
 
 
-class SQLiteStore(Store):
+class SQLiteStore(StoreDefaults):
     def __init__(
         self, directory: Path, create: bool = True, ann_threshold: int = SearchSettings.ann_threshold
     ) -> None:
