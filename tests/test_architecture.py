@@ -290,6 +290,8 @@ _MODULE_WRITES = {"replace", "rename", "link", "remove", "move", "copy", "open"}
 _WRITES_UNDER_HOME = {
     "fsutil.py", "config/consent.py", "config/paths.py", "index/lifecycle.py", "index/lock.py",
     "index/sqlite/store.py", "index/postgres/__init__.py", "services/evaluation.py",
+    "index/sqlite/schema.py", "index/sqlite/connection.py",  # a new store: its folder and file, under VAULTLENS_HOME
+    "index/sqlite/vectors.py",  # the vector cache and derived arrays beside the store, under VAULTLENS_HOME
     "index/sqlite/ann.py",  # the ANN tier's files beside the store, under VAULTLENS_HOME
     "index/vector_file.py",  # the vector cache files the stores name, in their folders under VAULTLENS_HOME
     "index/postgres/store.py",  # its vector cache files in the store's folder, under VAULTLENS_HOME
