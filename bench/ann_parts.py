@@ -250,6 +250,7 @@ def lexsql(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
 
 def main() -> None:
     from vaultlens.index.sqlite import store as ss
+    from vaultlens.index.sqlite import vectors as sv
 
     ap = argparse.ArgumentParser()
     ap.add_argument("keep", type=Path)
@@ -273,7 +274,7 @@ def main() -> None:
             keys, scores = exact.top_k(q, 10)
             truth.append(keys[np.argsort(-scores)])
         for cand, ef in [(200, 200), (200, 400), (300, 300), (400, 400), (200, 200)]:
-            ss.ANN_CANDIDATES, tier.base.expansion_search = cand, ef
+            sv.ANN_CANDIDATES, tier.base.expansion_search = cand, ef
             found, ms = [], []
             for q in queries:
                 store._vec_cache.clear()
@@ -316,11 +317,11 @@ def main() -> None:
     elif args.mode == "lexsql":
         lexsql(store, list(fresh_queries(corpus, args.queries, args.seed)))
     else:
-        size, ms, same = ss.VECTOR_CACHE, {"off": [], "on": []}, 0
+        size, ms, same = sv.VECTOR_CACHE, {"off": [], "on": []}, 0
         for i, (text, q) in enumerate(fresh_queries(corpus, args.queries, args.seed)):
             hits = []
             for arm in ["off", "on"] if i % 2 == 0 else ["on", "off"]:
-                ss.VECTOR_CACHE = size if arm == "on" else 0
+                sv.VECTOR_CACHE = size if arm == "on" else 0
                 store._vec_cache.clear()
                 t = time.perf_counter()
                 hits.append(search(store, text, q))

@@ -97,8 +97,8 @@ def plain_lexical(store: Any, terms: list[str], chunk_limit: int, note_limit: in
 def main() -> None:
     from vaultlens.chunking.chunker import Chunk
     from vaultlens.config.settings import SearchSettings
-    from vaultlens.index.indexing.indexer import NoProgress
     from vaultlens.index.lexical import query_terms
+    from vaultlens.index.progress import NoProgress
     from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
     from vaultlens.services.search import NOTE_CANDIDATES, rank_notes

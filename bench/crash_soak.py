@@ -92,7 +92,7 @@ def live_state(root: Path) -> tuple[str | None, int | None]:
     """(model of the live store's space, its chunk count); (None, None) when there is no live store.
 
     The model is None when no space is recorded yet. Read-only: never creates or changes a file."""
-    from vaultlens.index.sqlite.store import DB_NAME
+    from vaultlens.index.sqlite.schema import DB_NAME
 
     db = home_of(root).live_dir() / DB_NAME
     if not db.exists():
@@ -128,7 +128,7 @@ def other(model: str) -> str:
 
 
 def chunk_keys(directory: Path) -> set[tuple[str, str]]:
-    from vaultlens.index.sqlite.store import DB_NAME
+    from vaultlens.index.sqlite.schema import DB_NAME
 
     con = sqlite3.connect(f"file:{directory / DB_NAME}?mode=ro", uri=True)
     try:
@@ -161,7 +161,8 @@ def findings(
     with IndexNotFound / IndexEmpty rather than answer."""
     import vaultlens as services
     from vaultlens.errors import IndexEmpty, IndexNotFound
-    from vaultlens.index.sqlite.store import DB_NAME, SQLiteStore
+    from vaultlens.index.sqlite.schema import DB_NAME
+    from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.services.app import App
 
     found: list[str] = []
@@ -395,7 +396,7 @@ def judge_search(r: SearchRecord, old: str, new: str, vault: Path) -> tuple[str,
 
 def live_identity(root: Path) -> tuple[str, int] | None:
     """(store id of the live database, its chunk count), or None without one (or without its schema)."""
-    from vaultlens.index.sqlite.store import DB_NAME
+    from vaultlens.index.sqlite.schema import DB_NAME
 
     model, chunks = live_state(root)
     if chunks is None:

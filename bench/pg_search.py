@@ -376,14 +376,14 @@ def ef_sweep(
     """recall@10 (the top-k re-scored, as searches use it) and top-k p50 / p95 with HNSW's candidate
     list at each of ``per_result`` ("2,4,5") times k, each setting twice in turn (the first pass of
     each warms its pages)."""
-    from vaultlens.index.postgres import store as pg_store
+    from vaultlens.index.postgres import vectors as pg_vectors
 
     truths = [keys_exact[np.argsort(-(mem @ q))[:10]] for _, q in queries]
     out = []
-    default = pg_store.EF_PER_RESULT
+    default = pg_vectors.EF_PER_RESULT
     try:
         for per in [int(x) for x in per_result.split(",")] * 2:
-            pg_store.EF_PER_RESULT = per
+            pg_vectors.EF_PER_RESULT = per
             recalls, ms = [], []
             for (_, q), exact in zip(queries, truths, strict=True):
                 t, (keys, _) = timed(store.top_k, q, k)
@@ -395,7 +395,7 @@ def ef_sweep(
             print(row, flush=True)
             out.append(row)
     finally:
-        pg_store.EF_PER_RESULT = default
+        pg_vectors.EF_PER_RESULT = default
     return out
 
 

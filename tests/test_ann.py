@@ -21,7 +21,7 @@ import pytest
 from vaultlens.config.settings import SearchSettings
 from vaultlens.errors import IndexNotFound
 from vaultlens.index.backends import get_backend
-from vaultlens.index.indexing.indexer import NoProgress
+from vaultlens.index.progress import NoProgress
 from vaultlens.index.sqlite.ann import AnnTier
 from vaultlens.index.store import Store
 from vaultlens.index.vector_file import VectorFile

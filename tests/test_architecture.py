@@ -168,22 +168,28 @@ BACKEND_DIR = SRC / "index" / "sqlite"
 BACKEND = set(BACKEND_DIR.glob("*.py"))  # the SQLite backend: its store and its ANN tier
 BACKEND_REGISTRY = SRC / "index" / "backends.py"
 BACKEND_MODULE = "vaultlens.index.sqlite"
+PG_MODULE = "vaultlens.index.postgres"
+BACKEND_PACKAGES = (BACKEND_MODULE, PG_MODULE)  # each backend's package (index/backends.py names them)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 def backend_imports(path: Path, module: str) -> list[str]:
-    """What ``path`` (module ``module``) imports from the SQLite backend, however it is written."""
-    return sorted(
-        m for m in _imports(path, module) if m == BACKEND_MODULE or m.startswith(BACKEND_MODULE + ".")
-    )
+    """What ``path`` (module ``module``) imports from a store backend other than its own, however it
+    is written."""
+    others = [b for b in BACKEND_PACKAGES if not _within(module, b)]
+    return sorted(m for m in _imports(path, module) if any(_within(m, b) for b in others))
 
 
-def test_only_the_backend_registry_imports_the_sqlite_backend() -> None:
+def test_only_the_backend_registry_imports_a_backend() -> None:
     importers = [
         p.relative_to(SRC).as_posix()
         for p in _sources()
-        if p not in BACKEND and p != BACKEND_REGISTRY and backend_imports(p, _module_name(p))
+        if p != BACKEND_REGISTRY and backend_imports(p, _module_name(p))
     ]
-    assert importers == [], "depend on vaultlens.index.store (the contract), not on the SQLite backend"
+    assert importers == [], "depend on vaultlens.index.store (the contract), not on a store backend"
 
 
 @pytest.mark.parametrize(
@@ -218,8 +224,28 @@ def test_only_the_backend_registry_imports_the_sqlite_backend() -> None:
             "__import__('vaultlens.index.sqlite.store')\n",
             [f"{BACKEND_MODULE}.store"],
         ),
-        # the contract, and a module whose name merely starts with the backend's
-        ("vaultlens.services.app", "from vaultlens.index import store, sqlite_notes\n", []),
+        # the PostgreSQL backend, from a service and from the other backend
+        ("vaultlens.services.search", "from vaultlens.index import postgres\n", [PG_MODULE]),
+        (
+            "vaultlens.services.app",
+            "from vaultlens.index.postgres.store import PostgresStore\n",
+            [f"{PG_MODULE}.store.PostgresStore"],
+        ),
+        ("vaultlens.services.layout", "from ..index.postgres import fulltext\n", [f"{PG_MODULE}.fulltext"]),
+        (
+            "vaultlens.services.app",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import vaultlens.index.postgres.vectors\n",
+            [f"{PG_MODULE}.vectors"],
+        ),
+        (
+            "vaultlens.index.sqlite.store",
+            "from vaultlens.index.postgres import schema\n",
+            [f"{PG_MODULE}.schema"],
+        ),
+        # a backend's own modules, the contract, and a module whose name merely starts with a backend's
+        ("vaultlens.index.postgres.store", "from vaultlens.index.postgres import schema\n", []),
+        ("vaultlens.index.sqlite.store", "from .vectors import SQLiteVectors\n", []),
+        ("vaultlens.services.app", "from vaultlens.index import store, sqlite_notes, postgresql\n", []),
     ],
 )
 def test_the_backend_check_sees_every_import_form(
@@ -290,9 +316,11 @@ _MODULE_WRITES = {"replace", "rename", "link", "remove", "move", "copy", "open"}
 _WRITES_UNDER_HOME = {
     "fsutil.py", "config/consent.py", "config/paths.py", "index/lifecycle.py", "index/lock.py",
     "index/sqlite/store.py", "index/postgres/__init__.py", "services/evaluation.py",
+    "index/sqlite/schema.py", "index/sqlite/connection.py",  # a new store: its folder and file, under VAULTLENS_HOME
+    "index/sqlite/vectors.py",  # the vector cache and derived arrays beside the store, under VAULTLENS_HOME
     "index/sqlite/ann.py",  # the ANN tier's files beside the store, under VAULTLENS_HOME
     "index/vector_file.py",  # the vector cache files the stores name, in their folders under VAULTLENS_HOME
-    "index/postgres/store.py",  # its vector cache files in the store's folder, under VAULTLENS_HOME
+    "index/postgres/vectors.py",  # its vector cache files in the store's folder, under VAULTLENS_HOME
     "services/audit/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
     "services/audit/outline_cache.py",  # under VAULTLENS_HOME
     "services/audit/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME
@@ -392,3 +420,129 @@ def test_the_app_check_sees_a_feature_importing_the_app(tmp_path: Path) -> None:
     sample = _sample(tmp_path, "from vaultlens.services.app import App\n")
     assert app_importers(sample, "vaultlens.services.ask") == ["vaultlens.services.app.App"]
     assert app_importers(sample, "vaultlens.services.verbs.asking") == []
+
+
+MAX_LINES = 800  # a file longer than this holds more than one thing: split it into modules named for each
+
+
+def long_files(root: Path, limit: int = MAX_LINES) -> dict[str, int]:
+    """Text files under ``root`` longer than ``limit`` lines (binary files and caches left out)."""
+    found = {}
+    for p in sorted(root.rglob("*")):
+        if not p.is_file() or "__pycache__" in p.parts or b"\0" in (data := p.read_bytes()):
+            continue
+        lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+        if lines > limit:
+            found[p.relative_to(root).as_posix()] = lines
+    return found
+
+
+def test_no_source_file_is_longer_than_800_lines() -> None:
+    assert long_files(SRC.parent) == {}
+
+
+def test_the_length_check_counts_lines(tmp_path: Path) -> None:
+    (tmp_path / "long.py").write_text("x = 1\n" * 801, encoding="utf-8")
+    (tmp_path / "web").mkdir()
+    (tmp_path / "web" / "page.js").write_text("a;\n" * 800 + "b;", encoding="utf-8")  # no final newline
+    (tmp_path / "fits.py").write_text("x = 1\n" * 800, encoding="utf-8")
+    (tmp_path / "model.bin").write_bytes(b"\0\n" * 2000)
+    assert long_files(tmp_path) == {"long.py": 801, "web/page.js": 801}
+
+
+def import_graph(sources: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ``sources`` it imports, every form ``_imports`` sees, type-only and
+    function-level ones included (``from M import n`` is an edge to M.n when that is a module, else to M)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in sources.items():
+        edges = {name if name in sources else name.rpartition(".")[0] for name in _imports(path, module)}
+        graph[module] = {m for m in edges if m in sources and m != module}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules of each import circle (strongly connected component of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in sorted(graph):  # Tarjan's algorithm, without recursion
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def test_there_is_no_import_circle() -> None:
+    """Not even a type-only one: a circle means two modules each need the other, so neither can be
+    read, tested or moved alone (the store contract once named the indexer's Progress)."""
+    assert import_circles(import_graph({_module_name(p): p for p in _sources()})) == []
+
+
+@pytest.mark.parametrize(
+    ("a_source", "b_source", "circles"),
+    [
+        (
+            "from vaultlens.x.b import B\n",
+            "from vaultlens.x.a import A\n",
+            [["vaultlens.x.a", "vaultlens.x.b"]],
+        ),
+        # type-only, relative, a submodule by name, and inside a function
+        (
+            "from vaultlens.x.b import B\n",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n",
+            [["vaultlens.x.a", "vaultlens.x.b"]],
+        ),
+        (
+            "from vaultlens.x import b\n",
+            "def f():\n    from vaultlens.x import a\n",
+            [["vaultlens.x.a", "vaultlens.x.b"]],
+        ),
+        # through a third module; and one way only
+        (
+            "import vaultlens.x.b\n",
+            "import vaultlens.x.c\n",
+            [["vaultlens.x.a", "vaultlens.x.b", "vaultlens.x.c"]],
+        ),
+        ("from vaultlens.x.b import B\n", "import json\n", []),
+    ],
+)
+def test_the_circle_check_sees_every_import_form(
+    tmp_path: Path, a_source: str, b_source: str, circles: list[list[str]]
+) -> None:
+    """Each form is reported from sample modules (the rule cannot pass vacuously)."""
+    files = {"a": a_source, "b": b_source, "c": "from vaultlens.x.a import A\n"}
+    sources = {}
+    for name, text in files.items():
+        (tmp_path / f"{name}.py").write_text(text, encoding="utf-8")
+        sources[f"vaultlens.x.{name}"] = tmp_path / f"{name}.py"
+    assert import_circles(import_graph(sources)) == circles

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from vaultlens.index.bm25_top import Query, best_rows
-from vaultlens.index.sqlite import store as sqlite_store
-from vaultlens.index.sqlite.store import fts5_query
+from vaultlens.index.sqlite import fulltext as sqlite_fulltext
+from vaultlens.index.sqlite.fulltext import fts5_query
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ QUERIES = [
 def test_best_rows_are_the_plain_querys(
     fts: sqlite3.Connection, terms: list[str], limit: int, head: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "PROBE_HEAD", head)
+    monkeypatch.setattr(sqlite_fulltext, "PROBE_HEAD", head)
     idf = idf_of(fts, terms)
     plain = runner(fts, [], idf)(list(idf), [], limit)
     pruned = best_rows(runner(fts, [], idf), idf, limit)

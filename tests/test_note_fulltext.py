@@ -12,7 +12,8 @@ from pathlib import Path
 
 from test_store import problems
 from vaultlens.index.lexical import query_terms
-from vaultlens.index.sqlite.store import DB_NAME, SCHEMA_VERSION, SQLiteStore
+from vaultlens.index.sqlite.schema import DB_NAME, SCHEMA_VERSION
+from vaultlens.index.sqlite.store import SQLiteStore
 from vl_support import run_index, write_vault
 
 

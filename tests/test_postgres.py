@@ -159,9 +159,9 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path, monkeypatch: pytest.Mo
     """Past ``exact_below`` chunks the HNSW index answers top-k; on a small clustered set it finds the
     exact neighbours (recall 1.0 at k=10) and scores them as inner products. Built over
     WIDE_HNSW_FROM chunks or more, it links them with the wider candidate list."""
-    from vaultlens.index.postgres import store as pg_store
+    from vaultlens.index.postgres import vectors as pg_vectors
 
-    monkeypatch.setattr(pg_store, "WIDE_HNSW_FROM", 600)
+    monkeypatch.setattr(pg_vectors, "WIDE_HNSW_FROM", 600)
     rng = np.random.default_rng(7)
     centers = rng.normal(size=(20, 64))
     exact = PostgresBackend(exact_below=10**9).open(tmp_path / "h")
@@ -201,7 +201,7 @@ def test_hnsw_answers_like_the_exact_scan(tmp_path: Path, monkeypatch: pytest.Mo
         )
         assert "chunks_vec_hnsw" in " ".join(r[0] for r in plan)
         definition = ann._one("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_vec_hnsw'")[0]  # type: ignore[attr-defined]
-        assert f"ef_construction='{pg_store.WIDE_EF_CONSTRUCTION}'" in definition
+        assert f"ef_construction='{pg_vectors.WIDE_EF_CONSTRUCTION}'" in definition
         # the candidate list each top-k asks for: 4 per result (recall at 1M), set only when it changes
         beams: list[str] = []
         rows = type(ann)._rows
@@ -267,7 +267,7 @@ def test_the_matrix_is_mapped_from_a_cache_file_of_its_generation(
     """`matrix()` streams the vectors into a file in the store's folder and maps it (a whole-vault scan
     does not hold them): the stored vectors in key order; a new generation gets a new file and the old
     one goes; a folder that cannot be written holds them in memory instead; a wipe removes the file."""
-    from vaultlens.index.postgres import store as pg_store
+    from vaultlens.index.postgres import vectors as pg_vectors
 
     rng = np.random.default_rng(3)
     location = tmp_path / "m"
@@ -293,7 +293,7 @@ def test_the_matrix_is_mapped_from_a_cache_file_of_its_generation(
         def read_only(*_: object) -> None:
             raise PermissionError(13, "Permission denied")  # as root, chmod would not stop a write
 
-        monkeypatch.setattr(pg_store, "write_matrix", read_only)
+        monkeypatch.setattr(pg_vectors, "write_matrix", read_only)
         keys, vecs = store.matrix()
         assert len(keys) == 61 and not isinstance(vecs, np.memmap)
         assert np.array_equal(vecs[:60], store_vecs) and len(vecs[60]) == 32

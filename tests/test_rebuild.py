@@ -25,7 +25,7 @@ from vaultlens.config.paths import index_dir
 from vaultlens.errors import SpaceMismatch
 from vaultlens.index.backends import get_backend
 from vaultlens.index.lifecycle import POINTER, IndexHome
-from vaultlens.index.sqlite.store import DB_NAME
+from vaultlens.index.sqlite.schema import DB_NAME
 from vaultlens.services.app import App
 from vl_support import (
     VAULTLENS_BIN,

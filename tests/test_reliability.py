@@ -353,7 +353,7 @@ def test_a_new_store_file_is_wal_with_its_schema_from_the_moment_it_exists(tmp_p
     (a search racing a foreground rebuild: "database is locked")."""
     import sqlite3
 
-    from vaultlens.index.sqlite.store import DB_NAME
+    from vaultlens.index.sqlite.schema import DB_NAME
 
     path = tmp_path / "store" / DB_NAME
     seen: list[tuple[str, int]] = []

@@ -17,7 +17,8 @@ import pytest
 from chunk_contract import chunk_invariant_errors
 from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.embedding.local import MAX_CHARS
-from vaultlens.index.sqlite.store import DB_NAME, SQLiteStore
+from vaultlens.index.sqlite.schema import DB_NAME
+from vaultlens.index.sqlite.store import SQLiteStore
 from vaultlens.testing import HashingEmbeddingProvider
 from vaultlens.vault.parse import parse_note
 from vl_support import RecordingProvider, run_cli, run_index, write_vault

@@ -15,7 +15,8 @@ import vaultlens as services
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.paths import index_dir
 from vaultlens.errors import StoreError
-from vaultlens.index.sqlite.store import DB_NAME, SQLiteStore
+from vaultlens.index.sqlite.schema import DB_NAME
+from vaultlens.index.sqlite.store import SQLiteStore
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
 from vaultlens.services.app import App
 from vaultlens.vault.model import Link

@@ -13,7 +13,8 @@ import pytest
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.index.sqlite import fts_tokens
-from vaultlens.index.sqlite.store import DB_NAME, SCHEMA_VERSION, SQLiteStore
+from vaultlens.index.sqlite.schema import DB_NAME, SCHEMA_VERSION
+from vaultlens.index.sqlite.store import SQLiteStore
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
 from vl_support import db_rows
 

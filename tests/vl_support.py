@@ -24,7 +24,7 @@ from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.index.backends import get_backend
 from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.index.runs import RunStats
-from vaultlens.index.sqlite.store import DB_NAME
+from vaultlens.index.sqlite.schema import DB_NAME
 from vaultlens.index.store import FileRecord, Store
 from vaultlens.services.app import App
 from vaultlens.vault.parse import line_starts

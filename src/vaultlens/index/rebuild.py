@@ -18,10 +18,11 @@ from typing import Any
 from vaultlens.config.settings import Settings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import Cancelled
-from vaultlens.index.indexing.indexer import Indexer, Progress
+from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.index.indexing.tier_fill import TierFor
 from vaultlens.index.lifecycle import IndexHome
 from vaultlens.index.lock import WriterLock
+from vaultlens.index.progress import Progress
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import space_matches
 

@@ -1,18 +1,19 @@
 """The store contract: what the indexer and the services need from an index backend.
 
-A backend (SQLite embedded today, PostgreSQL later) implements :class:`Store`, which is three
-small protocols over one consistent state:
+A backend (SQLite embedded, PostgreSQL) implements :class:`Store`, which is split by who calls
+it, over one consistent state:
 
-- :class:`Catalog`: files, chunks, links, runs, the embedding space and housekeeping;
-- :class:`VectorIndex`: unit vectors per chunk, top-k by inner product and bulk access;
-- :class:`LexicalIndex`: full text over stemmed terms, with scores on a backend-neutral scale.
+- :class:`StoreState`: what every caller reads (generation, snapshots, meta, spaces, counts);
+- :class:`StoreWrites`: what the indexer and the quality tier's fill write;
+- :class:`StoreReads`: what searches and discovery read (chunks, vectors, full text);
+- :class:`StoreChecks`: what `status` and `doctor` check.
 
 and a :class:`StoreBackend` that opens, probes and wipes a store at a location. Nothing above
 ``index/`` knows which backend it talks to; tests/test_store_contract.py runs one suite over
 every backend.
 
 Chunks are keyed by a backend-assigned integer (``key``) that is stable while the chunk
-exists; every read inside :meth:`Catalog.snapshot` sees one committed generation.
+exists; every read inside :meth:`StoreState.snapshot` sees one committed generation.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.embedding.base import EmbeddingSpace, Vectors
-from vaultlens.errors import SpaceMismatch
 from vaultlens.index.estimate import RebuildEstimate
 from vaultlens.index.runs import RunRecord
 from vaultlens.vault.model import Link
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from vaultlens.index.indexing.indexer import Progress
+    from vaultlens.index.progress import Progress
 
 ChunkKeys: TypeAlias = "npt.NDArray[np.int64]"  # a string: numpy loads with the first vector, not here
 
@@ -155,61 +155,63 @@ class NoteText:
     body: str
 
 
-class Catalog(Protocol):
-    """Files, chunks, links, runs and the index's own state."""
+class StoreState(Protocol):
+    """What every caller reads: the store's identity, generation and snapshots, meta, the embedding
+    spaces, the kept counts and the last run."""
 
     store_id: str  # random per store, new when a store is wiped: caches key on it with the generation
     # True when reads run in a database server: a thread of this process only waits on them, so one
     # search's independent reads pay to run at once on more threads than this machine has cores
-    reads_in_server: bool = False
+    reads_in_server: bool
 
     @property
     def generation(self) -> int: ...
     @property
     def cleared(self) -> bool:
-        """True after :meth:`clear` until an index run records notes again."""
-        return self.get_meta("cleared_at") is not None
+        """True after :meth:`StoreWrites.clear` until an index run records notes again."""
+        ...
 
     def snapshot(self) -> AbstractContextManager[int]:
         """Freeze one committed generation for every read in the block (re-entrant per thread)."""
         ...
 
     def close(self) -> None: ...
-
-    # meta, space, runs
     def get_meta(self, key: str) -> str | None: ...
-    def set_meta(self, key: str, value: str) -> None: ...
-    def delete_meta(self, key: str) -> None: ...
     @property
     def space(self) -> EmbeddingSpace | None:
-        raw = self.get_meta("space")
-        return None if raw is None else EmbeddingSpace.from_json(raw)
+        """The space of the stored vectors; None before the first vector."""
+        ...
 
-    def set_space(self, space: EmbeddingSpace) -> None:
-        self.set_meta("space", space.to_json())
+    @property
+    def tier_space(self) -> EmbeddingSpace | None:
+        """The space of the quality tier's vectors; None when the tier holds none."""
+        ...
 
     def check_space(self, space: EmbeddingSpace) -> None:
         """Raise SpaceMismatch when ``space`` is not the stored one; an unknown dimension (remote, not
         yet called) is a wildcard. The error carries what a rebuild would cost, so the user decides
         before any work starts."""
-        stored = self.space
-        if stored is None or space_matches(stored, space):
-            return
-        raise SpaceMismatch(
-            f"The index was built with {stored.describe()}, but the settings now say {space.describe()}. "
-            + self.rebuild_estimate(space).describe(),
-            hint="Vectors of two models cannot be mixed. Run `vaultlens rebuild` to re-embed every note "
-            "with the new model (or `vaultlens rebuild --background` to keep searching the old index "
-            "meanwhile), or change the settings back.",
-        )
+        ...
 
-    def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate: ...
+    def file_records(self) -> dict[str, FileRecord]: ...
+    def counts(self) -> StoreCounts:
+        """Kept counts (`status` asks on every call): no pass over every note or chunk."""
+        ...
+
+    def last_run(self) -> RunRecord | None: ...
+
+
+class StoreWrites(StoreState, Protocol):
+    """What an index run (index/indexing/indexer.py) and the quality tier's fill (tier_fill.py) write,
+    and the reads they plan by."""
+
+    def set_meta(self, key: str, value: str) -> None: ...
+    def delete_meta(self, key: str) -> None: ...
+    def set_space(self, space: EmbeddingSpace) -> None: ...
     def start_run(self) -> int: ...
     def finish_run(self, run_id: int, status: str, stats: dict[str, Any]) -> None:
         """Record how a run ended; ``stats`` holds its counters and, for a failed run, ``error``."""
         ...
-
-    def last_run(self) -> RunRecord | None: ...
 
     # writes (one atomic batch each)
     def apply(
@@ -221,64 +223,17 @@ class Catalog(Protocol):
     ) -> None: ...
     def drop_orphan_vectors(self) -> int: ...
     def clear(self) -> None: ...
-    def dismiss_pair(self, a: str, b: str) -> None: ...
-
-    # reads
-    def file_records(self) -> dict[str, FileRecord]: ...
-    def file_problems(self) -> list[FileRecord]:
-        """Records with a reason (skipped, failed), by path; a backend answers it without reading every file."""
-        return sorted((r for r in self.file_records().values() if r.reason), key=lambda r: r.path)
+    def refresh_ann(self, progress: Progress) -> None:
+        """The writer's, after a run or flush: bring the backend's ANN index up to the committed
+        generation so searches never build it (the SQLite tier's file; pgvector keeps its own)."""
+        ...
 
     def known_embed_hashes(self, hashes: Iterable[str]) -> set[str]: ...
     def chunk_keys(self, path: str) -> set[tuple[str, str]]:
         """(chunk id, content hash) of every stored chunk of ``path``."""
         ...
 
-    def chunks(self, keys: Iterable[int]) -> dict[int, Chunk]: ...
-    def chunk_by_id(self, chunk_id: str) -> Chunk | None:
-        """The stored chunk with this id, with its content hash, so a caller can check that a
-        search hit is still the note's current text."""
-        ...
-
-    def chunk_paths(self, keys: Iterable[int]) -> dict[int, str]: ...
-    def note_chunk_keys(self, paths: Iterable[str]) -> dict[str, list[int]]:
-        """Every chunk key of each note in ``paths`` (notes without chunks are left out)."""
-        ...
-
-    def chunk_layout(self) -> tuple[ChunkKeys, list[str], npt.NDArray[np.bool_]]:
-        """(keys, note path, is-front-matter) of every chunk, ordered by key like :meth:`VectorIndex.matrix`."""
-        ...
-
-    def note_texts(self) -> Iterator[NoteText]: ...
-    def titles(self, paths: Iterable[str]) -> dict[str, str]: ...
-    def links(self, paths: Iterable[str] | None = None) -> dict[str, list[Link]]:
-        """Outgoing links as written, per note (all notes when ``paths`` is None)."""
-        ...
-
-    def dismissed_pairs(self) -> set[tuple[str, str]]: ...
-    def counts(self) -> StoreCounts:
-        """Kept counts (`status` asks on every call): no pass over every note or chunk."""
-        ...
-
-    def size_bytes(self) -> int: ...
-    def unused_vectors(self) -> int: ...
-    def problems(self) -> list[str]:
-        """Integrity and consistency findings; empty means healthy."""
-        ...
-
-
-class VectorIndex(Protocol):
-    def matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:
-        """(chunk keys ascending, unit vectors) of every chunk, for whole-index discovery.
-
-        ``tier``: the optional quality tier's vectors instead, only for the chunks that have one."""
-        ...
-
-    @property
-    def tier_space(self) -> EmbeddingSpace | None:
-        """The space of the quality tier's vectors; None when the tier holds none."""
-        ...
-
+    # the optional quality tier
     def tier_missing(self, limit: int) -> list[tuple[str, str, Chunk]]:
         """Up to ``limit`` (embed hash, note title, chunk) whose embedded text has no tier vector yet."""
         ...
@@ -291,18 +246,58 @@ class VectorIndex(Protocol):
         """Forget every tier vector (the tier was switched off or to another model)."""
         ...
 
-    def tier_coverage(self) -> tuple[int, int]:
-        """(distinct chunk texts with a tier vector, distinct chunk texts)."""
+
+class StoreReads(StoreState, Protocol):
+    """What searches and discovery (similar, duplicates, clusters, note lists, Ask) read, and the one
+    thing discovery records: a dismissed pair."""
+
+    def chunks(self, keys: Iterable[int]) -> dict[int, Chunk]: ...
+    def chunk_by_id(self, chunk_id: str) -> Chunk | None:
+        """The stored chunk with this id, with its content hash, so a caller can check that a
+        search hit is still the note's current text."""
+        ...
+
+    def chunk_paths(self, keys: Iterable[int]) -> dict[int, str]: ...
+    def note_chunk_keys(self, paths: Iterable[str]) -> dict[str, list[int]]:
+        """Every chunk key of each note in ``paths`` (notes without chunks are left out)."""
+        ...
+
+    def note_chunk_scores(
+        self, query: Vectors, paths: Iterable[str]
+    ) -> tuple[dict[str, list[int]], npt.NDArray[np.float32]]:
+        """:meth:`note_chunk_keys` of ``paths``, and the inner product of ``query`` with each of those
+        keys in the same order (NaN for a chunk without a vector): one read where each read is a
+        round trip to a server (a search asks it of its best notes)."""
+        ...
+
+    def chunk_layout(self) -> tuple[ChunkKeys, list[str], npt.NDArray[np.bool_]]:
+        """(keys, note path, is-front-matter) of every chunk, ordered by key like :meth:`matrix`."""
+        ...
+
+    def note_texts(self) -> Iterator[NoteText]: ...
+    def titles(self, paths: Iterable[str]) -> dict[str, str]: ...
+    def links(self, paths: Iterable[str] | None = None) -> dict[str, list[Link]]:
+        """Outgoing links as written, per note (all notes when ``paths`` is None)."""
+        ...
+
+    def dismiss_pair(self, a: str, b: str) -> None: ...
+    def dismissed_pairs(self) -> set[tuple[str, str]]: ...
+
+    # vectors
+    def matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:
+        """(chunk keys ascending, unit vectors) of every chunk, for whole-index discovery.
+
+        ``tier``: the optional quality tier's vectors instead, only for the chunks that have one."""
         ...
 
     def load_derived(self, name: str, generation: int) -> dict[str, npt.NDArray[Any]] | None:
         """Arrays :meth:`save_derived` kept under ``name`` for ``generation`` of this store, or None
         (none kept, stale, unreadable, or a backend that keeps none). Callers check what they load."""
-        return None
+        ...
 
     def save_derived(self, name: str, generation: int, arrays: dict[str, npt.NDArray[Any]]) -> None:
         """Keep arrays computed from ``generation`` (a cache: it may be dropped at any time)."""
-        return None
+        ...
 
     def top_k(self, query: Vectors, k: int) -> tuple[ChunkKeys, npt.NDArray[np.float32]]:
         """The ``k`` chunks with the highest inner product with ``query`` (unordered) and their scores.
@@ -316,24 +311,13 @@ class VectorIndex(Protocol):
         the backend's ANN index, for `similar` and `duplicates` past ``search.ann_threshold``; None when
         no ANN index is in use (the caller then compares the vectors itself). Candidates only: the
         caller scores them exactly. pgvector: one ``ORDER BY embedding <#> q LIMIT k`` per key, batched."""
-        return None
-
-    def refresh_ann(self, progress: Progress) -> None:
-        """The writer's, after a run or flush: bring the backend's ANN index up to the committed
-        generation so searches never build it (the SQLite tier's file; pgvector keeps its own)."""
-        return None
-
-    def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
-        """Recall@k of the backend's ANN index against an exact scan, with ``queries`` stored vectors as
-        queries (``doctor --deep``); None when searches do not use one (below the threshold)."""
-        return None
+        ...
 
     def scores(self, query: Vectors, keys: ChunkKeys) -> npt.NDArray[np.float32]:
         """Inner product of ``query`` with each chunk in ``keys`` (NaN for an unknown key)."""
         ...
 
-
-class LexicalIndex(Protocol):
+    # full text
     def lexical_chunks(self, terms: Sequence[str], limit: int) -> dict[int, float]:
         """The best chunks for distinct stemmed query terms (see :class:`LexicalHits`)."""
         ...
@@ -342,30 +326,40 @@ class LexicalIndex(Protocol):
         """The best whole notes for the same terms (see :class:`LexicalHits`)."""
         ...
 
-
-class Store(Catalog, VectorIndex, LexicalIndex, Protocol):
-    """One index: catalog, vectors and full text over the same committed state."""
-
-    @property
-    def tier_space(self) -> EmbeddingSpace | None:
-        raw = self.get_meta("tier_space")
-        return None if raw is None else EmbeddingSpace.from_json(raw)
-
-    def note_chunk_scores(
-        self, query: Vectors, paths: Iterable[str]
-    ) -> tuple[dict[str, list[int]], npt.NDArray[np.float32]]:
-        """:meth:`note_chunk_keys` of ``paths``, and the inner product of ``query`` with each of those
-        keys in the same order (NaN for a chunk without a vector): one read where each read is a
-        round trip to a server (a search asks it of its best notes)."""
-        groups = self.note_chunk_keys(paths)
-        return groups, self.scores(query, grouped_keys(groups))
-
     def lexical(self, terms: Sequence[str], chunk_limit: int, note_limit: int) -> LexicalHits:
         """Best chunks and notes for distinct stemmed query terms, in one snapshot (no notes when no
         chunk matched: a note holds a term only through one of its chunks)."""
-        with self.snapshot():
-            chunks = self.lexical_chunks(terms, chunk_limit)
-            return LexicalHits(chunks, self.lexical_notes(terms, note_limit).by_path() if chunks else {})
+        ...
+
+
+class StoreChecks(StoreState, Protocol):
+    """What `status` and `doctor` check (services/verbs/status.py)."""
+
+    def file_problems(self) -> list[FileRecord]:
+        """Records with a reason (skipped, failed), by path; a backend answers it without reading every file."""
+        ...
+
+    def rebuild_estimate(self, target: EmbeddingSpace) -> RebuildEstimate: ...
+    def tier_coverage(self) -> tuple[int, int]:
+        """(distinct chunk texts with a tier vector, distinct chunk texts)."""
+        ...
+
+    def size_bytes(self) -> int: ...
+    def unused_vectors(self) -> int: ...
+    def problems(self) -> list[str]:
+        """Integrity and consistency findings; empty means healthy."""
+        ...
+
+    def ann_recall(self, queries: int = 200, k: int = 10) -> float | None:
+        """Recall@k of the backend's ANN index against an exact scan, with ``queries`` stored vectors as
+        queries (``doctor --deep``); None when searches do not use one (below the threshold)."""
+        ...
+
+
+class Store(StoreWrites, StoreReads, StoreChecks, Protocol):
+    """One index, as each of its callers sees part of it, over the same committed state. A caller
+    takes the narrowest part it uses; a backend implements all of it (index/store_defaults.py holds
+    the bodies both backends share)."""
 
 
 def grouped_keys(groups: dict[str, list[int]]) -> ChunkKeys:

@@ -48,7 +48,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from vaultlens.errors import TRANSLATED, Cancelled, VaultError, VaultlensError, translate_error
-from vaultlens.index.indexing.indexer import Indexer, NoProgress
+from vaultlens.index.indexing.indexer import Indexer
+from vaultlens.index.progress import NoProgress
 from vaultlens.index.runs import RunStats
 from vaultlens.vault.scan import IGNORE_FILE
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from vaultlens.index.store import Store
+from vaultlens.index.store import StoreState
 
 T = TypeVar("T")
 
@@ -38,12 +38,12 @@ def _workers() -> ThreadPoolExecutor:
         return _pool
 
 
-def _in_generation(store: Store, generation: int, work: Callable[[], T]) -> tuple[T] | None:
+def _in_generation(store: StoreState, generation: int, work: Callable[[], T]) -> tuple[T] | None:
     with store.snapshot() as seen:
         return (work(),) if seen == generation else None
 
 
-def beside(store: Store, generation: int, work: Callable[[], T]) -> Callable[[], T]:
+def beside(store: StoreState, generation: int, work: Callable[[], T]) -> Callable[[], T]:
     """``work()`` (store reads) in the caller's snapshot, of ``generation``: started now on a worker when
     the index is large enough, else left to the returned call, which gives its result either way."""
     if store.counts().chunks < BESIDE_FROM_CHUNKS:

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.errors import NoteNotFound, VaultError
-from vaultlens.index.store import Store
+from vaultlens.index.store import StoreReads
 from vaultlens.services.layout import ALNUM, layout, profile
 from vaultlens.services.section import Section
 from vaultlens.services.serial import AsDict
@@ -49,7 +49,7 @@ class SimilarResult(AsDict):
     results: list[SimilarNote]
 
 
-def resolve_note(store: Store, vault_root: str, note: str) -> str:
+def resolve_note(store: StoreReads, vault_root: str, note: str) -> str:
     """Accept a vault-relative path, an absolute path inside the vault, or a note name."""
     records = store.file_records()
     indexed = [p for p, r in records.items() if r.status == "indexed"]
@@ -72,11 +72,11 @@ def resolve_note(store: Store, vault_root: str, note: str) -> str:
     raise NoteNotFound(f"No indexed note matches {note!r}.", hint="Check the path, or run `vaultlens index`.")
 
 
-def _refs(store: Store, rowids: list[int]) -> dict[int, Section]:
+def _refs(store: StoreReads, rowids: list[int]) -> dict[int, Section]:
     return {r: Section.of(c) for r, c in store.chunks(rowids).items()}
 
 
-def _candidate_rows(store: Store, rowids: npt.NDArray[np.int64], body: npt.NDArray[np.int64]) -> Any:
+def _candidate_rows(store: StoreReads, rowids: npt.NDArray[np.int64], body: npt.NDArray[np.int64]) -> Any:
     """Layout rows to compare with ``body``: all of them (a slice), or past the store's ANN threshold
     the SIMILAR_NEIGHBOURS nearest of each section, so a call costs no pass over every vector."""
     found = store.neighbours(rowids[body], SIMILAR_NEIGHBOURS)
@@ -87,7 +87,7 @@ def _candidate_rows(store: Store, rowids: npt.NDArray[np.int64], body: npt.NDArr
 
 
 def similar(
-    store: Store, path: str, limit: int, min_chars: int, *, settings: DiscoverSettings | None = None
+    store: StoreReads, path: str, limit: int, min_chars: int, *, settings: DiscoverSettings | None = None
 ) -> SimilarResult:
     """Notes related to ``path``: per other note, its best section pair; a section made of
     boilerplate counts ``boilerplate_weight`` as much (a section half boilerplate, halfway)."""

@@ -29,7 +29,7 @@ from vaultlens.chunking.chunker import Chunk
 from vaultlens.chunking.scripts import script_mix
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.fsutil import sha256_hex
-from vaultlens.index.store import Store
+from vaultlens.index.store import StoreReads
 
 FETCH_ROWS = 2000  # chunks read per store call while profiling the vault
 ALNUM = re.compile(r"[^\W_]", re.UNICODE)
@@ -115,7 +115,7 @@ class Profile:
 _LAYOUTS: dict[str, tuple[int, Layout]] = {}
 
 
-def layout(store: Store) -> Layout:
+def layout(store: StoreReads) -> Layout:
     with store.snapshot() as generation:  # vectors and chunk rows of one generation
         cached = _LAYOUTS.get(store.store_id)
         if cached is not None and cached[0] == generation:
@@ -127,7 +127,7 @@ def layout(store: Store) -> Layout:
     return lay
 
 
-def _read_layout(store: Store) -> Layout:
+def _read_layout(store: StoreReads) -> Layout:
     rowids, vecs = store.matrix()
     lay_ids, paths, frontmatter = store.chunk_layout()
     if not np.array_equal(rowids, lay_ids):  # a writer committed in between: align on rowids
@@ -149,7 +149,7 @@ def boilerplate_min_notes(notes: int, settings: DiscoverSettings) -> int:
     return max(settings.boilerplate_notes, math.ceil(settings.boilerplate_share * notes))
 
 
-def profile(store: Store, lay: Layout, settings: DiscoverSettings) -> Profile:
+def profile(store: StoreReads, lay: Layout, settings: DiscoverSettings) -> Profile:
     key = (settings.boilerplate_notes, settings.boilerplate_share)
     cached = lay.profiles.get(key)
     if cached is None:
@@ -202,7 +202,7 @@ def _identity(lay: Layout) -> dict[str, npt.NDArray[Any]]:
     return {"rowids": np.asarray(lay.rowids, dtype=np.int64), "notes": np.frombuffer(digest, dtype=np.uint8)}
 
 
-def _scan(store: Store, lay: Layout) -> Scan:
+def _scan(store: StoreReads, lay: Layout) -> Scan:
     """The layout's scan: kept on disk by the store per generation, else read and kept."""
     with store.snapshot() as generation:
         same = generation == lay.generation  # else the layout is of another generation: compute only
@@ -247,7 +247,7 @@ def _normalized(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).strip()
 
 
-def _note_batches(store: Store, lay: Layout) -> Iterator[tuple[int, list[tuple[int, Chunk]]]]:
+def _note_batches(store: StoreReads, lay: Layout) -> Iterator[tuple[int, list[tuple[int, Chunk]]]]:
     """Each note with its (row, chunk) pairs in order, reading about FETCH_ROWS chunks per store call."""
     note = 0
     while note < len(lay.notes):
@@ -267,7 +267,7 @@ def _note_batches(store: Store, lay: Layout) -> Iterator[tuple[int, list[tuple[i
         note = stop
 
 
-def _read_scan(store: Store, lay: Layout) -> Scan:
+def _read_scan(store: StoreReads, lay: Layout) -> Scan:
     n_rows, n_notes = len(lay.rowids), len(lay.notes)
     letters = np.zeros(n_rows, dtype=np.int64)
     first_line = np.zeros(n_rows, dtype=np.int64)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from vaultlens.chunking.source import RawNote, read_note
 from vaultlens.errors import InvalidInput, NoteNotFound, VaultError
-from vaultlens.index.store import Store
+from vaultlens.index.store import StoreReads
 from vaultlens.services.serial import AsDict
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.model import Link
@@ -197,7 +197,7 @@ def _decode_cursor(cursor: str) -> str:
 
 
 def list_notes(
-    store: Store, vault_rules: VaultRules, folder: str, cursor: str | None, limit: int, match: str = ""
+    store: StoreReads, vault_rules: VaultRules, folder: str, cursor: str | None, limit: int, match: str = ""
 ) -> NoteList:
     """Indexed notes under ``folder`` ("" = all), sorted by path, one page after ``cursor``; with
     ``match``, only the notes whose title, an alias or the path match it (:func:`match_rank`),

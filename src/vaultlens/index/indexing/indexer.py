@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from vaultlens.chunking.chunker import Chunk, MarkdownChunker
 from vaultlens.chunking.scripts import ScriptMix
@@ -36,6 +36,7 @@ from vaultlens.fsutil import sha256_hex
 from vaultlens.index.indexing.embed_ahead import EmbedAhead
 from vaultlens.index.indexing.texts import embed_text, lexical_text
 from vaultlens.index.indexing.tier_fill import TierFor, body_mix, fill_tier, record_scripts, stored_scripts
+from vaultlens.index.progress import NoProgress, Progress
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.vault.model import Link
@@ -52,21 +53,6 @@ COMMIT_CHUNKS = 256
 # after the quality tier's server failed, later runs of the same indexer (watch flushes) skip the tier this
 # long: each try costs a fill its retries (bench/tier_remote.py: 7.6 s with the default 4)
 TIER_PAUSE_S = 60.0
-
-
-class Progress(Protocol):
-    def phase(self, name: str, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-
-
-class NoProgress:
-    """Progress for callers that show none (tests, the watcher's small flushes)."""
-
-    def phase(self, name: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
 
 
 @dataclass

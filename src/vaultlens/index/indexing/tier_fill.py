@@ -28,7 +28,7 @@ from vaultlens.index.runs import RunStats
 from vaultlens.index.store import Store, space_matches
 
 if TYPE_CHECKING:
-    from vaultlens.index.indexing.indexer import Progress
+    from vaultlens.index.progress import Progress
 
 COMMIT_TEXTS = 64  # texts per committed batch: at ~5 passages/s on 2 cores, about 13 s of work
 SCRIPTS_META = "script_mix"  # store meta: the vault's prose letters per script, as JSON

@@ -14,7 +14,8 @@ from pathlib import Path
 from vaultlens.errors import IndexNotFound
 from vaultlens.index.postgres.connection import connect, translated
 from vaultlens.index.postgres.schema import MIGRATIONS, lock_key, schema_name
-from vaultlens.index.postgres.store import EXACT_BELOW, PostgresStore
+from vaultlens.index.postgres.store import PostgresStore
+from vaultlens.index.postgres.vectors import EXACT_BELOW
 
 
 class PostgresBackend:

@@ -4,14 +4,17 @@ psycopg is imported here, inside functions: only a user who chose ``index.backen
 needs the ``vaultlens[postgres]`` extra, and ``vaultlens --help`` never loads it. The password
 comes from libpq itself (``PGPASSWORD`` or a 600-mode ``~/.pgpass`` / ``PGPASSFILE``): settings
 refuse a DSN that holds one (config/settings.py), and no message here ever shows the DSN.
+:class:`PostgresConnection` is the store's base: its connections, transactions, snapshots and meta.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultlens.errors import (
@@ -22,6 +25,8 @@ from vaultlens.errors import (
     StoreError,
     VaultlensError,
 )
+from vaultlens.index.postgres.schema import lock_key
+from vaultlens.index.store_defaults import StoreDefaults
 
 if TYPE_CHECKING:
     import psycopg
@@ -166,3 +171,180 @@ def translated(dsn: str, action: str) -> Iterator[None]:
         if isinstance(exc, psycopg.errors.QueryCanceled) or isinstance(exc.__context__, KeyboardInterrupt):
             raise KeyboardInterrupt from exc
         raise translate(exc, dsn, action) from exc
+
+
+# a snapshot's start and its generation, one round trip (the simple protocol runs both statements)
+_BEGIN_SNAPSHOT = (
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT value FROM meta WHERE key = 'generation'"
+)
+
+
+class PostgresConnection(StoreDefaults):
+    """One store schema's connections, transactions, snapshots, meta and kept counters: the base the
+    store's rooms (vectors.py, fulltext.py, store.py) build on."""
+
+    reads_in_server = True
+
+    def __init__(self, dsn: str, schema: str, location: Path) -> None:
+        self.dsn = dsn
+        self.schema = schema
+        self.location = location
+        self._lock_key = lock_key(schema)
+        self._local = threading.local()  # .conn: this thread's read connection, .snap: True inside a snapshot
+        self._readers: list[psycopg.Connection[Any]] = []
+        self._readers_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._writing = 0  # depth of transaction() on this store (nested blocks are savepoints)
+        self._conn = self._connect("open the index")
+        self._stats: dict[tuple[int, str, str], float] = {}  # (generation, what, term) -> df or size
+
+    # ---- connections, transactions, snapshots ------------------------------------------------
+    def _translated(self, action: str) -> Any:
+        return translated(self.dsn, action)
+
+    def _connect(self, action: str) -> psycopg.Connection[Any]:
+        conn = connect(self.dsn, self.schema)
+        with self._translated(action):
+            register_vectors(conn)
+        return conn
+
+    def _writer(self) -> psycopg.Connection[Any]:
+        """The write connection, replaced when an interrupted write left it mid-command or broken.
+
+        Ctrl-C can land between sending a statement and reading its answer, where psycopg cannot
+        cancel it: the connection stays busy and every later statement (the run's own "cancelled"
+        record first) fails. Closing it makes the server roll back what it had open.
+        """
+        from psycopg.pq import TransactionStatus
+
+        if self._conn.closed or self._conn.info.transaction_status != TransactionStatus.IDLE:
+            self._conn.close()
+            self._conn = self._connect("write the index")
+        return self._conn
+
+    def _reader(self) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._connect("read the index")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def _rows(self, sql: str, params: Any = None, *, binary: bool = False) -> list[Any]:
+        """Every row of a read, on this thread's connection (inside its snapshot when one is open)."""
+        conn = self._reader()
+        with self._translated("read the index"):
+            return conn.execute(sql, params, binary=binary).fetchall()
+
+    def _one(self, sql: str, params: Any = None) -> Any:
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """One write transaction under the store's advisory lock: one writer at a time, on any machine."""
+        with self._write_lock:
+            conn = self._conn if self._writing else self._writer()
+            self._writing += 1
+            try:
+                with self._translated("write the index"), conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    yield conn
+            finally:
+                self._writing -= 1
+
+    @contextmanager
+    def snapshot(self) -> Iterator[int]:
+        """Freeze one committed generation for every read in the block (re-entrant per thread).
+
+        The transaction starts and its generation is read in one round trip (a search opens one
+        snapshot per thread). A connection that cannot end it (an interrupted read left it
+        mid-command, or the server went away) is closed, which ends the transaction on the server
+        too, and the next read opens another. A failed transaction undoes the session settings made
+        in it (:meth:`_ef_search`), so they are forgotten.
+        """
+        if getattr(self._local, "snap", False):
+            yield self.generation
+            return
+        from psycopg import Error
+
+        conn = self._reader()
+        with self._translated("read the index"):
+            cur = conn.execute(_BEGIN_SNAPSHOT)
+            cur.nextset()
+            gen = int(cur.fetchone()[0])  # type: ignore[index]
+        self._local.snap, self._local.gen = True, gen  # frozen: no need to ask again inside
+        self._local.counts = None  # read once per snapshot (see counts)
+        try:
+            yield gen
+        except BaseException:
+            self._local.ef = None
+            raise
+        finally:
+            self._local.snap = False
+            try:
+                conn.execute("COMMIT")  # read only: nothing to write, the settings kept
+            except Error:
+                conn.close()
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._conn.close()
+
+    # ---- meta ---------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._set_meta(key, value)
+
+    def delete_meta(self, key: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM meta WHERE key = %s", (key,))
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def _frozen(self) -> int | None:
+        """The generation this thread's snapshot holds; None outside a snapshot (each read its own)."""
+        return int(self._local.gen) if getattr(self._local, "snap", False) else None
+
+    @property
+    def generation(self) -> int:
+        if getattr(self._local, "snap", False):
+            return int(self._local.gen)
+        return int(self.get_meta("generation") or 0)
+
+    def _bump_generation(self) -> None:
+        self._conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
+
+    def _size(self, table: str) -> int:
+        """Rows of ``table`` with full text (the counters the triggers keep)."""
+        return self._counter(f"fts:{table}")
+
+    def _counter(self, name: str) -> int:
+        return int(
+            self._cached("counter", name, "SELECT COALESCE(MAX(n), 0) FROM counters WHERE name = %s", (name,))
+        )
+
+    def _cached(self, what: str, key: str, sql: str, params: Any = None) -> float:
+        gen = self.generation
+        value = self._stats.get((gen, what, key))
+        if value is None:
+            value = float(self._one(sql, params)[0])
+            self._trim_stats()
+            self._stats[(gen, what, key)] = value
+        return value
+
+    def _trim_stats(self) -> None:
+        if len(self._stats) > 100_000:
+            self._stats.clear()

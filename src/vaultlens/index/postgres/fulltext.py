@@ -14,9 +14,13 @@ query's idf mass, hybrid search ranks alike on both.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from vaultlens.index.bm25_top import K1, B
+from vaultlens.index import bm25_top
+from vaultlens.index.bm25_top import K1, B, Query
+from vaultlens.index.postgres.connection import PostgresConnection
+from vaultlens.index.store import NoteScores
 
 MAX_POSITIONS = 256  # PostgreSQL's limit per lexeme
 PROBE_FROM = 50  # postings per row found past which a common term is looked up per row (see probed)
@@ -24,6 +28,8 @@ PROBE_FROM = 50  # postings per row found past which a common term is looked up 
 # where a term in a tenth of them, joined because all rows found were counted, cost 50-60 ms
 REACHING = 4
 REACH_SLACK = 1e-9  # under the floor a row must reach: float sums added in another order may differ
+
+_COUNTED = ("chunks", "files")  # the tables whose terms term_stats counts
 
 
 def _lexeme(term: str) -> str:
@@ -99,3 +105,89 @@ def probed(also: list[str], rows: int, df: Mapping[str, int], limit: int) -> tup
     scored = min(rows, REACHING * limit)
     probe = [t for t in also if df.get(t, 0) > PROBE_FROM * scored]
     return [t for t in also if t not in probe], probe
+
+
+class PostgresFullText(PostgresConnection):
+    """Full-text reads of the store (PostgresStore)."""
+
+    # ---- full text ----------------------------------------------------------------------------
+    def lexical_chunks(self, terms: Sequence[str], limit: int) -> dict[int, float]:
+        """BM25 of chunks as FTS5 computes it, divided by the query's idf mass (see
+        :mod:`vaultlens.index.postgres.fulltext`); terms in more than half the chunks are left out of
+        the match, the rarest kept, and past bm25_top.PRUNE_FROM_ROWS matching rows the rows holding
+        only common terms are not scored (bm25_top.best_rows), as in the SQLite store."""
+        with self.snapshot():
+            q = self._weigh(terms)
+            if q is None:
+                return {}
+            run = self._bm25_rows("chunks", "key", q.held)
+            best = bm25_top.top(run, q.held, limit, q.plain)
+            return {int(k): float(v) / q.mass for k, v in best}
+
+    def lexical_notes(self, terms: Sequence[str], limit: int) -> NoteScores:
+        """BM25 of whole notes over the terms some chunk holds, divided by the same mass (the terms in
+        more than half the notes left out of the match the same way)."""
+        with self.snapshot():
+            q = self._weigh(terms)
+            if q is None:
+                return NoteScores()
+            n_notes = self._size("files")
+            note_dfs = self._doc_freqs("files", list(q.held))
+            note_idf = bm25_top.note_weights(n_notes, note_dfs)
+            run = self._bm25_rows("files", "path", note_idf)
+            top = bm25_top.top(run, note_idf, limit, q.plain)
+            return NoteScores([str(p) for p, _ in top], [float(v) / q.mass for _, v in top])
+
+    def _weigh(self, terms: Sequence[str]) -> bm25_top.Weighed | None:
+        return bm25_top.weigh(self._size("chunks"), self._doc_freqs("chunks", list(dict.fromkeys(terms))))
+
+    def _bm25_rows(self, table: str, key: str, idf: dict[str, float]) -> Query:
+        """bm25_top's query over ``table``: the best (key, BM25) rows holding a term of ``match``, each
+        scored over ``match`` and ``also`` (one query: the score's terms need not be the match's)."""
+
+        def run(match: list[str], also: list[str], limit: int) -> list[tuple[Any, float]]:
+            df = self._doc_freqs(table, match + also) if also else {}
+            joined, probe = probed(also, sum(df.get(t, 0) for t in match), df, limit)
+            return [
+                (k, float(v))
+                for k, v in self._rows(
+                    bm25_sql(table, key, bool(joined), bool(probe)),
+                    {
+                        "match": match,
+                        "match_idf": [idf[t] for t in match],
+                        "also": joined,
+                        "also_idf": [idf[t] for t in joined],
+                        "probe": probe,
+                        "probe_idf": [idf[t] for t in probe],
+                        "avgdl": self._avgdl(table),
+                        "limit": limit,
+                        "bound": (bm25_top.K1 + 1) * sum(idf[t] for t in also),
+                    },
+                )  # fmt: skip
+            ]
+
+        return run
+
+    def _doc_freqs(self, table: str, terms: list[str]) -> dict[str, int]:
+        """Rows of ``table`` (``chunks`` or note-level ``files``) holding each term, capped just over
+        half of them (past it FTS5's idf is floored, whatever the count): the counts `apply` keeps
+        (migration 0003). The terms not cached for this generation are read in one statement for
+        both tables: a search weighs its terms over the chunks, then over the notes."""
+        gen = self.generation
+        known = {t: self._stats.get((gen, "df:" + table, t)) for t in terms}
+        missing = [t for t, df in known.items() if df is None]
+        if missing:
+            counted = dict.fromkeys(((tbl, t) for tbl in _COUNTED for t in missing), 0)
+            for tbl, term, df in self._rows(
+                "SELECT tbl, term, df FROM term_stats WHERE tbl = ANY(%s) AND term = ANY(%s)",
+                (list(_COUNTED), missing),
+            ):
+                counted[(tbl, term)] = df
+            self._trim_stats()
+            for (tbl, t), df in counted.items():
+                self._stats[(gen, "df:" + tbl, t)] = float(min(df, self._size(tbl) // 2 + 1))
+            known.update((t, self._stats[(gen, "df:" + table, t)]) for t in missing)
+        return {t: int(df or 0) for t, df in known.items()}
+
+    def _avgdl(self, table: str) -> float:
+        return max(self._counter(f"dl:{table}") / max(self._size(table), 1), 1e-9)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from vaultlens.index.indexing.indexer import Progress
+    from vaultlens.index.progress import Progress
     from vaultlens.index.store import ChunkKeys
 
 CONNECTIVITY = 16  # M: edges per node (bench/ann_choice.py)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vaultlens.index.store import Store
+from vaultlens.index.store import StoreReads
 from vaultlens.services.layout import layout
 from vaultlens.vault.links import masked_spans
 from vaultlens.vault.outline import extract_headings
@@ -86,7 +86,7 @@ def clusters_markdown(report: ClusterReport, generated: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def note_vectors(store: Store) -> tuple[list[str], npt.NDArray[np.float32], list[str]]:
+def note_vectors(store: StoreReads) -> tuple[list[str], npt.NDArray[np.float32], list[str]]:
     """(paths, unit note vectors, paths left out) from the stored chunk vectors; no embedding call."""
     lay = layout(store)
     paths: list[str] = []
@@ -190,7 +190,7 @@ def _name(
     return " · ".join(top[:3]) or notes[0], shared, top
 
 
-def cluster_notes(store: Store, threshold: float, min_size: int) -> ClusterReport:
+def cluster_notes(store: StoreReads, threshold: float, min_size: int) -> ClusterReport:
     """Cluster the indexed notes and name each cluster from its headings and terms (no model)."""
     paths, vecs, left_out = note_vectors(store)
     groups = [g for g in agglomerate(vecs, threshold) if len(g) >= min_size]

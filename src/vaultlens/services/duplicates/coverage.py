@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vaultlens.config.settings import DiscoverSettings
-from vaultlens.index.store import Store
+from vaultlens.index.store import StoreReads
 from vaultlens.services.duplicates import vector_pairs
 from vaultlens.services.layout import layout, profile
 
@@ -50,7 +50,7 @@ class Rated:
 class Compared:
     """One `duplicates` run: the layout, the profile and the settings it rates pairs with."""
 
-    def __init__(self, store: Store, threshold: float, min_chars: int, s: DiscoverSettings) -> None:
+    def __init__(self, store: StoreReads, threshold: float, min_chars: int, s: DiscoverSettings) -> None:
         self.store, self.threshold, self.s = store, threshold, s
         self.lay = lay = layout(store)
         self.prof = profile(store, lay, s)

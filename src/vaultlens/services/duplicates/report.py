@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from vaultlens.config.settings import DiscoverSettings
-from vaultlens.index.store import Store
+from vaultlens.index.store import StoreReads
 from vaultlens.services.discover import SectionMatch
 from vaultlens.services.duplicates.coverage import SECTION_SLACK, Compared
 from vaultlens.services.duplicates.passages import Span, find_passages
@@ -92,7 +92,12 @@ _Found = tuple[float, str, int, int, tuple[int, int, float], list[Span]]
 
 
 def duplicates(
-    store: Store, threshold: float, limit: int, min_chars: int, *, settings: DiscoverSettings | None = None
+    store: StoreReads,
+    threshold: float,
+    limit: int,
+    min_chars: int,
+    *,
+    settings: DiscoverSettings | None = None,
 ) -> DuplicateReport:
     s = settings or DiscoverSettings()
     run = Compared(store, threshold, min_chars, s)

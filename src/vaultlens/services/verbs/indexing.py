@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from vaultlens.errors import ProviderError, StoreError, translated_errors
-from vaultlens.index.indexing.indexer import Indexer, Progress
+from vaultlens.index.indexing.indexer import Indexer
+from vaultlens.index.progress import Progress
 from vaultlens.index.runs import RunStats
 from vaultlens.index.store import Store
 from vaultlens.services.app import App

@@ -9,7 +9,7 @@ from pathlib import Path
 from vaultlens.config import paths
 from vaultlens.embedding.tiers.e5 import E5Tier
 from vaultlens.errors import ConfigError, translated_errors
-from vaultlens.index.indexing.indexer import Progress
+from vaultlens.index.progress import Progress
 from vaultlens.services import evaluation
 from vaultlens.services.app import App
 from vaultlens.services.embed_bench import EmbedBench, Embedder, sample_texts
