@@ -426,10 +426,12 @@ MAX_LINES = 800  # a file longer than this holds more than one thing: split it i
 
 
 def long_files(root: Path, limit: int = MAX_LINES) -> dict[str, int]:
-    """Text files under ``root`` longer than ``limit`` lines (binary files and caches left out)."""
+    """Text files under ``root`` longer than ``limit`` lines (binary files, caches and the metadata
+    an editable install writes beside the package, ``*.egg-info``, left out)."""
     found = {}
     for p in sorted(root.rglob("*")):
-        if not p.is_file() or "__pycache__" in p.parts or b"\0" in (data := p.read_bytes()):
+        generated = any(part == "__pycache__" or part.endswith(".egg-info") for part in p.parts)
+        if not p.is_file() or generated or b"\0" in (data := p.read_bytes()):
             continue
         lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
         if lines > limit:
@@ -447,6 +449,8 @@ def test_the_length_check_counts_lines(tmp_path: Path) -> None:
     (tmp_path / "web" / "page.js").write_text("a;\n" * 800 + "b;", encoding="utf-8")  # no final newline
     (tmp_path / "fits.py").write_text("x = 1\n" * 800, encoding="utf-8")
     (tmp_path / "model.bin").write_bytes(b"\0\n" * 2000)
+    (tmp_path / "vaultlens.egg-info").mkdir()
+    (tmp_path / "vaultlens.egg-info" / "PKG-INFO").write_text("x\n" * 900, encoding="utf-8")
     assert long_files(tmp_path) == {"long.py": 801, "web/page.js": 801}
 
 
