@@ -494,7 +494,10 @@ def test_an_unknown_key_in_the_vault_file_suggests_the_closest_one(vault: Path, 
     text = _refused(_real(["status", "--vault", str(vault)], isolated_env, vault))
     assert f"Unknown setting 'search.candidatez' in {config}." in text
     assert "Did you mean search.candidates? Known search settings: search.limit," in text
-    assert "search.max_lexical_weight, search.tier_weight, search.ann_threshold." in text
+    assert (
+        "search.max_lexical_weight, search.tier_weight, search.tier_weight_across, search.ann_threshold."
+        in text
+    )
 
 
 def test_a_setting_outside_any_table_is_told_its_table(vault: Path, isolated_env: Path) -> None:
