@@ -87,3 +87,19 @@ def test_a_hub_ranks_below_the_note_it_points_to(index: Path, use_provider) -> N
     hits = search(index, use_provider, "watering tomato plants deeply twice a week")
     paths = [h.path for h in hits]
     assert paths.index("Tomatoes.md") < paths.index("Home.md"), paths
+
+
+def test_candidates_in_one_language_keep_the_best_note_as_yardstick() -> None:
+    """A documentation vault's candidates are in one language (a few English code sections aside):
+    the best partial match is the yardstick. A bilingual vault's are in both: coverage is."""
+    from vaultlens.chunking.scripts import ScriptMix
+    from vaultlens.services.evidence import SectionTraits, bilingual
+
+    def section(language: str | None) -> SectionTraits:
+        return SectionTraits(language, ScriptMix(), False, ())
+
+    docs = [section("ru")] * 9 + [section("en")] + [section(None)] * 5  # one English code section in ten
+    personal = [section("ru")] * 6 + [section("en")] * 4
+    assert not bilingual(docs)
+    assert bilingual(personal)
+    assert not bilingual([section(None)] * 3)

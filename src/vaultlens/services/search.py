@@ -348,7 +348,10 @@ def score_chunks(
     own = share * np.array([lexical.chunks.get(r, 0.0) for r in keys_list])
     passing = np.array([evidence.foreign(q_script, t.mix) for t in traits], dtype=bool)
     lx[passing], own[passing] = 0.0, 0.0
-    l_norm = lx / max(best_note * share, 1.0)  # how much of the query a note covers, up to the best's
+    # a note's share of the best note's score, or among candidates in both languages how much of the
+    # query it covers (see vaultlens.services.evidence, "Coverage")
+    yardstick = max(best_note * share, 1.0) if evidence.bilingual(traits) else best_note * share
+    l_norm = lx / yardstick if yardstick > 0 else np.zeros_like(lx)
     top_chunk = max(lexical.chunks.values(), default=0.0)
     c_norm = own / (top_chunk or 1.0)
     rank = (1.0 - a) * d_norm + a * l_norm
