@@ -18,9 +18,9 @@ from vaultlens.services import beside as lb
 from vaultlens.services.search import rank_notes
 from vl_support import bilingual_vault, opened_store, run_index, write_vault
 
-QUERIES = [
-    "how do I keep my bread starter alive",
-    "как подготовиться к марафону",
+QUERIES = [  # each shares words with a note of its own language, so every worker answer has full-text hits
+    "how long may a CDN keep fingerprinted static assets",
+    "как часто подкармливать ржаную закваску",
     "saving money each month and building an emergency fund",
 ]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vaultlens.config.settings import SearchSettings
-from vaultlens.index.lexical import query_terms, terms
+from vaultlens.index.lexical import query_evidence, terms
 from vaultlens.services.search import NoteHit, rank_notes, score_chunks
 from vl_support import opened_store, run_index, write_vault
 
@@ -65,11 +65,11 @@ def test_a_lexical_match_across_scripts_counts_nothing(index: Path, use_provider
 
 
 def test_everyday_words_cover_nothing_of_a_query() -> None:
-    terms, share = query_terms("how do I keep the browser from downloading the same scripts again")
+    terms, share = query_evidence("how do I keep the browser from downloading the same scripts again")
     # "same" and "again" are stop words; "keep" is an everyday word: still part of the query, never matched
     assert terms == ["browser", "download", "script"]
     assert share == pytest.approx(3 / 4)
-    terms, share = query_terms("как правильно нарезать лук")
+    terms, share = query_evidence("как правильно нарезать лук")
     assert "правильн" not in terms and "лук" in terms
 
 

@@ -157,14 +157,20 @@ def _everyday(word: str, main_cyrillic: bool, common: frozenset[str]) -> bool:
     return low in common or low.replace("ё", "е") in common
 
 
-def query_terms(text: str) -> QueryTerms:
+def query_terms(text: str) -> list[str]:
+    """The query's distinct terms without stop words (all of them if only stop words remain): what a
+    store's full-text index is asked for."""
+    distinct = list(dict.fromkeys(terms(text)))
+    stop = _stop_terms()
+    return [t for t in distinct if t not in stop] or distinct
+
+
+def query_evidence(text: str) -> QueryTerms:
     """The query's distinct terms without stop words and without the language's everyday words, which
     still count in its size (a note matching them alone covers nothing of the query); all of them if
     nothing else remains."""
+    every = query_terms(text)
     stop = _stop_terms()
-    every = [t for t in dict.fromkeys(terms(text)) if t not in stop]
-    if not every:
-        return QueryTerms(list(dict.fromkeys(terms(text))), 1.0)
     common = _common_words()
     words = _WORD.findall(text)
     cyrillic = sum(bool(_CYRILLIC.search(w)) for w in words)

@@ -43,7 +43,7 @@ from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
 from vaultlens.embedding.tiers.base import TierProvider, reads
 from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
-from vaultlens.index.lexical import query_terms
+from vaultlens.index.lexical import query_evidence
 from vaultlens.index.store import ChunkKeys, LexicalHits, NoteScores, Store, grouped_keys
 from vaultlens.services import evidence
 from vaultlens.services.beside import beside
@@ -301,7 +301,7 @@ def score_chunks(
     thread reads the dense candidates and the note rows (services/beside.py; where reads run in a
     database server, the note rows on a second worker).
     """
-    terms, share = query_terms(query)
+    terms, share = query_evidence(query)
     with store.snapshot() as generation:
         lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
         # SQLite's three threads on two cores were slower than two (docs/benchmarks.md, "Night of 2026-12-06")
