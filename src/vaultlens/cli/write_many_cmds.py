@@ -11,7 +11,6 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
@@ -24,10 +23,10 @@ __all__ = ["batch", "split"]
 
 def _show_split(result: Any) -> None:
     data = result.as_dict()
-    render.out.print(f"[bold]Split {escape(data['path'])}[/bold] into {len(data['notes'])} notes:")
+    render.out.print(f"[bold]Split {render.shown(data['path'])}[/bold] into {len(data['notes'])} notes:")
     for n in data["notes"]:
         spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in n["lines"])
-        render.out.print(f"  {escape(n['path'])}  [dim]lines {spans}[/dim]")
+        render.out.print(f"  {render.shown(n['path'])}  [dim]lines {spans}[/dim]")
     kept = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in data["kept"]) or "none"
     how = "becomes an index of links" if data["mode"] == "index" else "stays as it is"
     render.out.print(f"  the original {how}; lines staying in it: {kept}")
@@ -81,7 +80,7 @@ class _Bar:
             )
             self.progress.start()
             self.task = self.progress.add_task("notes", total=total)
-        self.progress.update(self.task, completed=done, description=escape(note.path[-40:]))
+        self.progress.update(self.task, completed=done, description=render.shown(note.path[-40:]))
 
     def stop(self) -> None:
         if self.progress is not None:
@@ -127,7 +126,9 @@ class _Writes:
         except VaultlensError as exc:
             self.refused[entry.path] = exc.message
             if not self.json_:
-                render.err.print(f"[red]Not written[/red] {escape(entry.path)}: {escape(exc.message)}")
+                render.err.print(
+                    f"[red]Not written[/red] {render.shown(entry.path)}: {render.shown(exc.message)}"
+                )
             return
         self.written.append((entry.path, entry.op_id))
 
@@ -140,7 +141,7 @@ class _Writes:
         if self.written:
             where.print("Written before the stop (each undoable with `vaultlens undo OP`):")
             for path, op_id in self.written:
-                where.print(f"  {escape(path)}  [dim]{op_id}[/dim]")
+                where.print(f"  {render.shown(path)}  [dim]{op_id}[/dim]")
         return Cancelled(
             f"Stopped: {len(self.written)} of {total} changes were written"
             + (" (listed above)." if self.written else "."),
@@ -179,7 +180,7 @@ def _review(app: Any, result: Any, yes: bool, json_: bool, allow_open: bool) -> 
     counts = ", ".join(f"{v} {k}" for k, v in result.counts().items() if v)
     render.out.print(f"Batch {batch_id}: {counts}.")
     for path, why in result.stale.items():
-        render.err.print(f"[yellow]{escape(path)}[/yellow]: {escape(why)}")
+        render.err.print(f"[yellow]{render.shown(path)}[/yellow]: {render.shown(why)}")
     if not waiting:
         return
     if yes:
@@ -259,7 +260,7 @@ def batch(
         )
         batch_id = started.state.batch_id
         render.err.print(
-            f"Batch {batch_id} ({escape(started.state.title)}): {describe(started.state.estimate)}"
+            f"Batch {batch_id} ({render.shown(started.state.title)}): {describe(started.state.estimate)}"
         )
         render.err.print(
             f"Ctrl-C keeps the notes already done; `vaultlens write batch --resume {batch_id}` continues."
