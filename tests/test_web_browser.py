@@ -737,73 +737,76 @@ def test_beyond_loopback_the_page_takes_the_token_once_then_its_cookie(
             context.close()
 
 
-class _OtherSite(http.server.BaseHTTPRequestHandler):
-    """Another origin on loopback: a page whose script POSTs to the vaultlens server."""
+class _OtherOrigin(http.server.BaseHTTPRequestHandler):
+    """Another origin on loopback serving one page (``html``) that acts on the vaultlens server."""
 
     target = ""
 
+    def html(self) -> str:
+        raise NotImplementedError
+
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-        body = f"""<!doctype html><html lang="en"><title>other</title><script>
+        body = self.html().encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        return
+
+
+@contextmanager
+def other_origin(handler: type[_OtherOrigin], target: str) -> Iterator[str]:
+    """``handler``'s page served on another loopback port (another origin); yields its URL."""
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Other", (handler,), {"target": target}))
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{other.server_address[1]}/"
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+class _PostingSite(_OtherOrigin):
+    """A page whose script POSTs to the vaultlens server."""
+
+    def html(self) -> str:
+        return f"""<!doctype html><html lang="en"><title>other</title><script>
         window.results = [];
         for (const headers of [{{"Content-Type": "text/plain"}}, {{"Content-Type": "application/json"}}]) {{
           fetch("{self.target}/ui/api/dismiss", {{method: "POST", headers, credentials: "include",
                 body: JSON.stringify({{a: "{CACHING}", b: "{SYSTEMS}"}})}})
             .then(r => window.results.push(r.status), e => window.results.push("blocked"));
         }}
-        </script></html>""".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_: Any) -> None:
-        return
+        </script></html>"""
 
 
 def test_a_page_of_another_origin_cannot_write(site: Site, page: Page) -> None:
-    handler = type("Other", (_OtherSite,), {"target": site.url})
-    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=other.serve_forever, daemon=True).start()
-    try:
-        page.goto(f"http://127.0.0.1:{other.server_address[1]}/")
+    with other_origin(_PostingSite, site.url) as url:
+        page.goto(url)
         page.wait_for_function("() => window.results.length === 2")
         assert all(r in ("blocked", 403) for r in page.evaluate("window.results"))
-    finally:
-        other.shutdown()
-        other.server_close()
     listed = httpx.get(site.url + "/ui/api/duplicates").json()
     assert [CACHING, SYSTEMS] in [[p["a"], p["b"]] for p in listed["shared_passages"]], "nothing dismissed"
 
 
-class _FramingSite(http.server.BaseHTTPRequestHandler):
-    """Another origin on loopback whose page frames the vaultlens page (clickjacking's first step)."""
+class _FramingSite(_OtherOrigin):
+    """A page that frames the vaultlens page (clickjacking's first step)."""
 
-    target = ""
-
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-        body = f"""<!doctype html><html lang="en"><title>other</title>
+    def html(self) -> str:
+        return f"""<!doctype html><html lang="en"><title>other</title>
         <iframe id="victim" title="victim" src="{self.target}/history" width="900" height="600"></iframe>
-        </html>""".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_: Any) -> None:
-        return
+        </html>"""
 
 
 def test_a_page_of_another_origin_cannot_frame_the_page(site: Site, page: Page) -> None:
-    handler = type("Framing", (_FramingSite,), {"target": site.url})
-    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=other.serve_forever, daemon=True).start()
     messages: list[str] = []
     page.on("console", lambda m: messages.append(m.text))
-    try:
+    with other_origin(_FramingSite, site.url) as url:
         with page.expect_response(lambda r: r.url == site.url + "/history") as framed:
-            page.goto(f"http://127.0.0.1:{other.server_address[1]}/")
+            page.goto(url)
         assert framed.value.status == 200, "the server answered; the browser must refuse to show it"
         page.wait_for_load_state("load")
         frame = page.frame_locator("iframe#victim")
@@ -811,9 +814,6 @@ def test_a_page_of_another_origin_cannot_frame_the_page(site: Site, page: Page) 
         [child] = page.main_frame.child_frames
         assert child.url != site.url + "/history", child.url
         assert any("frame-ancestors" in m for m in messages), messages
-    finally:
-        other.shutdown()
-        other.server_close()
 
 
 def test_after_a_restart_a_page_action_says_to_reload_and_the_reload_works(
