@@ -17,9 +17,9 @@ Modes (each in this process, on ``--keep DIR`` of ``ann_scale.py --chunks N``, i
   p50 per statement shape per query and the share of the stage;
 * ``timeline``: the same searches (warm: each run once before) with the start and end of each stage marked
   from the search's start, the worker's chunk rows included: p50 of each mark, in order (the critical
-  path of a search with part of it beside, services/beside.py);
+  path of a search with part of it beside, services/finding/beside.py);
 * ``beside``: the same searches with the lexical stage on the search's thread and on a worker beside the
-  dense stage (services/beside.py), the arms alternating per query after a warm-up pass of both.
+  dense stage (services/finding/beside.py), the arms alternating per query after a warm-up pass of both.
 
 Usage: .venv/bin/python bench/ann_parts.py DIR MODE [--chunks 1000000] [--queries 40] [--seed 7]
 """
@@ -62,7 +62,7 @@ def fresh_queries(corpus: ModelShapedCorpus, n: int, seed: int) -> Iterator[tupl
 
 def search(store: Any, text: str, q: np.ndarray) -> list[Any]:
     from vaultlens.config.settings import SearchSettings
-    from vaultlens.services import search as se
+    from vaultlens.services.finding import search as se
 
     with store.snapshot():
         return se.group_notes(store, se.score_chunks(store, q, text, SearchSettings(), None, exact=10), 10, 3)
@@ -120,7 +120,7 @@ TIMELINE_CALLS = ["top_k", "chunk_paths", "lexical_notes", "lexical_chunks", "no
 def timeline(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
     """p50 of each stage's start and end (ms from the search's start; a stage called twice: its first
     start and its last end), on whichever thread it runs."""
-    from vaultlens.services import search as se
+    from vaultlens.services.finding import search as se
 
     start = [0.0]
     marks: dict[str, float] = {}
@@ -180,7 +180,7 @@ def vecfile(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
 def beside(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
     """Whole searches with the lexical stage on the search's thread ("serial") and on a worker beside
     the dense stage ("beside")."""
-    from vaultlens.services import beside as lb
+    from vaultlens.services.finding import beside as lb
 
     def from_chunks(n: int) -> Callable[[], None]:
         return lambda: setattr(lb, "BESIDE_FROM_CHUNKS", n)
@@ -223,7 +223,7 @@ class TimedConnection:
 def lexsql(store: Any, queries: list[tuple[str, np.ndarray]]) -> None:
     from vaultlens.index.lexical import query_terms
     from vaultlens.index.sqlite import store as ss
-    from vaultlens.services.search import NOTE_CANDIDATES
+    from vaultlens.services.finding.search import NOTE_CANDIDATES
 
     plain_db = ss.SQLiteStore.db
     totals: dict[str, float] = defaultdict(float)

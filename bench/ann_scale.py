@@ -101,7 +101,7 @@ def main() -> None:
     from vaultlens.index.progress import NoProgress
     from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate
-    from vaultlens.services.search import NOTE_CANDIDATES, rank_notes
+    from vaultlens.services.finding.search import NOTE_CANDIDATES, rank_notes
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks", type=int, default=1_000_000)

@@ -56,8 +56,8 @@ with server:
 def quality(home: Path) -> None:
     os.environ["VAULTLENS_HOME"] = str(home)
     import vaultlens as services
-    from vaultlens.services import ask as asking
     from vaultlens.services.app import App
+    from vaultlens.services.asking import ask as asking
 
     apps: dict[str, App] = {}
     groups: dict[str, list[dict[str, float]]] = defaultdict(list)

@@ -27,7 +27,7 @@ from pathlib import Path
 from _common import cli, machine, median, save, table, temp_home, verdict
 from vaultlens.config import paths
 from vaultlens.services.app import App
-from vaultlens.services.audit import OUTLINE_CACHE, audit_structure
+from vaultlens.services.auditing import OUTLINE_CACHE, audit_structure
 from vaultlens.vault.parse import decode_note, parse_note
 from vaultlens.vault.scan import scan_vault
 
@@ -121,7 +121,7 @@ def time_clusters(vault: Path) -> None:
     bundled model would take most of an hour here), so this measures the clustering, not the embeddings."""
     import vaultlens as services
     import vaultlens.testing  # noqa: F401 - registers the "fake" provider
-    from vaultlens.services.audit import audit_clusters
+    from vaultlens.services.auditing import audit_clusters
 
     app = App.open(vault, {"embedding.provider": "fake"})
     t = time.perf_counter()

@@ -23,7 +23,7 @@ import vaultlens.testing  # noqa: F401,E402 - registers the deterministic "fake"
 from _common import machine, need_shared, save, table, temp_home, verdict  # noqa: E402
 from scripted_audit_model import DeepModel  # noqa: E402
 from vaultlens.services.app import App  # noqa: E402
-from vaultlens.services.audit.deep import audit_llm, plan_deep, run_deep  # noqa: E402
+from vaultlens.services.auditing.deep import audit_llm, plan_deep, run_deep  # noqa: E402
 
 
 def _run(app: App, server: DeepModel) -> tuple[int, int, int, float]:

@@ -37,7 +37,7 @@ from duplicates_scale import MIN_CHARS, _peak_mb, generate  # noqa: E402
 def measure(mode: str, directory: Path, threshold: float = 0.95) -> dict[str, Any]:
     from vaultlens.index.progress import NoProgress
     from vaultlens.index.sqlite.store import SQLiteStore
-    from vaultlens.services.duplicates import report as dups
+    from vaultlens.services.finding.duplicates import report as dups
 
     ann_threshold = 10**12 if mode == "partitions" else 1
     t0 = time.perf_counter()

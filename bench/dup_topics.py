@@ -33,7 +33,7 @@ from duplicates_scale import _peak_mb  # noqa: E402
 def measure(directory: Path) -> dict[str, Any]:
     from vaultlens.config.settings import DiscoverSettings
     from vaultlens.index.sqlite.store import SQLiteStore
-    from vaultlens.services.duplicates import report as dups
+    from vaultlens.services.finding.duplicates import report as dups
 
     s = DiscoverSettings()
     store = SQLiteStore(directory, create=False, ann_threshold=10**12)  # nothing but the scan is built
@@ -52,7 +52,7 @@ def pairs_only(n: int, floor: float, compare: bool) -> dict[str, Any]:
     import numpy as np
 
     from search_latency import Corpus
-    from vaultlens.services.duplicates import vector_pairs
+    from vaultlens.services.finding.duplicates import vector_pairs
 
     corpus = Corpus(n)
     vecs = np.concatenate([corpus.vectors(s, min(n, s + 50_000)) for s in range(0, n, 50_000)])

@@ -198,8 +198,8 @@ def _naive_pairs(matrix: np.ndarray, subset: np.ndarray, floor: float) -> Any:
 
 def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:
     from vaultlens.index.sqlite.store import SQLiteStore
-    from vaultlens.services.duplicates import report as dups
-    from vaultlens.services.duplicates import vector_pairs
+    from vaultlens.services.finding.duplicates import report as dups
+    from vaultlens.services.finding.duplicates import vector_pairs
 
     if naive:
         vector_pairs.close_pairs = _naive_pairs  # type: ignore[assignment]
@@ -225,7 +225,7 @@ def measure_duplicates(directory: Path, naive: bool) -> dict[str, Any]:
 
 def measure_similar(directory: Path, samples: int = 50) -> dict[str, Any]:
     from vaultlens.index.sqlite.store import SQLiteStore
-    from vaultlens.services import discover
+    from vaultlens.services.finding import discover
 
     store = SQLiteStore(directory)
     paths = sorted(p for p, r in store.file_records().items() if r.status == "indexed")

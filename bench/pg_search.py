@@ -31,7 +31,7 @@ side, beside its wall time (the machine's cores bound how far the two overlap).
 
 ``--timeline`` times every statement of the PostgreSQL searches (a wrapper around the store's one
 statement runner), by the thread that ran it: what sits on the search's own thread is its critical
-path; the chunk-level BM25 runs on a worker beside it past services/beside.py's threshold.
+path; the chunk-level BM25 runs on a worker beside it past services/finding/beside.py's threshold.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace, n_chunks: int, n_queries: int, tmp: Path, dsn:
     from vaultlens.index.lexical import query_terms
     from vaultlens.index.postgres import PostgresBackend
     from vaultlens.index.sqlite.store import SQLiteStore
-    from vaultlens.services.search import NOTE_CANDIDATES, group_notes, score_chunks
+    from vaultlens.services.finding.search import NOTE_CANDIDATES, group_notes, score_chunks
 
     search = SearchSettings()
     limit, sections, k = search.limit, search.sections, search.candidates
@@ -319,11 +319,11 @@ def cpu_per_search(store: Any, full: Any, queries: list[tuple[str, np.ndarray]])
 def statement_costs(
     store: Any, full: Any, queries: list[tuple[str, np.ndarray]], dsn: str
 ) -> list[dict[str, Any]]:
-    """The searches run serially (no part beside: services/beside.py's threshold out of reach), with
+    """The searches run serially (no part beside: services/finding/beside.py's threshold out of reach), with
     pg_stat_statements reset first: each statement's calls and execution ms per search, largest first."""
     import psycopg
 
-    from vaultlens.services import beside
+    from vaultlens.services.finding import beside
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")

@@ -41,7 +41,7 @@ import numpy as np
 import vaultlens
 from vaultlens.index.indexing.texts import embed_text
 from vaultlens.index.lexical import query_terms, terms
-from vaultlens.services.search import NOTE_CANDIDATES, rank_notes
+from vaultlens.services.finding.search import NOTE_CANDIDATES, rank_notes
 
 SH = Path(os.environ.get("VAULTLENS_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 CACHE = Path(os.environ.get("RANK_CACHE", "/tmp/vaultlens-rank"))

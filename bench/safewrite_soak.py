@@ -32,7 +32,7 @@ import vaultlens
 from _common import machine, save, temp_home, verdict
 from vaultlens.fsutil import sha256_hex
 from vaultlens.safewrite import Entry
-from vaultlens.services import writes
+from vaultlens.services.changing import writes
 from vaultlens.testing import HashingEmbeddingProvider
 
 N_NOTES = 30
@@ -44,7 +44,7 @@ WORKER = textwrap.dedent(
     import vaultlens
     from vaultlens.errors import VaultlensError
     from vaultlens.fsutil import sha256_hex
-    from vaultlens.services import writes
+    from vaultlens.services.changing import writes
     from vaultlens.testing import HashingEmbeddingProvider
 
     vault, seed, ready = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])

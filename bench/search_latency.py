@@ -227,7 +227,7 @@ def main() -> None:
     from vaultlens.index.lexical import query_terms
     from vaultlens.index.sqlite.store import SQLiteStore
     from vaultlens.services.app import App
-    from vaultlens.services.search import NOTE_CANDIDATES, TierBlend, group_notes, score_chunks
+    from vaultlens.services.finding.search import NOTE_CANDIDATES, TierBlend, group_notes, score_chunks
 
     settings = App.open(vault).settings
     search = settings.search  # the default search settings (candidates, fusion weight)

@@ -51,7 +51,7 @@ def queries_of(name: str) -> tuple[Path, list[dict[str, Any]]]:
 
 
 def direction(q: dict[str, Any]) -> str:
-    from vaultlens.services.evaluation import note_language
+    from vaultlens.services.inspecting.evaluation import note_language
 
     return f"{q['lang']}→{note_language(q)}"
 

@@ -25,7 +25,7 @@ from vaultlens.index.progress import NoProgress
 from vaultlens.index.sqlite.ann import AnnTier
 from vaultlens.index.store import Store
 from vaultlens.index.vector_file import VectorFile
-from vaultlens.services.search import rank_notes
+from vaultlens.services.finding.search import rank_notes
 from vl_support import VAULTLENS_BIN, cli_env, run_index, settings, write_vault
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -238,8 +238,8 @@ def test_kill_9_mid_index_leaves_a_usable_ann_tier(tmp_path: Path, use_provider)
 
 def test_similar_and_duplicates_past_the_threshold_match_the_full_scan(tmp_path: Path, use_provider) -> None:
     from test_discover import VAULT
-    from vaultlens.services import discover
-    from vaultlens.services.duplicates import report as dups
+    from vaultlens.services.finding import discover
+    from vaultlens.services.finding.duplicates import report as dups
 
     vault = write_vault(tmp_path / "vault", VAULT)
     shutil.copytree(EXAMPLES / "vault", vault / "sample")

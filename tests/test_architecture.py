@@ -225,13 +225,17 @@ def test_only_the_backend_registry_imports_a_backend() -> None:
             [f"{BACKEND_MODULE}.store"],
         ),
         # the PostgreSQL backend, from a service and from the other backend
-        ("vaultlens.services.search", "from vaultlens.index import postgres\n", [PG_MODULE]),
+        ("vaultlens.services.finding.search", "from vaultlens.index import postgres\n", [PG_MODULE]),
         (
             "vaultlens.services.app",
             "from vaultlens.index.postgres.store import PostgresStore\n",
             [f"{PG_MODULE}.store.PostgresStore"],
         ),
-        ("vaultlens.services.layout", "from ..index.postgres import fulltext\n", [f"{PG_MODULE}.fulltext"]),
+        (
+            "vaultlens.services.finding.note_profile",
+            "from ...index.postgres import fulltext\n",
+            [f"{PG_MODULE}.fulltext"],
+        ),
         (
             "vaultlens.services.app",
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import vaultlens.index.postgres.vectors\n",
@@ -294,11 +298,11 @@ def test_services_and_indexer_take_the_store_protocol() -> None:
     for rel in (
         "index/indexing/indexer.py",
         "index/rebuild.py",
-        "services/search.py",
-        "services/discover.py",
-        "services/duplicates/report.py",
-        "services/duplicates/coverage.py",
-        "services/layout.py",
+        "services/finding/search.py",
+        "services/finding/discover.py",
+        "services/finding/duplicates/report.py",
+        "services/finding/duplicates/coverage.py",
+        "services/finding/note_profile.py",
     ):
         text = (SRC / rel).read_text(encoding="utf-8")
         assert "SQLiteStore" not in text, rel
@@ -315,19 +319,19 @@ _FILE_WRITES = {
 _MODULE_WRITES = {"replace", "rename", "link", "remove", "move", "copy", "open"}  # as os.X / shutil.X
 _WRITES_UNDER_HOME = {
     "fsutil.py", "config/consent.py", "config/paths.py", "index/lifecycle.py", "index/lock.py",
-    "index/sqlite/store.py", "index/postgres/__init__.py", "services/evaluation.py",
+    "index/sqlite/store.py", "index/postgres/__init__.py", "services/inspecting/evaluation.py",
     "index/sqlite/schema.py", "index/sqlite/connection.py",  # a new store: its folder and file, under VAULTLENS_HOME
     "index/sqlite/vectors.py",  # the vector cache and derived arrays beside the store, under VAULTLENS_HOME
     "index/sqlite/ann.py",  # the ANN tier's files beside the store, under VAULTLENS_HOME
     "index/vector_file.py",  # the vector cache files the stores name, in their folders under VAULTLENS_HOME
     "index/postgres/vectors.py",  # its vector cache files in the store's folder, under VAULTLENS_HOME
-    "services/audit/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
-    "services/audit/outline_cache.py",  # under VAULTLENS_HOME
-    "services/audit/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME
+    "services/auditing/report_files.py",  # audit reports: only outside the vault (refuses a folder inside it)
+    "services/auditing/outline_cache.py",  # under VAULTLENS_HOME
+    "services/auditing/deep_cache.py",  # deep audit's per-note results, under VAULTLENS_HOME
     "server/runtime.py",  # servers/<pid>.json beside the index, under VAULTLENS_HOME
-    "services/notetools/batch_state.py",  # a batch's resumable state, under VAULTLENS_HOME
+    "services/restructuring/batch_state.py",  # a batch's resumable state, under VAULTLENS_HOME
     "config/pairing.py",  # the Obsidian plugin's write token (its hash), under VAULTLENS_HOME
-    "services/obsidian_install.py",  # the plugin's own files in .obsidian/plugins/vaultlens/, never a note
+    "services/installing/plugin.py",  # the plugin's own files in .obsidian/plugins/vaultlens/, never a note
 }  # fmt: skip
 
 
@@ -418,7 +422,7 @@ def test_only_the_verbs_and_the_interfaces_see_the_app() -> None:
 
 def test_the_app_check_sees_a_feature_importing_the_app(tmp_path: Path) -> None:
     sample = _sample(tmp_path, "from vaultlens.services.app import App\n")
-    assert app_importers(sample, "vaultlens.services.ask") == ["vaultlens.services.app.App"]
+    assert app_importers(sample, "vaultlens.services.asking.ask") == ["vaultlens.services.app.App"]
     assert app_importers(sample, "vaultlens.services.verbs.asking") == []
 
 

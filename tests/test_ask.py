@@ -23,8 +23,8 @@ from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.paths import home
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.errors import ConsentRequired
-from vaultlens.services import ask as asking
 from vaultlens.services.app import App
+from vaultlens.services.asking import ask as asking
 from vl_support import cli_env, run_cli, snapshot, write_vault
 
 NOTES = {

@@ -10,8 +10,8 @@ import pytest
 
 from vaultlens.config.paths import audit_dir
 from vaultlens.services.app import App
-from vaultlens.services.audit import OUTLINE_CACHE, audit_structure
-from vaultlens.services.audit import graph as graph_module
+from vaultlens.services.auditing import OUTLINE_CACHE, audit_structure
+from vaultlens.services.auditing import graph as graph_module
 from vl_support import write_vault
 
 

@@ -15,8 +15,8 @@ import pytest
 
 from conftest import SHARED
 from vaultlens.services.app import App
-from vaultlens.services.audit import audit_structure
-from vaultlens.services.audit.report_files import ReportFiles
+from vaultlens.services.auditing import audit_structure
+from vaultlens.services.auditing.report_files import ReportFiles
 from vl_support import write_vault
 
 NODE_TYPES = {"text", "file", "link", "group"}

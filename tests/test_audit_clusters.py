@@ -12,8 +12,8 @@ import pytest
 import vaultlens as services
 import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
 from vaultlens.services.app import App
-from vaultlens.services.audit import audit_clusters
-from vaultlens.services.audit.clusters import agglomerate
+from vaultlens.services.auditing import audit_clusters
+from vaultlens.services.auditing.clusters import agglomerate
 from vl_support import run_cli, write_vault
 
 TOPICS = {

@@ -18,8 +18,8 @@ import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" prov
 from scripted_audit_model import DeepModel, analysis
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.services.app import App
-from vaultlens.services.audit.deep import DeepReport, audit_llm, plan_deep, run_deep
-from vaultlens.services.audit.deep_report import deep_markdown
+from vaultlens.services.auditing.deep import DeepReport, audit_llm, plan_deep, run_deep
+from vaultlens.services.auditing.deep_report import deep_markdown
 from vaultlens.vault.links import LinkResolver
 from vl_support import check_shape, run_cli, write_vault
 

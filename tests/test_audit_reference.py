@@ -22,7 +22,7 @@ import yaml
 
 from conftest import SHARED
 from vaultlens.services.app import App
-from vaultlens.services.audit import audit_structure
+from vaultlens.services.auditing import audit_structure
 
 VAULTS = ["ru-wiki", "kepano"]
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from vaultlens.services.app import App
-from vaultlens.services.audit import audit_structure
-from vaultlens.services.audit.graph import AMBIGUOUS, UNRESOLVED
+from vaultlens.services.auditing import audit_structure
+from vaultlens.services.auditing.graph import AMBIGUOUS, UNRESOLVED
 from vl_support import write_vault
 
 NFD_NAME = unicodedata.normalize("NFD", "Café")

@@ -1,5 +1,5 @@
 """The lexical stage's chunk rows (and, on a database server, its note rows) on workers beside the
-dense stage (services/beside.py): the same hits as on the search's own thread, and never the rows of
+dense stage (services/finding/beside.py): the same hits as on the search's own thread, and never the rows of
 a generation other than the search's."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.index.lexical import query_terms
-from vaultlens.services import beside as lb
-from vaultlens.services.search import rank_notes
+from vaultlens.services.finding import beside as lb
+from vaultlens.services.finding.search import rank_notes
 from vl_support import bilingual_vault, opened_store, run_index, write_vault
 
 QUERIES = [  # each shares words with a note of its own language, so every worker answer has full-text hits

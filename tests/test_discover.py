@@ -15,9 +15,9 @@ from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.errors import InvalidInput, VaultError
 from vaultlens.index.store import Store
-from vaultlens.services import discover
-from vaultlens.services.duplicates import report as dups
-from vaultlens.services.duplicates import vector_pairs
+from vaultlens.services.finding import discover
+from vaultlens.services.finding.duplicates import report as dups
+from vaultlens.services.finding.duplicates import vector_pairs
 from vl_support import (
     RecordingProvider,
     backend_args,

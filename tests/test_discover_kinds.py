@@ -22,9 +22,9 @@ import pytest
 from vaultlens.config.settings import DiscoverSettings
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.index.store import Store
-from vaultlens.services import discover, layout
-from vaultlens.services.duplicates import report as dups
-from vaultlens.services.duplicates import translations, vector_pairs
+from vaultlens.services.finding import discover, note_profile
+from vaultlens.services.finding.duplicates import report as dups
+from vaultlens.services.finding.duplicates import translations, vector_pairs
 from vl_support import backend_args, opened_store, run_cli, run_index, write_vault
 
 EN_CACHE = """# HTTP caching
@@ -248,13 +248,13 @@ def test_a_translation_is_its_own_kind_with_both_languages(store: Store) -> None
 
 
 def test_lines_are_compared_by_their_letters_without_markup() -> None:
-    assert layout.line_key("## Кеширование { #caching }") == "кеширование"
-    assert layout.line_key('$ <font color="#4E9A06">fastapi</font> dev') == "fastapidev"
+    assert note_profile.line_key("## Кеширование { #caching }") == "кеширование"
+    assert note_profile.line_key('$ <font color="#4E9A06">fastapi</font> dev') == "fastapidev"
 
 
 def test_the_language_of_each_note_is_its_script(store: Store) -> None:
-    lay = layout.layout(store)
-    prof = layout.profile(store, lay, DiscoverSettings())
+    lay = note_profile.layout(store)
+    prof = note_profile.profile(store, lay, DiscoverSettings())
     lang = {lay.notes[i]: prof.lang[i] for i in range(len(lay.notes))}
     assert lang["en/http caching.md"] == "en" and lang["t/bread.md"] == "en"
     assert lang["ru/Кеширование HTTP.md"] == "ru" and lang["ru/Очистка кеша CDN.md"] == "ru"
@@ -312,8 +312,8 @@ def test_template_sections_weigh_less_in_duplicates(store: Store) -> None:
 
 
 def test_boilerplate_rows_are_discounted(store: Store) -> None:
-    lay = layout.layout(store)
-    prof = layout.profile(store, lay, DiscoverSettings())
+    lay = note_profile.layout(store)
+    prof = note_profile.profile(store, lay, DiscoverSettings())
     share = prof.boiler_share()
     tea = lay.rows_of(lay.note_index["t/tea.md"])
     shares = sorted(float(share[r]) for r in tea)
@@ -322,7 +322,7 @@ def test_boilerplate_rows_are_discounted(store: Store) -> None:
     assert all(share[r] == 0 for r in budget)
 
 
-def _same_profile(a: layout.Profile, b: layout.Profile) -> None:
+def _same_profile(a: note_profile.Profile, b: note_profile.Profile) -> None:
     for name in ("letters", "boiler", "first_line", "last_line", "line_ptr", "line_key", "line_no"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert np.array_equal(a.line_letters, b.line_letters) and np.array_equal(a.line_boiler, b.line_boiler)
@@ -338,42 +338,44 @@ def test_the_text_scan_is_kept_per_generation_and_checked_when_read(
         pytest.skip("SQLite-specific: damages the file the SQLite backend keeps the scan in")
     for f in indexed.glob("matrix-*.npz"):
         f.unlink()
-    layout._LAYOUTS.clear()
-    read = layout.profile(store, layout.layout(store), DiscoverSettings())
-    kept = indexed / f"matrix-{store.store_id}-{store.generation}.{layout.SCAN_CACHE}.npz"
+    note_profile._LAYOUTS.clear()
+    read = note_profile.profile(store, note_profile.layout(store), DiscoverSettings())
+    kept = indexed / f"matrix-{store.store_id}-{store.generation}.{note_profile.SCAN_CACHE}.npz"
     assert kept.is_file()
 
-    real_read = layout._read_scan
+    real_read = note_profile._read_scan
     calls: list[int] = []
 
-    def counting(*args: object, **kwargs: object) -> layout.Scan:
+    def counting(*args: object, **kwargs: object) -> note_profile.Scan:
         calls.append(1)
         return real_read(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(layout, "_read_scan", counting)
-    layout._LAYOUTS.clear()  # as in a new process
-    _same_profile(layout.profile(store, layout.layout(store), DiscoverSettings()), read)
+    monkeypatch.setattr(note_profile, "_read_scan", counting)
+    note_profile._LAYOUTS.clear()  # as in a new process
+    _same_profile(note_profile.profile(store, note_profile.layout(store), DiscoverSettings()), read)
     assert calls == []  # loaded, not read
 
     good = kept.read_bytes()
     kept.write_bytes(good[: len(good) // 2])  # a short file (power loss)
-    layout._LAYOUTS.clear()
-    _same_profile(layout.profile(store, layout.layout(store), DiscoverSettings()), read)
+    note_profile._LAYOUTS.clear()
+    _same_profile(note_profile.profile(store, note_profile.layout(store), DiscoverSettings()), read)
     assert len(calls) == 1 and kept.read_bytes() == good  # read again and kept again
 
-    lay = layout.layout(store)  # a scan of other rows under this name is not taken for this layout's
-    arrays = {**layout._read_scan(store, lay).arrays, **layout._identity(lay)}
+    lay = note_profile.layout(store)  # a scan of other rows under this name is not taken for this layout's
+    arrays = {**note_profile._read_scan(store, lay).arrays, **note_profile._identity(lay)}
     arrays["rowids"] = arrays["rowids"] + 1
-    store.save_derived(layout.SCAN_CACHE, store.generation, arrays)
-    assert not layout._valid(arrays, layout._identity(lay), len(lay.rowids), len(lay.notes))
-    layout._LAYOUTS.clear()
-    _same_profile(layout.profile(store, layout.layout(store), DiscoverSettings()), read)
+    store.save_derived(note_profile.SCAN_CACHE, store.generation, arrays)
+    assert not note_profile._valid(arrays, note_profile._identity(lay), len(lay.rowids), len(lay.notes))
+    note_profile._LAYOUTS.clear()
+    _same_profile(note_profile.profile(store, note_profile.layout(store), DiscoverSettings()), read)
     assert len(calls) == 3
 
 
 def test_line_hashes_are_the_same_in_every_process() -> None:
     """Kept scans hold line-key hashes, so they cannot depend on PYTHONHASHSEED."""
-    code = "from vaultlens.services import layout; print(layout.stable_hash('кеширование'))"
+    code = (
+        "from vaultlens.services.finding import note_profile; print(note_profile.stable_hash('кеширование'))"
+    )
     seen = {
         subprocess.run(
             [sys.executable, "-c", code],
@@ -384,7 +386,7 @@ def test_line_hashes_are_the_same_in_every_process() -> None:
         ).stdout.strip()
         for seed in ("1", "2")
     }
-    assert seen == {str(layout.stable_hash("кеширование"))}
+    assert seen == {str(note_profile.stable_hash("кеширование"))}
 
 
 # ---- the limit ----------------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ import pytest
 
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.index.store import Store
-from vaultlens.services.duplicates import coverage
-from vaultlens.services.duplicates import report as dups
+from vaultlens.services.finding.duplicates import coverage
+from vaultlens.services.finding.duplicates import report as dups
 from vl_support import opened_store, run_index, write_vault
 
 DEPLOY = """## Deploy

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultlens.services.evaluation import ndcg_at, recall_at, rr_at
+from vaultlens.services.inspecting.evaluation import ndcg_at, recall_at, rr_at
 from vl_support import check_shape, run_cli, write_vault
 
 
@@ -138,7 +138,7 @@ def test_eval_queries_reads_one_split_and_says_which_lines_lack_one(
 
 
 def test_a_query_direction_is_named_query_language_to_note_language() -> None:
-    from vaultlens.services.evaluation import note_language, vault_label
+    from vaultlens.services.inspecting.evaluation import note_language, vault_label
 
     assert note_language({"lang": "ru", "cross_lingual": True}) == "en"  # a Russian query, English notes
     assert note_language({"lang": "en", "cross_lingual": True}) == "ru"

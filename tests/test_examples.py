@@ -10,7 +10,7 @@ import pytest
 
 import vaultlens as services
 from vaultlens.services.app import App
-from vaultlens.services.search import NoteHit
+from vaultlens.services.finding.search import NoteHit
 from vl_support import REPO, file_records, snapshot
 
 EXAMPLES = REPO / "examples"

@@ -19,9 +19,9 @@ import pytest
 import vaultlens
 from vaultlens.errors import HiddenCharacters, InvalidInput
 from vaultlens.safewrite import render_diff
-from vaultlens.services import writes
 from vaultlens.services.app import App
-from vaultlens.services.review.session import PlanOptions
+from vaultlens.services.changing import writes
+from vaultlens.services.changing.review.session import PlanOptions
 from vaultlens.vault.hidden import SHOWN, visible
 from vl_support import run_cli, snapshot, write_vault
 from write_support import ToolModel, cli_args, llm_settings

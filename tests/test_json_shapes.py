@@ -61,7 +61,7 @@ def _results(vault: Path) -> dict[str, Any]:
         out["audit_clusters"] = vaultlens.audit_clusters_only(
             app, 0.3, 2, vault.parent / "clusters"
         ).as_dict()
-        from vaultlens.services import writes
+        from vaultlens.services.changing import writes
 
         path = hits[0].path
         planned = writes.plan_write(app.vault, path, (vault / path).read_bytes() + b"\nSee also.\n", "append")

@@ -17,9 +17,9 @@ from test_safewrite_groups import kill_9_when_ready, run_child
 from test_web_routes import Page, post
 from test_web_routes import page as page  # noqa: F401, PLC0414 (the fixture: a running server)
 from vaultlens.errors import PlanRefused
-from vaultlens.services import writes
 from vaultlens.services.app import App
-from vaultlens.services.notetools.relink import links_in
+from vaultlens.services.changing import writes
+from vaultlens.services.restructuring.relink import links_in
 from vaultlens.services.verbs import restructuring
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.scan import scan_vault

@@ -25,9 +25,9 @@ from vaultlens.errors import AnswerTooLong, InvalidInput, InvalidModelOutput, Pl
 from vaultlens.fsutil import sha256_hex
 from vaultlens.llm.base import MAX_ANSWER_CHARS, Message
 from vaultlens.llm.http_chat import OpenAICompatibleChat
-from vaultlens.services import writes
 from vaultlens.services.app import App
-from vaultlens.services.notetools import split
+from vaultlens.services.changing import writes
+from vaultlens.services.restructuring import split
 from vl_support import snapshot, write_vault
 from write_support import ToolModel, llm_settings
 

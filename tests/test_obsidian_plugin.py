@@ -12,7 +12,7 @@ import pytest
 
 from server_support import running_server
 from vaultlens.config import pairing
-from vaultlens.services.obsidian_install import SHIPPED, shipped_files
+from vaultlens.services.installing.plugin import SHIPPED, shipped_files
 from vl_support import run_cli, snapshot, write_vault
 
 NOTES = {"Notes/Cats.md": "# Cats\n\nCats sleep.\n", "Dogs.md": "# Dogs\r\n\r\nDogs walk.\r\n"}

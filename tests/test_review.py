@@ -20,8 +20,8 @@ import vaultlens
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.errors import InvalidInput
 from vaultlens.services.app import App
-from vaultlens.services.review.contract import SCHEMA_ID
-from vaultlens.services.review.session import prepare, propose, send
+from vaultlens.services.changing.review.contract import SCHEMA_ID
+from vaultlens.services.changing.review.session import prepare, propose, send
 from vaultlens.services.verbs import changing
 from vl_support import check_shape, run_cli, snapshot, write_vault
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from vaultlens.chunking.chunker import MarkdownChunker
-from vaultlens.services.review.catalog import Catalog, build_catalog
-from vaultlens.services.review.contract import SCHEMA_ID, response_schema, validate_response
+from vaultlens.services.changing.review.catalog import Catalog, build_catalog
+from vaultlens.services.changing.review.contract import SCHEMA_ID, response_schema, validate_response
 from vl_support import write_vault
 
 A = "# Cache lifetime\n\nA cached value expires after its TTL.\n\nExpired values are evicted lazily.\n"

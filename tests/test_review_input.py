@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from test_review import CACHING, NOTES, SYSTEMS, ReviewModel, args, invented, link_answer, settings
-from vaultlens.services.ask import CONTEXT_CHARS
+from vaultlens.services.asking.ask import CONTEXT_CHARS
 from vl_support import run_cli, snapshot, write_vault
 
 LONG = "Study/Long.md"

@@ -15,9 +15,9 @@ from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.chunking.source import NoteSource, RawNote, note_from_bytes
 from vaultlens.errors import PlanRefused
 from vaultlens.fsutil import sha256_hex
-from vaultlens.services import writes
-from vaultlens.services.review.catalog import Fragment, build_catalog
-from vaultlens.services.review.planner import INSERTABLE_AFTER, insertion, plan_add_link, plan_merge
+from vaultlens.services.changing import writes
+from vaultlens.services.changing.review.catalog import Fragment, build_catalog
+from vaultlens.services.changing.review.planner import INSERTABLE_AFTER, insertion, plan_add_link, plan_merge
 from vaultlens.testing import HashingEmbeddingProvider
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.model import block_phrase

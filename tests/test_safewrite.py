@@ -32,7 +32,7 @@ from vaultlens.errors import (
 )
 from vaultlens.fsutil import sha256_hex
 from vaultlens.safewrite import Journal, writer
-from vaultlens.services import writes
+from vaultlens.services.changing import writes
 from vaultlens.testing import HashingEmbeddingProvider
 from vl_support import cli_env, run_cli, snapshot, write_vault
 
@@ -334,7 +334,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     import vaultlens
     from vaultlens.safewrite import writer, journal
-    from vaultlens.services import writes
+    from vaultlens.services.changing import writes
     from vaultlens.testing import HashingEmbeddingProvider
 
     vault, op_id, diff_sha, moment = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -620,7 +620,7 @@ RACING_PLANNER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from vaultlens.services import writes
+    from vaultlens.services.changing import writes
 
     vault, note, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     (go.parent / f"ready-{note}").touch()

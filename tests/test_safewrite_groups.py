@@ -24,8 +24,8 @@ from vaultlens.chunking.source import RawNote, note_from_bytes
 from vaultlens.errors import InvalidInput, UndoRefused, WriteConflict, WriteRefused
 from vaultlens.fsutil import sha256_hex
 from vaultlens.safewrite import Group
-from vaultlens.services import writes
-from vaultlens.services.notetools import split
+from vaultlens.services.changing import writes
+from vaultlens.services.restructuring import split
 from vl_support import cli_env, run_cli, snapshot, write_vault
 
 A, B = b"# A\n\nfirst line\nsecond line\n", b"# B\r\n\r\nbody\r\n"
@@ -151,7 +151,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     from vaultlens.errors import VaultlensError
     from vaultlens.safewrite import writer
-    from vaultlens.services import writes
+    from vaultlens.services.changing import writes
 
     vault, op_id, token, moment, ready = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], Path(sys.argv[5])
     moment, _, at = moment.rpartition("-before-")  # e.g. kill-before-3: at the third write

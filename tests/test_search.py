@@ -14,8 +14,8 @@ from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.errors import VaultlensError
 from vaultlens.index.store import Store
-from vaultlens.services.search import NOTE_TAU, NoteHit, chunk_penalties, note_penalties, rank_notes
-from vaultlens.services.section import plain_text
+from vaultlens.services.finding.search import NOTE_TAU, NoteHit, chunk_penalties, note_penalties, rank_notes
+from vaultlens.services.finding.section import plain_text
 from vl_support import (
     RecordingProvider,
     backend_args,

@@ -1,4 +1,4 @@
-"""What a match is worth as evidence (services/evidence.py), with the real model on small vaults on disk:
+"""What a match is worth as evidence (services/finding/evidence.py), with the real model on small vaults on disk:
 a lexical match across scripts counts nothing, everyday words cover nothing of a query, front matter
 is no answer unless a property matched, a hub ranks below the note it points to."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.index.lexical import query_evidence, terms
-from vaultlens.services.search import NoteHit, rank_notes, score_chunks
+from vaultlens.services.finding.search import NoteHit, rank_notes, score_chunks
 from vl_support import opened_store, run_index, write_vault
 
 NOTES = {
@@ -93,7 +93,7 @@ def test_candidates_in_one_language_keep_the_best_note_as_yardstick() -> None:
     """A documentation vault's candidates are in one language (a few English code sections aside):
     the best partial match is the yardstick. A bilingual vault's are in both: coverage is."""
     from vaultlens.chunking.scripts import ScriptMix
-    from vaultlens.services.evidence import SectionTraits, bilingual
+    from vaultlens.services.finding.evidence import SectionTraits, bilingual
 
     def section(language: str | None) -> SectionTraits:
         return SectionTraits(language, ScriptMix(), False, ())

@@ -36,7 +36,7 @@ HEAVY_FOR_STATUS = [
     "vaultlens.server",
     "vaultlens.web",
     "vaultlens.services.verbs.asking",
-    "vaultlens.services.audit",
+    "vaultlens.services.auditing",
 ]
 # a no-change `index` only stats the notes and reads the store: no model, no vectors
 HEAVY_FOR_NO_CHANGE_INDEX = [

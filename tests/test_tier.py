@@ -24,7 +24,13 @@ from vaultlens.errors import Cancelled, ConfigError
 from vaultlens.index.indexing import tier_fill
 from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.services.app import App
-from vaultlens.services.search import NOTE_TAU, TierBlend, note_penalties, rank_notes, scored_note_chunks
+from vaultlens.services.finding.search import (
+    NOTE_TAU,
+    TierBlend,
+    note_penalties,
+    rank_notes,
+    scored_note_chunks,
+)
 from vl_support import VAULTLENS_BIN, InterruptingTier, cli_env, db_rows, opened_store, run_cli, write_vault
 
 try:

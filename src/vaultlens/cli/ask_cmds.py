@@ -26,8 +26,8 @@ from vaultlens.vault.hidden import visible
 
 if TYPE_CHECKING:
     from vaultlens.errors import Proposal
-    from vaultlens.services.ask import AskAnswer
-    from vaultlens.services.chat import ChatSession, ChatTurn
+    from vaultlens.services.asking.ask import AskAnswer
+    from vaultlens.services.asking.chat import ChatSession, ChatTurn
 
 LLMYesOpt = Annotated[
     bool,

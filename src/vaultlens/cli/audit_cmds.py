@@ -16,7 +16,7 @@ from vaultlens.errors import Cancelled, InvalidModelOutput
 
 if TYPE_CHECKING:
     from vaultlens.errors import Proposal
-    from vaultlens.services.audit.deep import DeepReport
+    from vaultlens.services.auditing.deep import DeepReport
     from vaultlens.services.verbs.auditing import TopicsResult
 
 audit_cli = typer.Typer(
@@ -97,8 +97,8 @@ def deep(
 ) -> None:
     """Topic clusters of the indexed notes and, with a model, a per-note analysis (cached by content: a rerun
     sends only new and changed notes) and a vault-wide report. With --no-llm no note text leaves the machine."""
-    from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD
-    from vaultlens.services.audit.deep import DeepPlan
+    from vaultlens.services.auditing import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD
+    from vaultlens.services.auditing.deep import DeepPlan
     from vaultlens.services.verbs import auditing
 
     app = open_app(vault, set_)

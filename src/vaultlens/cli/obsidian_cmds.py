@@ -26,9 +26,9 @@ def install(
     json_: JsonOpt = False,
 ) -> None:
     """Copy the plugin (main.js, manifest.json, styles.css) into VAULT/.obsidian/plugins/vaultlens/."""
-    from vaultlens.services import obsidian_install
+    from vaultlens.services.verbs import installing
 
-    plan = obsidian_install.plan_install(vault)
+    plan = installing.plan_install(vault)
     if not json_:
         render.out.print(f"vaultlens plugin {plan.version} → {escape(str(plan.folder))}")
         for f in plan.files:
@@ -44,7 +44,7 @@ def install(
             raise Cancelled("Stopped at the question; nothing was written.") from None
         if not agreed:
             raise Cancelled("Nothing was written.")
-    obsidian_install.install(plan)
+    installing.install(plan)
     if json_:
         render.print_json(plan.as_dict())
     elif plan.changes:

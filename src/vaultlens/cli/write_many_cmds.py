@@ -249,7 +249,7 @@ def batch(
     notes (--resume ID continues), then every planned change is reviewed as its exact diff."""
     from vaultlens.cli.interrupts import interrupt_once
     from vaultlens.errors import InvalidInput
-    from vaultlens.services.notetools.batch import NoteSelector, describe
+    from vaultlens.services.restructuring.batch import NoteSelector, describe
     from vaultlens.services.verbs import restructuring
 
     app = open_app(vault, set_)

@@ -311,7 +311,7 @@ class SearchSettings:
     # lexical share of the fused score when BM25 explains the whole query
     max_lexical_weight: float = setting(0.8, ge=0, le=1)
     tier_weight: float = setting(0.5, ge=0, le=1)  # the quality tier's share of the dense score
-    # ... for a section in the other language than the query's (its script: services/evidence.py). e5-small
+    # ... for a section in the other language than the query's (its script: services/finding/evidence.py). e5-small
     # alone ranks a note in the query's language first for every cross-language question of the bilingual
     # personal-notes set, and blended it pushed right answers down there (issue 44; docs/benchmarks.md)
     tier_weight_across: float = setting(0.0, ge=0, le=1)

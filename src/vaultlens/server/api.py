@@ -34,12 +34,12 @@ from vaultlens.errors import (
 )
 from vaultlens.server.envelope import invalid_arguments
 from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_SECTIONS
-from vaultlens.services import notes
 from vaultlens.services.app import App
-from vaultlens.services.discover import SimilarResult
-from vaultlens.services.duplicates.report import DuplicateReport
-from vaultlens.services.notes import NoteList, NoteSlice
-from vaultlens.services.search import NoteHit
+from vaultlens.services.finding import notes
+from vaultlens.services.finding.discover import SimilarResult
+from vaultlens.services.finding.duplicates.report import DuplicateReport
+from vaultlens.services.finding.notes import NoteList, NoteSlice
+from vaultlens.services.finding.search import NoteHit
 from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.vault.safepath import ALLOWED_TEXT_PATTERN

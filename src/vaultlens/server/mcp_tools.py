@@ -29,9 +29,9 @@ from vaultlens.config.paths import home
 from vaultlens.errors import TRANSLATED, IndexNotFound, InvalidInput, VaultlensError, translate_error
 from vaultlens.server.envelope import envelope, invalid_arguments
 from vaultlens.server.limits import MAX_QUERY_CHARS, MAX_RESULTS
-from vaultlens.services import notes
 from vaultlens.services.app import App
-from vaultlens.services.results import IndexStatus
+from vaultlens.services.finding import notes
+from vaultlens.services.status.results import IndexStatus
 from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.status import status as index_status
 

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
-from vaultlens.services import writes
+from vaultlens.services.changing import writes
+from vaultlens.services.changing.writes import Befores
 from vaultlens.services.verbs import changing, finding
-from vaultlens.services.writes import Befores
 from vaultlens.web.layout import h, note_href, page, tag
 from vaultlens.web.pages import problem, section_ref
 from vaultlens.web.state import WebState

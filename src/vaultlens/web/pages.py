@@ -10,8 +10,8 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
-from vaultlens.services import notes
-from vaultlens.services.notetools.presets import PRESETS
+from vaultlens.services.drafting.presets import PRESETS
+from vaultlens.services.finding import notes
 from vaultlens.services.verbs import finding
 from vaultlens.vault.links import LinkResolver
 from vaultlens.web.layout import h, labelled, note_href, page, tag, void

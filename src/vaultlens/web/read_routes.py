@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
-from vaultlens.services import notes
+from vaultlens.services.finding import notes
 from vaultlens.services.verbs import changing, finding, inspecting
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.web.lists import PAGE

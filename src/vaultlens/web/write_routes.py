@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from vaultlens.errors import ConsentRequired
-from vaultlens.services import notes
+from vaultlens.services.finding import notes
 from vaultlens.services.verbs import auditing, changing, drafting, finding, restructuring
 from vaultlens.services.verbs.changing import PlanOptions
 from vaultlens.web.pages import markdown_html

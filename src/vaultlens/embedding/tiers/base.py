@@ -2,7 +2,7 @@
 
 The bundled USE model stays the fast default; a tier adds a stronger, slower model's vectors,
 filled after each index run (:mod:`vaultlens.index.indexing.tier_fill`) and mixed into search
-(:mod:`vaultlens.services.search`). A tier embeds queries and passages separately because the
+(:mod:`vaultlens.services.finding.search`). A tier embeds queries and passages separately because the
 models worth having as a tier were trained with different prefixes for the two.
 """
 

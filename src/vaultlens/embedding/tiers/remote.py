@@ -7,7 +7,7 @@ passage prefixes (declared per model below, overridable by settings), a space th
 protocol, model, passage prefix and endpoint (so switching any of them drops the old tier vectors),
 and two clients: passages (an index run's fill) retry like ``[embedding]``, a search's query does
 not retry at all, so a slow or absent server costs a search at most ``embedding.tier_timeout_s``
-before the bundled model answers alone (:mod:`vaultlens.services.search`).
+before the bundled model answers alone (:mod:`vaultlens.services.finding.search`).
 
 Note text goes to the server only after the user agreed (:mod:`vaultlens.services.consent`); an
 endpoint on this machine (``localhost``, a loopback address) needs no agreement, like ``[embedding]``.

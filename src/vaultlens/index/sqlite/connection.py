@@ -197,7 +197,7 @@ class SQLiteConnection(StoreDefaults):
 
     def _pairs_in(self, table: str, key: str, value: str, keys: Iterable[Any]) -> dict[Any, Any]:
         """``{key: value}`` of the rows of ``table`` whose ``key`` is one of ``keys``, read as one JSON row
-        per 500 keys. Read a row at a time, two threads of a search (services/beside.py) handed each other
+        per 500 keys. Read a row at a time, two threads of a search (services/finding/beside.py) handed each other
         the GIL on every row (it is let go while SQLite steps): 7 % of a search at 1,000,000 chunks."""
         out: dict[Any, Any] = {}
         sql = f"SELECT json_group_array(json_array({key}, {value})) FROM {table} WHERE {key} IN ({{marks}})"

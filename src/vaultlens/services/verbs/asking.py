@@ -1,6 +1,6 @@
 """Asking the vault: one question (Ask) or a conversation (chat), answered only from the notes.
 
-The pipeline lives in :mod:`vaultlens.services.ask` and :mod:`vaultlens.services.chat`; these
+The pipeline lives in :mod:`vaultlens.services.asking.ask` and :mod:`vaultlens.services.asking.chat`; these
 verbs wire it to an App: the index and the files to read, the configured model, and consent
 before a remote model receives note text (:class:`~vaultlens.errors.ConsentRequired` otherwise).
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from vaultlens.errors import translated_errors
 from vaultlens.llm.base import LLMProvider, OnText
-from vaultlens.services import ask as asking
 from vaultlens.services.app import App
-from vaultlens.services.ask import AskAnswer
-from vaultlens.services.chat import ChatSession, ChatTurn
+from vaultlens.services.asking import ask as asking
+from vaultlens.services.asking.ask import AskAnswer
+from vaultlens.services.asking.chat import ChatSession, ChatTurn
 from vaultlens.services.consent import require_llm_consent
 
 __all__ = ["ask", "chat_turn", "open_chat"]

@@ -17,13 +17,13 @@ from typing import Any
 
 from vaultlens.errors import ConfigError, ConsentRequired, Proposal, translated_errors
 from vaultlens.services.app import App
-from vaultlens.services.audit import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, StructureAudit, audit_clusters
-from vaultlens.services.audit import audit_structure as structure_of
-from vaultlens.services.audit.clusters import ClusterReport
-from vaultlens.services.audit.deep import DeepPlan, DeepReport, audit_llm, plan_deep, run_deep
-from vaultlens.services.audit.deep_report import deep_markdown
-from vaultlens.services.audit.moc import MocPlan, plan_moc
-from vaultlens.services.audit.report_files import (
+from vaultlens.services.auditing import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, StructureAudit, audit_clusters
+from vaultlens.services.auditing import audit_structure as structure_of
+from vaultlens.services.auditing.clusters import ClusterReport
+from vaultlens.services.auditing.deep import DeepPlan, DeepReport, audit_llm, plan_deep, run_deep
+from vaultlens.services.auditing.deep_report import deep_markdown
+from vaultlens.services.auditing.moc import MocPlan, plan_moc
+from vaultlens.services.auditing.report_files import (
     CLUSTER_FILES,
     DEEP_FILES,
     ReportFiles,

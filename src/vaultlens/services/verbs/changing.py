@@ -13,13 +13,20 @@ from pathlib import Path
 
 from vaultlens.errors import ConfigError, InvalidInput, PlanRefused, Proposal, translated_errors
 from vaultlens.safewrite import Entry, Group, Recovered
-from vaultlens.services import writes
 from vaultlens.services.app import App
-from vaultlens.services.review import batch
-from vaultlens.services.review.batch import BatchReport
-from vaultlens.services.review.outcome import ReviewResult
-from vaultlens.services.review.session import PlanOptions, Reviewed, prepare, propose, resolve_options, send
-from vaultlens.services.writes import Planned
+from vaultlens.services.changing import writes
+from vaultlens.services.changing.review import batch
+from vaultlens.services.changing.review.batch import BatchReport
+from vaultlens.services.changing.review.outcome import ReviewResult
+from vaultlens.services.changing.review.session import (
+    PlanOptions,
+    Reviewed,
+    prepare,
+    propose,
+    resolve_options,
+    send,
+)
+from vaultlens.services.changing.writes import Planned
 
 __all__ = [
     "PlanOptions",

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from vaultlens.errors import translated_errors
 from vaultlens.services.app import App
-from vaultlens.services.notetools import continuation, draft, flashcards, transform
-from vaultlens.services.notetools.dataview import query as dataview
-from vaultlens.services.notetools.dataview.fields import collect
-from vaultlens.services.notetools.presets import instruction_for
-from vaultlens.services.notetools.results import (
+from vaultlens.services.drafting import continuation, draft, flashcards, transform
+from vaultlens.services.drafting.dataview import query as dataview
+from vaultlens.services.drafting.dataview.fields import collect
+from vaultlens.services.drafting.presets import instruction_for
+from vaultlens.services.drafting.results import (
     ContinueResult,
     DataviewResult,
     FlashcardsResult,

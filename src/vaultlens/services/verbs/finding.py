@@ -2,7 +2,7 @@
 
 Each verb reads one snapshot of the index (:meth:`App.reading`); ``similar`` and ``duplicates``
 use stored vectors only, so they call no model. ``note`` and ``list_notes`` give programs and
-agents (HTTP API, MCP) bounded slices and pages of the vault (see :mod:`vaultlens.services.notes`).
+agents (HTTP API, MCP) bounded slices and pages of the vault (see :mod:`vaultlens.services.finding.notes`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from vaultlens.errors import InvalidInput, VaultError, translated_errors
-from vaultlens.services import discover, notes
 from vaultlens.services.app import App
-from vaultlens.services.duplicates import report as dups
-from vaultlens.services.search import SearchHits, rank_notes
+from vaultlens.services.finding import discover, notes
+from vaultlens.services.finding.duplicates import report as dups
+from vaultlens.services.finding.search import SearchHits, rank_notes
 
 if TYPE_CHECKING:
     from vaultlens.index.store import Store
@@ -55,7 +55,7 @@ def similar(
     """Notes related to ``note`` from stored vectors only (no embedding call).
 
     ``untrusted``: ``note`` comes from a program or an agent (API, MCP), so it is resolved by the
-    same rule as a note it reads (:func:`~vaultlens.services.notes.resolve_untrusted`: an exact
+    same rule as a note it reads (:func:`~vaultlens.services.finding.notes.resolve_untrusted`: an exact
     vault-relative path to a listed note; no names, case or extension variants, encoded tricks)."""
     with translated_errors(path=app.index_dir):
         if untrusted:

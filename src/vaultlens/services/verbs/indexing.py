@@ -17,7 +17,7 @@ from vaultlens.index.runs import RunStats
 from vaultlens.index.store import Store
 from vaultlens.services.app import App
 from vaultlens.services.consent import require_embedding_consent
-from vaultlens.services.results import Cleared
+from vaultlens.services.status.results import Cleared
 
 if TYPE_CHECKING:  # `index` and `clear` do not load the watcher (watchdog) or the background rebuild
     from vaultlens.index.rebuild import RebuildResult

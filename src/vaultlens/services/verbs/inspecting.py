@@ -10,13 +10,13 @@ from vaultlens.config import paths
 from vaultlens.embedding.tiers.e5 import E5Tier
 from vaultlens.errors import ConfigError, translated_errors
 from vaultlens.index.progress import Progress
-from vaultlens.services import evaluation
 from vaultlens.services.app import App
-from vaultlens.services.embed_bench import EmbedBench, Embedder, sample_texts
-from vaultlens.services.embed_bench import bench_embed as run_bench
-from vaultlens.services.evaluation import GroupScore, OpenVault
-from vaultlens.services.providers import ProviderInfo, describe_providers
-from vaultlens.services.search import NoteHit
+from vaultlens.services.finding.search import NoteHit
+from vaultlens.services.inspecting import evaluation
+from vaultlens.services.inspecting.embed_bench import EmbedBench, Embedder, sample_texts
+from vaultlens.services.inspecting.embed_bench import bench_embed as run_bench
+from vaultlens.services.inspecting.evaluation import GroupScore, OpenVault
+from vaultlens.services.inspecting.providers import ProviderInfo, describe_providers
 from vaultlens.services.verbs.finding import search
 from vaultlens.services.verbs.indexing import index
 

@@ -15,15 +15,16 @@ from typing import Literal
 
 from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import InvalidInput, translated_errors
-from vaultlens.services import writes
 from vaultlens.services.app import App
+from vaultlens.services.changing import writes
 from vaultlens.services.consent import require_llm_consent
-from vaultlens.services.notetools import batch, batch_state, draft, merge, split
-from vaultlens.services.notetools.batch import BatchResult, NoteSelector, Progress
-from vaultlens.services.notetools.batch_state import BatchNote, BatchState
-from vaultlens.services.notetools.merge import MergeResult, MoveResult
-from vaultlens.services.notetools.presets import instruction_for
-from vaultlens.services.notetools.split import SplitResult
+from vaultlens.services.drafting import draft
+from vaultlens.services.drafting.presets import instruction_for
+from vaultlens.services.restructuring import batch, batch_state, merge, split
+from vaultlens.services.restructuring.batch import BatchResult, NoteSelector, Progress
+from vaultlens.services.restructuring.batch_state import BatchNote, BatchState
+from vaultlens.services.restructuring.merge import MergeResult, MoveResult
+from vaultlens.services.restructuring.split import SplitResult
 
 __all__ = ["write_batch", "write_batch_run", "write_merge", "write_move", "write_split"]
 
@@ -166,7 +167,7 @@ def write_merge(app: App, keep: str, other: str, sections: list[str] | None = No
 def _index_coverage(app: App, other: NoteSource, keep: NoteSource) -> list[tuple[int, int, bool]] | None:
     """OTHER's sections as the duplicate finder rates them against KEEP, when the index holds both
     notes exactly as they are now (None: no index, or either note changed since it was indexed)."""
-    from vaultlens.services.duplicates.coverage import SECTION_SLACK, Compared
+    from vaultlens.services.finding.duplicates.coverage import SECTION_SLACK, Compared
 
     d = app.settings.discover
     if not app.has_index():

@@ -11,7 +11,7 @@ from vaultlens.errors import VaultlensError, translated_errors
 from vaultlens.index.runs import RunRecord
 from vaultlens.index.store import Store, space_matches
 from vaultlens.services.app import App
-from vaultlens.services.results import DoctorReport, FileProblem, IndexStatus, SpaceChange, TierStatus
+from vaultlens.services.status.results import DoctorReport, FileProblem, IndexStatus, SpaceChange, TierStatus
 from vaultlens.vault.scan import paths_sharing_a_file
 
 __all__ = ["doctor", "status", "unfinished_run"]
@@ -109,7 +109,7 @@ def doctor(app: App, deep: bool = False) -> DoctorReport:
 
     ``deep``: also measure the ANN tier's recall@10 against exact search (stored vectors as queries).
     With no index yet, the journal is still read: a half-written group needs no index to be reported."""
-    from vaultlens.services import writes  # the journal: only doctor of this module reads it
+    from vaultlens.services.changing import writes  # the journal: only doctor of this module reads it
 
     if not app.has_index():
         unfinished = [problem for _, problem in writes.unfinished(app.vault)]

@@ -1,0 +1,367 @@
+"""Move a note, or merge one note into another, with every link of the vault repointed: one operation group.
+
+``move OLD NEW``: the note's bytes at NEW (its own links kept pointing where they did), every link to
+it rewritten (:mod:`.relink`), OLD removed. ``merge KEEP OTHER``: OTHER's sections that KEEP does not
+cover are added to KEEP under a heading naming OTHER; front matter merged (tags united; OTHER's
+title and aliases become KEEP's aliases, so old links keep resolving by alias); every link to OTHER
+repointed to KEEP (refused where its heading or block is not in KEEP after the merge); OTHER moved to
+the trash the vault's Obsidian settings name (a copy at ``.trash/`` created, then OTHER removed: the
+group writes new notes first and removals last, so a kill never loses it). Either is one diff, one
+confirmation, applied together and undone together.
+
+Which sections KEEP already covers is the duplicate finder's coverage where the index holds both
+notes as they are now (:meth:`~vaultlens.services.finding.duplicates.coverage.Compared.sections_against`:
+each compared section's best match in KEEP, by cosine or copied lines, at the duplicate threshold
+less its slack); otherwise, and for a section the index does not compare, copied text alone: every
+content line of the section is already a line of KEEP (a heading alone carries nothing). ``--sections`` picks OTHER's sections by heading instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vaultlens.chunking.source import NoteSource
+from vaultlens.errors import InvalidInput, PlanRefused
+from vaultlens.safewrite import TRASH, Change
+from vaultlens.services.changing.writes import Planned
+from vaultlens.services.context import VaultFiles
+from vaultlens.services.drafting import draft
+from vaultlens.services.restructuring.relink import Edit, Repoint, apply_edits, repoint
+from vaultlens.services.restructuring.split import encoded
+from vaultlens.vault.links import LinkResolver, masked_spans
+from vaultlens.vault.model import Link
+from vaultlens.vault.outline import extract_block_ids, extract_headings
+from vaultlens.vault.parse import note_aliases, note_tags, split_front_matter
+from vaultlens.vault.safepath import check_relative
+
+__all__ = ["IndexCoverage", "MergePlan", "MovePlan", "plan_merge", "plan_move", "trash_folder"]
+
+_LIST_KEYS = ("tags", "tag", "aliases", "alias")
+
+# OTHER's compared sections as (first line, last line, 1-based, covered) from the index; None: not indexed as it is
+IndexCoverage = Callable[[NoteSource, NoteSource], "list[tuple[int, int, bool]] | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class MovePlan:
+    old: str
+    new: str
+    relinked: list[str]  # the other notes whose links change
+    changes: list[Change]
+
+
+@dataclass(frozen=True, slots=True)
+class MergePlan:
+    keep: str
+    other: str
+    carried: list[str]  # OTHER's sections added to KEEP (their headings; "" the text before the first)
+    left_out: list[str]  # OTHER's sections not carried (KEEP covers them, or --sections did not pick them)
+    relinked: list[str]
+    trash: str  # where OTHER goes
+    trash_note: str | None  # why the trash is not the one Obsidian names (system trash unreachable)
+    coverage: (
+        str  # what decided the sections: "index" (the duplicate finder's), "lines", or "sections" (picked)
+    )
+    changes: list[Change] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    plan_of: MovePlan
+    plan: Planned
+
+    def as_dict(self) -> dict[str, Any]:
+        p = self.plan_of
+        return {"old": p.old, "new": p.new, "relinked": p.relinked, "plan": self.plan.as_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    plan_of: MergePlan
+    plan: Planned
+
+    def as_dict(self) -> dict[str, Any]:
+        p = self.plan_of
+        return {
+            "keep": p.keep,
+            "other": p.other,
+            "carried": p.carried,
+            "left_out": p.left_out,
+            "relinked": p.relinked,
+            "trash": p.trash,
+            "trash_note": p.trash_note,
+            "coverage": p.coverage,
+            "plan": self.plan.as_dict(),
+        }
+
+
+def _spliced(source: NoteSource, edits: Sequence[Edit]) -> bytes:
+    """The note's exact bytes with only the edited link spans changed."""
+    raw = source.raw
+    for e in sorted(edits, key=lambda e: e.start, reverse=True):
+        start, end = source.byte_span(e.start, e.end)
+        raw = raw[:start] + e.new.encode("utf-8") + raw[end:]
+    return raw
+
+
+def _relink_vault(files: VaultFiles, notes: Sequence[str], change: Repoint, skip: set[str]) -> list[Change]:
+    """Every other note whose links must change, as exact byte edits of those links."""
+    out: list[Change] = []
+    for path in notes:
+        if path in skip:
+            continue
+        source = draft.load(files, path)
+        if b"[" not in source.raw:
+            continue
+        edits = repoint(source.text, path, path, change)
+        if edits:
+            summary = f"{len(edits)} link(s) to {change.old} now go to {change.new}"
+            out.append(Change(path, _spliced(source, edits), summary, source.raw))
+    return out
+
+
+def _paths(files: VaultFiles) -> tuple[list[str], list[str]]:
+    scan = files.scan()
+    return [f.path for f in scan.files], [f.path for f in scan.notes]
+
+
+def _name(path: str) -> str:
+    return path.rpartition("/")[2]
+
+
+def plan_move(files: VaultFiles, old: str, new: str) -> MovePlan:
+    """The changes that move ``old`` to ``new`` with every link repointed (nothing is written)."""
+    source = draft.load(files, old)
+    check_relative(new)
+    if not new.lower().endswith(".md"):
+        raise InvalidInput(f"The new path must be a note ending in .md, got {new!r}.")
+    everything, notes = _paths(files)
+    before = LinkResolver(everything)
+    if before.resolve("/" + new, old).status != "unresolved" or os.path.lexists(files.root / new):
+        raise InvalidInput(
+            f"Not moved: {new} already exists.", hint="Pick a new path the vault does not have."
+        )
+    taken = [p for p in before.paths_by_name(_name(new)) if p != old]
+    if taken:
+        raise PlanRefused(
+            f"Not moved: {taken[0]} already has the name {_name(new)!r}, so [[links]] by name would be ambiguous.",
+            hint="Pick another name, or rename that note first.",
+            path=old,
+        )
+    after = LinkResolver([p for p in everything if p != old] + [new])
+    change = Repoint(old, new, before, after)
+    moved = _spliced(source, repoint(source.text, old, new, change))
+    relinked = _relink_vault(files, notes, change, {old})
+    changes = [
+        Change(new, moved, f"moved from {old}", None, unique_name=True),
+        *relinked,
+        Change(old, None, f"moved to {new}", source.raw),
+    ]
+    return MovePlan(old, new, [c.path for c in relinked], changes)
+
+
+def trash_folder(files: VaultFiles) -> tuple[str, str | None]:
+    """Where a removed note goes by ``.obsidian/app.json`` ``trashOption``: ``local`` → ``.trash/``;
+    ``system`` (Obsidian's default) → ``.trash/`` as well, said in the note (vaultlens does not reach
+    the desktop's trash), ``none`` (delete) → refused: a merge never deletes a note silently."""
+    try:
+        settings = json.loads((files.root / ".obsidian" / "app.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        settings = {}
+    option = settings.get("trashOption", "system") if isinstance(settings, dict) else "system"
+    if option == "none":
+        raise PlanRefused(
+            'Not merged: the vault\'s Obsidian settings delete removed files for good (trashOption "none"), '
+            "and a merge never deletes a note without a copy.",
+            hint="Set Settings → Files and links → Deleted files to the Obsidian trash (.trash folder) or "
+            "the system trash, then run the merge again.",
+        )
+    if option == "local":
+        return TRASH, None
+    return TRASH, "the system trash is not reachable from vaultlens: the note goes to .trash/ in the vault"
+
+
+def _trash_path(files: VaultFiles, path: str) -> str:
+    """``.trash/<name>``, or ``.trash/<stem> N.md`` when the trash already holds that name."""
+    stem = _name(path).removesuffix(".md")
+    n = 0
+    while True:
+        rel = f"{TRASH}/{stem}{f' {n}' if n else ''}.md"
+        if not os.path.lexists(files.root / rel):
+            return rel
+        n += 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    heading: str  # "" for the text before the first heading
+    start: int  # its lines in the note: [start, end)
+    end: int
+    lines: list[str]
+
+
+def _sections(source: NoteSource) -> list[_Section]:
+    """The note's body cut at every heading (the front matter left out)."""
+    _, _, body_start, body_line = split_front_matter(source.text)
+    body = source.text[body_start:]
+    lines = source.text.split("\n")
+    heads = extract_headings(body, masked_spans(body), body_line)
+    starts = [body_line] + [h.line for h in heads]
+    names = [""] + [h.text for h in heads]
+    out = []
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(lines)
+        part = lines[start:end]
+        if names[i] or any(line.strip() for line in part):
+            out.append(_Section(names[i], start, end, part))
+    return out
+
+
+def _covered(section: _Section, keep_lines: set[str], indexed: list[tuple[int, int, bool]]) -> bool:
+    """By the index where it compares the section's lines (every section overlapping them covered),
+    else by copied text."""
+    rows = [ok for first, last, ok in indexed if first - 1 < section.end and last - 1 >= section.start]
+    if rows:
+        return all(rows)
+    content = [ln.strip() for ln in section.lines[1 if section.heading else 0 :] if ln.strip()]
+    return all(ln in keep_lines for ln in content)  # a heading alone carries nothing
+
+
+def _pick(
+    other: NoteSource, keep: NoteSource, wanted: Sequence[str] | None, coverage: IndexCoverage | None
+) -> tuple[list[_Section], list[str], str]:
+    sections = _sections(other)
+    if wanted is not None:
+        names = {s.heading.casefold(): s for s in sections if s.heading}
+        missing = [w for w in wanted if w.casefold() not in names]
+        if missing:
+            raise InvalidInput(
+                f"{other.path} has no section headed {missing[0]!r}.",
+                hint="Its sections: " + ", ".join(repr(s.heading) for s in sections if s.heading),
+            )
+        keys = {w.casefold() for w in wanted}
+        carried = [s for s in sections if s.heading.casefold() in keys]
+        how = "sections"
+    else:
+        indexed = coverage(other, keep) if coverage is not None else None
+        keep_lines = {ln.strip() for ln in keep.text.split("\n") if ln.strip()}
+        carried = [s for s in sections if not _covered(s, keep_lines, indexed or [])]
+        how = "lines" if indexed is None else "index"
+    return carried, [s.heading for s in sections if s not in carried], how
+
+
+def _fragments(text: str) -> tuple[set[str], set[str]]:
+    _, _, body_start, body_line = split_front_matter(text)
+    body = text[body_start:]
+    masked = masked_spans(body)
+    heads = {h.text.casefold() for h in extract_headings(body, masked, body_line)}
+    return heads, {b.casefold() for b in extract_block_ids(body, masked)}
+
+
+def _yaml_list(key: str, values: Sequence[str]) -> str:
+    return f"{key}:\n" + "".join(f"  - {json.dumps(v, ensure_ascii=False)}\n" for v in values)
+
+
+def _merged_front_matter(keep: NoteSource, other: NoteSource, text: str) -> str:
+    """``text`` (KEEP's) with tags united and OTHER's title and aliases among the aliases; the other
+    properties stay as written."""
+    fm_keep, _, body_start, _ = split_front_matter(text)
+    fm_other, _, _, _ = split_front_matter(other.text)
+    tags = _united(note_tags(fm_keep, "", []), note_tags(fm_other, "", []))
+    own = _name(keep.path).removesuffix(".md").casefold()
+    titles = [other.note.title, _name(other.path).removesuffix(".md"), *note_aliases(fm_other)]
+    aliases = _united(list(note_aliases(fm_keep)), [t for t in titles if t.casefold() != own])
+    if tags == list(note_tags(fm_keep, "", [])) and aliases == list(note_aliases(fm_keep)):
+        return text
+    block = (_yaml_list("tags", tags) if tags else "") + _yaml_list("aliases", aliases)
+    if not body_start:
+        return f"---\n{block}---\n{text}"
+    lines = text[:body_start].split("\n")
+    closing = max(i for i, ln in enumerate(lines) if ln.rstrip() in ("---", "..."))
+    kept: list[str] = []
+    skipping = False
+    for ln in lines[1:closing]:
+        top = re.match(r"([^\s#:][^:]*):", ln)
+        if top:
+            skipping = top.group(1).strip() in _LIST_KEYS
+        elif not (ln.startswith((" ", "\t", "-")) or not ln.strip()):
+            skipping = False
+        if not skipping:
+            kept.append(ln + "\n")
+    return lines[0] + "\n" + "".join(kept) + block + "\n".join(lines[closing:]) + text[body_start:]
+
+
+def _united(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for v in [*first, *second]:
+        if v and v.casefold() not in seen:
+            seen.add(v.casefold())
+            out.append(v)
+    return out
+
+
+def plan_merge(
+    files: VaultFiles,
+    keep_path: str,
+    other_path: str,
+    sections: Sequence[str] | None,
+    coverage: IndexCoverage | None = None,
+) -> MergePlan:
+    """The changes that merge ``other_path`` into ``keep_path`` (nothing is written)."""
+    keep, other = draft.load(files, keep_path), draft.load(files, other_path)
+    if keep.path == other.path:
+        raise InvalidInput("KEEP and OTHER are the same note.")
+    folder, trash_note = trash_folder(files)
+    everything, notes = _paths(files)
+    before = LinkResolver(everything)
+    after = LinkResolver([p for p in everything if p != other.path])
+    carried, left_out, how = _pick(other, keep, sections, coverage)
+    own = Repoint(other.path, keep.path, before, after)
+    other_text = apply_edits(other.text, repoint(other.text, other.path, keep.path, own))
+    added = _carried_text(other.path, other_text.split("\n"), carried)  # an edit never spans a line break
+    heads, blocks = _fragments(keep.text + added)
+
+    def lacks(link: Link) -> str | None:
+        if link.heading is not None:
+            last = link.heading.split("#")[-1].strip()
+            if last.casefold() not in heads:
+                return f"the heading {last!r} of {other.path} is not in {keep.path} after the merge"
+        if link.block is not None and link.block.casefold() not in blocks:
+            return f"the block ^{link.block} of {other.path} is not in {keep.path} after the merge"
+        return None
+
+    change = Repoint(other.path, keep.path, before, after, lacks)
+    keep_text = apply_edits(keep.text, repoint(keep.text, keep.path, keep.path, change))
+    if added:
+        keep_text += ("" if keep_text.endswith("\n") else "\n") + added
+    keep_text = _merged_front_matter(keep, other, keep_text)
+    relinked = _relink_vault(files, notes, change, {keep.path, other.path})
+    trash = _trash_path(files, other.path) if folder == TRASH else folder
+    summary = f"{other.path} merged in ({len(carried)} section(s) added, front matter merged)"
+    changes = [
+        Change(trash, other.raw, f"{other.path} moved to the trash", None),
+        Change(keep.path, encoded(keep_text, keep, keep.bom), summary, keep.raw),
+        *relinked,
+        Change(other.path, None, f"merged into {keep.path}; its copy is {trash}", other.raw),
+    ]
+    return MergePlan(
+        keep.path, other.path, [s.heading for s in carried], left_out, [c.path for c in relinked], trash,
+        trash_note, how, changes,
+    )  # fmt: skip
+
+
+def _carried_text(path: str, lines: list[str], carried: list[_Section]) -> str:
+    """OTHER's carried sections (from its repointed lines), under a heading naming where they came from."""
+    if not carried:
+        return ""
+    parts = ["\n".join(lines[s.start : s.end]).strip("\n") for s in carried]
+    folder = posixpath.dirname(path)
+    where = _name(path).removesuffix(".md") + (f" ({folder})" if folder else "")
+    return f"\n## Merged from {where}\n\n" + "\n\n".join(parts) + "\n"

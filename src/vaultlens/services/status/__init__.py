@@ -1,0 +1,1 @@
+"""Status and doctor: the typed results of :mod:`vaultlens.services.verbs.status` (and ``clear``)."""
