@@ -426,6 +426,104 @@ def test_the_app_check_sees_a_feature_importing_the_app(tmp_path: Path) -> None:
     assert app_importers(sample, "vaultlens.services.verbs.asking") == []
 
 
+INTERFACES = ("vaultlens.cli", "vaultlens.server", "vaultlens.web")
+DOORS = ("vaultlens.services.verbs", APP_MODULE)  # what an interface may import from services
+
+
+def feature_imports(path: Path, module: str) -> list[str]:
+    """What ``path`` (module ``module``, an interface) imports from services besides the verbs and the
+    App, however it is written: a feature module, or a type or constant from one (or re-exported by
+    the package root). The verb modules export every name an interface needs."""
+    if not any(_within(module, i) for i in INTERFACES):
+        return []
+    return sorted(
+        m
+        for m in _imports(path, module)
+        if _layer(m) == "services" and not any(_within(m, door) for door in DOORS)
+    )
+
+
+def test_interfaces_import_only_the_verbs_and_the_app() -> None:
+    found = {
+        p.relative_to(SRC).as_posix(): hits
+        for p in _sources()
+        if (hits := feature_imports(p, _module_name(p)))
+    }
+    assert found == {}, (
+        f"interfaces that import a feature of services (import it from its verb module): {found}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "reported"),
+    [
+        (
+            "vaultlens.cli.main",
+            "import vaultlens.services.finding.search\n",
+            ["vaultlens.services.finding.search"],
+        ),
+        (
+            "vaultlens.cli.main",
+            "from vaultlens.services.finding import search\n",
+            ["vaultlens.services.finding.search"],
+        ),
+        (
+            "vaultlens.cli.render",
+            "from vaultlens.services.finding.search import NoteHit\n",
+            ["vaultlens.services.finding.search.NoteHit"],
+        ),
+        ("vaultlens.cli.main", "from vaultlens.services import consent\n", ["vaultlens.services.consent"]),
+        ("vaultlens.cli.main", "import vaultlens.services\n", ["vaultlens.services"]),
+        (
+            "vaultlens.cli.write_cmds",
+            "from ..services.changing.writes import Planned\n",
+            ["vaultlens.services.changing.writes.Planned"],
+        ),
+        (
+            "vaultlens.cli.render",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from vaultlens.services.status import results\n",
+            ["vaultlens.services.status.results"],
+        ),
+        (
+            "vaultlens.cli.write_many_cmds",
+            "def run():\n    from vaultlens.services.restructuring.batch import describe\n",
+            ["vaultlens.services.restructuring.batch.describe"],
+        ),
+        (
+            "vaultlens.cli.main",
+            "import importlib\nimportlib.import_module('vaultlens.services.finding.notes')\n",
+            ["vaultlens.services.finding.notes"],
+        ),
+        ("vaultlens.cli.main", "from vaultlens import SimilarResult\n", ["vaultlens.SimilarResult"]),
+        ("vaultlens.cli.main", "from vaultlens.services import verbsx\n", ["vaultlens.services.verbsx"]),
+        (
+            "vaultlens.server.api",
+            "from vaultlens.services.finding import notes\n",
+            ["vaultlens.services.finding.notes"],
+        ),
+        (
+            "vaultlens.web.pages",
+            "from vaultlens.services.drafting.presets import PRESETS\n",
+            ["vaultlens.services.drafting.presets.PRESETS"],
+        ),
+        # the doors, and a module that is not an interface
+        (
+            "vaultlens.cli.main",
+            "from vaultlens.services.verbs import finding\nfrom vaultlens.services.verbs.finding import NoteHit\n"
+            "from vaultlens.services.app import App\nimport vaultlens.services.verbs.status\n"
+            "from vaultlens.services import app, verbs\nfrom vaultlens.config import settings\n",
+            [],
+        ),
+        ("vaultlens.services.verbs.finding", "from vaultlens.services.finding import search\n", []),
+    ],
+)
+def test_the_interface_check_sees_every_import_form(
+    tmp_path: Path, module: str, source: str, reported: list[str]
+) -> None:
+    """Each form is reported from a sample module (the rule cannot pass vacuously)."""
+    assert feature_imports(_sample(tmp_path, source), module) == reported
+
+
 MAX_LINES = 800  # a file longer than this holds more than one thing: split it into modules named for each
 
 

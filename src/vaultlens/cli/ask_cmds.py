@@ -26,8 +26,7 @@ from vaultlens.vault.hidden import visible
 
 if TYPE_CHECKING:
     from vaultlens.errors import Proposal
-    from vaultlens.services.asking.ask import AskAnswer
-    from vaultlens.services.asking.chat import ChatSession, ChatTurn
+    from vaultlens.services.verbs.asking import AskAnswer, ChatSession, ChatTurn
 
 LLMYesOpt = Annotated[
     bool,

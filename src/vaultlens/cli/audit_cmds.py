@@ -16,8 +16,7 @@ from vaultlens.errors import Cancelled, InvalidModelOutput
 
 if TYPE_CHECKING:
     from vaultlens.errors import Proposal
-    from vaultlens.services.auditing.deep import DeepReport
-    from vaultlens.services.verbs.auditing import TopicsResult
+    from vaultlens.services.verbs.auditing import DeepReport, TopicsResult
 
 audit_cli = typer.Typer(
     help="Audit the vault: its structure, its topics, and (with a model) every note.", no_args_is_help=True
@@ -97,9 +96,8 @@ def deep(
 ) -> None:
     """Topic clusters of the indexed notes and, with a model, a per-note analysis (cached by content: a rerun
     sends only new and changed notes) and a vault-wide report. With --no-llm no note text leaves the machine."""
-    from vaultlens.services.auditing import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD
-    from vaultlens.services.auditing.deep import DeepPlan
     from vaultlens.services.verbs import auditing
+    from vaultlens.services.verbs.auditing import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, DeepPlan
 
     app = open_app(vault, set_)
     threshold = CLUSTER_THRESHOLD if threshold is None else threshold

@@ -11,8 +11,7 @@ from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.render import shown
 
 if TYPE_CHECKING:
-    from vaultlens.services.finding.duplicates.report import LineRange
-    from vaultlens.services.finding.section import Section
+    from vaultlens.services.verbs.finding import LineRange, Section
 
 duplicates_cli = typer.Typer(
     help="Potential duplicate notes: exact copies and near-duplicates by meaning.",

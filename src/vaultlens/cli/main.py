@@ -34,8 +34,8 @@ from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 if TYPE_CHECKING:
     from vaultlens.index.runs import RunStats
     from vaultlens.services.app import App
-    from vaultlens.services.finding.search import SearchHits
-    from vaultlens.services.inspecting.evaluation import GroupScore
+    from vaultlens.services.verbs.finding import SearchHits
+    from vaultlens.services.verbs.inspecting import GroupScore
 
 cli = typer.Typer(
     name="vaultlens",

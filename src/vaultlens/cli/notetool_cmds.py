@@ -26,7 +26,7 @@ from vaultlens.errors import InvalidInput
 
 if TYPE_CHECKING:
     from vaultlens.services.app import App
-    from vaultlens.services.changing.writes import Planned
+    from vaultlens.services.verbs.changing import Planned
 
 NoteArg = Annotated[str, typer.Argument(help="The note (vault-relative path).")]
 YesOpt = Annotated[

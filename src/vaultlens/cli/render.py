@@ -24,8 +24,8 @@ from vaultlens.vault.hidden import visible
 
 if TYPE_CHECKING:
     from vaultlens.config.settings import SearchSettings
-    from vaultlens.services.finding.search import NoteHit
-    from vaultlens.services.status.results import DoctorReport, IndexStatus, TierStatus
+    from vaultlens.services.verbs.finding import NoteHit
+    from vaultlens.services.verbs.status import DoctorReport, IndexStatus, TierStatus
 
 # no :emoji: codes: a fragment id such as 3f2a1b9c:A:1, a path or a note's text must print as written
 out = Console(highlight=False, emoji=False)

@@ -19,7 +19,7 @@ from vaultlens.cli.render import shown
 from vaultlens.errors import InvalidModelOutput
 
 if TYPE_CHECKING:
-    from vaultlens.services.changing.review.batch import BatchReport
+    from vaultlens.services.verbs.changing import BatchReport
 
 SendOpt = Annotated[
     bool, typer.Option("--yes", "-y", help="Send the prompt without asking (it is still shown).")

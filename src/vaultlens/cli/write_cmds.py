@@ -16,7 +16,7 @@ from vaultlens.cli.render import shown
 
 if TYPE_CHECKING:
     from vaultlens.services.app import App
-    from vaultlens.services.changing.writes import Befores
+    from vaultlens.services.verbs.changing import Befores
 
 write_app = typer.Typer(
     help="Note tools: continue, transform, Dataview, flashcards, split, batch; every change is an exact diff to confirm.",

@@ -249,8 +249,8 @@ def batch(
     notes (--resume ID continues), then every planned change is reviewed as its exact diff."""
     from vaultlens.cli.interrupts import interrupt_once
     from vaultlens.errors import InvalidInput
-    from vaultlens.services.restructuring.batch import NoteSelector, describe
     from vaultlens.services.verbs import restructuring
+    from vaultlens.services.verbs.restructuring import NoteSelector
 
     app = open_app(vault, set_)
     report_recovery(app, json_)
@@ -260,7 +260,7 @@ def batch(
         )
         batch_id = started.state.batch_id
         render.err.print(
-            f"Batch {batch_id} ({render.shown(started.state.title)}): {describe(started.state.estimate)}"
+            f"Batch {batch_id} ({render.shown(started.state.title)}): {started.state.estimate.sentence()}"
         )
         render.err.print(
             f"Ctrl-C keeps the notes already done; `vaultlens write batch --resume {batch_id}` continues."

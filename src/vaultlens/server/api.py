@@ -35,12 +35,8 @@ from vaultlens.errors import (
 from vaultlens.server.envelope import invalid_arguments
 from vaultlens.server.limits import MAX_DUPLICATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_SECTIONS
 from vaultlens.services.app import App
-from vaultlens.services.finding import notes
-from vaultlens.services.finding.discover import SimilarResult
-from vaultlens.services.finding.duplicates.report import DuplicateReport
-from vaultlens.services.finding.notes import NoteList, NoteSlice
-from vaultlens.services.finding.search import NoteHit
 from vaultlens.services.verbs import finding
+from vaultlens.services.verbs.finding import DuplicateReport, NoteHit, NoteList, NoteSlice, SimilarResult
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.vault.safepath import ALLOWED_TEXT_PATTERN
 from vaultlens.web.events import EventHub
@@ -95,7 +91,7 @@ def error_response(error: VaultlensError, headers: Mapping[str, str] | None = No
     return JSONResponse({"error": error.to_dict()}, status_code=error.http_status, headers=headers)
 
 
-CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"  # what notes.list_notes hands out: URL-safe base64, unpadded
+CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"  # what finding.list_notes hands out: URL-safe base64, unpadded
 
 
 def _path_query(what: str, min_length: int = 1) -> Any:
@@ -103,7 +99,7 @@ def _path_query(what: str, min_length: int = 1) -> Any:
     its length, and the characters no note path may have (the rule of ``vault/safepath.py``)."""
     return Query(
         min_length=min_length,
-        max_length=notes.MAX_PATH_CHARS,
+        max_length=finding.MAX_PATH_CHARS,
         pattern=ALLOWED_TEXT_PATTERN,
         description=f"{what} Vault-relative, with '/' separators, as listed by /v1/notes/list. Refused "
         "with a 400: control or bidirectional characters, an absolute path, '~', '\\', a drive letter, "
@@ -237,8 +233,8 @@ def create_api(
             ),
         ] = 0,
         length: Annotated[
-            int, Query(ge=1, le=notes.MAX_SLICE, description="Code points to return.")
-        ] = notes.DEFAULT_SLICE,
+            int, Query(ge=1, le=finding.MAX_SLICE, description="Code points to return.")
+        ] = finding.DEFAULT_SLICE,
     ) -> JSONResponse:
         return _json(finding.note(app, path, offset, length).as_dict())
 
@@ -250,12 +246,12 @@ def create_api(
         cursor: Annotated[
             str | None,
             Query(
-                max_length=4 * notes.MAX_PATH_CHARS,
+                max_length=4 * finding.MAX_PATH_CHARS,
                 pattern=CURSOR_PATTERN,
                 description="The next_cursor of the previous page; any other value is a 400.",
             ),
         ] = None,
-        limit: Annotated[int, Query(ge=1, le=notes.MAX_PAGE)] = notes.DEFAULT_PAGE,
+        limit: Annotated[int, Query(ge=1, le=finding.MAX_PAGE)] = finding.DEFAULT_PAGE,
     ) -> JSONResponse:
         return _json(finding.list_notes(app, folder, cursor, limit).as_dict())
 

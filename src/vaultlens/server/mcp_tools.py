@@ -30,9 +30,8 @@ from vaultlens.errors import TRANSLATED, IndexNotFound, InvalidInput, VaultlensE
 from vaultlens.server.envelope import envelope, invalid_arguments
 from vaultlens.server.limits import MAX_QUERY_CHARS, MAX_RESULTS
 from vaultlens.services.app import App
-from vaultlens.services.finding import notes
-from vaultlens.services.status.results import IndexStatus
 from vaultlens.services.verbs import finding
+from vaultlens.services.verbs.status import IndexStatus
 from vaultlens.services.verbs.status import status as index_status
 
 T = TypeVar("T")
@@ -54,7 +53,7 @@ NotePath = Annotated[
     str,
     Field(
         min_length=1,
-        max_length=notes.MAX_PATH_CHARS,
+        max_length=finding.MAX_PATH_CHARS,
         description="Vault-relative path with '/' separators, as search_notes or list_notes return it.",
     ),
 ]
@@ -139,8 +138,10 @@ def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
         offset: Annotated[int, Field(ge=0, description="Character to start at (0 = the beginning).")] = 0,
         length: Annotated[
             int,
-            Field(ge=1, le=notes.MAX_SLICE, description=f"Characters to return (at most {notes.MAX_SLICE})."),
-        ] = notes.DEFAULT_SLICE,
+            Field(
+                ge=1, le=finding.MAX_SLICE, description=f"Characters to return (at most {finding.MAX_SLICE})."
+            ),
+        ] = finding.DEFAULT_SLICE,
     ) -> dict[str, Any]:
         """Read a slice of one note's text. The result has the note's total_length, its
         content_hash and next_offset (null at the end): call again with offset=next_offset for more."""
@@ -165,13 +166,14 @@ def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
         folder: Annotated[
             str,
             Field(
-                max_length=notes.MAX_PATH_CHARS, description="Folder relative to the vault; '' for all notes."
+                max_length=finding.MAX_PATH_CHARS,
+                description="Folder relative to the vault; '' for all notes.",
             ),
         ] = "",
         cursor: Annotated[
             str | None,
             Field(
-                max_length=4 * notes.MAX_PATH_CHARS,
+                max_length=4 * finding.MAX_PATH_CHARS,
                 description="next_cursor of the previous page; omit at first.",
             ),
         ] = None,

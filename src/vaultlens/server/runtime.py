@@ -32,7 +32,7 @@ from vaultlens.errors import VaultlensError
 from vaultlens.fsutil import atomic_write, sha256_hex
 from vaultlens.index.lock import process_alive
 from vaultlens.services.app import App
-from vaultlens.services.finding.search import NOTICES_HEADER, NoteHit, SearchHits
+from vaultlens.services.verbs.finding import NOTICES_HEADER, NoteHit, SearchHits
 
 RUNTIME_DIR = "servers"  # one <pid>.json per running server of the vault
 SERVE_LOG = "serve.log"  # what a server started in the background (`vaultlens ui`) printed

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse, HTMLResponse
 
 from vaultlens.errors import InvalidInput
-from vaultlens.services.auditing.report_files import MAP
+from vaultlens.services.verbs.auditing import MAP
 from vaultlens.web.charts import bar_chart
 from vaultlens.web.layout import h, note_href, page, table, tag
 from vaultlens.web.lists import PAGE, pager

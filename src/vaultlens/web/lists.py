@@ -9,9 +9,8 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
-from vaultlens.services.changing import writes
-from vaultlens.services.changing.writes import Befores
 from vaultlens.services.verbs import changing, finding
+from vaultlens.services.verbs.changing import SHOW_BEFORE, Befores
 from vaultlens.web.layout import h, note_href, page, tag
 from vaultlens.web.pages import problem, section_ref
 from vaultlens.web.state import WebState
@@ -188,7 +187,7 @@ def before_body(found: Befores) -> str:
         else:
             body = tag("pre", h(b.visible()), class_="before-text", aria_label=f"Text of {b.path} before")
         parts.append(tag("section", head + body, class_="before", data_op=b.op_id, data_path=b.path))
-    exact = writes.SHOW_BEFORE.format(op=found.op_id)
+    exact = SHOW_BEFORE.format(op=found.op_id)
     return (
         tag("p", "What vaultlens's journal kept of each note before the change; nothing here writes.")
         + "".join(parts)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
-from vaultlens.services.finding.notes import IMAGE_TYPES
+from vaultlens.services.verbs.finding import IMAGE_TYPES
 from vaultlens.vault.links import LinkResolver, extract_links, masked_spans, tag_at
 from vaultlens.web.layout import h, note_href, tag
 

@@ -10,16 +10,15 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
-from vaultlens.services.drafting.presets import PRESETS
-from vaultlens.services.finding import notes
 from vaultlens.services.verbs import finding
+from vaultlens.services.verbs.drafting import PRESETS
 from vaultlens.vault.links import LinkResolver
 from vaultlens.web.layout import h, labelled, note_href, page, tag, void
 from vaultlens.web.obsidian import NoteLinks, anchor, heading_section
 from vaultlens.web.render import note_html, obsidian_url, parse_lines
 from vaultlens.web.state import WebState
 
-Text = Annotated[str, Query(max_length=notes.MAX_PATH_CHARS)]
+Text = Annotated[str, Query(max_length=finding.MAX_PATH_CHARS)]
 
 
 def problem(error: VaultlensError) -> str:
@@ -28,17 +27,17 @@ def problem(error: VaultlensError) -> str:
     return tag("p", h(error.message) + hint, class_="error", role="alert", data_code=error.code)
 
 
-def read_note(state: WebState, path: str) -> notes.NoteSlice:
+def read_note(state: WebState, path: str) -> finding.NoteSlice:
     """The whole note, read through the ``note`` verb slice by slice (its safe-path rules apply)."""
-    first = finding.note(state.app, path, 0, notes.MAX_SLICE)
+    first = finding.note(state.app, path, 0, finding.MAX_SLICE)
     text, at = first.text, first.next_offset
     while at is not None:
-        more = finding.note(state.app, path, at, notes.MAX_SLICE)
+        more = finding.note(state.app, path, at, finding.MAX_SLICE)
         text, at = text + more.text, more.next_offset
-    return notes.NoteSlice(first.path, 0, len(text), first.total_length, first.content_hash, text, None)
+    return finding.NoteSlice(first.path, 0, len(text), first.total_length, first.content_hash, text, None)
 
 
-def rendered_note(state: WebState, note: notes.NoteSlice, target: tuple[int, int] | None) -> str:
+def rendered_note(state: WebState, note: finding.NoteSlice, target: tuple[int, int] | None) -> str:
     """A note's text as Obsidian shows it, its links resolved against the vault's files."""
     resolver = finding.link_resolver(state.app)
     return note_html(note.text, target, NoteLinks(resolver, note.path, _embedder(state, resolver)))
@@ -104,7 +103,7 @@ def related_html(state: WebState, path: str) -> str:
     return tag("ul", "".join(items), class_="related-list")
 
 
-def graph_html(graph: notes.NoteGraph) -> str:
+def graph_html(graph: finding.NoteGraph) -> str:
     """Backlinks and outgoing links, each a link to its note view."""
 
     def listed(title: str, paths: list[str], class_: str) -> str:

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
-from vaultlens.services.finding import notes
 from vaultlens.services.verbs import changing, finding, inspecting
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.web.lists import PAGE
@@ -28,7 +27,7 @@ def build(state: WebState) -> APIRouter:
         return JSONResponse([hit.as_dict() for hit in hits], headers=hits.headers())
 
     @router.get("/similar")
-    def similar(path: Annotated[str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS)]) -> JSONResponse:
+    def similar(path: Annotated[str, Query(min_length=1, max_length=finding.MAX_PATH_CHARS)]) -> JSONResponse:
         return JSONResponse(finding.similar(app, path, untrusted=True).as_dict())
 
     @router.get("/duplicates")
@@ -46,8 +45,8 @@ def build(state: WebState) -> APIRouter:
 
     @router.get("/notes")
     def note_picker(
-        match: Annotated[str, Query(max_length=notes.MAX_PATH_CHARS)] = "",
-        limit: Annotated[int, Query(ge=1, le=notes.MAX_PAGE)] = PICKER_LIMIT,
+        match: Annotated[str, Query(max_length=finding.MAX_PATH_CHARS)] = "",
+        limit: Annotated[int, Query(ge=1, le=finding.MAX_PAGE)] = PICKER_LIMIT,
     ) -> JSONResponse:
         return JSONResponse(finding.list_notes(app, "", None, limit, match).as_dict())
 
@@ -70,7 +69,7 @@ def build_files(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
     @router.get("/ui/file")
-    def vault_file(path: Annotated[str, Query(min_length=1, max_length=notes.MAX_PATH_CHARS)]) -> Response:
+    def vault_file(path: Annotated[str, Query(min_length=1, max_length=finding.MAX_PATH_CHARS)]) -> Response:
         data, media = finding.image(state.app, path)
         return Response(data, media_type=media, headers={"Cache-Control": "no-store"})
 

@@ -17,8 +17,8 @@ from typing import Any, Generic, TypeVar
 
 from vaultlens.errors import InvalidInput, Proposal
 from vaultlens.services.app import App
-from vaultlens.services.changing.review.outcome import ReviewResult
 from vaultlens.services.verbs.auditing import StructureResult, TopicsResult
+from vaultlens.services.verbs.changing import ReviewResult
 from vaultlens.web.csrf import Csrf
 from vaultlens.web.events import EventHub
 

@@ -17,7 +17,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from vaultlens.errors import ConsentRequired
-from vaultlens.services.finding import notes
 from vaultlens.services.verbs import auditing, changing, drafting, finding, restructuring
 from vaultlens.services.verbs.changing import PlanOptions
 from vaultlens.web.pages import markdown_html
@@ -25,7 +24,7 @@ from vaultlens.web.pairing import write_guard
 from vaultlens.web.sse import ask_stream
 from vaultlens.web.state import WebState
 
-Path = Field(min_length=1, max_length=notes.MAX_PATH_CHARS)
+Path = Field(min_length=1, max_length=finding.MAX_PATH_CHARS)
 Token = Field(None, min_length=64, max_length=64, pattern="^[0-9a-f]{64}$")
 
 
@@ -97,7 +96,7 @@ class SplitBody(ToolBody):
 
 class DataviewBody(BaseModel):
     question: str = Field(min_length=1, max_length=4_000)
-    insert: str | None = Field(None, min_length=1, max_length=notes.MAX_PATH_CHARS)
+    insert: str | None = Field(None, min_length=1, max_length=finding.MAX_PATH_CHARS)
     after_line: int | None = Field(None, ge=1)
     consent: bool = False
 
@@ -137,8 +136,7 @@ def build(state: WebState) -> APIRouter:
     def merge(body: MergeBody) -> JSONResponse:
         """Plan merging OTHER into KEEP as one group (its diff in ``plan``); ``/apply`` writes it with that
         diff's token. Both paths must be notes the vault's scan lists."""
-        rules = app.files().rules()
-        keep, other = notes.resolve_untrusted(rules, body.keep), notes.resolve_untrusted(rules, body.other)
+        keep, other = finding.note_path(app, body.keep), finding.note_path(app, body.other)
         return JSONResponse(restructuring.write_merge(app, keep, other, body.sections).as_dict())
 
     @router.post("/ask")
@@ -150,7 +148,7 @@ def build(state: WebState) -> APIRouter:
 
     def note(path: str) -> str:
         """A note path from the page, by the rules of a path from a program (see services/notes)."""
-        return notes.resolve_untrusted(app.files().rules(), path)
+        return finding.note_path(app, path)
 
     # the note tools, named after `vaultlens write ...`: each answers its verb's result, whose plan
     # (one write, or one operation group for split) is applied through /ui/api/apply

@@ -38,7 +38,7 @@ from vaultlens.safewrite import Entry
 from vaultlens.services.changing import writes
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.drafting import draft, transform
-from vaultlens.services.restructuring.batch_state import BatchNote, BatchState, NoteStatus
+from vaultlens.services.restructuring.batch_state import BatchNote, BatchState, Estimate, NoteStatus
 from vaultlens.services.restructuring.split import note_lines
 from vaultlens.vault.outline import outline_note
 from vaultlens.vault.parse import decode_note
@@ -46,7 +46,6 @@ from vaultlens.vault.parse import decode_note
 __all__ = [
     "BatchResult",
     "Estimate",
-    "describe",
     "NoteSelector",
     "adopt",
     "estimate",
@@ -127,34 +126,6 @@ def _selection(files: VaultFiles, path: str, instruction: str) -> transform.Sele
     if not any(x.strip() for x in lines[first - 1 :]):
         return None
     return transform.prepare(source, first, len(lines), instruction)
-
-
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """What the batch sends and gets back, in approximate tokens, and its cost if prices are set."""
-
-    notes: int
-    prompt_tokens: int
-    answer_tokens: int
-    cost: float | None  # in the settings' price unit; None: no price set
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"notes": self.notes, "prompt_tokens": self.prompt_tokens, "answer_tokens": self.answer_tokens,
-                "cost": self.cost}  # fmt: skip
-
-
-def describe(est: dict[str, Any]) -> str:
-    """An estimate (:meth:`Estimate.as_dict`) as a sentence."""
-    cost = est.get("cost")
-    said = (
-        "unknown (set llm.price_in_per_mtok and llm.price_out_per_mtok)"
-        if cost is None
-        else f"about {cost:.4f}"
-    )
-    return (
-        f"{est['notes']} notes: about {est['prompt_tokens']:,} prompt tokens and {est['answer_tokens']:,} answer "
-        f"tokens (characters / {CHARS_PER_TOKEN}); cost {said}."
-    )
 
 
 def estimate(files: VaultFiles, paths: list[str], instruction: str, prices: tuple[float, float]) -> Estimate:

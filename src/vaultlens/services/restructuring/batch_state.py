@@ -31,9 +31,10 @@ from vaultlens.errors import (
     translated_errors,
 )
 from vaultlens.fsutil import atomic_write
+from vaultlens.index.estimate import CHARS_PER_TOKEN
 from vaultlens.index.lock import WriterLock
 
-__all__ = ["BatchNote", "BatchState", "NoteStatus", "load", "locked", "new_batch_id", "save"]
+__all__ = ["BatchNote", "BatchState", "Estimate", "NoteStatus", "load", "locked", "new_batch_id", "save"]
 
 NoteStatus = Literal["pending", "planned", "unchanged", "skipped", "failed"]
 _ID_CHARS = frozenset("0123456789abcdefT-")
@@ -55,6 +56,31 @@ class BatchNote:
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """What the batch sends and gets back, in approximate tokens, and its cost if prices are set."""
+
+    notes: int = 0
+    prompt_tokens: int = 0
+    answer_tokens: int = 0
+    cost: float | None = None  # in the settings' price unit; None: no price set
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def sentence(self) -> str:
+        """The estimate as the CLI says it before a batch runs."""
+        said = (
+            "unknown (set llm.price_in_per_mtok and llm.price_out_per_mtok)"
+            if self.cost is None
+            else f"about {self.cost:.4f}"
+        )
+        return (
+            f"{self.notes} notes: about {self.prompt_tokens:,} prompt tokens and {self.answer_tokens:,} answer "
+            f"tokens (characters / {CHARS_PER_TOKEN}); cost {said}."
+        )
+
+
 @dataclass(slots=True)
 class BatchState:
     """What a batch is (vault, selection, instruction) and how far it got."""
@@ -67,7 +93,7 @@ class BatchState:
     concurrency: int
     created: str
     notes: list[BatchNote]
-    estimate: dict[str, Any] = field(default_factory=dict)
+    estimate: Estimate = field(default_factory=Estimate)
     vault_id: str = ""  # the vault's journal id: the batch follows its vault when the folder moves
 
     def as_dict(self) -> dict[str, Any]:
@@ -131,6 +157,7 @@ def load(batch_id: str) -> BatchState:
     try:
         raw = json.loads(target.read_bytes())
         raw["notes"] = [BatchNote(**n) for n in raw["notes"]]
+        raw["estimate"] = Estimate(**raw.get("estimate", {}))
         return BatchState(**raw)
     except FileNotFoundError:
         raise OperationNotFound(

@@ -11,11 +11,11 @@ from vaultlens.errors import translated_errors
 from vaultlens.llm.base import LLMProvider, OnText
 from vaultlens.services.app import App
 from vaultlens.services.asking import ask as asking
-from vaultlens.services.asking.ask import AskAnswer
+from vaultlens.services.asking.ask import AskAnswer, Source
 from vaultlens.services.asking.chat import ChatSession, ChatTurn
 from vaultlens.services.consent import require_llm_consent
 
-__all__ = ["ask", "chat_turn", "open_chat"]
+__all__ = ["AskAnswer", "ChatSession", "ChatTurn", "Source", "ask", "chat_turn", "open_chat"]
 
 
 def ask(

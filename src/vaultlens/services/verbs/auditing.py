@@ -26,6 +26,7 @@ from vaultlens.services.auditing.moc import MocPlan, plan_moc
 from vaultlens.services.auditing.report_files import (
     CLUSTER_FILES,
     DEEP_FILES,
+    MAP,
     ReportFiles,
     VaultPlan,
     check_out,
@@ -38,7 +39,22 @@ from vaultlens.services.auditing.report_files import (
 )
 from vaultlens.vault.links import LinkResolver
 
-__all__ = ["StructureResult", "TopicsResult", "audit_clusters_only", "audit_deep", "audit_structure", "moc"]
+__all__ = [
+    "CLUSTER_MIN_SIZE",
+    "CLUSTER_THRESHOLD",
+    "MAP",
+    "ClusterReport",
+    "DeepPlan",
+    "DeepReport",
+    "MocPlan",
+    "StructureAudit",
+    "StructureResult",
+    "TopicsResult",
+    "audit_clusters_only",
+    "audit_deep",
+    "audit_structure",
+    "moc",
+]
 
 
 def _paths(written: dict[str, Path]) -> dict[str, str]:

@@ -26,10 +26,16 @@ from vaultlens.services.changing.review.session import (
     resolve_options,
     send,
 )
-from vaultlens.services.changing.writes import Planned
+from vaultlens.services.changing.writes import SHOW_BEFORE, Applied, Befores, Planned
 
 __all__ = [
+    "SHOW_BEFORE",
+    "Applied",
+    "BatchReport",
+    "Befores",
     "PlanOptions",
+    "Planned",
+    "ReviewResult",
     "apply",
     "history",
     "plan_undo",

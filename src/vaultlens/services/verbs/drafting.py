@@ -13,7 +13,7 @@ from vaultlens.services.app import App
 from vaultlens.services.drafting import continuation, draft, flashcards, transform
 from vaultlens.services.drafting.dataview import query as dataview
 from vaultlens.services.drafting.dataview.fields import collect
-from vaultlens.services.drafting.presets import instruction_for
+from vaultlens.services.drafting.presets import PRESETS, instruction_for
 from vaultlens.services.drafting.results import (
     ContinueResult,
     DataviewResult,
@@ -21,7 +21,17 @@ from vaultlens.services.drafting.results import (
     TransformResult,
 )
 
-__all__ = ["write_continue", "write_dataview", "write_flashcards", "write_transform"]
+__all__ = [
+    "PRESETS",
+    "ContinueResult",
+    "DataviewResult",
+    "FlashcardsResult",
+    "TransformResult",
+    "write_continue",
+    "write_dataview",
+    "write_flashcards",
+    "write_transform",
+]
 
 
 @translated_errors()

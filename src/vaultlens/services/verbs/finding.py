@@ -13,14 +13,49 @@ from typing import TYPE_CHECKING
 from vaultlens.errors import InvalidInput, VaultError, translated_errors
 from vaultlens.services.app import App
 from vaultlens.services.finding import discover, notes
+from vaultlens.services.finding.discover import SimilarNote, SimilarResult
 from vaultlens.services.finding.duplicates import report as dups
-from vaultlens.services.finding.search import SearchHits, rank_notes
+from vaultlens.services.finding.duplicates.report import Dismissed, DuplicatePair, DuplicateReport, LineRange
+from vaultlens.services.finding.notes import (
+    DEFAULT_PAGE,
+    DEFAULT_SLICE,
+    IMAGE_TYPES,
+    MAX_PAGE,
+    MAX_PATH_CHARS,
+    MAX_SLICE,
+    NoteEntry,
+    NoteGraph,
+    NoteList,
+    NoteSlice,
+)
+from vaultlens.services.finding.search import NOTICES_HEADER, NoteHit, SearchHits, rank_notes
+from vaultlens.services.finding.section import Section
 
 if TYPE_CHECKING:
     from vaultlens.index.store import Store
     from vaultlens.vault.links import LinkResolver
 
 __all__ = [
+    "DEFAULT_PAGE",
+    "DEFAULT_SLICE",
+    "IMAGE_TYPES",
+    "MAX_PAGE",
+    "MAX_PATH_CHARS",
+    "MAX_SLICE",
+    "NOTICES_HEADER",
+    "Dismissed",
+    "DuplicatePair",
+    "DuplicateReport",
+    "LineRange",
+    "NoteEntry",
+    "NoteGraph",
+    "NoteHit",
+    "NoteList",
+    "NoteSlice",
+    "SearchHits",
+    "Section",
+    "SimilarNote",
+    "SimilarResult",
     "dismiss",
     "duplicates",
     "image",
@@ -28,6 +63,7 @@ __all__ = [
     "list_notes",
     "note",
     "note_graph",
+    "note_path",
     "search",
     "similar",
 ]
@@ -49,30 +85,27 @@ def search(
         return rank_notes(store, app.provider(), query, s, limit or s.limit, sections or s.sections, tier)
 
 
-def similar(
-    app: App, note: str, limit: int | None = None, *, untrusted: bool = False
-) -> discover.SimilarResult:
+def similar(app: App, note: str, limit: int | None = None, *, untrusted: bool = False) -> SimilarResult:
     """Notes related to ``note`` from stored vectors only (no embedding call).
 
     ``untrusted``: ``note`` comes from a program or an agent (API, MCP), so it is resolved by the
     same rule as a note it reads (:func:`~vaultlens.services.finding.notes.resolve_untrusted`: an exact
     vault-relative path to a listed note; no names, case or extension variants, encoded tricks)."""
-    with translated_errors(path=app.index_dir):
-        if untrusted:
-            note = notes.resolve_untrusted(app.files().rules(), note)
+    if untrusted:
+        note = note_path(app, note)
     with translated_errors(path=app.index_dir), app.reading() as store:
         path = discover.resolve_note(store, str(app.vault), note)
         d = app.settings.discover
         return discover.similar(store, path, limit or app.settings.search.limit, d.min_chars, settings=d)
 
 
-def duplicates(app: App, threshold: float | None = None, limit: int | None = None) -> dups.DuplicateReport:
+def duplicates(app: App, threshold: float | None = None, limit: int | None = None) -> DuplicateReport:
     """Exact copies; whole-note pairs (near_duplicate, contained at ``threshold``; translation); shared passages; same-named notes."""
     with translated_errors(path=app.index_dir), app.reading() as store:
         return _report(app, store, threshold, limit)
 
 
-def _report(app: App, store: Store, threshold: float | None, limit: int | None) -> dups.DuplicateReport:
+def _report(app: App, store: Store, threshold: float | None, limit: int | None) -> DuplicateReport:
     d = app.settings.discover
     return dups.duplicates(
         store,
@@ -83,7 +116,7 @@ def _report(app: App, store: Store, threshold: float | None, limit: int | None) 
     )
 
 
-def dismiss(app: App, a: str, b: str, threshold: float | None = None) -> dups.Dismissed:
+def dismiss(app: App, a: str, b: str, threshold: float | None = None) -> Dismissed:
     """Hide a pair :func:`duplicates` lists (at ``threshold``, any limit) until either note changes.
     A pair it does not list is refused: a typo or a guess would otherwise be stored silently and
     hide nothing, or hide a pair before it was ever shown."""
@@ -110,10 +143,10 @@ def dismiss(app: App, a: str, b: str, threshold: float | None = None) -> dups.Di
                     )
         with app.live.lease() as store:
             store.dismiss_pair(pa, pb)
-        return dups.Dismissed(pa, pb)
+        return Dismissed(pa, pb)
 
 
-def note(app: App, path: str, offset: int = 0, length: int = notes.DEFAULT_SLICE) -> notes.NoteSlice:
+def note(app: App, path: str, offset: int = 0, length: int = DEFAULT_SLICE) -> NoteSlice:
     """A bounded slice of one note's text, with its total length and content hash (no index needed)."""
     with translated_errors(path=app.index_dir):
         files = app.files()
@@ -128,8 +161,8 @@ def image(app: App, path: str) -> tuple[bytes, str]:
 
 
 def list_notes(
-    app: App, folder: str = "", cursor: str | None = None, limit: int = notes.DEFAULT_PAGE, match: str = ""
-) -> notes.NoteList:
+    app: App, folder: str = "", cursor: str | None = None, limit: int = DEFAULT_PAGE, match: str = ""
+) -> NoteList:
     """One page of the indexed notes under ``folder``, sorted by path; with ``match``, the notes
     whose title, an alias or the path match it, best first (the page's note picker)."""
     with translated_errors(path=app.index_dir), app.reading() as store:
@@ -144,10 +177,16 @@ def link_resolver(app: App) -> LinkResolver:
     return LinkResolver(f.path for f in app.files().scan().files)
 
 
-def note_graph(app: App, path: str, resolver: LinkResolver | None = None) -> notes.NoteGraph:
-    """The notes ``path`` links to and the notes linking to it, as the index knows its links."""
+def note_path(app: App, path: str) -> str:
+    """A path from a program or the page → the vault-relative note it names: an exact path to a note
+    the vault's scan lists, else refused (:func:`~vaultlens.services.finding.notes.resolve_untrusted`)."""
     with translated_errors(path=app.index_dir):
-        rel = notes.resolve_untrusted(app.files().rules(), path)
-        with app.reading() as store:
-            links = store.links()
+        return notes.resolve_untrusted(app.files().rules(), path)
+
+
+def note_graph(app: App, path: str, resolver: LinkResolver | None = None) -> NoteGraph:
+    """The notes ``path`` links to and the notes linking to it, as the index knows its links."""
+    rel = note_path(app, path)
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        links = store.links()
     return notes.note_graph(rel, links, resolver or link_resolver(app))

@@ -20,7 +20,15 @@ from vaultlens.services.inspecting.providers import ProviderInfo, describe_provi
 from vaultlens.services.verbs.finding import search
 from vaultlens.services.verbs.indexing import index
 
-__all__ = ["bench_embed", "eval_beir", "eval_queries", "providers"]
+__all__ = [
+    "EmbedBench",
+    "GroupScore",
+    "ProviderInfo",
+    "bench_embed",
+    "eval_beir",
+    "eval_queries",
+    "providers",
+]
 
 
 def providers(app: App) -> list[ProviderInfo]:

@@ -26,7 +26,21 @@ from vaultlens.services.restructuring.batch_state import BatchNote, BatchState
 from vaultlens.services.restructuring.merge import MergeResult, MoveResult
 from vaultlens.services.restructuring.split import SplitResult
 
-__all__ = ["write_batch", "write_batch_run", "write_merge", "write_move", "write_split"]
+__all__ = [
+    "BatchNote",
+    "BatchResult",
+    "BatchState",
+    "MergeResult",
+    "MoveResult",
+    "NoteSelector",
+    "Progress",
+    "SplitResult",
+    "write_batch",
+    "write_batch_run",
+    "write_merge",
+    "write_move",
+    "write_split",
+]
 
 MAX_CONCURRENCY = 16
 
@@ -79,7 +93,7 @@ def write_batch(
     est = batch.estimate(files, paths, instruction, (llm.price_in_per_mtok, llm.price_out_per_mtok))
     state = BatchState(
         batch_state.new_batch_id(), str(app.vault), given, instruction, title, concurrency,
-        datetime.now(UTC).isoformat(timespec="seconds"), [BatchNote(p) for p in paths], est.as_dict(),
+        datetime.now(UTC).isoformat(timespec="seconds"), [BatchNote(p) for p in paths], est,
         writes.journal(app.vault).root.name,
     )  # fmt: skip
     batch_state.save(state)

@@ -14,7 +14,16 @@ from vaultlens.services.app import App
 from vaultlens.services.status.results import DoctorReport, FileProblem, IndexStatus, SpaceChange, TierStatus
 from vaultlens.vault.scan import paths_sharing_a_file
 
-__all__ = ["doctor", "status", "unfinished_run"]
+__all__ = [
+    "DoctorReport",
+    "FileProblem",
+    "IndexStatus",
+    "SpaceChange",
+    "TierStatus",
+    "doctor",
+    "status",
+    "unfinished_run",
+]
 
 
 def status(app: App) -> IndexStatus:
