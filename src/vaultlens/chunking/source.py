@@ -8,7 +8,7 @@ Offsets. :func:`~vaultlens.vault.parse.decode_note` drops a UTF-8 BOM and turns 
 CR into LF, and the parser and chunker count code points in that text; chunk ids and content
 hashes depend on it (a CRLF note chunks like its LF twin), so it stays normalised. Instead,
 :class:`NoteSource` maps any offset of its ``text`` back to a byte offset of ``raw`` exactly:
-``source.chunk_bytes(chunk)`` is the chunk's original bytes, CRLF line endings included, and
+``raw[slice(*source.byte_span(chunk.start, chunk.end))]`` is a chunk's original bytes, CRLF kept, and
 everything outside that slice (the BOM, the rest of the file) is untouched by a byte-exact
 write that replaces it.
 """
@@ -90,11 +90,6 @@ class NoteSource:
         if end < start:
             raise ValueError(f"span end {end} is before its start {start}")
         return self.byte_offset(start), self.byte_offset(end)
-
-    def chunk_bytes(self, chunk: Chunk) -> bytes:
-        """The exact bytes of ``chunk`` in the file (CRLF kept); decoded and normalised, they are its text."""
-        start, end = self.byte_span(chunk.start, chunk.end)
-        return self.raw[start:end]
 
     @cached_property
     def _map(self) -> _ByteMap:

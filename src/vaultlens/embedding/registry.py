@@ -14,15 +14,11 @@ that nobody registered, listing the ones that are.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from vaultlens.config.registry import ProviderRegistry
 from vaultlens.config.settings import EmbeddingSettings
 from vaultlens.embedding.base import EmbeddingProvider
 from vaultlens.embedding.http import OllamaProvider, OpenAICompatibleProvider
 from vaultlens.embedding.local import LocalUSEProvider
-
-ProviderFactory = Callable[[EmbeddingSettings], EmbeddingProvider]
 
 _REGISTRY: ProviderRegistry[EmbeddingSettings, EmbeddingProvider] = ProviderRegistry(
     "embedding", "vaultlens.embedding.registry.register_provider"

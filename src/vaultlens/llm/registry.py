@@ -8,20 +8,15 @@ call a plug-in or a test uses (``--set llm.provider=NAME`` then selects it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from vaultlens.config.registry import ProviderRegistry
 from vaultlens.config.settings import LLMSettings
 from vaultlens.llm.base import LLMProvider
 from vaultlens.llm.http_chat import GroqChat, OllamaChat, OpenAIChat, OpenAICompatibleChat, OpenRouterChat
 
-LLMFactory = Callable[[LLMSettings], LLMProvider]
-
 _REGISTRY: ProviderRegistry[LLMSettings, LLMProvider] = ProviderRegistry(
     "llm", "vaultlens.llm.registry.register_llm"
 )
 register_llm = _REGISTRY.register
-unregister_llm = _REGISTRY.unregister
 llm_names = _REGISTRY.names
 make_llm = _REGISTRY.make
 

@@ -35,7 +35,6 @@ from vaultlens.embedding.base import EmbeddingSpace, Vectors, normalize_rows
 from vaultlens.embedding.tiers.remote import AUTO, Prefixes
 from vaultlens.errors import ConfigError
 
-KIND = "local"
 PACKAGES = ("torch", "sentence_transformers")
 INSTALL = "pip install 'vaultlens[local-model]'"
 LAYOUT_FILE = "modules.json"  # what makes a folder a sentence-transformers model

@@ -39,7 +39,6 @@ class TierForm:
         return self.kind
 
 
-TierFactory = Callable[[EmbeddingSettings], TierProvider]
 TierFormFactory = Callable[[TierForm], TierProvider]
 
 _NAMES: ProviderRegistry[EmbeddingSettings, TierProvider] = ProviderRegistry(
@@ -50,7 +49,6 @@ _FORMS: ProviderRegistry[TierForm, TierProvider] = ProviderRegistry(
 )
 register_tier = _NAMES.register
 unregister_tier = _NAMES.unregister
-tier_names = _NAMES.names
 register_tier_form = _FORMS.register
 unregister_tier_form = _FORMS.unregister
 

@@ -88,32 +88,18 @@ def dashboard_markdown(report: StructureReport, resolver: LinkResolver, generate
             return f"{names.link(item['target'])} has no {_code(item['anchor'])}"
         return f"alias of {names.link(item['alias_of'])}" if item.get("alias_of") else ""
 
-    n = len(report.broken_links)
-    section(
-        f"Broken links ({n})",
-        _table(["note", "line", "link", "hint"], problem_rows(report.broken_links, "hint"), n)
-        if n
-        else ["None.", ""],
-    )
-    n = len(report.ambiguous_links)
-    section(
-        f"Ambiguous links ({n})",
-        (
-            ["Several files match these names; Obsidian picks one. Qualify the link with a path.", ""]
-            + _table(
-                ["note", "line", "link", "matches"], problem_rows(report.ambiguous_links, "candidates"), n
-            )
+    ambiguous = ["Several files match these names; Obsidian picks one. Qualify the link with a path.", ""]
+    for title, items, column, extra, intro in (
+        ("Broken links", report.broken_links, "hint", "hint", []),
+        ("Ambiguous links", report.ambiguous_links, "matches", "candidates", ambiguous),
+        ("Missing headings and blocks", report.missing_anchors, "problem", "anchor", []),
+    ):
+        n = len(items)
+        rows = problem_rows(items, extra)
+        section(
+            f"{title} ({n})",
+            intro + _table(["note", "line", "link", column], rows, n) if n else ["None.", ""],
         )
-        if n
-        else ["None.", ""],
-    )
-    n = len(report.missing_anchors)
-    section(
-        f"Missing headings and blocks ({n})",
-        _table(["note", "line", "link", "problem"], problem_rows(report.missing_anchors, "anchor"), n)
-        if n
-        else ["None.", ""],
-    )
     section(
         f"Orphans ({len(report.orphans)})",
         ["No link in or out (as in Obsidian's graph).", ""]

@@ -20,7 +20,6 @@ from vaultlens.fsutil import read_jsonl
 from vaultlens.services.finding.search import NoteHit
 from vaultlens.services.serial import AsDict
 
-Ranker = Callable[[str], list[str]]
 # Open a vault, bring its index up to date, and return its search (query, notes wanted) -> hits.
 OpenVault = Callable[[Path], Callable[[str, int], list[NoteHit]]]
 
