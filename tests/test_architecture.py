@@ -524,6 +524,42 @@ def test_the_interface_check_sees_every_import_form(
     assert feature_imports(_sample(tmp_path, source), module) == reported
 
 
+TYPED_INTERFACES = ("server",)  # cli/ and web/ join as their renderers read typed results by attribute
+
+
+def any_uses(path: Path) -> list[int]:
+    """The lines where ``path`` names ``typing.Any`` (imported by name or as ``typing.Any``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and node.id == "Any")
+        or (isinstance(node, ast.Attribute) and node.attr == "Any")
+        or (isinstance(node, ast.ImportFrom) and any(a.name == "Any" for a in node.names))
+    )
+
+
+@pytest.mark.parametrize("package", TYPED_INTERFACES)
+def test_a_typed_interface_names_no_any(package: str) -> None:
+    """An interface renders typed results by attribute and JSON as ``dict[str, object]``: an ``Any``
+    there is a result read back by string key or a type nobody checks."""
+    found = {
+        p.relative_to(SRC).as_posix(): lines
+        for p in sorted((SRC / package).rglob("*.py"))
+        if (lines := any_uses(p))
+    }
+    assert found == {}, f"Any in {package}/: {found}"
+
+
+def test_the_any_check_sees_each_form(tmp_path: Path) -> None:
+    sample = _sample(
+        tmp_path,
+        "from typing import Any\nimport typing\nx: typing.Any = 1\ndef f(d: dict[str, Any]) -> None: ...\n"
+        "y: dict[str, object] = {}\n",
+    )
+    assert any_uses(sample) == [1, 3, 4]
+
+
 MAX_LINES = 800  # a file longer than this holds more than one thing: split it into modules named for each
 
 

@@ -17,7 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import version
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -71,7 +71,7 @@ class AskBody(BaseModel):
     )
 
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
+_ERRORS: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorBody, "description": why}
     for status, why in [
         (400, "bad input: a refused path, an out-of-range parameter, an empty query"),
@@ -94,7 +94,7 @@ def error_response(error: VaultlensError, headers: Mapping[str, str] | None = No
 CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"  # what finding.list_notes hands out: URL-safe base64, unpadded
 
 
-def _path_query(what: str, min_length: int = 1) -> Any:
+def _path_query(what: str, min_length: int = 1) -> object:
     """A path parameter with the limits that otherwise come back as 400s declared in the schema:
     its length, and the characters no note path may have (the rule of ``vault/safepath.py``)."""
     return Query(
@@ -107,7 +107,7 @@ def _path_query(what: str, min_length: int = 1) -> Any:
     )
 
 
-def _json(data: Any) -> JSONResponse:
+def _json(data: object) -> JSONResponse:
     return JSONResponse(data)
 
 
@@ -115,7 +115,7 @@ def create_api(
     app: App,
     *,
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
-    watcher: Callable[[], dict[str, Any]] | None = None,
+    watcher: Callable[[], dict[str, object]] | None = None,
     hub: EventHub | None = None,
 ) -> FastAPI:
     """The FastAPI application over ``app``'s verbs (no auth here: :class:`~vaultlens.server.guard.Guard`
@@ -173,7 +173,9 @@ def create_api(
         """Run in a worker thread like every route, so a server whose workers are stuck is not healthy."""
         return {"ok": True}
 
-    @api.get("/v1/status", response_model=dict[str, Any], summary="Index coverage, totals, model, last run")
+    @api.get(
+        "/v1/status", response_model=dict[str, object], summary="Index coverage, totals, model, last run"
+    )
     def status() -> JSONResponse:
         try:
             out = index_status(app).as_dict()
@@ -265,7 +267,7 @@ def create_api(
     def ask(body: AskBody) -> StreamingResponse:
         return ask_stream(app, body.question, body.extractive, body.consent)
 
-    def openapi() -> dict[str, Any]:
+    def openapi() -> dict[str, object]:
         """FastAPI's schema without its 422 entries: invalid input is a 400 in the one error shape."""
         if api.openapi_schema is None:
             spec = get_openapi(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import anyio.to_thread
 from mcp.server.fastmcp import FastMCP
@@ -90,8 +90,8 @@ class VaultMCP(FastMCP):
     """FastMCP whose failed calls are the one error shape (see the module docstring)."""
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any]
-    ) -> Sequence[ContentBlock] | dict[str, Any]:
+        self, name: str, arguments: dict[str, object]
+    ) -> Sequence[ContentBlock] | dict[str, object]:
         try:
             return await super().call_tool(name, arguments)
         except ToolError as exc:
@@ -125,7 +125,7 @@ def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
     )
 
     @mcp.tool(annotations=READ_ONLY, title="Search notes")
-    async def search_notes(query: Query, limit: Limit = 8) -> dict[str, Any]:
+    async def search_notes(query: Query, limit: Limit = 8) -> dict[str, object]:
         """Find notes by meaning and by words. Returns notes with a score and their best sections
         (heading path, line range, snippet). Read a whole section with get_note."""
         hits = await _call(lambda: finding.search(app, query, limit, untrusted=True))
@@ -142,20 +142,20 @@ def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
                 ge=1, le=finding.MAX_SLICE, description=f"Characters to return (at most {finding.MAX_SLICE})."
             ),
         ] = finding.DEFAULT_SLICE,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Read a slice of one note's text. The result has the note's total_length, its
         content_hash and next_offset (null at the end): call again with offset=next_offset for more."""
         part = await _call(lambda: finding.note(app, path, offset, length))
         return envelope("note_slice", part.as_dict())
 
     @mcp.tool(annotations=READ_ONLY, title="Find related notes")
-    async def find_related_notes(path: NotePath, limit: Limit = 8) -> dict[str, Any]:
+    async def find_related_notes(path: NotePath, limit: Limit = 8) -> dict[str, object]:
         """Notes on the same topics as the given note, with the pair of sections that match best."""
         result = await _call(lambda: finding.similar(app, path, limit, untrusted=True))
         return envelope("related_notes", result.as_dict())
 
     @mcp.tool(annotations=READ_ONLY, title="Vault status")
-    async def vault_status() -> dict[str, Any]:
+    async def vault_status() -> dict[str, object]:
         """What is indexed: note and chunk counts, skipped files with reasons, the model, the last run
         (an error when the vault has no index)."""
         info = await _call(lambda: _indexed_status(app))
@@ -177,7 +177,7 @@ def build_mcp(app: App, *, host: str = "127.0.0.1") -> FastMCP:
                 description="next_cursor of the previous page; omit at first.",
             ),
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Indexed notes under a folder, sorted by path, with titles; up to 100 per page."""
         page = await _call(lambda: finding.list_notes(app, folder, cursor))
         return envelope("note_list", page.as_dict())

@@ -23,7 +23,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -224,7 +223,7 @@ def search_via_server(app: App, query: str, limit: int | None, sections: int | N
         if not token:
             return None
         headers["Authorization"] = f"Bearer {token}"
-    params: dict[str, Any] = {"q": query}
+    params: dict[str, str | int] = {"q": query}
     if limit is not None:
         params["limit"] = limit
     if sections is not None:

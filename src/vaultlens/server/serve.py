@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, Literal
+from typing import Literal
 
 import anyio.to_thread
 import uvicorn
@@ -72,7 +72,7 @@ def build_asgi(
     token: str | None,
     on_start: Callable[[], None] | None = None,
     on_stop: Callable[[], None] | None = None,
-    watcher: Callable[[], dict[str, Any]] | None = None,
+    watcher: Callable[[], dict[str, object]] | None = None,
     hub: EventHub | None = None,
 ) -> ASGIApp:
     """The whole server as one ASGI app: the security headers on every response, the guard in front
@@ -214,10 +214,10 @@ class Companion:
         return runtime.ServerInfo(os.getpid(), self.bound_host, self.bound_port, str(self.app.vault)).base_url
 
     # ---- lifespan: the watcher and the runtime file live exactly as long as the server ----------
-    def _watcher_info(self) -> dict[str, Any]:
+    def _watcher_info(self) -> dict[str, object]:
         """``state`` and ``reason``; while another process holds the writer lock (``elsewhere``), also
         ``holder``: its ``pid`` and ``command`` as it wrote them into the lock file (None if unknown)."""
-        info: dict[str, Any] = {"state": self.watcher_state, "reason": self.watcher_reason}
+        info: dict[str, object] = {"state": self.watcher_state, "reason": self.watcher_reason}
         if self.watcher_state == "elsewhere":
             holder = self.watcher_holder
             info["holder"] = None if holder is None else holder.as_dict()
