@@ -25,8 +25,8 @@ from vaultlens.errors import (
     StoreError,
     VaultlensError,
 )
+from vaultlens.index.connection_base import ConnectionBase
 from vaultlens.index.postgres.schema import lock_key
-from vaultlens.index.store_defaults import StoreDefaults
 
 if TYPE_CHECKING:
     import psycopg
@@ -179,7 +179,7 @@ _BEGIN_SNAPSHOT = (
 )
 
 
-class PostgresConnection(StoreDefaults):
+class PostgresConnection(ConnectionBase["psycopg.Connection[Any]"]):
     """One store schema's connections, transactions, snapshots, meta and kept counters: the base the
     store's rooms (vectors.py, fulltext.py, store.py) build on."""
 
@@ -288,21 +288,10 @@ class PostgresConnection(StoreDefaults):
             except Error:
                 conn.close()
 
-    def close(self) -> None:
-        with self._readers_lock:
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
-        self._conn.close()
-
     # ---- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
         return None if row is None else str(row[0])
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self.transaction():
-            self._set_meta(key, value)
 
     def delete_meta(self, key: str) -> None:
         with self.transaction() as db:

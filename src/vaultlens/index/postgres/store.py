@@ -297,12 +297,6 @@ class PostgresStore(PostgresFullText, PostgresVectors):
             )
             self._bump_generation()
 
-    def drop_tier(self) -> None:
-        with self.transaction() as db:
-            for sql in rows.DROP_TIER:
-                db.execute(sql)
-            self._bump_generation()
-
     def tier_coverage(self) -> tuple[int, int]:
         row = self._one(rows.TIER_COVERAGE)
         return int(row[1]), int(row[0])

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from vaultlens.errors import IndexNotFound, StoreError, translate_error
+from vaultlens.index.connection_base import ConnectionBase
 from vaultlens.index.sqlite.schema import DB_NAME, MIGRATIONS, SCHEMA, SCHEMA_VERSION, create_file
 from vaultlens.index.sqlite.threads import free_threads
-from vaultlens.index.store_defaults import StoreDefaults
 
 
-class SQLiteConnection(StoreDefaults):
+class SQLiteConnection(ConnectionBase[sqlite3.Connection]):
     """One store file's connections, transactions, snapshots and meta."""
 
     def __init__(self, directory: Path, create: bool) -> None:
@@ -74,13 +74,6 @@ class SQLiteConnection(StoreDefaults):
                 f"There is no index in {self.directory} (it was just removed).",
                 hint="Run `vaultlens index` to build it.",
             ) from exc
-
-    def close(self) -> None:
-        with self._readers_lock:
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
-        self._conn.close()
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -154,10 +147,6 @@ class SQLiteConnection(StoreDefaults):
         except sqlite3.OperationalError:  # brand-new file, no tables yet
             return None
         return None if row is None else str(row[0])
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self.transaction():
-            self._set_meta(key, value)
 
     def delete_meta(self, key: str) -> None:
         with self.transaction():

@@ -123,12 +123,6 @@ class SQLiteStore(SQLiteFullText, SQLiteVectors):
             )
             self._bump_generation()
 
-    def drop_tier(self) -> None:
-        with self.transaction() as db:
-            for sql in rows.DROP_TIER:
-                db.execute(sql)
-            self._bump_generation()
-
     def tier_coverage(self) -> tuple[int, int]:
         row = self.db.execute(rows.TIER_COVERAGE).fetchone()
         return int(row[1]), int(row[0])
