@@ -39,7 +39,7 @@ from test_web_browser import (
 )
 from test_web_browser import browser as browser  # noqa: F401, PLC0414 (the fixture: one Chromium)
 from test_web_browser import page as page  # noqa: F401, PLC0414 (the fixture: a fresh tab)
-from vaultlens.services.chat import REWRITE_PROMPT
+from vaultlens.services.asking.chat import REWRITE_PROMPT
 from vl_support import cli_env, write_vault
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (see test_web_browser)")

@@ -30,7 +30,7 @@ sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
 from scripted_chat_server import ChatStep, ScriptedChatServer  # noqa: E402
 from test_review import link_answer  # noqa: E402
-from vaultlens.services.chat import REWRITE_PROMPT  # noqa: E402
+from vaultlens.services.asking.chat import REWRITE_PROMPT  # noqa: E402
 
 ANSWER = "Feed the starter rye flour every day [S1]; see also [S9]."
 REWRITTEN = "How warm should the sourdough starter be kept?"  # every follow-up, rewritten
