@@ -13,6 +13,7 @@ import { showServerDown, Starter } from "./server";
 
 export const ASK_VIEW = "vaultlens-ask";
 export const HISTORY_SENT = 50; // the server reads the last llm.history_turns of what it gets
+export const ANSWER_SENT = 20_000; // characters of an earlier answer a request may carry (the rewrite reads 1,500)
 
 export class AskView extends ItemView {
   input!: HTMLTextAreaElement;
@@ -144,7 +145,7 @@ export class AskView extends ItemView {
    * exchange joins the history, and the one before it moves up into the conversation. */
   render(asked: string, result: AskResult): void {
     this.result = result;
-    this.history.push({ question: result.question, answer: result.answer });
+    this.history.push({ question: result.question, answer: result.answer.slice(0, ANSWER_SENT) });
     this.answerEl.empty();
     const turn = this.conversationEl.createDiv({ cls: "vaultlens-turn" });
     turn.createEl("p", { cls: "vaultlens-asked", text: asked });

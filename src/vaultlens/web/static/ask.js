@@ -21,6 +21,7 @@
   const sources = document.getElementById("sources");
   const NOT_IN_VAULT = "Not in your vault.";
   const TURNS = Number(form.dataset.historyTurns || 0); // llm.history_turns: what the server reads
+  const ANSWER_SENT = 20000; // characters of an earlier answer a request may carry (the rewrite reads 1,500)
 
   const history = []; // {question: as the vault was searched with it, answer}, oldest first
   let allowForTab = false; // the user's opt-in, sent as each request's consent; gone on reload
@@ -122,7 +123,7 @@
         } else if (kind === "token") live.textContent += data;
         else if (kind === "done") {
           done(data);
-          history.push({ question: data.question, answer: data.answer });
+          history.push({ question: data.question, answer: data.answer.slice(0, ANSWER_SENT) });
         } else if (kind === "error") answer.replaceChildren(vl.errorBox(data));
       });
     } catch (error) {
