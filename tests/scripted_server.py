@@ -8,7 +8,6 @@ what the provider must return without hard-coding numbers.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import struct
@@ -67,6 +66,7 @@ class ScriptedEmbeddingServer:
         self.script: list[Any] = list(script or [])
         self.requests: list[Received] = []
         self.connections = 0  # TCP connections accepted, whether or not a request followed
+        self.closed_by_client = threading.Event()  # a client closed its connection while we answered
         self._lock = threading.Lock()
         server = self
 
@@ -90,8 +90,13 @@ class ScriptedEmbeddingServer:
                     step = server.script.pop(0) if server.script else server.default_step()
                 if step.delay:
                     time.sleep(step.delay)
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                try:
                     server._respond(self, body, step)
+                except (
+                    BrokenPipeError,
+                    ConnectionResetError,
+                ):  # the client gave up: it closed the connection
+                    server.closed_by_client.set()
 
         class CountingServer(ThreadingHTTPServer):
             def verify_request(self, request: Any, client_address: Any) -> bool:

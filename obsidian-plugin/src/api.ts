@@ -21,7 +21,25 @@ export interface Proposal {
   preview?: string | null;
   remarks?: string[];
   diff?: string;
+  question?: string; // Ask: the question as it will be asked (a follow-up after its rewrite)
+  passages?: Passage[]; // Ask: each passage that would be sent
   [key: string]: unknown;
+}
+
+/** A passage an Ask proposal would send: its source id, note, section, lines and length. */
+export interface Passage {
+  id: string;
+  path: string;
+  heading_path: string[];
+  start_line: number;
+  end_line: number;
+  chars: number;
+}
+
+/** One earlier exchange of a conversation, as the Ask view keeps it and sends it back. */
+export interface Exchange {
+  question: string;
+  answer: string;
 }
 
 export interface Section {
@@ -223,7 +241,12 @@ export class Client {
             }
           });
           res.on("end", () => resolve());
-          res.on("error", reject);
+          // a Stop destroys the request: the stream ends there, as asked; any other cut is an error
+          res.on("error", (err) => (signal?.aborted ? resolve() : reject(err)));
+          res.on("close", () => {
+            if (signal?.aborted) resolve();
+            else if (!res.complete) reject(new Error("The server closed the stream before the answer was complete."));
+          });
         },
       );
       req.on("error", (err: Error & { code?: string }) => {

@@ -1,11 +1,12 @@
 // The plugin: commands, views and the status bar, each a thin view of one server route.
 import { MarkdownView, Notice, Plugin, WorkspaceLeaf } from "obsidian";
-import { Client } from "./api";
+import { Client, quoteArg } from "./api";
 import { ASK_VIEW, AskView } from "./ask";
 import { DuplicatesModal } from "./duplicates";
 import { RELATED_VIEW, RelatedView } from "./related";
 import { SearchModal } from "./search";
 import { DEFAULTS, Settings, SettingsTab, vaultPath } from "./settings";
+import { Starter, serveArgs, startServer } from "./server";
 import { refreshStatus } from "./status";
 
 const STATUS_EVERY_MS = 30_000;
@@ -22,12 +23,20 @@ export default class VaultlensPlugin extends Plugin {
     });
   }
 
+  /** Starts `vaultlens serve` for this vault on the settings' port (the button when none answers). */
+  starter(): Starter {
+    return {
+      commandLine: () => serveArgs(this.settings.serverCommand, this.client()).map(quoteArg).join(" "),
+      start: () => startServer(this.settings.serverCommand, this.client()),
+    };
+  }
+
   async onload(): Promise<void> {
     this.settings = { ...DEFAULTS, ...((await this.loadData()) as Partial<Settings> | null) };
     this.addSettingTab(new SettingsTab(this.app, this));
     const client = () => this.client();
     this.registerView(RELATED_VIEW, (leaf) => new RelatedView(leaf, client));
-    this.registerView(ASK_VIEW, (leaf) => new AskView(leaf, client));
+    this.registerView(ASK_VIEW, (leaf) => new AskView(leaf, client, this.starter()));
     this.addCommand({
       id: "search",
       name: "Search by meaning",

@@ -7,6 +7,15 @@ export function showSend(target: HTMLElement, proposal: Proposal, onSend: () => 
   box.createEl("h4", { text: "What is sent, and where" });
   box.createEl("p", { text: `${proposal.what ?? ""} → ${proposal.destination ?? ""}` });
   for (const r of proposal.remarks ?? []) box.createEl("p", { text: r });
+  if (proposal.question) box.createEl("p", { cls: "vaultlens-question", text: `Asked as: ${proposal.question}` });
+  const passages = proposal.passages ?? [];
+  if (passages.length) {
+    const list = box.createEl("ul", { cls: "vaultlens-passages" });
+    for (const p of passages) {
+      const where = p.heading_path.join(" › ") || "(top)";
+      list.createEl("li", { text: `${p.id} ${p.path} › ${where}, lines ${p.start_line}-${p.end_line} (${p.chars.toLocaleString("en")} characters)` });
+    }
+  }
   if (proposal.preview) box.createEl("pre", { cls: "vaultlens-preview", text: proposal.preview });
   box.createEl("p", { text: "Sent for this request only; nothing is remembered." });
   const button = box.createEl("button", { text: "Send", cls: "mod-cta" });

@@ -7,9 +7,10 @@ import type VaultlensPlugin from "./main";
 export interface Settings {
   url: string;
   writeToken: string;
+  serverCommand: string; // how vaultlens is run here, for the "Start the server" button
 }
 
-export const DEFAULTS: Settings = { url: DEFAULT_URL, writeToken: "" };
+export const DEFAULTS: Settings = { url: DEFAULT_URL, writeToken: "", serverCommand: "vaultlens" };
 
 /** The vault's folder on disk (what `vaultlens serve --vault` takes). */
 export function vaultPath(app: App): string {
@@ -48,10 +49,34 @@ export class SettingsTab extends PluginSettingTab {
           await this.plugin.saveSettings();
         }),
       );
-    const test = new Setting(containerEl).setName("Connection").addButton((b) =>
-      b.setButtonText("Test").onClick(() => void this.test()),
-    );
+    new Setting(containerEl)
+      .setName("Server command")
+      .setDesc("How vaultlens runs on this computer (a path, or e.g. `python -m vaultlens`): the start button runs it with `serve`.")
+      .addText((t) =>
+        t.setValue(this.plugin.settings.serverCommand).onChange(async (v) => {
+          this.plugin.settings.serverCommand = v.trim() || DEFAULTS.serverCommand;
+          await this.plugin.saveSettings();
+        }),
+      );
+    const test = new Setting(containerEl)
+      .setName("Connection")
+      .addButton((b) => b.setButtonText("Test").onClick(() => void this.test()))
+      .addButton((b) => b.setButtonText("Start the server").onClick(() => void this.start()));
     this.result = test.descEl;
+  }
+
+  async start(): Promise<string> {
+    const starter = this.plugin.starter();
+    this.result?.setText(`Starting: ${starter.commandLine()}`);
+    let text: string;
+    try {
+      await starter.start();
+      text = `Started: ${this.plugin.client().base} answers.`;
+    } catch (err) {
+      text = describe(err);
+    }
+    this.result?.setText(text);
+    return text;
   }
 
   async test(): Promise<string> {

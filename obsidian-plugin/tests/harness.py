@@ -30,8 +30,11 @@ sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
 from scripted_chat_server import ChatStep, ScriptedChatServer  # noqa: E402
 from test_review import link_answer  # noqa: E402
+from vaultlens.services.asking.chat import REWRITE_PROMPT  # noqa: E402
 
 ANSWER = "Feed the starter rye flour every day [S1]; see also [S9]."
+REWRITTEN = "How warm should the sourdough starter be kept?"  # every follow-up, rewritten
+SLOW = "SLOW-ANSWER"  # a question holding this is answered slowly, at length
 NOTES = {
     "Bread/Starter.md": "# Starter\n\n## Feeding\n\nFeed the sourdough starter rye flour and water every day.\n"
     "Keep it warm so the yeast stays active.\n",
@@ -43,10 +46,15 @@ NOTES = {
 
 
 class Model(ScriptedChatServer):
-    """Answers a review prompt (it names its NONCE) with a valid link review, anything else with ANSWER."""
+    """Answers a review prompt (it names its NONCE) with a valid link review, a follow-up's rewrite
+    with REWRITTEN, anything else with ANSWER."""
 
     def _respond(self, handler: BaseHTTPRequestHandler, body: Any, step: Any) -> None:
         if isinstance(body, dict) and "messages" in body and step.status < 400:
+            if body["messages"][0]["content"] == REWRITE_PROMPT:
+                step = ChatStep(reply=json.dumps({"question": REWRITTEN}))
+            elif SLOW in body["messages"][-1]["content"]:  # an answer to stop halfway
+                step = ChatStep(reply=" ".join(f"word{n}" for n in range(400)), piece_delay=0.05)
             found = re.search(r"NONCE is ([0-9a-f]+)\.", body["messages"][-1]["content"])
             if found:
                 step = ChatStep(reply=json.dumps(link_answer(found.group(1))))

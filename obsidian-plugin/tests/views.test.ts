@@ -5,6 +5,8 @@ import { DuplicatesModal } from "../src/duplicates";
 import { RelatedView, RELATED_VIEW } from "../src/related";
 import { deadUrl, loaded, server } from "./support";
 
+const REWRITTEN = "How warm should the sourdough starter be kept?"; // tests/harness.py's rewrite
+
 group("related notes", () => {
   it("follows the open note, lists its related notes section to section, opens and links them", async () => {
     const { app, plugin } = await loaded();
@@ -51,9 +53,9 @@ group("ask", () => {
     expect(view.streamed).toBe(view.result!.answer);
     expect(view.result!.answer).toBe("Feed the starter rye flour every day [S1]; see also [S9].");
     expect(view.result!.invalid_citations).toEqual(["S9"]);
-    const cites = [...view.answerEl.querySelectorAll(".vaultlens-cite")].map((a) => a.textContent);
+    const cites = [...view.contentEl.querySelectorAll(".vaultlens-cite")].map((a) => a.textContent);
     expect(cites).toEqual(["[S1]"]);
-    expect(view.answerEl.querySelector(".vaultlens-invalid")!.textContent).toBe("[S9]");
+    expect(view.contentEl.querySelector(".vaultlens-invalid")!.textContent).toBe("[S9]");
     expect(await view.cite("S1")).toBe(true);
     const s1 = view.result!.sources.find((s) => s.id === "S1")!;
     expect(s1.path).toBe("Bread/Starter.md");
@@ -61,11 +63,83 @@ group("ask", () => {
     expect(await view.cite("S9")).toBe(false);
   });
 
-  it("says how to start the server when none answers", async () => {
-    const { plugin } = await loaded({ url: await deadUrl() });
+  it("takes a follow-up: the server rewrites it with the conversation, lists the passages to send, answers under the first exchange", async () => {
+    const { plugin } = await loaded();
+    const view = (await plugin.reveal(ASK_VIEW))!.view as unknown as AskView;
+    const send = () => [...view.answerEl.querySelectorAll("button")].find((b) => b.textContent === "Send")!;
+    await view.ask("how do I feed my sourdough starter?");
+    const passages = [...view.answerEl.querySelectorAll(".vaultlens-passages li")].map((li) => li.textContent);
+    expect(passages[0]).toMatch(/^S1 Bread\/Starter\.md › .*, lines \d+-\d+ \([\d,]+ characters\)$/);
+    send().click();
+    await view.pending;
+    expect(view.history).toEqual([{ question: "how do I feed my sourdough starter?", answer: view.result!.answer }]);
+
+    await view.ask("and how warm?"); // the rewrite sends the conversation: its own consent first
+    expect(view.answerEl.textContent).toContain("the conversation so far (1 earlier question and answer");
+    expect(view.answerEl.querySelector(".vaultlens-preview")!.textContent).toContain("Follow-up: and how warm?");
+    send().click();
+    await view.pending; // rewritten; the answer's consent names the question as it will be asked
+    expect(view.answerEl.querySelector(".vaultlens-question")!.textContent).toBe(`Asked as: ${REWRITTEN}`);
+    expect(view.answerEl.querySelectorAll(".vaultlens-passages li").length).toBeGreaterThan(0);
+    send().click();
+    await view.pending;
+    expect(view.standalone).toBe(REWRITTEN);
+    expect(view.result!.question).toBe(REWRITTEN);
+    expect(view.history.map((e) => e.question)).toEqual(["how do I feed my sourdough starter?", REWRITTEN]);
+    const turns = [...view.conversationEl.querySelectorAll(".vaultlens-turn")];
+    expect(turns.map((t) => t.querySelector(".vaultlens-asked")!.textContent)).toEqual(["how do I feed my sourdough starter?", "and how warm?"]);
+    expect(turns[1].textContent).toContain(`Searched as: ${REWRITTEN}`);
+
+    view.clear();
+    expect(view.history).toEqual([]);
+    expect(view.conversationEl.children.length).toBe(0);
+  });
+
+  it("Stop ends a streaming answer, which stays out of the conversation; asking while it streams sends nothing", async () => {
+    const { plugin } = await loaded();
+    const view = (await plugin.reveal(ASK_VIEW))!.view as unknown as AskView;
+    await view.ask("how do I feed my sourdough starter? SLOW-ANSWER");
+    [...view.answerEl.querySelectorAll("button")].find((b) => b.textContent === "Send")!.click();
+    const streaming = view.pending;
+    await expect.poll(() => view.tokens, { timeout: 20_000 }).toBeGreaterThan(3);
+    expect(view.running).toBe(true);
+    const asked = view.ask("a second question while the first streams");
+    expect(asked).toBe(streaming); // nothing new started
+    view.stop();
+    await streaming;
+    expect(view.running).toBe(false);
+    expect(view.answerEl.textContent).toContain("Stopped");
+    expect(view.tokens).toBeLessThan(400);
+    expect(view.history).toEqual([]);
+  });
+
+  it("says how to start the server when none answers, and its button starts one that answers", async () => {
+    const url = await deadUrl();
+    const s = server();
+    const { plugin } = await loaded({ url, serverCommand: `${s.python} -m vaultlens` });
     const view = (await plugin.reveal(ASK_VIEW))!.view as unknown as AskView;
     await view.ask("anything");
     expect(view.answerEl.textContent).toContain("vaultlens serve --vault");
+    const start = [...view.answerEl.querySelectorAll("button")].find((b) => b.textContent === "Start the server")!;
+    const env = { VAULTLENS_HOME: process.env.VAULTLENS_HOME, PYTHONPATH: process.env.PYTHONPATH };
+    Object.assign(process.env, { VAULTLENS_HOME: s.home, PYTHONPATH: `${s.repo}/src` }); // what the spawned server reads
+    try {
+      const started = await plugin.starter().start();
+      try {
+        expect(await plugin.client().health()).toBe(true);
+        expect(start.disabled).toBe(false);
+        expect(plugin.starter().commandLine()).toBe(`${s.python} -m vaultlens serve --vault ${s.vault} --port ${new URL(url).port}`);
+      } finally {
+        started.kill();
+      }
+    } finally {
+      for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+    }
+  });
+
+  it("a command that does not exist gives the exact command to run instead", async () => {
+    const { plugin } = await loaded({ url: await deadUrl(), serverCommand: "/nonexistent/vaultlens" });
+    await expect(plugin.starter().start()).rejects.toThrow(/Start the server in a terminal:\n\/nonexistent\/vaultlens serve --vault /);
   });
 
   it("answers with passages and no model when extractive is on", async () => {

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from vaultlens.safewrite import Entry, Group, Recovered
     from vaultlens.services.app import App
     from vaultlens.services.asking.ask import AskAnswer, Source
-    from vaultlens.services.asking.chat import ChatSession, ChatTurn
+    from vaultlens.services.asking.chat import ChatSession, ChatTurn, Exchange
     from vaultlens.services.auditing.moc import MocPlan
     from vaultlens.services.changing.review.batch import BatchReport
     from vaultlens.services.changing.review.outcome import ReviewResult
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from vaultlens.services.restructuring.batch import BatchResult, NoteSelector
     from vaultlens.services.restructuring.split import SplitResult
     from vaultlens.services.status.results import Cleared, DoctorReport, FileProblem, IndexStatus, SpaceChange
-    from vaultlens.services.verbs.asking import ask, chat_turn, open_chat
+    from vaultlens.services.verbs.asking import ask, ask_turn, chat_turn, open_chat
     from vaultlens.services.verbs.auditing import (
         StructureResult,
         TopicsResult,
@@ -125,7 +125,7 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["App"], "vaultlens.services.app"),
     **dict.fromkeys(["AskAnswer", "Source"], "vaultlens.services.asking.ask"),
     **dict.fromkeys(["MocPlan"], "vaultlens.services.auditing.moc"),
-    **dict.fromkeys(["ChatSession", "ChatTurn"], "vaultlens.services.asking.chat"),
+    **dict.fromkeys(["ChatSession", "ChatTurn", "Exchange"], "vaultlens.services.asking.chat"),
     **dict.fromkeys(["SimilarNote", "SimilarResult"], "vaultlens.services.finding.discover"),
     **dict.fromkeys(
         ["Dismissed", "DuplicatePair", "DuplicateReport"], "vaultlens.services.finding.duplicates.report"
@@ -149,7 +149,7 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["ReviewResult"], "vaultlens.services.changing.review.outcome"),
     **dict.fromkeys(["NoteHit"], "vaultlens.services.finding.search"),
     **dict.fromkeys(["Section"], "vaultlens.services.finding.section"),
-    **dict.fromkeys(["ask", "chat_turn", "open_chat"], "vaultlens.services.verbs.asking"),
+    **dict.fromkeys(["ask", "ask_turn", "chat_turn", "open_chat"], "vaultlens.services.verbs.asking"),
     **dict.fromkeys(
         ["StructureResult", "TopicsResult", "audit_clusters_only", "audit_deep", "audit_structure", "moc"],
         "vaultlens.services.verbs.auditing",
@@ -211,6 +211,7 @@ __all__ = [
     "EmbedBench",
     "Entry",
     "ExactGroup",
+    "Exchange",
     "FileProblem",
     "FlashcardsResult",
     "FlushReport",
@@ -245,6 +246,7 @@ __all__ = [
     "WriteUnconfirmed",
     "apply",
     "ask",
+    "ask_turn",
     "audit_clusters_only",
     "audit_deep",
     "audit_structure",

@@ -113,13 +113,17 @@ class Proposal:
     preview: str = ""
     op_id: str | None = None  # a write: the planned operation a yes applies
     remarks: tuple[str, ...] = ()  # e.g. a note of which only the start is sent
+    question: str = ""  # Ask: the question as it will be asked (a follow-up after its rewrite)
+    passages: tuple[dict[str, Any], ...] = field(
+        default=(), compare=False
+    )  # Ask: note, section, lines, chars
     # What the verb prepared (a prompt with its nonce, a batch plan), so the call with the grant
     # sends exactly what was shown; never serialised. A server keeps it by ``token``.
     payload: object = field(default=None, compare=False, repr=False)
 
     @property
     def token(self) -> str:
-        return hashlib.sha256(self.preview.encode("utf-8")).hexdigest()
+        return token_of(self.preview)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "destination": self.destination, "what": self.what}
@@ -129,7 +133,16 @@ class Proposal:
             out["op_id"] = self.op_id
         if self.remarks:
             out["remarks"] = list(self.remarks)
+        if self.question:
+            out["question"] = self.question
+        if self.passages:
+            out["passages"] = list(self.passages)
         return out
+
+
+def token_of(preview: str) -> str:
+    """The token of a proposal's exact text: its SHA-256, which a yes brings back."""
+    return hashlib.sha256(preview.encode("utf-8")).hexdigest()
 
 
 class ConfirmationRequired(VaultlensError):
@@ -173,9 +186,21 @@ class ConsentRequired(ConfirmationRequired):
         preview: str = "",
         remarks: tuple[str, ...] = (),
         payload: object = None,
+        question: str = "",
+        passages: tuple[dict[str, Any], ...] = (),
     ) -> None:
+        proposal = Proposal(
+            "send",
+            destination,
+            what,
+            preview,
+            remarks=remarks,
+            payload=payload,
+            question=question,
+            passages=passages,
+        )
         super().__init__(
-            Proposal("send", destination, what, preview, remarks=remarks, payload=payload),
+            proposal,
             message or f"vaultlens needs your agreement before it sends {what} to {destination}.",
             hint=hint or "Nothing was sent. Agree once for this destination (the CLI asks, or pass --yes).",
         )

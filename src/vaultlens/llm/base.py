@@ -32,6 +32,11 @@ class Message:
         return {"role": self.role, "content": self.content}
 
 
+def prompt_text(messages: Sequence[Message]) -> str:
+    """Messages as the user is shown them before a yes: exactly what will be sent, role by role."""
+    return "\n\n".join(f"[{m.role}]\n{m.content}" for m in messages)
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts and cost exactly as the API reported them (None where it said nothing)."""

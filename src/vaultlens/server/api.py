@@ -23,7 +23,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vaultlens.errors import (
@@ -41,7 +41,7 @@ from vaultlens.services.verbs.status import status as index_status
 from vaultlens.vault.safepath import ALLOWED_TEXT_PATTERN
 from vaultlens.web.events import EventHub
 from vaultlens.web.mount import error_page, mount_web
-from vaultlens.web.sse import ask_stream
+from vaultlens.web.sse import AskBody, ask_stream
 from vaultlens.web.state import WebState
 
 log = logging.getLogger("vaultlens.server")
@@ -57,18 +57,6 @@ class ErrorBody(BaseModel):
     """The one error shape of the API (and of ``vaultlens --json`` on the command line)."""
 
     error: ErrorDetail
-
-
-class AskBody(BaseModel):
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
-    extractive: bool = Field(False, description="Answer with the best passages; no model is called.")
-    consent: bool = Field(
-        False,
-        description="The user agreed to send the question and matching note text to the configured "
-        "remote LLM, for this request only: it is never remembered, and a yes given in the terminal "
-        "does not count here (without it, a remote model answers 403 consent_required naming what "
-        "and where).",
-    )
 
 
 _ERRORS: dict[int | str, dict[str, object]] = {
@@ -265,7 +253,7 @@ def create_api(
         responses={200: {"content": {"text/event-stream": {}}, "description": "token… then done (or error)"}},
     )
     def ask(body: AskBody) -> StreamingResponse:
-        return ask_stream(app, body.question, body.extractive, body.consent)
+        return ask_stream(app, body)
 
     def openapi() -> dict[str, object]:
         """FastAPI's schema without its 422 entries: invalid input is a 400 in the one error shape."""

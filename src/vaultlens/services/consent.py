@@ -10,11 +10,13 @@ sent at all: notes the user excluded could be among it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from vaultlens.config.consent import granted, require_consent
 from vaultlens.embedding.base import EmbeddingProvider, remote_destination
 from vaultlens.embedding.tiers.base import TierProvider
 from vaultlens.embedding.tiers.remote import tier_destination
-from vaultlens.errors import ConsentRequired, VaultlensError
+from vaultlens.errors import ConsentRequired, VaultlensError, token_of
 from vaultlens.llm.base import LLMProvider, llm_destination
 from vaultlens.services.context import VaultFiles
 
@@ -106,4 +108,33 @@ LLM_HINT = (
 PER_REQUEST = (
     'Nothing was sent. Ask the user, then send the request again with "consent": true (it covers '
     'that request only), or with "extractive": true to answer without a model.'
+)
+
+
+def require_llm_consent_shown(
+    files: VaultFiles,
+    llm: LLMProvider,
+    consent: bool,
+    accepted: str | None,
+    what: str,
+    preview: str,
+    question: str = "",
+    passages: tuple[dict[str, Any], ...] = (),
+) -> None:
+    """:func:`require_llm_consent` for a server's request (never remembered) whose proposal shows
+    the exact prompt: a yes is ``consent`` (this request) or ``accepted``, the token of exactly this
+    prompt (a prompt that changed since it was shown asks again)."""
+    granted = consent or (accepted is not None and accepted == token_of(preview))
+    try:
+        require_llm_consent(files, llm, granted, what, remember=False)
+    except ConsentRequired as exc:
+        raise ConsentRequired(
+            exc.destination, what, hint=SHOWN_HINT, preview=preview, question=question, passages=passages
+        ) from None
+
+
+SHOWN_HINT = (
+    'Nothing was sent. Show the user the proposal, then send the request again with its "token" '
+    '(exactly this text is sent) or with "consent": true (this request only); "extractive": true '
+    "answers without a model."
 )

@@ -217,20 +217,43 @@ def build(state: WebState) -> APIRouter:
 
     @router.get("/ask", response_class=HTMLResponse)
     def ask_page() -> str:
+        """A conversation: the history lives in the page's script while the tab lives (sent with
+        each question, never stored); the consent step lists the passages to be sent."""
+        turns = state.app.settings.llm.history_turns
         body = (
-            '<form id="ask-form" data-scripted>'
-            + labelled("question", "Question", "textarea", rows="3")
+            tag(
+                "section",
+                tag("div", "", id="past")
+                + tag(
+                    "div",
+                    tag("p", "", id="asked", class_="asked", hidden=True)
+                    + tag("p", "", id="rewritten", class_="rewritten", hidden=True)
+                    + tag("div", "", id="answer", aria_live="polite")
+                    + tag("section", "", id="sources", aria_label="Sources"),
+                    id="turn",
+                    class_="turn",
+                ),
+                id="conversation",
+                aria_label="Conversation",
+            )
+            + tag("section", "", id="consent", aria_label="What is sent", hidden=True)
+            + f'<form id="ask-form" data-scripted data-history-turns="{turns}">'
+            + labelled("question", "Question (Enter asks; Shift+Enter for a new line)", "textarea", rows="3")
             + tag(
                 "label",
                 void("input", id="extractive", type="checkbox", name="extractive")
                 + " Passages only (no model)",
                 for_="extractive",
             )
-            + tag("button", "Ask", id="ask", type="submit")
+            + tag(
+                "div",
+                tag("button", "Ask", id="ask", type="submit")
+                + tag("button", "Stop", id="stop", type="button", disabled=True)
+                + tag("button", "New conversation", id="new-conversation", type="button"),
+                class_="actions",
+            )
+            + tag("p", "", id="tab-consent", role="status", hidden=True)
             + "</form>"
-            + tag("section", "", id="consent", aria_label="What is sent", hidden=True)
-            + tag("div", "", id="answer", aria_live="polite")
-            + tag("section", "", id="sources", aria_label="Sources")
         )
         return page("Ask", "/ask", body, csrf, "ask")
 

@@ -21,7 +21,7 @@ from vaultlens.services.verbs import auditing, changing, drafting, finding, rest
 from vaultlens.services.verbs.changing import PlanOptions
 from vaultlens.web.pages import markdown_html
 from vaultlens.web.pairing import write_guard
-from vaultlens.web.sse import ask_stream
+from vaultlens.web.sse import AskBody, ask_stream
 from vaultlens.web.state import WebState
 
 Path = Field(min_length=1, max_length=finding.MAX_PATH_CHARS)
@@ -61,12 +61,6 @@ class MergeBody(BaseModel):
     keep: str = Path
     other: str = Path
     sections: list[str] | None = Field(None, max_length=200)  # by heading; absent: what KEEP does not cover
-
-
-class AskBody(BaseModel):
-    question: str = Field(min_length=1, max_length=20_000)
-    extractive: bool = False
-    consent: bool = False  # this request only: never remembered, no remembered grant counts
 
 
 class ToolBody(BaseModel):
@@ -144,7 +138,7 @@ def build(state: WebState) -> APIRouter:
         def rendered(done: dict[str, Any]) -> dict[str, Any]:
             return {**done, "answer_html": markdown_html(state, done["answer"])}
 
-        return ask_stream(app, body.question, body.extractive, body.consent, rendered)
+        return ask_stream(app, body, rendered)
 
     def note(path: str) -> str:
         """A note path from the page, by the rules of a path from a program (see services/notes)."""

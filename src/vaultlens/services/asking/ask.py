@@ -140,6 +140,21 @@ WHAT_IS_SENT = (
 )
 
 
+def what_is_sent(context: AskContext) -> str:
+    """The passages of ``context`` in the words of a consent question (the proposal lists each)."""
+    notes = len({s.path for s in context.sources})
+    chars = sum(len(s.text) for s in context.sources)
+    return (
+        f"your question and {len(context.sources)} passage{'s' if len(context.sources) != 1 else ''} "
+        f"from {notes} note{'s' if notes != 1 else ''} ({chars:,} characters of note text)"
+    )
+
+
+def passages(context: AskContext) -> tuple[dict[str, Any], ...]:
+    """Each passage the model would get: its source id, note, section, lines and length."""
+    return tuple({**s.as_dict(), "chars": len(s.text)} for s in context.sources)
+
+
 def gather(index: IndexReader, files: VaultFiles, search: SearchSettings, question: str) -> AskContext:
     """Steps 1-4 of the module docstring: the frozen context for ``question``."""
     question = search.bounded_query(question)

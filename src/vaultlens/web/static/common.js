@@ -33,7 +33,7 @@ const vl = (() => {
       banner(false);
       return response;
     } catch (error) {
-      banner(true);
+      if (error.name !== "AbortError") banner(true); // a Stop the page asked for is no outage
       throw error;
     }
   };

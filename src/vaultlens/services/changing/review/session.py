@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from vaultlens.errors import InvalidInput, PlanRefused, ProviderUnreachable
-from vaultlens.llm.base import Completion, LLMProvider, Message, llm_destination
+from vaultlens.llm.base import Completion, LLMProvider, Message, llm_destination, prompt_text
 from vaultlens.safewrite import render_diff
 from vaultlens.services.changing.review.catalog import Catalog, Fragment, Side, build_catalog, current_hashes
 from vaultlens.services.changing.review.contract import (
@@ -58,7 +58,7 @@ class Prepared:
     @property
     def prompt_text(self) -> str:
         """The prompt as shown to the user: exactly the messages that will be sent."""
-        return "\n\n".join(f"[{m.role}]\n{m.content}" for m in self.messages)
+        return prompt_text(self.messages)
 
 
 @dataclass(frozen=True)
