@@ -41,8 +41,8 @@ demo: $(BIN)/.installed  ## index the sample vault in examples/ and search it
 	done
 
 check: $(BIN)/.installed  ## lint and type-check, changing nothing
-	$(BIN)/ruff check src tests bench eval obsidian-plugin/tests
-	$(BIN)/ruff format --check src tests bench eval obsidian-plugin/tests
+	$(BIN)/ruff check src tests bench eval obsidian-plugin/tests obsidian-plugin/scripts
+	$(BIN)/ruff format --check src tests bench eval obsidian-plugin/tests obsidian-plugin/scripts
 	$(BIN)/mypy
 
 test: check $(BIN)/.chromium postgres  ## the whole suite (what CI runs), slow tests included, on both store backends

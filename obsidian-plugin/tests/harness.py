@@ -6,10 +6,12 @@ named as 0.0.0.0, which reaches it but is no loopback name, so it counts as remo
 for consent as it would for a cloud model),
 indexes the vault with the bundled model (quality tier off, to stay fast), spawns `vaultlens serve`
 on a free port, prints one JSON line (urls and paths) and keeps everything up until stdin closes.
+`--vault DIR` copies that vault instead, `--answer TEXT` replaces ANSWER (scripts/screenshots.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -68,13 +70,20 @@ def free_port() -> int:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vault", type=Path, help="copy this vault instead of writing the test notes")
+    parser.add_argument("--answer", default=ANSWER, help="what the model answers a question")
+    args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="vaultlens-plugin-"))
     vault, home = root / "vault", root / "home"
-    for rel, text in NOTES.items():
-        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
-        (vault / rel).write_bytes(text.encode("utf-8"))
+    if args.vault is not None:
+        shutil.copytree(args.vault, vault)
+    else:
+        for rel, text in NOTES.items():
+            (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+            (vault / rel).write_bytes(text.encode("utf-8"))
     env = {**os.environ, "VAULTLENS_HOME": str(home), "PYTHONPATH": str(REPO / "src")}
-    with Model(ANSWER) as model:
+    with Model(args.answer) as model:
         settings = {"embedding.tier": "off", "llm.provider": "openai-compatible", "llm.model": "chat-test",
                     "llm.endpoint": model.url.replace("127.0.0.1", "0.0.0.0") + "/v1", "llm.max_retries": "0", "llm.read_timeout_s": "10"}  # fmt: skip
         sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
