@@ -142,7 +142,7 @@ def build(state: WebState) -> APIRouter:
             + "</form>"
             + tag("p", "Every match is weak: the vault may not hold this.", id="weak-notice", hidden=True)
             + tag("p", "", id="search-notices", class_="notice", hidden=True)
-            + tag("div", "", id="results", aria_live="polite")
+            + tag("div", "", id="results", aria_live="polite", data_vault=state.app.vault.name)
         )
         return page("Search", "/", body, csrf, "search")
 

@@ -1,0 +1,207 @@
+"""PDFs and canvases in the index (issue 48 items 1-2): real files on disk, a real SQLite index, the bundled
+model; PDFs are made by tests/pdf_support.py and read by PDFium in its bounded child process."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import vaultlens as services
+from pdf_support import pdf_bytes
+from vaultlens.chunking import attachments
+from vaultlens.chunking.attachments import Unreadable, pdf_pages
+from vaultlens.errors import VaultError
+from vaultlens.index.watcher import Coalescer
+from vaultlens.services.app import App
+from vaultlens.services.notes import resolve_untrusted
+from vaultlens.vault.scan import VaultRules
+from vl_support import run_cli, write_vault
+
+RARE = "The quokka polyglot zephyr hibernates under basalt."
+PAPER = pdf_bytes([["Introduction to caching.", "Static files live on a CDN."], [RARE]])
+CANVAS = {
+    "nodes": [
+        {
+            "id": "6f0ad84f44ce9c17",
+            "type": "text",
+            "text": "The marmoset migration plan",
+            "x": 0,
+            "y": 0,
+            "width": 250,
+            "height": 60,
+        },  # fmt: skip
+        {"id": "a1", "type": "file", "file": "note.md", "x": 300, "y": 0, "width": 250, "height": 60},
+    ],
+    "edges": [],
+}
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return write_vault(
+        tmp_path / "vault",
+        {
+            "note.md": "# Caching\n\nStatic files are cached by the CDN for a day.\n",
+            "papers/paper.pdf": PAPER,
+            "board.canvas": json.dumps(CANVAS),
+        },
+    )
+
+
+def _index(vault: Path, **overrides: str) -> dict:
+    app = App.open(vault, overrides or None)
+    try:
+        return services.index(app).as_dict()
+    finally:
+        app.close()
+
+
+def _search(vault: Path, query: str) -> list[dict]:
+    app = App.open(vault)
+    try:
+        return [h.as_dict() for h in services.search(app, query)]
+    finally:
+        app.close()
+
+
+def _status(vault: Path) -> dict:
+    app = App.open(vault)
+    try:
+        return services.status(app).as_dict()
+    finally:
+        app.close()
+
+
+@pytest.fixture
+def extractions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of PDFs read by PDFium so far (the real extraction runs, counted)."""
+    calls: list[int] = []
+    real = attachments.pdf_pages
+
+    def counted(data: bytes, *args: object, **kw: object) -> list[str]:
+        calls.append(len(data))
+        return real(data, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(attachments, "pdf_pages", counted)
+    return calls
+
+
+def test_search_finds_the_rare_phrase_on_page_two_of_the_pdf(vault: Path) -> None:
+    """The bar: `vaultlens search --json` for a phrase on page 2 gives the PDF first, page 2 on its section."""
+    assert run_cli(["index", "--vault", str(vault)]).exit_code == 0
+    found = run_cli(["search", "--vault", str(vault), "--json", "quokka polyglot zephyr"])
+    assert found.exit_code == 0, found.output
+    hits = json.loads(found.stdout)
+    assert hits[0]["path"] == "papers/paper.pdf"
+    assert hits[0]["sections"][0]["page"] == 2
+    assert "quokka" in hits[0]["sections"][0]["snippet"]
+    note = next(h for h in hits if h["path"] == "note.md")
+    assert all(s["page"] is None for s in note["sections"])
+    shown = run_cli(["search", "--vault", str(vault), "quokka polyglot zephyr"]).stdout
+    assert "page 2" in shown
+
+
+def test_a_canvas_text_card_is_a_section_with_its_id(vault: Path) -> None:
+    _index(vault)
+    hit = _search(vault, "marmoset migration")[0]
+    assert hit["path"] == "board.canvas"
+    assert hit["sections"][0]["card"] == "6f0ad84f44ce9c17" and hit["sections"][0]["page"] is None
+
+
+def test_unreadable_pdfs_and_canvases_are_listed_with_reasons_and_never_stop_the_run(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(attachments, "PDF_MEMORY_MB", 300)  # the bomb below needs 400 MB once read
+    write_vault(
+        vault,
+        {
+            "scan.pdf": pdf_bytes([[], []]),  # pages without a text layer
+            "locked.pdf": pdf_bytes([["secret"]], encrypted=True),
+            "cut.pdf": PAPER[: len(PAPER) // 3],
+            "bomb.pdf": pdf_bytes([["boom"]], padding=400_000_000),
+            "big.pdf": PAPER + b"%" + b"x" * 1_000_000 + b"\n",  # a PDF comment makes it 1 MB
+            "broken.canvas": "{not json",
+        },
+    )
+    app = App.open(vault, {"index.max_file_mb": "0.9"})
+    try:
+        run = services.index(app).as_dict()
+        problems = {p["path"]: p["reason"] for p in services.status(app).as_dict()["problems"]}
+    finally:
+        app.close()
+    assert run["files_failed"] == 0
+    assert "no text layer" in problems["scan.pdf"]
+    assert "encrypted" in problems["locked.pdf"]
+    assert "malformed" in problems["cut.pdf"]
+    assert "300 MB" in problems["bomb.pdf"]
+    assert "too large" in problems["big.pdf"]
+    assert "not valid JSON" in problems["broken.canvas"]
+    assert _search(vault, "quokka polyglot zephyr")[0]["path"] == "papers/paper.pdf"  # the rest is indexed
+
+
+def test_extraction_is_bounded_in_time() -> None:
+    with pytest.raises(Unreadable, match="longer than"):
+        pdf_pages(PAPER, timeout_s=0.001)
+
+
+def test_an_unchanged_pdf_is_not_read_again_a_changed_one_is_and_a_deleted_one_leaves_search(
+    vault: Path, extractions: list[int]
+) -> None:
+    _index(vault)
+    assert len(extractions) == 1
+    _index(vault)
+    os.utime(vault / "papers/paper.pdf")  # a new stamp, the same bytes
+    _index(vault)
+    assert len(extractions) == 1
+    (vault / "papers/paper.pdf").write_bytes(pdf_bytes([["Nothing rare here."], ["Still nothing."], [RARE]]))
+    _index(vault)
+    assert len(extractions) == 2
+    hit = _search(vault, "quokka polyglot zephyr")[0]
+    assert (hit["path"], hit["sections"][0]["page"]) == ("papers/paper.pdf", 3)
+    (vault / "papers/paper.pdf").unlink()
+    _index(vault)
+    assert all(h["path"] != "papers/paper.pdf" for h in _search(vault, "quokka polyglot zephyr"))
+
+
+def test_attachments_off_indexes_markdown_only(vault: Path, extractions: list[int]) -> None:
+    write_vault(vault, {"bad.pdf": b"%PDF-1.4 junk"})
+    _index(vault, **{"index.attachments": "[]"})
+    paths = {h["path"] for h in _search(vault, "quokka polyglot zephyr marmoset caching")}
+    assert paths == {"note.md"} and extractions == []
+    assert _status(vault)["problems"] == []
+    _index(vault)  # switched on: the PDF and the canvas come in
+    assert {"papers/paper.pdf", "board.canvas"} <= {h["path"] for h in _search(vault, "quokka marmoset")}
+
+
+def test_ask_sources_carry_the_page(vault: Path) -> None:
+    _index(vault)
+    app = App.open(vault)
+    try:
+        answer = services.ask(app, "Where does the quokka polyglot zephyr hibernate?", extractive=True)
+    finally:
+        app.close()
+    source = next(s for s in answer.as_dict()["sources"] if s["path"] == "papers/paper.pdf")
+    assert source["page"] == 2
+
+
+def test_the_watcher_takes_pdf_and_canvas_events(vault: Path) -> None:
+    from watchdog.events import FileCreatedEvent
+
+    coalescer = Coalescer(vault)
+    for name in ("papers/new.pdf", "new.canvas", "picture.png"):
+        coalescer.add(FileCreatedEvent(str(vault / name)))
+    assert coalescer.drain().upserts == {"papers/new.pdf", "new.canvas"}
+
+
+def test_a_pdf_is_never_a_note_a_tool_may_read_or_write(vault: Path) -> None:
+    with pytest.raises(VaultError, match="it is a PDF, not a Markdown note"):
+        resolve_untrusted(VaultRules(vault, 10_000_000), "papers/paper.pdf")
+    for path in ("papers/paper.pdf", "board.canvas"):  # both are ASCII: they would parse as Markdown
+        done = run_cli(
+            ["write", "transform", "--vault", str(vault), path, "--lines", "1-2", "--preset", "fix-grammar"]
+        )
+        assert done.exit_code != 0 and "not a Markdown note" in done.output, done.output
+    assert (vault / "papers/paper.pdf").read_bytes() == PAPER
