@@ -7,10 +7,12 @@ import json
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 import vaultlens as services
 from pdf_support import pdf_bytes
+from server_support import running_server
 from vaultlens.chunking import attachments
 from vaultlens.chunking.attachments import Unreadable, pdf_pages
 from vaultlens.errors import VaultError
@@ -18,6 +20,7 @@ from vaultlens.index.watcher import Coalescer
 from vaultlens.services.app import App
 from vaultlens.services.notes import resolve_untrusted
 from vaultlens.vault.scan import VaultRules
+from vaultlens.web.layout import note_href
 from vl_support import run_cli, write_vault
 
 RARE = "The quokka polyglot zephyr hibernates under basalt."
@@ -205,3 +208,19 @@ def test_a_pdf_is_never_a_note_a_tool_may_read_or_write(vault: Path) -> None:
         )
         assert done.exit_code != 0 and "not a Markdown note" in done.output, done.output
     assert (vault / "papers/paper.pdf").read_bytes() == PAPER
+
+
+def test_the_http_api_carries_the_page_and_the_page_opens_the_pdf_in_obsidian_there(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Over a real server: /v1/search's JSON has page 2 on the PDF's section, and the web page's link for
+    it (the note view's URL with page=2, as search.js and ask.js build it) sends the browser to
+    Obsidian at that page; a canvas's link opens the canvas."""
+    with running_server(vault, tmp_path / "home", watch=False, overrides={}) as server:
+        hits = httpx.get(server.url + "/v1/search", params={"q": "quokka polyglot zephyr"}, timeout=60).json()
+        assert (hits[0]["path"], hits[0]["sections"][0]["page"]) == ("papers/paper.pdf", 2)
+        opened = httpx.get(server.url + note_href("papers/paper.pdf", 1, 1, 2), timeout=30)
+        canvas = httpx.get(server.url + note_href("board.canvas", 1, 1), timeout=30)
+    assert opened.status_code == 303
+    assert opened.headers["location"] == "obsidian://open?vault=vault&file=papers%2Fpaper.pdf%23page%3D2"
+    assert canvas.headers["location"] == "obsidian://open?vault=vault&file=board.canvas"

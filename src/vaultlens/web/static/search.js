@@ -21,32 +21,25 @@
     return text.split(/([\p{L}\p{N}]+)/u).map((part, i) => (i % 2 && hit(part) ? el("mark", {}, part) : part));
   }
 
-  // A note opens in the note view; a PDF or a canvas (which the note view does not show) opens in
-  // Obsidian, a PDF at its section's page (Obsidian's "#page=N" link).
-  function href(hit, s) {
-    if (/\.md$/i.test(hit.path)) return vl.noteHref(hit.path, s && s.start_line, s && s.end_line);
-    const file = hit.path + (s && s.page ? `#page=${s.page}` : "");
-    return `obsidian://open?vault=${encodeURIComponent(results.dataset.vault)}&file=${encodeURIComponent(file)}`;
-  }
-  const where = (s) => (s.page ? ` page ${s.page}` : s.card ? ` card ${s.card}` : ` lines ${s.start_line}-${s.end_line}`);
-
   function render(hits, query) {
     const terms = (query.match(/[\p{L}\p{N}]{2,}/gu) || []);
     weak.hidden = !(hits.length && hits.every((h) => h.weak));
     if (!hits.length) { results.replaceChildren(el("p", { class: "empty" }, "No matching note.")); return; }
     results.replaceChildren(...hits.map((hit) => {
       const first = hit.sections[0];
+      const href = vl.noteHref(hit.path, first && first.start_line, first && first.end_line, first && first.page);
       return el("article", { class: "result", "data-path": hit.path },
-        el("h2", {}, el("a", { href: href(hit, first) }, hit.title || hit.path)),
+        el("h2", {}, el("a", { href }, hit.title || hit.path)),
         el("p", { class: "meta" }, el("code", {}, hit.path), " ",
           el("span", { class: "similarity", title: "cosine similarity of the best section" },
             `similarity ${hit.similarity.toFixed(2)}`),
           hit.weak ? el("span", { class: "weak" }, " weak match") : null),
         el("ul", { class: "sections" }, hit.sections.map((s) =>
           el("li", { class: "section", "data-lines": `${s.start_line}-${s.end_line}` },
-            el("a", { href: href(hit, s), class: "heading-path" },
+            el("a", { href: vl.noteHref(hit.path, s.start_line, s.end_line, s.page), class: "heading-path" },
               s.heading_path.join(" › ") || "(top)"),
-            el("span", { class: "lines" }, where(s)),
+            el("span", { class: "lines" },
+              (s.page ? ` page ${s.page},` : s.card ? ` card ${s.card},` : "") + ` lines ${s.start_line}-${s.end_line}`),
             el("p", { class: "text" }, marked(s.snippet, terms))))));
     }));
   }
