@@ -15,7 +15,7 @@ from pdf_support import pdf_bytes
 from server_support import running_server
 from vaultlens.chunking import attachments
 from vaultlens.chunking.attachments import Unreadable, pdf_pages
-from vaultlens.errors import VaultError
+from vaultlens.errors import ConfigError, VaultError
 from vaultlens.index.watcher import Coalescer
 from vaultlens.services.app import App
 from vaultlens.services.notes import resolve_untrusted
@@ -224,3 +224,21 @@ def test_the_http_api_carries_the_page_and_the_page_opens_the_pdf_in_obsidian_th
     assert opened.status_code == 303
     assert opened.headers["location"] == "obsidian://open?vault=vault&file=papers%2Fpaper.pdf%23page%3D2"
     assert canvas.headers["location"] == "obsidian://open?vault=vault&file=board.canvas"
+
+
+def test_index_attachments_takes_a_list_of_the_kinds_it_knows(vault: Path) -> None:
+    def kinds(overrides: dict[str, str] | None = None) -> tuple[str, ...]:
+        app = App.open(vault, overrides)
+        try:
+            return app.settings.index.attachments
+        finally:
+            app.close()
+
+    assert kinds() == ("pdf", "canvas")
+    assert kinds({"index.attachments": "[]"}) == () and kinds({"index.attachments": "pdf"}) == ("pdf",)
+    (vault / ".vaultlens.toml").write_text('[index]\nattachments = ["canvas"]\n', encoding="utf-8")
+    assert kinds() == ("canvas",)
+    with pytest.raises(
+        ConfigError, match=r"index.attachments must be a list of pdf, canvas.*got \['pdf', 'docx'\]"
+    ):
+        kinds({"index.attachments": "pdf,docx"})

@@ -461,13 +461,15 @@ def _coerce(key: str, value: Any, default: Any, origin: str) -> Any:
         what = found.describe(key.partition(".")[0]) if found else "smaller"
         raise ConfigError(
             f"Setting {key} must be {what}, got {_show(value)} ({_where(origin)}).",
-            hint=_allowed_hint(key) + f"{_fix(origin)}, or remove it to use the default ({default!r}).",
+            hint=_allowed_hint(key)
+            + f"{_fix(origin)}, or remove it to use the default ({_show(default, 200)}).",
         ) from None
     except (TypeError, ValueError):
         raise ConfigError(
             f"Setting {key} must be {TYPE_WORDS.get(type(default), type(default).__name__)}, "
             f"got {_show(value)} ({_where(origin)}).",
-            hint=_allowed_hint(key) + f"{_fix(origin)}, or remove it to use the default ({default!r}).",
+            hint=_allowed_hint(key)
+            + f"{_fix(origin)}, or remove it to use the default ({_show(default, 200)}).",
         ) from None
 
 
@@ -491,7 +493,7 @@ def _allowed_hint(key: str) -> str:
 def _show(value: Any, limit: int = 40) -> str:
     """A value as a message quotes it: its repr, cut short when it is long (a pasted wall of digits)."""
     try:
-        text = repr(value)
+        text = repr(list(value) if isinstance(value, tuple) else value)  # a list setting as the list it is
     except ValueError:  # an int with more digits than Python will print
         return "a number of thousands of digits"
     return text if len(text) <= limit else f"{text[: limit - 10]}... ({len(text)} characters)"
@@ -694,7 +696,7 @@ def validate(s: Settings, origins: dict[str, str] | None = None) -> None:
                 )
                 fix = f"{told}. Change one of the two."
             else:
-                fix = f"{_fix(origin)}, or remove it to use the default ({default!r})."
+                fix = f"{_fix(origin)}, or remove it to use the default ({_show(default, 200)})."
             raise ConfigError(
                 f"Setting {key} must be {r.describe(group, sibling)}, got {_show(value)} ({_where(origin)}).",
                 hint=_allowed_hint(key) + fix,
@@ -720,5 +722,5 @@ def as_rows(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:
             value = obj.model_name if key in ("embedding.model", "llm.model") else getattr(obj, f.name)
             if key == "index.dsn":
                 value = mask_dsn(value)
-            rows.append((key, value, loaded.origins[key]))
+            rows.append((key, list(value) if isinstance(value, tuple) else value, loaded.origins[key]))
     return rows
