@@ -18,7 +18,7 @@ from vaultlens.chunking.attachments import Unreadable, pdf_pages
 from vaultlens.errors import ConfigError, VaultError
 from vaultlens.index.watcher import Coalescer
 from vaultlens.services.app import App
-from vaultlens.services.notes import resolve_untrusted
+from vaultlens.services.finding.notes import resolve_untrusted
 from vaultlens.vault.scan import VaultRules
 from vaultlens.web.layout import note_href
 from vl_support import run_cli, write_vault
