@@ -242,3 +242,35 @@ def test_index_attachments_takes_a_list_of_the_kinds_it_knows(vault: Path) -> No
         ConfigError, match=r"index.attachments must be a list of pdf, canvas.*got \['pdf', 'docx'\]"
     ):
         kinds({"index.attachments": "pdf,docx"})
+
+
+def test_the_search_page_shows_a_pdf_section_with_its_page_and_links_it_to_obsidian_there(
+    vault: Path, tmp_path: Path
+) -> None:
+    """In headless Chromium: the search page lists the PDF first, its section names page 2, and the
+    section's link is the one the server sends on to Obsidian at page 2."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    from test_web_browser import CHROMIUM, CHROMIUM_FLAGS, WAIT_MS
+
+    if CHROMIUM is None:
+        pytest.skip("no Chromium found (/usr/bin/chromium or on PATH)")
+    with (
+        running_server(vault, tmp_path / "home", watch=False, overrides={}) as server,
+        sync_api.sync_playwright() as pw,
+    ):
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(WAIT_MS)
+            page.goto(server.url + "/?q=" + "quokka polyglot zephyr".replace(" ", "+"))
+            first = page.locator("#results .result").first
+            sync_api.expect(first).to_have_attribute("data-path", "papers/paper.pdf")
+            section = first.locator(".section").first
+            sync_api.expect(section.locator(".lines")).to_contain_text("page 2")
+            href = section.locator("a.heading-path").get_attribute("href") or ""
+        finally:
+            browser.close()
+        opened = httpx.get(server.url + href, timeout=30)
+    assert opened.status_code == 303 and opened.headers["location"].endswith(
+        "file=papers%2Fpaper.pdf%23page%3D2"
+    )
