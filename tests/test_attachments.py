@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from mcp import ClientSession
 
 import vaultlens as services
 from pdf_support import pdf_bytes
-from server_support import running_server
+from server_support import payload, run_async, running_server, with_http_session
 from vaultlens.chunking import attachments
 from vaultlens.chunking.attachments import Unreadable, pdf_pages
 from vaultlens.errors import ConfigError, VaultError
@@ -179,6 +181,18 @@ def test_attachments_off_indexes_markdown_only(vault: Path, extractions: list[in
     assert {"papers/paper.pdf", "board.canvas"} <= {h["path"] for h in _search(vault, "quokka marmoset")}
 
 
+def test_similar_notes_point_at_a_pdfs_page_and_a_canvas_card(vault: Path) -> None:
+    write_vault(vault, {"quokka.md": "# Quokkas\n\nA quokka polyglot zephyr hibernates under the basalt.\n"})
+    _index(vault)
+    app = App.open(vault)
+    try:
+        found = services.similar(app, "quokka.md").as_dict()
+    finally:
+        app.close()
+    paper = next(r for r in found["results"] if r["path"] == "papers/paper.pdf")
+    assert paper["matches"][0]["other"]["page"] == 2 and paper["matches"][0]["source"]["page"] is None
+
+
 def test_ask_sources_carry_the_page(vault: Path) -> None:
     _index(vault)
     app = App.open(vault)
@@ -219,6 +233,12 @@ def test_the_http_api_carries_the_page_and_the_page_opens_the_pdf_in_obsidian_th
     with running_server(vault, tmp_path / "home", watch=False, overrides={}) as server:
         hits = httpx.get(server.url + "/v1/search", params={"q": "quokka polyglot zephyr"}, timeout=60).json()
         assert (hits[0]["path"], hits[0]["sections"][0]["page"]) == ("papers/paper.pdf", 2)
+
+        async def mcp_search(session: ClientSession) -> dict[str, Any]:
+            return payload(await session.call_tool("search_notes", {"query": "quokka polyglot zephyr"}))
+
+        found = run_async(lambda: with_http_session(server.url, mcp_search))["data"]["results"][0]
+        assert (found["path"], found["sections"][0]["page"]) == ("papers/paper.pdf", 2)
         opened = httpx.get(server.url + note_href("papers/paper.pdf", 1, 1, 2), timeout=30)
         canvas = httpx.get(server.url + note_href("board.canvas", 1, 1), timeout=30)
     assert opened.status_code == 303
