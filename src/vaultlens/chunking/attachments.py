@@ -16,6 +16,7 @@ Offsets and lines of a chunk are within its page's (its card's) text, line break
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -63,7 +64,7 @@ def pdf_pages(data: bytes, memory_mb: int | None = None, timeout_s: float | None
     timeout = PDF_TIMEOUT_S if timeout_s is None else timeout_s
     try:
         done = subprocess.run(
-            [sys.executable, "-I", str(_CHILD), str(memory)],
+            [sys.executable, "-I", str(_CHILD), str(memory), str(math.ceil(timeout))],
             input=data,
             capture_output=True,
             timeout=timeout,
