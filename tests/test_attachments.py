@@ -16,7 +16,8 @@ import vaultlens as services
 from pdf_support import pdf_bytes
 from server_support import payload, run_async, running_server, with_http_session
 from vaultlens.chunking import attachments
-from vaultlens.chunking.attachments import Unreadable, pdf_pages
+from vaultlens.chunking.attachments import Unreadable, attachment_chunks, pdf_pages
+from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.errors import ConfigError, VaultError
 from vaultlens.index.watcher import Coalescer
 from vaultlens.services.app import App
@@ -294,3 +295,18 @@ def test_the_search_page_shows_a_pdf_section_with_its_page_and_links_it_to_obsid
     assert opened.status_code == 303 and opened.headers["location"].endswith(
         "file=papers%2Fpaper.pdf%23page%3D2"
     )
+
+
+def test_a_page_is_chunked_along_its_paragraphs_and_an_edit_on_one_page_keeps_the_others_ids() -> None:
+    """Paragraphs (lines, where PDFium gives no blank line) packed up to chunk_target, none over
+    chunk_max, each chunk with its page; a chunk's id depends on its page, not on the pages before."""
+    chunker = MarkdownChunker(200, 300, 40)
+    lines = [f"Line {i} of the second page says something about topic {i}." for i in range(30)]
+    before = attachment_chunks("pdf", "a.pdf", pdf_bytes([["Page one."], lines]), chunker)
+    after = attachment_chunks("pdf", "a.pdf", pdf_bytes([["Page one, edited."], lines]), chunker)
+    second = [c for c in before if c.page == 2]
+    assert len(second) > 2 and all(len(c.text) <= 300 for c in second)
+    assert "\n".join(c.text for c in second) == "\n".join(lines)  # every line once, in order
+    assert [c.start_line for c in second] == sorted(c.start_line for c in second)
+    assert [(c.id, c.content_hash) for c in after if c.page == 2] == [(c.id, c.content_hash) for c in second]
+    assert [c.content_hash for c in after if c.page == 1] != [c.content_hash for c in before if c.page == 1]
