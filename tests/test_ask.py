@@ -100,7 +100,10 @@ def test_json_output_has_the_documented_shape_and_never_turns_an_invented_id_int
     assert list(data) == ["question", "answer", "sources", "invalid_citations", "usage"]
     assert data["question"] == QUESTION and data["invalid_citations"] == ["S9"]
     for n, src in enumerate(data["sources"], 1):
-        assert list(src) == ["id", "path", "heading_path", "start_line", "end_line"] and src["id"] == f"S{n}"
+        assert (
+            list(src) == ["id", "path", "heading_path", "start_line", "end_line", "page", "card"]
+            and src["id"] == f"S{n}"
+        )
         assert (vault / src["path"]).is_file() and 1 <= src["start_line"] <= src["end_line"]
     assert data["usage"] == {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57}
     human = run_cli(["ask", QUESTION, *cli_args(vault, {**settings, "llm.endpoint": server.url})])

@@ -328,3 +328,22 @@ def test_a_batch_gives_every_row_the_rowid_a_row_by_row_write_gives(tmp_path: Pa
             ("markdown", "x.md", "shown", 1),
         )
     ]
+
+
+def test_a_store_from_before_pdfs_gets_the_page_and_card_columns(healthy: tuple[Path, Path]) -> None:
+    """Migration 8 -> 9: an index written before PDFs and canvases were read keeps its chunks, each
+    without a page or card, and takes new ones with them."""
+    _, d = healthy
+    write_sql(
+        d,
+        "ALTER TABLE chunks DROP COLUMN page",
+        "ALTER TABLE chunks DROP COLUMN card",
+        "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
+    )
+    store = SQLiteStore(d)
+    try:
+        chunks = store.chunks(range(1, 4))
+        assert chunks and all(c.page is None and c.card is None for c in chunks.values())
+    finally:
+        store.close()
+    assert db_rows(d, "SELECT value FROM meta WHERE key = 'schema_version'") == [("9",)]

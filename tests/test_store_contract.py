@@ -365,6 +365,19 @@ def test_a_split_part_keeps_its_context(store: Store) -> None:
     assert store.chunk_by_id(part.id) == part
 
 
+def test_a_pdf_page_and_a_canvas_card_come_back_with_their_chunks(store: Store) -> None:
+    """Where a chunk is in a PDF (its page) or a canvas (its card's id) is stored and read back."""
+    u, v = note_update("paper.pdf", [((), "page two text"), ((), "a card")])
+    paged = replace(u.chunks[0].chunk, page=2)
+    carded = replace(u.chunks[1].chunk, card="6f0ad84f44ce9c17")
+    items = [replace(u.chunks[0], chunk=paged), replace(u.chunks[1], chunk=carded)]
+    store.apply(updates=[replace(u, chunks=items)], vectors=v)
+    assert store.chunk_by_id(paged.id) == paged and paged.page == 2
+    assert store.chunk_by_id(carded.id) == carded and carded.card == "6f0ad84f44ce9c17"
+    keys, _ = store.matrix()
+    assert {c.id: (c.page, c.card) for c in store.chunks(keys.tolist()).values()}[paged.id] == (2, None)
+
+
 def test_tier_vectors_are_filled_covered_and_go_with_their_chunks(store: Store) -> None:
     assert store.tier_space is None and store.tier_coverage() == (0, 4)
     assert store.matrix(tier=True)[0].size == 0

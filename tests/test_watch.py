@@ -37,6 +37,7 @@ from watchdog.events import (
 )
 
 import vaultlens
+from pdf_support import pdf_bytes
 from scripted_server import ScriptedEmbeddingServer
 from server_support import CHILD
 from vaultlens.errors import StoreError, VaultError
@@ -370,6 +371,27 @@ def test_hidden_and_ignored_paths_stay_out_and_a_note_moved_to_the_trash_is_remo
         paths = indexed(w.app)
         assert not any(p.startswith("Projects/Note") for p in paths)
         assert rec.calls == []
+
+
+def test_a_pdf_and_a_canvas_saved_while_watching_are_indexed_and_a_deleted_pdf_leaves(
+    vault: Path, rec: RecordingProvider, backend: str
+) -> None:
+    with Running(vault, rec, backend) as w:
+        (vault / "paper.pdf").write_bytes(pdf_bytes([["First page."], ["The zephyr on page two."]]))
+        (vault / "board.canvas").write_text(
+            json.dumps({"nodes": [{"id": "c1", "type": "text", "text": "A card of text"}]}), encoding="utf-8"
+        )
+        deadline = time.monotonic() + 30
+        while {"paper.pdf", "board.canvas"} - set(indexed(w.app)) and time.monotonic() < deadline:
+            w.next()
+        assert indexed(w.app)["paper.pdf"] == 2 and indexed(w.app)["board.canvas"] == 1
+        with w.app.reading() as store:
+            keys = store.note_chunk_keys(["paper.pdf"])["paper.pdf"]
+            assert sorted(c.page for c in store.chunks(keys).values()) == [1, 2]
+        (vault / "paper.pdf").unlink()
+        report = w.next()
+        assert report.stats is not None and report.stats.files_deleted == 1
+        assert "paper.pdf" not in indexed(w.app)
 
 
 def test_lost_events_fall_back_to_a_full_reconcile(vault: Path, rec: RecordingProvider, backend: str) -> None:

@@ -61,6 +61,10 @@ class Chunk:
     # "key:" of the front matter key it starts inside), at most CONTEXT_MAX characters. It is
     # embedded and searched before the text, but is not part of text, content_hash or offsets.
     context: str = ""
+    # where the chunk is in a file that is not a note (chunking/attachments.py): a PDF's page (1-based),
+    # a canvas text card's id; None in a note
+    page: int | None = None
+    card: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +282,11 @@ class MarkdownChunker:
         if pos < end:
             out.append((pos, end))
         return out
+
+    def prose_pieces(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        """Cut ``text[start:end]`` into ~target pieces at the best boundary (line, sentence, word),
+        with overlap, none over ``max`` (a PDF page's long paragraph: chunking/attachments.py)."""
+        return self._split(text, start, end)
 
     def _split(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
         """Cut an oversized prose block into ~target pieces at the best boundary, with overlap."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from vaultlens.chunking.attachments import kind_of
 from vaultlens.chunking.chunker import Chunk, MarkdownChunker
 from vaultlens.errors import NoteNotFound, VaultError, VaultlensError, translate_error
 from vaultlens.fsutil import sha256_hex
@@ -222,11 +223,19 @@ def note_from_bytes(raw: RawNote, chunker: MarkdownChunker) -> NoteSource:
 def load_note(vault: Path, rel: str, chunker: MarkdownChunker, max_bytes: int | None = None) -> NoteSource:
     """Load note ``rel`` of ``vault``: bytes, hash, text, parse and chunks, all from one read.
 
-    Errors: :class:`~vaultlens.errors.VaultError` for a refused path or a file over ``max_bytes``,
+    Errors: :class:`~vaultlens.errors.VaultError` for a refused path (a PDF or a canvas too: never
+    loaded as a note, so no note tool or review edits one) or a file over ``max_bytes``,
     :class:`~vaultlens.errors.NoteNotFound` for a missing file, ``PermissionDenied`` /
     ``FileSystemError`` for an unreadable one (see :func:`read_note`), and :class:`NotText`
     when the bytes are not a UTF-8 text note (see :func:`note_from_bytes`).
     """
+    kind = kind_of(rel)
+    if kind is not None:  # indexed for search, but no feature reads (or writes) it as a note
+        raise VaultError(
+            f"{rel!r} is {'a PDF' if kind == 'pdf' else 'a Canvas file'}, not a Markdown note: vaultlens "
+            "searches its text but never edits it.",
+            hint="Give the path of a Markdown note (.md).",
+        )
     return note_from_bytes(read_note(vault, rel, max_bytes), chunker)
 
 

@@ -20,7 +20,11 @@ duplicates_cli = typer.Typer(
 
 
 def _where(ref: Section) -> str:
-    return f"L{ref.start_line}-{ref.end_line} {' › '.join(ref.heading_path) or '(top)'}"
+    """Lines and heading path; in a PDF its page first, in a canvas its card's id."""
+    inside = (
+        f"page {ref.page} " if ref.page is not None else f"card {ref.card} " if ref.card is not None else ""
+    )
+    return f"{inside}L{ref.start_line}-{ref.end_line} {' › '.join(ref.heading_path) or '(top)'}"
 
 
 def similar(

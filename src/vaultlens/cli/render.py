@@ -65,9 +65,12 @@ def print_hits(hits: list[NoteHit]) -> None:
         )
         for sec in hit.sections:
             where = " › ".join(sec.heading_path) or "(top of note)"
-            out.print(
-                f"   [green]L{sec.start_line}-{sec.end_line}[/green] {shown(where)}  [dim]{sec.score or 0:.3f}[/dim]"
-            )
+            place = f"L{sec.start_line}-{sec.end_line}"
+            if sec.page is not None:  # a PDF's section: its page, lines within it
+                place, where = f"page {sec.page}", f"{place} of the page"
+            elif sec.card is not None:  # a canvas text card
+                where = f"card {sec.card}"
+            out.print(f"   [green]{place}[/green] {shown(where)}  [dim]{sec.score or 0:.3f}[/dim]")
             out.print(f"      {shown(sec.snippet)}", soft_wrap=False, overflow="ellipsis", no_wrap=True)
 
 

@@ -55,6 +55,9 @@ TIER_FORM = re.compile(r"([a-z][a-z0-9_.-]*):([^\s\x00-\x1f\x7f]+)")
 #: ``index.backend`` values: the store backends of vaultlens.index.backends. Repeated here because
 #: config sits above index in the layers; tests/test_backend_seam.py keeps the two lists equal.
 STORE_BACKENDS = ("postgres", "sqlite")
+#: ``index.attachments`` values: the kinds of vault files besides Markdown notes that the index reads
+#: (``pdf``: text per page, ``canvas``: JSON Canvas text cards); ``[]`` indexes Markdown only.
+ATTACHMENT_KINDS = ("pdf", "canvas")
 #: A password inside a libpq DSN: ``password=...`` (key/value form) or ``user:secret@`` / ``?password=`` (URI form).
 DSN_PASSWORD = re.compile(r"(?:^|[\s?&])password\s*=|^postgres(?:ql)?://[^/@?]*:[^/@?]*@", re.IGNORECASE)
 
@@ -290,6 +293,12 @@ class IndexSettings:
     chunk_overlap: int = setting(200, ge=0, lt="chunk_target")
     max_file_mb: float = setting(10.0, gt=0, le=4096)
     batch_files: int = setting(64, ge=1, le=100_000)
+    # the files besides Markdown notes the index reads (chunking/attachments.py); () = Markdown only
+    attachments: tuple[str, ...] = setting(
+        ATTACHMENT_KINDS,
+        check=lambda v: all(k in ATTACHMENT_KINDS for k in v),
+        shape="a list of " + ", ".join(ATTACHMENT_KINDS) + " ([] for Markdown only)",
+    )
     # where the index lives: a store backend by name (index/backends.py); sqlite = a file per index
     backend: str = setting(
         "sqlite", check=lambda v: v in STORE_BACKENDS, shape="one of " + ", ".join(STORE_BACKENDS)
@@ -396,7 +405,13 @@ class LoadedSettings:
 
 
 #: What a type error says a setting takes, by the type of its default.
-TYPE_WORDS: dict[type, str] = {bool: "true or false", int: "an int", float: "a number", str: "a string"}
+TYPE_WORDS: dict[type, str] = {
+    bool: "true or false",
+    int: "an int",
+    float: "a number",
+    str: "a string",
+    tuple: "a list of names",
+}
 INT_TEXT = re.compile(r"[+-]?[0-9_]+")  # what int() would take, were it not so long
 
 
@@ -436,6 +451,8 @@ def _coerce(key: str, value: Any, default: Any, origin: str) -> Any:
             if math.isinf(number):
                 raise OverflowError(value)
             return number
+        if isinstance(default, tuple):
+            return _names(value)
         if not isinstance(value, str):
             raise ValueError(value)
         return value
@@ -444,14 +461,27 @@ def _coerce(key: str, value: Any, default: Any, origin: str) -> Any:
         what = found.describe(key.partition(".")[0]) if found else "smaller"
         raise ConfigError(
             f"Setting {key} must be {what}, got {_show(value)} ({_where(origin)}).",
-            hint=_allowed_hint(key) + f"{_fix(origin)}, or remove it to use the default ({default!r}).",
+            hint=_allowed_hint(key)
+            + f"{_fix(origin)}, or remove it to use the default ({_show(default, 200)}).",
         ) from None
     except (TypeError, ValueError):
         raise ConfigError(
             f"Setting {key} must be {TYPE_WORDS.get(type(default), type(default).__name__)}, "
             f"got {_show(value)} ({_where(origin)}).",
-            hint=_allowed_hint(key) + f"{_fix(origin)}, or remove it to use the default ({default!r}).",
+            hint=_allowed_hint(key)
+            + f"{_fix(origin)}, or remove it to use the default ({_show(default, 200)}).",
         ) from None
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A list setting: a TOML list of strings, or text from the environment or ``--set`` ("pdf,canvas",
+    '["pdf"]', "[]" or "" for none)."""
+    if isinstance(value, str):
+        value = [v.strip().strip("'\"") for v in value.strip().removeprefix("[").removesuffix("]").split(",")]
+        value = [v for v in value if v]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(value)
+    return tuple(dict.fromkeys(value))
 
 
 def _allowed_hint(key: str) -> str:
@@ -463,7 +493,7 @@ def _allowed_hint(key: str) -> str:
 def _show(value: Any, limit: int = 40) -> str:
     """A value as a message quotes it: its repr, cut short when it is long (a pasted wall of digits)."""
     try:
-        text = repr(value)
+        text = repr(list(value) if isinstance(value, tuple) else value)  # a list setting as the list it is
     except ValueError:  # an int with more digits than Python will print
         return "a number of thousands of digits"
     return text if len(text) <= limit else f"{text[: limit - 10]}... ({len(text)} characters)"
@@ -666,7 +696,7 @@ def validate(s: Settings, origins: dict[str, str] | None = None) -> None:
                 )
                 fix = f"{told}. Change one of the two."
             else:
-                fix = f"{_fix(origin)}, or remove it to use the default ({default!r})."
+                fix = f"{_fix(origin)}, or remove it to use the default ({_show(default, 200)})."
             raise ConfigError(
                 f"Setting {key} must be {r.describe(group, sibling)}, got {_show(value)} ({_where(origin)}).",
                 hint=_allowed_hint(key) + fix,
@@ -692,5 +722,5 @@ def as_rows(loaded: LoadedSettings) -> list[tuple[str, Any, str]]:
             value = obj.model_name if key in ("embedding.model", "llm.model") else getattr(obj, f.name)
             if key == "index.dsn":
                 value = mask_dsn(value)
-            rows.append((key, value, loaded.origins[key]))
+            rows.append((key, list(value) if isinstance(value, tuple) else value, loaded.origins[key]))
     return rows

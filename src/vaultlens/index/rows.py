@@ -19,14 +19,14 @@ from vaultlens.vault.model import Link
 # after the key column: the fields :func:`chunk` reads, in its order
 _CHUNK_FIELDS = (
     "id", "path", "ordinal", "heading_path", "text", "content_hash", "start", '"end"',
-    "start_line", "end_line", "frontmatter", "context",
+    "start_line", "end_line", "frontmatter", "context", "page", "card",
 )  # fmt: skip
 
 FILE_COLUMNS = "path, kind, size, mtime_ns, file_hash, status, reason, title, aliases, tags, n_chunks"
 RECORD_COLUMNS = FILE_COLUMNS + ", updated_at"  # what :func:`record_params` fills
 CHUNK_INSERT_COLUMNS = (
     'id, path, ordinal, heading_path, text, content_hash, embed_hash, start, "end", start_line, end_line,'
-    " frontmatter, context"
+    " frontmatter, context, page, card"
 )  # what :func:`chunk_params` fills
 LINK_COLUMNS = "src, kind, target, heading, block, display, line"
 RECORD_UPSERT = (  # after ``ON CONFLICT (path)``: replace every column but the key
@@ -92,6 +92,8 @@ def chunk(r: Sequence[Any]) -> Chunk:
         end_line=r[10],
         frontmatter=bool(r[11]),
         context=r[12],
+        page=r[13],
+        card=r[14],
     )
 
 
@@ -100,7 +102,7 @@ def chunk_params(item: IndexedChunk) -> tuple[Any, ...]:
     c = item.chunk
     heads = json.dumps(c.heading_path, ensure_ascii=False)
     return (c.id, c.path, c.ordinal, heads, c.text, c.content_hash, item.embed_hash,
-            c.start, c.end, c.start_line, c.end_line, c.frontmatter, c.context)  # fmt: skip
+            c.start, c.end, c.start_line, c.end_line, c.frontmatter, c.context, c.page, c.card)  # fmt: skip
 
 
 def record(r: Sequence[Any]) -> FileRecord:

@@ -47,6 +47,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
+from vaultlens.chunking.attachments import KINDS
 from vaultlens.errors import TRANSLATED, Cancelled, VaultError, VaultlensError, translate_error
 from vaultlens.index.indexing.indexer import Indexer
 from vaultlens.index.progress import NoProgress
@@ -77,6 +78,9 @@ DEFAULT_MAX_WAIT_S = 10.0
 FOLLOW_SYMLINKS = False
 # a flush that fails with one of these waits and reconciles; anything else is a bug and stops watch
 RECOVERABLE: tuple[type[Exception], ...] = (VaultlensError, *TRANSLATED)
+
+# the files an event may change in the index: notes, and the attachments index.attachments may name
+_READ_SUFFIXES = (".md", *KINDS)
 
 
 @dataclass(frozen=True)
@@ -170,7 +174,7 @@ class Coalescer:
             self._request_full(f"{rel} changed")
             return
         parts = rel.split("/")
-        if _hidden(parts[:-1]) or not rel.lower().endswith(".md"):
+        if _hidden(parts[:-1]) or not rel.lower().endswith(_READ_SUFFIXES):
             return
         self._touch()
         self._intents[rel] = intent

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from vaultlens.chunking.chunker import MarkdownChunker
+from vaultlens.chunking.attachments import attachment_chunks, kind_of
+from vaultlens.chunking.chunker import Chunk, MarkdownChunker
 from vaultlens.chunking.source import NoteSource, RawNote, load_note, read_note
 from vaultlens.vault.scan import ScanResult, VaultRules, scan_vault
 
@@ -37,6 +38,14 @@ class VaultFiles:
 
     def load(self, rel: str) -> NoteSource:
         return load_note(self.root, rel, self.chunker, self.max_bytes)
+
+    def chunks(self, rel: str) -> list[Chunk]:
+        """The chunks of an indexed file as it is now: a note's, or a PDF's or canvas's (whose text is
+        read as the indexer reads it; :class:`Unreadable` when it cannot be)."""
+        kind = kind_of(rel)
+        if kind is None:
+            return self.load(rel).chunks
+        return attachment_chunks(kind, rel, self.read(rel).raw, self.chunker)
 
     def rules(self) -> VaultRules:
         return VaultRules(self.root, self.max_bytes)

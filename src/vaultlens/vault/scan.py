@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     import pathspec
 
 IGNORE_FILE = ".vaultlensignore"
-FileKind = Literal["note", "canvas", "base", "attachment"]
-_KINDS: dict[str, FileKind] = {".md": "note", ".canvas": "canvas", ".base": "base"}
+FileKind = Literal["note", "canvas", "base", "pdf", "attachment"]
+_KINDS: dict[str, FileKind] = {".md": "note", ".canvas": "canvas", ".base": "base", ".pdf": "pdf"}
+# the kinds the index may read (index.attachments picks among pdf and canvas): over the size limit, a skip
+_READ_KINDS = frozenset({"note", "canvas", "pdf"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,11 @@ class ScanResult:
     @property
     def notes(self) -> list[VaultFile]:
         return [f for f in self.files if f.kind == "note"]
+
+    def readable(self, kinds: Iterable[str]) -> list[VaultFile]:
+        """The notes and the files of ``kinds`` (``index.attachments``) the index reads, sorted by path."""
+        wanted = {"note", *kinds}
+        return [f for f in self.files if f.kind in wanted]
 
 
 def check_vault(path: Path) -> Path:
@@ -258,7 +265,7 @@ class VaultRules:
             why = self.ignored(rel, False)
         if why:
             return None if kind == "attachment" else Skipped(rel, why)
-        if kind == "note" and info.st_size > self.max_file_bytes:
+        if kind in _READ_KINDS and info.st_size > self.max_file_bytes:
             limit = self.max_file_bytes / 1e6
             return Skipped(rel, f"too large ({info.st_size / 1e6:.1f} MB > {limit:g} MB limit)")
         return VaultFile(rel, kind, info.st_size, info.st_mtime_ns)

@@ -77,10 +77,14 @@ def lines_attr(start: int, end: int) -> str:
     return f"{start}-{end}"
 
 
-def note_href(path: str, start: int | None = None, end: int | None = None) -> str:
+def note_href(path: str, start: int | None = None, end: int | None = None, page: int | None = None) -> str:
+    """The note view of ``path`` at lines ``start``-``end``; a PDF's or canvas's redirects to Obsidian, a
+    PDF at ``page``."""
     query: dict[str, str] = {"path": path}
     if start is not None and end is not None:
         query["lines"] = lines_attr(start, end)
+    if page is not None:
+        query["page"] = str(page)
     return "/note?" + urlencode(query)
 
 

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 
+from vaultlens.chunking.attachments import kind_of
 from vaultlens.errors import VaultlensError
 from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.drafting import PRESETS
@@ -127,7 +128,8 @@ def section_ref(section: dict[str, Any], link_to: str | None = None) -> str:
     lines = tag("span", f"lines {start}-{end}", class_="lines", data_lines=f"{start}-{end}")
     if link_to is None:
         return tag("span", heading, class_="heading-path") + " " + lines
-    return tag("a", heading, href=note_href(link_to, start, end), class_="heading-path") + " " + lines
+    href = note_href(link_to, start, end, section.get("page"))
+    return tag("a", heading, href=href, class_="heading-path") + " " + lines
 
 
 def build(state: WebState) -> APIRouter:
@@ -146,8 +148,14 @@ def build(state: WebState) -> APIRouter:
         )
         return page("Search", "/", body, csrf, "search")
 
-    @router.get("/note", response_class=HTMLResponse)
-    def note_page(path: Text = "", lines: Annotated[str, Query(max_length=40)] = "") -> HTMLResponse:
+    @router.get("/note", response_class=HTMLResponse, response_model=None)
+    def note_page(
+        path: Text = "",
+        lines: Annotated[str, Query(max_length=40)] = "",
+        at_page: Annotated[int | None, Query(alias="page", ge=1, le=10**6)] = None,
+    ) -> HTMLResponse | RedirectResponse:
+        if kind_of(path) is not None:  # a PDF (at the page asked for) or a canvas: Obsidian shows it
+            return RedirectResponse(obsidian_url(state.app.vault.name, path, at_page), status_code=303)
         if not path:
             form = (
                 '<form action="/note" method="get">'

@@ -73,7 +73,9 @@ def note_html(text: str, target: tuple[int, int] | None, links: NoteLinks | None
     return front + html
 
 
-def obsidian_url(vault_name: str, path: str) -> str:
-    """``obsidian://open?vault=NAME&file=PATH`` (the path without ``.md``, as Obsidian names notes)."""
+def obsidian_url(vault_name: str, path: str, page: int | None = None) -> str:
+    """``obsidian://open?vault=NAME&file=PATH`` (the path without ``.md``, as Obsidian names notes; a PDF
+    at ``page`` with Obsidian's ``#page=N``)."""
     file = path[:-3] if path.lower().endswith(".md") else path
+    file += f"#page={page}" if page is not None else ""
     return f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(file, safe='')}"

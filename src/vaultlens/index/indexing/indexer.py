@@ -26,6 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vaultlens.chunking.attachments import Unreadable, attachment_chunks, kind_of
 from vaultlens.chunking.chunker import Chunk, MarkdownChunker
 from vaultlens.chunking.scripts import ScriptMix
 from vaultlens.chunking.source import NoteReader, NotText, note_from_bytes, read_note
@@ -41,7 +42,7 @@ from vaultlens.index.runs import RunStats
 from vaultlens.index.store import FileRecord, IndexedChunk, NoteUpdate, Store
 from vaultlens.vault.model import Link
 from vaultlens.vault.safepath import resolve_note_path
-from vaultlens.vault.scan import ScanResult, Skipped, VaultFile, VaultRules, printable_path, scan_vault
+from vaultlens.vault.scan import Skipped, VaultFile, VaultRules, printable_path, scan_vault
 
 if TYPE_CHECKING:  # numpy is loaded by the model: a run with nothing to embed never imports it
     import numpy as np
@@ -146,6 +147,7 @@ class Indexer:
         s = settings.index
         self._max_bytes = int(s.max_file_mb * 1_000_000)
         self.chunker = MarkdownChunker(s.chunk_target, s.chunk_max, s.chunk_overlap)
+        self._kinds = frozenset(s.attachments)  # the files besides notes it reads (pdf, canvas)
         # reads the plan's notes, each folder checked once (resolving every path cost as much as the read)
         self._reader: NoteReader | None = None
 
@@ -194,12 +196,14 @@ class Indexer:
             # killed half-way resumes where it stopped instead of re-chunking every note
             self.store.set_meta("chunker", self.chunker.signature)
             rechunk = False
-        present = {f.path for f in scan.notes} | {s.path for s in scan.skipped}
+        files = scan.readable(self._kinds)
+        skipped = [s for s in scan.skipped if self._reads(s.path)]
+        present = {f.path for f in files} | {s.path for s in skipped}
         # a store without chunks holds, after this run, exactly the notes it writes: their script mix is
         # counted as each batch commits (while the model runs), not in a pass over the store at the end
         counted = ScriptMix() if not any(r.n_chunks for r in records.values()) else None
         counted = self._write(
-            scan, [p for p in records if p not in present], records, stats, rechunk, counted
+            files, skipped, [p for p in records if p not in present], records, stats, rechunk, counted
         )
         if rechunk:
             self.store.set_meta("chunker", self.chunker.signature)
@@ -211,9 +215,15 @@ class Indexer:
         self.store.refresh_ann(self.progress)
         self._fill_tier(stats)
 
+    def _reads(self, path: str) -> bool:
+        """A skip of ``path`` is recorded: a note's, a folder's, or a file of an attachment kind it reads."""
+        kind = kind_of(path.rstrip("/"))
+        return kind is None or path.endswith("/") or kind in self._kinds
+
     def _write(
         self,
-        scan: ScanResult,
+        files: list[VaultFile],
+        skipped: list[Skipped],
         gone: list[str],
         records: dict[str, FileRecord],
         stats: RunStats,
@@ -228,7 +238,7 @@ class Indexer:
         # a remote provider is called batch by batch, when each batch is committed
         ahead = None if self.provider.remote else self._ahead()
         try:
-            plan = self._plan(scan.notes, scan.skipped, gone, records, stats, rechunk, ahead)
+            plan = self._plan(files, skipped, gone, records, stats, rechunk, ahead)
             if ahead is not None:
                 ahead[0].close()
             moved = self._match_moves(plan, records)
@@ -308,7 +318,7 @@ class Indexer:
             self._sort(rules.classify(rel), notes, skipped)
         for folder in set(folders):
             found = rules.scan(folder)
-            for f in found.files:
+            for f in found.readable(self._kinds):
                 self._sort(f, notes, skipped)
             for skip in found.skipped:
                 self._sort(skip, notes, skipped)
@@ -344,13 +354,12 @@ class Indexer:
         stats.seconds = round(time.monotonic() - started, 3)
         return stats
 
-    @staticmethod
     def _sort(
-        item: VaultFile | Skipped | None, notes: dict[str, VaultFile], skipped: dict[str, Skipped]
+        self, item: VaultFile | Skipped | None, notes: dict[str, VaultFile], skipped: dict[str, Skipped]
     ) -> None:
-        if isinstance(item, VaultFile) and item.kind == "note":
+        if isinstance(item, VaultFile) and (item.kind == "note" or item.kind in self._kinds):
             notes[item.path] = item
-        elif isinstance(item, Skipped):
+        elif isinstance(item, Skipped) and self._reads(item.path):
             skipped[item.path] = item
 
     def _plan(
@@ -376,7 +385,7 @@ class Indexer:
         for skip in skipped:
             old = records.get(skip.path)
             if old is None or old.status != "skipped" or old.reason != skip.reason:
-                kind = "folder" if skip.path.endswith("/") else "note"
+                kind = "folder" if skip.path.endswith("/") else kind_of(skip.path) or "note"
                 plan.updates.append(
                     NoteUpdate(FileRecord(skip.path, kind, 0, 0, None, "skipped", skip.reason))
                 )
@@ -425,7 +434,7 @@ class Indexer:
 
     def _read(self, f: VaultFile, old: FileRecord | None) -> _Pending | FileRecord:
         def record(status: str, reason: str | None, file_hash: str | None = None) -> _Pending:
-            rec = FileRecord(f.path, "note", f.size, f.mtime_ns, file_hash, status, reason)
+            rec = FileRecord(f.path, f.kind, f.size, f.mtime_ns, file_hash, status, reason)
             return _Pending(rec, {}, old.n_chunks if old else 0)
 
         try:
@@ -441,6 +450,28 @@ class Indexer:
         file_hash = raw.file_hash
         if old is not None and old.file_hash == file_hash and old.status != "failed":
             return replace(old, size=len(raw.raw), mtime_ns=f.mtime_ns)
+        if f.kind != "note":
+            try:
+                chunks = attachment_chunks(f.kind, f.path, raw.raw, self.chunker)
+            except Unreadable as exc:
+                return record("skipped", str(exc), file_hash)
+            if not chunks:
+                return record("skipped", "no text to index", file_hash)
+            title = f.path.rpartition("/")[2].rpartition(".")[0]
+            rec = FileRecord(
+                f.path,
+                f.kind,
+                len(raw.raw),
+                f.mtime_ns,
+                file_hash,
+                "indexed",
+                None,
+                title,
+                (),
+                (),
+                len(chunks),
+            )
+            return self._pending(rec, chunks, old, (), raw.real)
         try:
             source = note_from_bytes(raw, self.chunker)
         except NotText as exc:
@@ -462,18 +493,29 @@ class Indexer:
             note.tags,
             len(chunks),
         )
+        return self._pending(rec, chunks, old, note.links, raw.real)
+
+    def _pending(
+        self,
+        rec: FileRecord,
+        chunks: list[Chunk],
+        old: FileRecord | None,
+        links: tuple[Link, ...],
+        real: str | None,
+    ) -> _Pending:
+        """A changed file's new state: its chunks with their embed texts, and how many old ones go."""
         hashed = []
         embed: dict[str, str] = {}
         for chunk in chunks:
-            etext = embed_text(note.title, chunk)
+            etext = embed_text(rec.title or "", chunk)
             ehash = sha256_hex(etext)
             hashed.append((chunk, ehash))
             embed[ehash] = etext
         removed = 0
         if old is not None and old.n_chunks:
             new_keys = {(c.id, c.content_hash) for c in chunks}
-            removed = len(self.store.chunk_keys(f.path) - new_keys)
-        return _Pending(rec, embed, removed, hashed, note.links, real=raw.real)
+            removed = len(self.store.chunk_keys(rec.path) - new_keys)
+        return _Pending(rec, embed, removed, hashed, links, real=real)
 
     def _batches(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
         batch: list[_Pending] = []

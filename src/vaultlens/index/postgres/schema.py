@@ -187,6 +187,14 @@ INSERT INTO term_stats SELECT 'files', word, ndoc FROM ts_stat('SELECT tsv FROM 
         "".join(_posting(*posted) for posted in _POSTED)
         + "DROP INDEX IF EXISTS chunks_tsv;\nDROP INDEX IF EXISTS files_tsv;\n",
     ),
+    (
+        # where a chunk of a PDF (its page) or a canvas (its text card's id) is: chunking/attachments.py
+        "0006_attachment_places",
+        """
+ALTER TABLE chunks ADD COLUMN page INTEGER;
+ALTER TABLE chunks ADD COLUMN card TEXT;
+""",
+    ),
 )
 
 

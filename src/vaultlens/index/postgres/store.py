@@ -60,7 +60,7 @@ def _columns(alias: str = "") -> str:
 _RECORD_TYPES = ["text", "text", "bigint", "bigint", "text", "text", "text", "text", "text", "text", "int",
                  "float8"]  # fmt: skip
 _CHUNK_TYPES = ["text", "text", "int", "text", "text", "text", "text", "int", "int", "int", "int", "bool",
-                "text"]  # fmt: skip
+                "text", "int", "text"]  # fmt: skip
 _LINK_TYPES = ["text", "text", "text", "text", "text", "text", "int"]
 
 

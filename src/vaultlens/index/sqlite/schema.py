@@ -8,7 +8,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 DB_NAME = "index.sqlite"
 
 SCHEMA = """
@@ -96,6 +96,9 @@ MIGRATIONS: dict[int, str] = {
         INSERT INTO term_stats SELECT 'notes_fts', term, doc FROM temp.note_vocab;
         DROP TABLE temp.chunk_vocab;
         DROP TABLE temp.note_vocab;""",
+    # where a chunk of a PDF (its page) or a canvas (its text card's id) is: chunking/attachments.py
+    8: """ALTER TABLE chunks ADD COLUMN page INTEGER;
+        ALTER TABLE chunks ADD COLUMN card TEXT;""",
 }
 
 

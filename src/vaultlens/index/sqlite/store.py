@@ -180,7 +180,7 @@ class SQLiteStore(SQLiteFullText, SQLiteVectors):
             chunks = [item for u in updates for item in u.chunks]
             keys = range(top + 1, top + 1 + len(chunks))
             db.executemany(
-                f"INSERT INTO chunks(rowid, {rows.CHUNK_INSERT_COLUMNS}) VALUES (?{',?' * 13})",
+                f"INSERT INTO chunks(rowid, {rows.CHUNK_INSERT_COLUMNS}) VALUES (?{',?' * 15})",
                 [(key, *rows.chunk_params(item)) for key, item in zip(keys, chunks, strict=True)],
             )
             db.executemany(

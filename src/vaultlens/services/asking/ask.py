@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from vaultlens.chunking.attachments import Unreadable
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.chunking.source import NotText
 from vaultlens.config.settings import SearchSettings
@@ -83,6 +84,8 @@ class Source:
     chunk_id: str
     text: str
     frontmatter: bool = False  # the note's YAML block: sent as data, not quoted as a passage
+    page: int | None = None  # a PDF's page (1-based)
+    card: str | None = None  # a canvas text card's id
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -91,6 +94,8 @@ class Source:
             "heading_path": list(self.heading_path),
             "start_line": self.start_line,
             "end_line": self.end_line,
+            "page": self.page,
+            "card": self.card,
         }
 
 
@@ -176,7 +181,18 @@ def gather(index: IndexReader, files: VaultFiles, search: SearchSettings, questi
     stale: list[str] = []
     chosen = select(current_chunks(files, hits, stored, stale))
     sources = tuple(
-        Source(f"S{n}", c.path, c.heading_path, c.start_line + 1, c.end_line, c.id, c.text, c.frontmatter)
+        Source(
+            f"S{n}",
+            c.path,
+            c.heading_path,
+            c.start_line + 1,
+            c.end_line,
+            c.id,
+            c.text,
+            c.frontmatter,
+            c.page,
+            c.card,
+        )
         for n, c in enumerate(chosen, 1)
     )
     messages = build_messages(question, sources) if sources else ()
@@ -191,8 +207,12 @@ def current_chunks(
     changed (or vanished) since it was indexed are appended to ``dropped``."""
     for hit in hits:
         try:
-            now = {c.id: c for c in files.load(hit.path).chunks}
-        except (VaultlensError, NotText):  # removed, unreadable or no longer text: nothing to send
+            now = {c.id: c for c in files.chunks(hit.path)}
+        except (
+            VaultlensError,
+            NotText,
+            Unreadable,
+        ):  # removed, unreadable or no longer text: nothing to send
             dropped.extend(sec.chunk_id for sec in hit.sections)
             continue
         kept = []
@@ -239,6 +259,7 @@ def sources_block(sources: Iterable[Source]) -> str:
         heading = " > ".join(src.heading_path)
         attrs = f"id={json.dumps(src.id)} path={json.dumps(src.path, ensure_ascii=False)}"
         attrs += f' heading={json.dumps(heading, ensure_ascii=False)} lines="{src.start_line}-{src.end_line}"'
+        attrs += f' page="{src.page}"' if src.page is not None else ""
         parts.append(f"<source {attrs}>\n{_quote(src.text)}\n</source>")
     parts.append("</sources>")
     return "\n".join(parts)

@@ -129,7 +129,9 @@ def resolve_untrusted(vault_rules: VaultRules, rel: str) -> str:
     name finds it; another case, a missing extension or a bare name do not). Returns that spelling."""
     listed = _listed(vault_rules, rel)
     if listed.kind != "note":
-        what = {"canvas": "a Canvas file", "base": "a Bases file"}.get(listed.kind, "an attachment")
+        what = {"canvas": "a Canvas file", "base": "a Bases file", "pdf": "a PDF"}.get(
+            listed.kind, "an attachment"
+        )
         raise VaultError(f"Refusing note path {rel!r}: it is {what}, not a Markdown note.")
     return listed.path
 

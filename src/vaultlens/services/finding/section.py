@@ -1,4 +1,5 @@
-"""A place inside a note that a result points at: its chunk, heading path and lines.
+"""A place inside a note that a result points at: its chunk, heading path and lines (in a PDF also
+its page, in a canvas its text card; lines are then within that page or card).
 
 Search hits, similar-note matches and duplicate evidence all point at sections the same way,
 so every interface can open the exact place (1-based, inclusive lines) and check by
@@ -23,6 +24,8 @@ class Section:
     end_line: int  # 1-based, inclusive
     score: float | None = None  # how well this section matched, where a score applies
     snippet: str = ""
+    page: int | None = None  # a PDF's page (1-based); None in a note
+    card: str | None = None  # a canvas text card's id; None in a note
 
     @classmethod
     def of(cls, chunk: Chunk, score: float | None = None, snippet: bool = False) -> Section:
@@ -33,6 +36,8 @@ class Section:
             chunk.end_line,
             None if score is None else round(score, 4),
             _snippet(plain_text(chunk.text)) if snippet else "",
+            chunk.page,
+            chunk.card,
         )
 
 

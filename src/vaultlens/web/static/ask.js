@@ -35,7 +35,7 @@
       const source = byId.get(m[1]);
       if (source && !invalid.has(m[1])) {
         out.push(el("a", { class: "citation", "data-source": m[1],
-          href: vl.noteHref(source.path, source.start_line, source.end_line),
+          href: vl.noteHref(source.path, source.start_line, source.end_line, source.page),
           title: `${source.path}, lines ${source.start_line}-${source.end_line}` }, m[0]));
       } else {
         out.push(el("span", { class: "citation invalid", "data-source": m[1],
@@ -63,8 +63,8 @@
     sources.replaceChildren(
       data.sources.length ? el("h2", {}, "Sources") : "",
       el("ol", {}, data.sources.map((s) => el("li", { "data-source": s.id },
-        el("a", { href: vl.noteHref(s.path, s.start_line, s.end_line) },
-          `[${s.id}] ${s.path} › ${s.heading_path.join(" › ") || "(top)"}, lines ${s.start_line}-${s.end_line}`)))));
+        el("a", { href: vl.noteHref(s.path, s.start_line, s.end_line, s.page) },
+          `[${s.id}] ${s.path} › ${s.heading_path.join(" › ") || "(top)"}, ${s.page ? `page ${s.page}, ` : ""}lines ${s.start_line}-${s.end_line}`)))));
   }
 
   // The turn shown last moves up into the conversation, without the ids the current turn carries.

@@ -77,9 +77,11 @@ const vl = (() => {
       error.message, error.hint ? el("span", { class: "hint" }, " " + error.hint) : null, ...reload);
   }
 
-  function noteHref(path, start, end) {
+  // A note's view; a PDF or canvas (the view redirects to Obsidian, a PDF at its section's page).
+  function noteHref(path, start, end, page) {
     const q = new URLSearchParams({ path });
     if (start) q.set("lines", `${start}-${end}`);
+    if (page) q.set("page", page);
     return `/note?${q}`;
   }
 

@@ -27,7 +27,7 @@
     if (!hits.length) { results.replaceChildren(el("p", { class: "empty" }, "No matching note.")); return; }
     results.replaceChildren(...hits.map((hit) => {
       const first = hit.sections[0];
-      const href = vl.noteHref(hit.path, first && first.start_line, first && first.end_line);
+      const href = vl.noteHref(hit.path, first && first.start_line, first && first.end_line, first && first.page);
       return el("article", { class: "result", "data-path": hit.path },
         el("h2", {}, el("a", { href }, hit.title || hit.path)),
         el("p", { class: "meta" }, el("code", {}, hit.path), " ",
@@ -36,9 +36,10 @@
           hit.weak ? el("span", { class: "weak" }, " weak match") : null),
         el("ul", { class: "sections" }, hit.sections.map((s) =>
           el("li", { class: "section", "data-lines": `${s.start_line}-${s.end_line}` },
-            el("a", { href: vl.noteHref(hit.path, s.start_line, s.end_line), class: "heading-path" },
+            el("a", { href: vl.noteHref(hit.path, s.start_line, s.end_line, s.page), class: "heading-path" },
               s.heading_path.join(" › ") || "(top)"),
-            el("span", { class: "lines" }, ` lines ${s.start_line}-${s.end_line}`),
+            el("span", { class: "lines" },
+              (s.page ? ` page ${s.page},` : s.card ? ` card ${s.card},` : "") + ` lines ${s.start_line}-${s.end_line}`),
             el("p", { class: "text" }, marked(s.snippet, terms))))));
     }));
   }
