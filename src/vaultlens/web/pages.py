@@ -207,11 +207,14 @@ def build(state: WebState) -> APIRouter:
         body = (
             tag("p", f"{tag('code', h(a))} and {tag('code', h(b))}", id="pair", data_a=a, data_b=b)
             + tag("section", "", id="consent", aria_label="What is sent")
-            + tag("section", "", id="claims", aria_label="Claims")
             + tag("section", "", id="validation", aria_label="Validation")
+            + tag("section", "", id="claims", aria_label="Claims")
             + tag("section", PLAN_FORM, id="plan-section", aria_label="Plan", hidden=True)
             + tag("section", "", id="diff", aria_label="Diff")
             + tag("p", "", id="status", role="status")
+            + tag(
+                "button", "Review again from the current text", id="review-again", type="button", hidden=True
+            )
         )
         return page("Review", "/review", body, csrf, "review")
 
@@ -312,9 +315,17 @@ PLAN_FORM = (
         name="direction",
     )
     + tag("label", "Insert after the block", for_="after")
-    + tag("select", tag("option", "(the planner's choice)", value=""), id="after", name="after")
+    + tag(
+        "select",
+        tag("option", "(the planner's choice)", value=""),
+        id="after",
+        name="after",
+        aria_describedby="after-note",
+    )
+    + tag("p", "", id="after-note", class_="hint")
     + tag("label", "Link text", for_="link_text")
     + void("input", id="link_text", name="link_text", value="See also")
     + tag("button", "Re-plan", id="replan", type="submit")
     + "</form>"
+    + tag("div", "", id="plan-problem", aria_live="polite")
 )
