@@ -43,6 +43,7 @@ from vaultlens.server.mcp_tools import build_mcp
 from vaultlens.services.app import App
 from vaultlens.services.verbs.indexing import watch as watch_service
 from vaultlens.web.events import EventHub
+from vaultlens.web.mount import error_page
 
 Say = Callable[[str], None]
 
@@ -94,7 +95,8 @@ def build_asgi(
 
     api = create_api(app, lifespan=lifespan, watcher=watcher, hub=hub)
     api.router.routes.extend(mcp_http.routes)  # POST/GET/DELETE /mcp
-    return SecurityHeaders(Guard(api, token=token, loopback_only=is_loopback(host) and not token))
+    loopback_only = is_loopback(host) and not token
+    return SecurityHeaders(Guard(api, token=token, loopback_only=loopback_only, error_page=error_page))
 
 
 def bind(host: str, port: int) -> socket.socket:
