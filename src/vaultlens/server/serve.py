@@ -158,7 +158,8 @@ class Companion:
     bound_port: int = 0
     # what keeps the index current: "off" (--no-watch), "watching", "elsewhere" (another process
     # holds the writer lock, ``watcher_holder``; this one takes over when it is free) or "stopped"
-    # (with ``watcher_reason``): the index no longer follows the vault
+    # (with ``watcher_reason``): the index no longer follows the vault; ``_watcher_info`` says
+    # "closing" once the server is shutting down
     watcher_state: str = "off"
     watcher_reason: str | None = None
     watcher_holder: LockHolder | None = None
@@ -219,6 +220,8 @@ class Companion:
     def _watcher_info(self) -> dict[str, object]:
         """``state`` and ``reason``; while another process holds the writer lock (``elsewhere``), also
         ``holder``: its ``pid`` and ``command`` as it wrote them into the lock file (None if unknown)."""
+        if self._stop_watch.is_set():  # a signal or stop(): the server is shutting down
+            return {"state": "closing", "reason": None}
         info: dict[str, object] = {"state": self.watcher_state, "reason": self.watcher_reason}
         if self.watcher_state == "elsewhere":
             holder = self.watcher_holder
