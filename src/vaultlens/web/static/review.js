@@ -101,6 +101,7 @@
       status.textContent = "";
       consent.hidden = false;
       consent.replaceChildren(errorBox({ code: "unreachable", message: "The server did not answer: nothing was sent." }));
+      again.hidden = false;
       return;
     }
     const data = await json(r);
@@ -108,7 +109,7 @@
     if (r.ok) render(data);
     else if (r.status === 403 && data.error.code === "consent_required") {
       vl.showConsent(consent, data.error.proposal, "send", (p) => send(p.token));
-    } else { consent.hidden = false; consent.replaceChildren(errorBox(data.error)); }
+    } else { consent.hidden = false; consent.replaceChildren(errorBox(data.error)); again.hidden = false; }
   }
 
   form.elements.direction.addEventListener("change", fillAfter);
