@@ -12,7 +12,6 @@ from a duplicates pair: the plan reviewed, one combined diff applied, undo puts 
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
@@ -26,8 +25,6 @@ import test_web_browser as web
 from server_support import running_server
 from test_review import link_answer
 from test_web_browser import (
-    AXE,
-    AXE_RUN,
     CACHING,
     LISBON,
     PLAN,
@@ -40,6 +37,7 @@ from test_web_browser import (
     Browser,
     Page,
     Site,
+    check_accessibility,
     expect,
     query_of,
     reviews,
@@ -286,10 +284,7 @@ def test_the_review_and_merge_pages_have_no_serious_accessibility_violation(
                 expect(page.locator("#diff table.diff")).to_be_visible()
                 page.select_option("select#direction", "B")
         page.wait_for_load_state("networkidle")
-        page.add_script_tag(path=str(AXE))
-        violations = page.evaluate(AXE_RUN)
-        serious = [v for v in violations if v["impact"] in ("serious", "critical")]
-        assert not serious, json.dumps(serious, indent=1)
+        check_accessibility(page)
         shot(site, page, name)
     finally:
         context.close()

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from vaultlens.web.layout import h, labelled, page, tag
-from vaultlens.web.pages import Text
+from vaultlens.web.layout import h, page, tag
+from vaultlens.web.pages import Text, two_notes_form
 from vaultlens.web.state import WebState
 
 
@@ -21,19 +21,9 @@ def build(state: WebState) -> APIRouter:
     @router.get("/merge", response_class=HTMLResponse)
     def merge_page(keep: Text = "", other: Text = "") -> str:
         if not (keep and other):
-            form = (
-                '<form action="/merge" method="get">'
-                + labelled("pick-keep", "The note to keep", name="keep", value=keep, data_picker=True)
-                + labelled(
-                    "pick-other",
-                    "The note merged into it (then moved to the trash)",
-                    name="other",
-                    value=other,
-                    data_picker=True,
-                )  # fmt: skip
-                + tag("button", "Plan the merge", type="submit")
-                + "</form>"
-            )
+            fields = (("keep", "The note to keep", keep),
+                      ("other", "The note merged into it (then moved to the trash)", other))  # fmt: skip
+            form = two_notes_form("/merge", fields, "Plan the merge")
             return page("Merge", "/merge", form, csrf, "picker")
         swap = "/merge?" + urlencode({"keep": other, "other": keep})
         body = (

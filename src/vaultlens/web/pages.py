@@ -196,13 +196,7 @@ def build(state: WebState) -> APIRouter:
     @router.get("/review", response_class=HTMLResponse)
     def review_page(a: Text = "", b: Text = "") -> str:
         if not (a and b):
-            form = (
-                '<form action="/review" method="get">'
-                + labelled("pick-a", "Note A", name="a", value=a, data_picker=True)
-                + labelled("pick-b", "Note B", name="b", value=b, data_picker=True)
-                + tag("button", "Review", type="submit")
-                + "</form>"
-            )
+            form = two_notes_form("/review", (("a", "Note A", a), ("b", "Note B", b)), "Review")
             return page("Review", "/review", form, csrf, "picker")
         body = (
             tag("p", f"{tag('code', h(a))} and {tag('code', h(b))}", id="pair", data_a=a, data_b=b)
@@ -261,6 +255,20 @@ def build(state: WebState) -> APIRouter:
         return page("Ask", "/ask", body, csrf, "ask")
 
     return router
+
+
+def two_notes_form(action: str, fields: tuple[tuple[str, str, str], ...], button: str) -> str:
+    """A GET form naming notes with the note picker: each field's (query name, label, value)."""
+    pickers = "".join(
+        labelled(f"pick-{name}", label, name=name, value=value, data_picker=True)
+        for name, label, value in fields
+    )
+    return (
+        f'<form action="{h(action)}" method="get">'
+        + pickers
+        + tag("button", h(button), type="submit")
+        + "</form>"
+    )
 
 
 def transform_form(path: str) -> str:
