@@ -94,8 +94,9 @@ def test_after_a_table_or_code_the_planner_refuses(tmp_path: Path) -> None:
     assert table.kind == "table"
     with pytest.raises(PlanRefused, match="after a table block"):
         plan_add_link(vault, catalog, "B", after=table.id)
-    with pytest.raises(PlanRefused, match="not a block of"):
+    with pytest.raises(PlanRefused, match=f"is in {SYSTEMS}, but the text goes into {CACHING}") as wrong:
         plan_add_link(vault, catalog, "A", after=table.id)
+    assert catalog.nonce not in str(wrong.value), "a readable reason, not the catalog's id"
 
 
 def test_a_note_edited_after_the_review_is_not_planned(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import hmac
 import ipaddress
 import json
 import re
+from collections.abc import Callable
 from http.cookies import SimpleCookie
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, parse_qsl, quote, urlencode
@@ -129,13 +130,33 @@ async def send_error(send: Send, error: VaultlensError, extra_headers: list[tupl
     await send({"type": "http.response.body", "body": body})
 
 
-class Guard:
-    """ASGI middleware in front of everything the server answers (API, OpenAPI, MCP)."""
+# (method, path, Accept, error) -> the error as an HTML page for a browser's visit, None for a program
+ErrorPage = Callable[[str, str, str, VaultlensError], "str | None"]
 
-    def __init__(self, app: ASGIApp, *, token: str | None, loopback_only: bool) -> None:
+
+def for_a_visit(problem: VaultlensError) -> VaultlensError:
+    """A refusal as a person opening the page needs it: a browser sends no bearer header, so the way
+    in is the token in the address, once."""
+    if not isinstance(problem, Unauthorized):
+        return problem
+    return Unauthorized(
+        "This page needs the server's token, and this visit carried none (or a wrong one).",
+        hint="Open the page once as http://HOST:PORT/?token=TOKEN, with the token from the server's "
+        "--token-env variable (or run `vaultlens ui`); the page keeps it in a cookie from then on.",
+    )
+
+
+class Guard:
+    """ASGI middleware in front of everything the server answers (API, OpenAPI, MCP). ``error_page``:
+    how a refusal looks to a browser visiting the page (HTML, not the API's JSON)."""
+
+    def __init__(
+        self, app: ASGIApp, *, token: str | None, loopback_only: bool, error_page: ErrorPage | None = None
+    ) -> None:
         self.app = app
         self.token = token.encode("utf-8") if token else None
         self.loopback_only = loopback_only
+        self.error_page = error_page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -162,6 +183,14 @@ class Guard:
         extra = (
             [(b"www-authenticate", b'Bearer realm="vaultlens"')] if isinstance(problem, Unauthorized) else []
         )
+        if self.error_page is not None:
+            accept = headers.get(b"accept", b"").decode("latin-1")
+            page = self.error_page(
+                scope.get("method", ""), scope.get("path", ""), accept, for_a_visit(problem)
+            )
+            if page is not None:
+                await _send_html(send, problem.http_status, page, extra)
+                return
         await send_error(send, problem, extra)
 
     def _token_in_url(self, scope: Scope) -> bool:
@@ -193,6 +222,13 @@ class Guard:
                 hint="Send 'Authorization: Bearer <token>' with the token from the server's --token-env variable.",
             )
         return None
+
+
+async def _send_html(send: Send, status: int, page: str, extra_headers: list[tuple[bytes, bytes]]) -> None:
+    body = page.encode("utf-8")
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + extra_headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _cookie(headers: dict[bytes, bytes]) -> bytes | None:

@@ -43,6 +43,7 @@ from vaultlens.server.mcp_tools import build_mcp
 from vaultlens.services.app import App
 from vaultlens.services.verbs.indexing import watch as watch_service
 from vaultlens.web.events import EventHub
+from vaultlens.web.mount import error_page
 
 Say = Callable[[str], None]
 
@@ -94,7 +95,8 @@ def build_asgi(
 
     api = create_api(app, lifespan=lifespan, watcher=watcher, hub=hub)
     api.router.routes.extend(mcp_http.routes)  # POST/GET/DELETE /mcp
-    return SecurityHeaders(Guard(api, token=token, loopback_only=is_loopback(host) and not token))
+    loopback_only = is_loopback(host) and not token
+    return SecurityHeaders(Guard(api, token=token, loopback_only=loopback_only, error_page=error_page))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -156,7 +158,8 @@ class Companion:
     bound_port: int = 0
     # what keeps the index current: "off" (--no-watch), "watching", "elsewhere" (another process
     # holds the writer lock, ``watcher_holder``; this one takes over when it is free) or "stopped"
-    # (with ``watcher_reason``): the index no longer follows the vault
+    # (with ``watcher_reason``): the index no longer follows the vault; ``_watcher_info`` says
+    # "closing" once the server is shutting down
     watcher_state: str = "off"
     watcher_reason: str | None = None
     watcher_holder: LockHolder | None = None
@@ -217,6 +220,8 @@ class Companion:
     def _watcher_info(self) -> dict[str, object]:
         """``state`` and ``reason``; while another process holds the writer lock (``elsewhere``), also
         ``holder``: its ``pid`` and ``command`` as it wrote them into the lock file (None if unknown)."""
+        if self._stop_watch.is_set():  # a signal or stop(): the server is shutting down
+            return {"state": "closing", "reason": None}
         info: dict[str, object] = {"state": self.watcher_state, "reason": self.watcher_reason}
         if self.watcher_state == "elsewhere":
             holder = self.watcher_holder

@@ -73,7 +73,9 @@ async def event_stream(
     hub: EventHub, watcher: Callable[[], dict[str, Any]] | None, seconds: float, poll_s: float = POLL_S
 ) -> AsyncIterator[bytes]:
     """``/ui/events``: the current progress and watcher state first, then what changes, for
-    ``seconds`` (the browser's EventSource reconnects by itself and gets the state again)."""
+    ``seconds`` (the browser's EventSource reconnects by itself and gets the state again). A server
+    shutting down (watcher state ``closing``) says so and ends the stream, so the page does not keep
+    showing the old state and the shutdown does not wait for the stream."""
     seq = hub.last
     state = watcher() if watcher else None
     yield b"retry: 2000\n\n" + sse_event("progress", hub.progress()) + sse_event("watcher", state)
@@ -89,3 +91,5 @@ async def event_stream(
         if now != state:
             state = now
             yield sse_event("watcher", state)
+        if state is not None and state.get("state") == "closing":
+            return

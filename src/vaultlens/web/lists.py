@@ -46,14 +46,25 @@ def pair_html(a: str, b: str, score: float | None, extra: str = "", why_not: str
         + tag("a", h(b), href=note_href(b))
         + (tag("span", f"{score:.2f}", class_="score") if score is not None else "")
     )
-    actions = tag("a", "Review this pair", href=review, class_="review-pair") + tag(
-        "button",
-        "Dismiss",
-        type="button",
-        class_="dismiss",
-        disabled=why_not is not None,
-        title=why_not,
-        aria_label=f"Dismiss {a} and {b}",
+    merge = "/merge?" + urlencode({"keep": a, "other": b})
+    actions = (
+        tag("a", "Review this pair", href=review, class_="review-pair")
+        + tag(
+            "a",
+            "Merge into…",
+            href=merge,
+            class_="merge-pair",
+            aria_label=f"Merge into… {a} kept, {b} merged into it",
+        )
+        + tag(
+            "button",
+            "Dismiss",
+            type="button",
+            class_="dismiss",
+            disabled=why_not is not None,
+            title=why_not,
+            aria_label=f"Dismiss {a} and {b}",
+        )
     )
     return tag("li", head + extra + tag("div", actions, class_="actions"), class_="pair", data_a=a, data_b=b)
 

@@ -204,22 +204,19 @@ def build(state: WebState) -> APIRouter:
     @router.get("/review", response_class=HTMLResponse)
     def review_page(a: Text = "", b: Text = "") -> str:
         if not (a and b):
-            form = (
-                '<form action="/review" method="get">'
-                + labelled("pick-a", "Note A", name="a", value=a, data_picker=True)
-                + labelled("pick-b", "Note B", name="b", value=b, data_picker=True)
-                + tag("button", "Review", type="submit")
-                + "</form>"
-            )
+            form = two_notes_form("/review", (("a", "Note A", a), ("b", "Note B", b)), "Review")
             return page("Review", "/review", form, csrf, "picker")
         body = (
             tag("p", f"{tag('code', h(a))} and {tag('code', h(b))}", id="pair", data_a=a, data_b=b)
             + tag("section", "", id="consent", aria_label="What is sent")
-            + tag("section", "", id="claims", aria_label="Claims")
             + tag("section", "", id="validation", aria_label="Validation")
+            + tag("section", "", id="claims", aria_label="Claims")
             + tag("section", PLAN_FORM, id="plan-section", aria_label="Plan", hidden=True)
             + tag("section", "", id="diff", aria_label="Diff")
             + tag("p", "", id="status", role="status")
+            + tag(
+                "button", "Review again from the current text", id="review-again", type="button", hidden=True
+            )
         )
         return page("Review", "/review", body, csrf, "review")
 
@@ -266,6 +263,20 @@ def build(state: WebState) -> APIRouter:
         return page("Ask", "/ask", body, csrf, "ask")
 
     return router
+
+
+def two_notes_form(action: str, fields: tuple[tuple[str, str, str], ...], button: str) -> str:
+    """A GET form naming notes with the note picker: each field's (query name, label, value)."""
+    pickers = "".join(
+        labelled(f"pick-{name}", label, name=name, value=value, data_picker=True)
+        for name, label, value in fields
+    )
+    return (
+        f'<form action="{h(action)}" method="get">'
+        + pickers
+        + tag("button", h(button), type="submit")
+        + "</form>"
+    )
 
 
 def transform_form(path: str) -> str:
@@ -320,9 +331,17 @@ PLAN_FORM = (
         name="direction",
     )
     + tag("label", "Insert after the block", for_="after")
-    + tag("select", tag("option", "(the planner's choice)", value=""), id="after", name="after")
+    + tag(
+        "select",
+        tag("option", "(the planner's choice)", value=""),
+        id="after",
+        name="after",
+        aria_describedby="after-note",
+    )
+    + tag("p", "", id="after-note", class_="hint")
     + tag("label", "Link text", for_="link_text")
     + void("input", id="link_text", name="link_text", value="See also")
     + tag("button", "Re-plan", id="replan", type="submit")
     + "</form>"
+    + tag("div", "", id="plan-problem", aria_live="polite")
 )

@@ -1,5 +1,5 @@
-"""A note's Markdown as HTML (raw HTML disabled, Obsidian's syntax from :mod:`vaultlens.web.obsidian`),
-each top-level block carrying its source lines.
+"""A note's Markdown as HTML (raw HTML disabled, Obsidian's syntax from :mod:`vaultlens.web.obsidian`,
+code highlighted by :mod:`vaultlens.web.highlight`), each top-level block carrying its source lines.
 
 ``data-lines="A-B"`` (1-based, inclusive, as search results and related sections count them) lets
 the page mark and scroll to the blocks a result's ``lines`` cover (class ``target``).
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from vaultlens.web.highlight import highlight
 from vaultlens.web.layout import h, tag
 from vaultlens.web.obsidian import NoteLinks, use_obsidian, without_comments
 
@@ -24,7 +25,7 @@ def _markdown() -> MarkdownIt:
     from mdit_py_plugins.tasklists import tasklists_plugin
 
     # commonmark with html off: a note's <script> or <img onerror> is shown as text, never run
-    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": False, "highlight": highlight}).enable(["table", "strikethrough"])
     md.use(front_matter_plugin).use(footnote_plugin).use(tasklists_plugin, label=True)
     use_obsidian(md)
     return md

@@ -28,6 +28,7 @@ def watcher_html(info: dict[str, Any] | None) -> str:
         "elsewhere": "Another process writes the index; this server waits for the writer lock.",
         "off": "Not watching (--no-watch): the index changes only when you run vaultlens index.",
         "stopped": "The watcher stopped: the index no longer follows the vault.",
+        "closing": "The server is shutting down: the index no longer follows the vault until it is back.",
     }
     text = words.get(info["state"], info["state"]) + (f" {info['reason']}" if info.get("reason") else "")
     return tag("p", h(text), id="watcher", data_state=info["state"])

@@ -106,7 +106,9 @@ def build(state: WebState) -> APIRouter:
             result = changing.review(app, body.a, body.b, body.options(), confirmed=shown, remember=False)
         except ConsentRequired as exc:
             state.proposals.put(exc.proposal.token, exc.proposal)
-            raise
+            refused = exc.to_dict()
+            refused["proposal"]["sources"] = changing.prompt_sources(exc.proposal)  # the summary above it
+            return JSONResponse({"error": refused}, status_code=exc.http_status)
         return JSONResponse({"review_id": state.keep_review(result), **result.as_dict()})
 
     @router.post("/replan")

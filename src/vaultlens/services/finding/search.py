@@ -66,6 +66,7 @@ class ChunkScore(NamedTuple):
     dense: float  # the raw cosine of the chunk with the query
     lexical: float  # the chunk's note's lexical score on the neutral scale (0 = no term matched)
     path: str  # the chunk's note ("" when the note vanished between the reads)
+    bare: bool = False  # front matter no property of which matched: never shown beside a section that did
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,10 +372,11 @@ def score_chunks(
         )
         rank, section = rank + penalty, section + penalty
     rank, section = _not_answers(store, traits, paths, own, rank, section)
+    bare = [t.frontmatter and o <= 0.0 for t, o in zip(traits, own.tolist(), strict=True)]
     return {
-        r: ChunkScore(x, y, dense, note_lx, path)
-        for r, x, y, dense, note_lx, path in zip(
-            keys_list, rank.tolist(), section.tolist(), raw.tolist(), lx.tolist(), paths, strict=True
+        r: ChunkScore(x, y, dense, note_lx, path, b)
+        for r, x, y, dense, note_lx, path, b in zip(
+            keys_list, rank.tolist(), section.tolist(), raw.tolist(), lx.tolist(), paths, bare, strict=True
         )
     }
 
@@ -402,9 +404,11 @@ def group_notes(
     best: dict[str, float] = {}
     cosine: dict[str, float] = {}
     lexical: dict[str, float] = {}
+    answered = {s.path for s in chunk_scores.values() if not s.bare}
     for rowid, score in chunk_scores.items():
         if path := score.path:  # a chunk whose note vanished between the reads is left out
-            per_note[path].append((score.section, rowid))
+            if not (score.bare and path in answered):  # front matter is shown where a property matched
+                per_note[path].append((score.section, rowid))
             best[path] = max(best.get(path, -1.0), score.rank)
             cosine[path] = max(cosine.get(path, -1.0), score.dense)
             lexical[path] = max(lexical.get(path, 0.0), score.lexical)

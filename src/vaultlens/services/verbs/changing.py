@@ -10,16 +10,18 @@ with that proposal.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from vaultlens.errors import ConfigError, InvalidInput, PlanRefused, Proposal, translated_errors
 from vaultlens.safewrite import Entry, Group, Recovered
 from vaultlens.services.app import App
 from vaultlens.services.changing import writes
-from vaultlens.services.changing.review import batch
+from vaultlens.services.changing.review import batch, outcome
 from vaultlens.services.changing.review.batch import BatchReport
 from vaultlens.services.changing.review.outcome import ReviewResult
 from vaultlens.services.changing.review.session import (
     PlanOptions,
+    Prepared,
     Reviewed,
     prepare,
     propose,
@@ -39,6 +41,7 @@ __all__ = [
     "apply",
     "history",
     "plan_undo",
+    "prompt_sources",
     "recover",
     "replan",
     "review",
@@ -72,6 +75,13 @@ def review(
         return _planned(app, send(files, prepared, provider, consent=True, remember=remember), chosen)
     finally:
         provider.close()
+
+
+def prompt_sources(proposal: Proposal) -> list[dict[str, Any]]:
+    """A review prompt's proposal summed up: how many characters of which note it carries (``[]`` for
+    any other proposal)."""
+    prepared = proposal.payload
+    return outcome.prompt_sources(prepared) if isinstance(prepared, Prepared) else []
 
 
 def _planned(app: App, reviewed: Reviewed, chosen: PlanOptions) -> ReviewResult:

@@ -169,12 +169,34 @@ def list_notes(
         return notes.list_notes(store, app.files().rules(), folder, cursor, limit, match)
 
 
+# the last resolver built per vault and index: (store id, generation) -> the resolver of that state
+_RESOLVERS: dict[str, tuple[tuple[str, int], LinkResolver]] = {}
+
+
 def link_resolver(app: App) -> LinkResolver:
     """The vault's files (notes and attachments, as the scan lists them) for resolving links the way
-    the index and the audit do: the page links a note's wikilinks through it."""
+    the index and the audit do: the page links a note's wikilinks through it. Built once per index
+    generation (a whole-vault scan costs more than rendering most notes); without an index, each call
+    scans. A file the index does not know yet (an image copied in while nothing else changed) is
+    resolved once a note changes."""
     from vaultlens.vault.links import LinkResolver
 
-    return LinkResolver(f.path for f in app.files().scan().files)
+    state = _index_state(app)
+    kept = _RESOLVERS.get(str(app.vault))
+    if state is not None and kept is not None and kept[0] == state:
+        return kept[1]
+    resolver = LinkResolver(f.path for f in app.files().scan().files)
+    if state is not None:
+        _RESOLVERS[str(app.vault)] = (state, resolver)
+    return resolver
+
+
+def _index_state(app: App) -> tuple[str, int] | None:
+    """The live store's id and committed generation; None without an index."""
+    if not app.has_index():
+        return None
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        return store.store_id, store.generation
 
 
 def note_path(app: App, path: str) -> str:

@@ -199,10 +199,13 @@ const vl = (() => {
   }
 
   // A send proposal (403 consent_required): where the text goes and, when known, the exact text.
+  // With ``proposal.sources`` (how much of which note a review prompt carries) the exact text is
+  // summed up and folded, and Send comes first instead of thousands of pixels below.
   function showConsent(target, proposal, buttonId, onSend) {
     const button = el("button", { id: buttonId, type: "button" }, "Send");
     button.addEventListener("click", () => { button.disabled = true; onSend(proposal); });
     target.hidden = false;
+    if (proposal.sources) return showFolded(target, proposal, button);
     target.replaceChildren(
       el("h2", {}, "What is sent, and where"),
       el("dl", {},
@@ -213,6 +216,24 @@ const vl = (() => {
         el("pre", { class: "preview", tabindex: "0" }, visible(proposal.preview))) : null,
       el("p", {}, "Sent for this request only; nothing is remembered."),
       button);
+  }
+
+  function showFolded(target, proposal, button) {
+    const n = (x) => x.toLocaleString();
+    const notes = proposal.sources.map((s) => el("li", { "data-path": s.path },
+      el("code", {}, s.path), `: ${n(s.chars)} characters` + (s.chars < s.of ? ` of ${n(s.of)} (the start only)` : "")));
+    const size = proposal.preview ? proposal.preview.length : 0;
+    target.replaceChildren(
+      el("h2", {}, "What is sent, and where"),
+      el("dl", {},
+        el("dt", {}, "Provider and endpoint"), el("dd", { class: "destination" }, proposal.destination),
+        el("dt", {}, "What"), el("dd", {}, `A prompt of ${n(size)} characters, with the text of:`)),
+      el("ul", { id: "consent-summary" }, notes),
+      ...(proposal.remarks || []).map((r) => el("p", { class: "remark" }, r)),
+      el("p", {}, "Sent for this request only; nothing is remembered."),
+      button,
+      proposal.preview ? el("details", {}, el("summary", {}, "The exact text sent (expand to read it)"),
+        el("pre", { class: "preview", tabindex: "0" }, visible(proposal.preview))) : null);
   }
 
   return { csrf, el, post, json, errorBox, noteHref, readEvents, visible, diffTable, showWrite, proposeWrite, showConsent };

@@ -1,6 +1,7 @@
 "use strict";
 // Search as you type: debounced, results grouped per note; arrows move the active result, Enter
-// opens it (the first one when none is active yet).
+// opens it (the first one when none is active yet). Enter acts on the query in the field: typed
+// faster than its results came, it waits for them, never opening a result of an earlier query.
 (() => {
   const { el } = vl;
   const q = document.getElementById("q");
@@ -8,6 +9,9 @@
   const weak = document.getElementById("weak-notice");
   const notices = document.getElementById("search-notices"); // e.g. the quality tier was left out
   let timer = null, seq = 0;
+  let shown = null; // the query the listed results answer
+  let asked = null; // the query of the request in flight
+  let enterWaits = false; // Enter was pressed before the field's query had its results
 
   // Whole words only: a word is marked when it is a query term, or starts with one of 4+ letters
   // (the index stems, so "feeding" answers "feed"); a term is never marked inside another word.
@@ -45,18 +49,42 @@
   }
 
   async function run() {
+    timer = null;
     const query = q.value.trim();
     const mine = ++seq;
     history.replaceState(null, "", query ? `/?q=${encodeURIComponent(query)}` : "/");
-    if (!query) { results.replaceChildren(); weak.hidden = true; return; }
-    const r = await fetch(`/ui/api/search?q=${encodeURIComponent(query)}`);
+    if (!query) { results.replaceChildren(); weak.hidden = true; shown = ""; enterWaits = false; return; }
+    asked = query;
+    let r;
+    try {
+      r = await fetch(`/ui/api/search?q=${encodeURIComponent(query)}`);
+    } catch (_) {
+      if (mine === seq) { asked = null; enterWaits = false; } // the banner says the server is away
+      return;
+    }
     const data = await vl.json(r);
     if (mine !== seq) return; // a newer keystroke's answer wins
+    asked = null;
     const said = r.ok ? JSON.parse(r.headers.get("Vaultlens-Notices") || "[]") : [];
     notices.textContent = said.join(" ");
     notices.hidden = !said.length;
-    if (!r.ok) { weak.hidden = true; results.replaceChildren(vl.errorBox(data.error)); return; }
+    shown = query;
+    if (!r.ok) { enterWaits = false; weak.hidden = true; results.replaceChildren(vl.errorBox(data.error)); return; }
     render(data, query);
+    if (enterWaits && query === q.value.trim()) { enterWaits = false; open(); }
+  }
+
+  function open() {
+    const active = results.querySelector(".result.active a") || results.querySelector(".result a");
+    if (active) location.href = active.href;
+  }
+
+  function enter() {
+    const query = q.value.trim();
+    if (!query) return;
+    if (shown === query && timer === null) { open(); return; }
+    enterWaits = true; // the field's query has no results listed yet: open its first when they come
+    if (asked !== query) { clearTimeout(timer); run(); }
   }
 
   function move(step) {
@@ -69,14 +97,15 @@
     next.scrollIntoView({ block: "nearest" });
   }
 
-  q.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(run, 150); });
+  q.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(run, 150);
+    enterWaits = false;
+  });
   document.addEventListener("keydown", (e) => {
     if (e.key === "ArrowDown") { e.preventDefault(); move(1); }
     else if (e.key === "ArrowUp") { e.preventDefault(); move(-1); }
-    else if (e.key === "Enter" && (e.target === q || e.target === document.body)) {
-      const active = results.querySelector(".result.active a") || results.querySelector(".result a");
-      if (active) { e.preventDefault(); location.href = active.href; }
-    }
+    else if (e.key === "Enter" && (e.target === q || e.target === document.body)) { e.preventDefault(); enter(); }
   });
   const initial = new URLSearchParams(location.search).get("q");
   if (initial) { q.value = initial; run(); }

@@ -11,10 +11,17 @@
     elsewhere: "Another process writes the index; this server waits for the writer lock.",
     off: "Not watching: the index changes only when you run vaultlens index.",
     stopped: "The watcher stopped: the index no longer follows the vault.",
+    closing: "The server is shutting down: the index no longer follows the vault until it is back.",
+    unknown: "The server is not answering: whether the vault is watched is unknown until it is back.",
   };
+  function show(state, reason) {
+    watcher.dataset.state = state;
+    watcher.textContent = (words[state] || state) + (reason ? ` ${reason}` : "");
+  }
 
   async function counts() {
-    const r = await fetch("/ui/api/status");
+    let r;
+    try { r = await fetch("/ui/api/status"); } catch (_) { return; } // the banner says it
     if (!r.ok) return;
     const data = await r.json();
     if (!data.indexed) return;
@@ -35,10 +42,16 @@
   });
   events.addEventListener("watcher", (e) => {
     const w = JSON.parse(e.data);
-    if (!w) return;
-    watcher.dataset.state = w.state;
-    watcher.textContent = (words[w.state] || w.state) + (w.reason ? ` ${w.reason}` : "");
+    if (w) show(w.state, w.reason);
+    else show("off", "This server runs no watcher.");
   });
+  // The stream broke (server stopped or restarting): the last state shown is no longer known to be
+  // true. The browser reconnects by itself; the new server's first event says the state again.
+  events.addEventListener("error", () => {
+    if (watcher.dataset.state !== "closing") show("unknown");
+    counts(); // raises the page's banner while the server does not answer
+  });
+  events.addEventListener("open", counts);
   events.addEventListener("flush", (e) => {
     const f = JSON.parse(e.data);
     const s = f.stats;

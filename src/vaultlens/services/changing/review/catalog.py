@@ -44,6 +44,7 @@ class Fragment:
     text: str
     start: int  # code-point offsets into the side's decoded text (block end includes its newline)
     end: int
+    heading_path: tuple[str, ...] = ()  # the headings it sits under (a heading: itself last), for labels
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -80,7 +81,10 @@ class Catalog:
 
 def _fragments(nonce: str, side: Side, source: NoteSource, max_chars: int) -> list[Fragment]:
     out: list[Fragment] = []
+    headings: list[tuple[int, str]] = []
     for block in source.note.blocks:
+        if block.kind == "heading":
+            headings = [(lv, t) for lv, t in headings if lv < block.level] + [(block.level, block.text)]
         text = source.text[block.start : block.end].rstrip("\n")
         if block.start + len(text) > max_chars:  # not (wholly) in the prompt: not citable
             break
@@ -89,7 +93,7 @@ def _fragments(nonce: str, side: Side, source: NoteSource, max_chars: int) -> li
         n = len(out)
         out.append(
             Fragment(f"{nonce}:{side}:{n}", side, block.kind, block.start_line + 1, block.end_line, text,
-                     block.start, block.end)
+                     block.start, block.end, tuple(t for _, t in headings))
         )  # fmt: skip
         if len(out) == MAX_FRAGMENTS_PER_SIDE:
             break

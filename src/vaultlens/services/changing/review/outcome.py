@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vaultlens.services.changing.review.catalog import Catalog
+from vaultlens.services.changing.review.catalog import Catalog, Fragment
 from vaultlens.services.changing.review.planner import INSERTABLE_AFTER
 from vaultlens.services.changing.review.session import Prepared, Reviewed, claim_dict
 from vaultlens.services.changing.writes import Planned
+from vaultlens.services.finding.section import plain_text
 from vaultlens.services.serial import AsDict
+from vaultlens.vault.hidden import visible
+
+LABEL_WORDS_CHARS = 60  # a block's first words in its label
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +41,17 @@ def cuts(prepared: Prepared) -> list[Cut]:
     ]
 
 
+def prompt_sources(prepared: Prepared) -> list[dict[str, Any]]:
+    """How much of each note the prompt carries: ``side``, ``path``, ``chars`` sent and ``of`` its length
+    (what a page says above a collapsed prompt)."""
+    catalog = prepared.catalog
+    return [
+        {"side": side, "path": catalog.paths[side], "chars": len(catalog.sent_text(side)),
+         "of": len(catalog.sources[side].text)}
+        for side in ("A", "B")
+    ]  # fmt: skip
+
+
 def destination(prepared: Prepared) -> str:
     """Where the prompt goes: a remote destination, or the local model and its endpoint."""
     return (
@@ -45,11 +60,25 @@ def destination(prepared: Prepared) -> str:
     )
 
 
+def block_label(fragment: Fragment) -> str:
+    """A block as a person recognises it: the headings it sits under and its first words, with its
+    lines (never the catalog's nonce id), e.g. ``Cache lifetime › Validation: “When the TTL…” (lines 7-10)``."""
+    where = " › ".join(fragment.heading_path) or "(top)"
+    lines = f"lines {fragment.start_line}-{fragment.end_line}"
+    if fragment.kind == "heading":
+        return f"{where} (heading, {lines})"
+    words = " ".join(plain_text(fragment.text).split())
+    if len(words) > LABEL_WORDS_CHARS:
+        words = words[: LABEL_WORDS_CHARS - 1].rstrip() + "…"
+    return f"{where}: “{visible(words)}” ({fragment.kind}, {lines})"
+
+
 def insert_points(catalog: Catalog) -> list[dict[str, Any]]:
-    """The blocks a planned link or copied block may go after (what ``--after`` takes), short ids."""
+    """The blocks a planned link or copied block may go after (what ``--after`` takes), short ids,
+    each with its readable ``label``."""
     return [
         {"id": f"{f.side}:{f.id.rsplit(':', 1)[-1]}", "side": f.side, "kind": f.kind,
-         "start_line": f.start_line, "end_line": f.end_line, "text": f.text[:80]}
+         "start_line": f.start_line, "end_line": f.end_line, "text": f.text[:80], "label": block_label(f)}
         for f in catalog.fragments
         if f.kind in INSERTABLE_AFTER
     ]  # fmt: skip

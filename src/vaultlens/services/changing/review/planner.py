@@ -69,9 +69,21 @@ def _anchor(catalog: Catalog, side: Side, after: str | None) -> Fragment | None:
             )
         return own[-1] if own else None
     found = catalog.get(after)
-    if found is None or found.side != side:
-        raise PlanRefused(f"{after!r} is not a block of {catalog.paths[side]}.")
+    if found is None:
+        raise PlanRefused(f"Block {short_id(after)} is not a block of this review; nothing was planned.")
+    if found.side != side:
+        raise PlanRefused(
+            f"The block chosen to insert after (lines {found.start_line}-{found.end_line}) is in "
+            f"{catalog.paths[found.side]}, but the text goes into {catalog.paths[side]}; nothing was planned.",
+            hint=f"Choose a block of {catalog.paths[side]}, or change which note gets it.",
+            path=catalog.paths[side],
+        )
     return found
+
+
+def short_id(fragment_id: str) -> str:
+    """``<nonce>:A:3`` as a user may type it (``A:3``): the nonce is new for every review."""
+    return ":".join(fragment_id.split(":")[-2:])
 
 
 def insertion(source: NoteSource, anchor: Fragment | None, lines: list[str]) -> tuple[int, bytes]:
@@ -157,7 +169,7 @@ def plan_merge(vault: Path, catalog: Catalog, fragment: str, after: str | None =
     """Copy block ``fragment`` into the other note after block ``after`` (default: its last block)."""
     chosen = catalog.get(fragment)
     if chosen is None:
-        raise PlanRefused(f"{fragment!r} is not a block of this review.")
+        raise PlanRefused(f"Block {short_id(fragment)} is not a block of this review; nothing was planned.")
     into: Side = "B" if chosen.side == "A" else "A"
     _current(catalog, chosen.side, vault)
     destination = _current(catalog, into, vault)
