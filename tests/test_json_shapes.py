@@ -50,6 +50,7 @@ def _results(vault: Path) -> dict[str, Any]:
         out["status"] = vaultlens.status(app).as_dict()
         out["doctor"] = vaultlens.doctor(app).as_dict()
         out["note"] = vaultlens.note(app, hits[0].path, 0, 200).as_dict()
+        out["note_text"] = vaultlens.note_text(app, hits[0].path).as_dict()
         out["list_notes"] = vaultlens.list_notes(app, "", None, 5).as_dict()
         out["rebuild_in_background"] = vaultlens.rebuild_in_background(app).as_dict()
         out["providers"] = [p.as_dict() for p in vaultlens.providers(app)]

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from vaultlens.services.finding.discover import SimilarNote, SimilarResult
     from vaultlens.services.finding.duplicates.report import Dismissed, DuplicatePair, DuplicateReport
     from vaultlens.services.finding.note_profile import ExactGroup
-    from vaultlens.services.finding.notes import NoteEntry, NoteList, NoteSlice
+    from vaultlens.services.finding.notes import NoteEntry, NoteList, NoteSlice, NoteText
     from vaultlens.services.finding.search import NoteHit
     from vaultlens.services.finding.section import Section
     from vaultlens.services.inspecting.embed_bench import EmbedBench
@@ -90,7 +90,15 @@ if TYPE_CHECKING:
         write_flashcards,
         write_transform,
     )
-    from vaultlens.services.verbs.finding import dismiss, duplicates, list_notes, note, search, similar
+    from vaultlens.services.verbs.finding import (
+        dismiss,
+        duplicates,
+        list_notes,
+        note,
+        note_text,
+        search,
+        similar,
+    )
     from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
     from vaultlens.services.verbs.inspecting import bench_embed, eval_beir, eval_queries, providers
     from vaultlens.services.verbs.restructuring import (
@@ -132,7 +140,7 @@ _WHERE: dict[str, str] = {
     ),
     **dict.fromkeys(["GroupScore"], "vaultlens.services.inspecting.evaluation"),
     **dict.fromkeys(["ExactGroup"], "vaultlens.services.finding.note_profile"),
-    **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice"], "vaultlens.services.finding.notes"),
+    **dict.fromkeys(["NoteEntry", "NoteList", "NoteSlice", "NoteText"], "vaultlens.services.finding.notes"),
     **dict.fromkeys(
         ["ContinueResult", "DataviewResult", "FlashcardsResult", "TransformResult"],
         "vaultlens.services.drafting.results",
@@ -178,7 +186,7 @@ _WHERE: dict[str, str] = {
         "vaultlens.services.verbs.restructuring",
     ),
     **dict.fromkeys(
-        ["dismiss", "duplicates", "list_notes", "note", "search", "similar"],
+        ["dismiss", "duplicates", "list_notes", "note", "note_text", "search", "similar"],
         "vaultlens.services.verbs.finding",
     ),
     **dict.fromkeys(
@@ -224,6 +232,7 @@ __all__ = [
     "NoteList",
     "NoteSelector",
     "NoteSlice",
+    "NoteText",
     "PlanOptions",
     "Planned",
     "Proposal",
@@ -263,6 +272,7 @@ __all__ = [
     "list_notes",
     "moc",
     "note",
+    "note_text",
     "open_chat",
     "plan_undo",
     "providers",

@@ -92,6 +92,7 @@ def check_vault(path: Path) -> Path:
 
 
 APP_JSON = ".obsidian/app.json"
+TOO_LARGE = "too large"  # how a note over index.max_file_mb's skip reason starts
 
 _Filter = tuple[str, Callable[[str], bool]]
 
@@ -267,7 +268,7 @@ class VaultRules:
             return None if kind == "attachment" else Skipped(rel, why)
         if kind in _READ_KINDS and info.st_size > self.max_file_bytes:
             limit = self.max_file_bytes / 1e6
-            return Skipped(rel, f"too large ({info.st_size / 1e6:.1f} MB > {limit:g} MB limit)")
+            return Skipped(rel, f"{TOO_LARGE} ({info.st_size / 1e6:.1f} MB > {limit:g} MB limit)")
         return VaultFile(rel, kind, info.st_size, info.st_mtime_ns)
 
     def _bad_name(self, rel: str, full: Path, problem: str) -> Skipped | None:

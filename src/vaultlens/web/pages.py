@@ -28,17 +28,12 @@ def problem(error: VaultlensError) -> str:
     return tag("p", h(error.message) + hint, class_="error", role="alert", data_code=error.code)
 
 
-def read_note(state: WebState, path: str) -> finding.NoteSlice:
-    """The whole note, read through the ``note`` verb slice by slice (its safe-path rules apply)."""
-    first = finding.note(state.app, path, 0, finding.MAX_SLICE)
-    text, at = first.text, first.next_offset
-    while at is not None:
-        more = finding.note(state.app, path, at, finding.MAX_SLICE)
-        text, at = text + more.text, more.next_offset
-    return finding.NoteSlice(first.path, 0, len(text), first.total_length, first.content_hash, text, None)
+def read_note(state: WebState, path: str) -> finding.NoteText:
+    """The whole note, from one read of its file (the ``note_text`` verb: its safe-path rules apply)."""
+    return finding.note_text(state.app, path)
 
 
-def rendered_note(state: WebState, note: finding.NoteSlice, target: tuple[int, int] | None) -> str:
+def rendered_note(state: WebState, note: finding.NoteText, target: tuple[int, int] | None) -> str:
     """A note's text as Obsidian shows it, its links resolved against the vault's files."""
     resolver = finding.link_resolver(state.app)
     return note_html(note.text, target, NoteLinks(resolver, note.path, _embedder(state, resolver)))

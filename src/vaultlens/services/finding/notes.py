@@ -1,12 +1,14 @@
-"""Reading notes for callers that may be hostile: bounded slices of one note, and paged listings.
+"""Reading notes for callers that may be hostile: one note whole or in bounded slices, and paged listings.
 
 The HTTP API and the MCP server hand these to programs and agents, so a path is checked with
 :func:`~vaultlens.vault.safepath.check_untrusted` (encoded, look-alike and ``~`` tricks on top
 of the rules every path obeys), resolved inside the vault with
 :func:`~vaultlens.vault.safepath.resolve_note_path`, and then must be a note the vault's own
 scan would list (:meth:`VaultRules.classify`): a hidden, ignored, oversized or non-Markdown
-file is refused even though it sits inside the vault. Text comes out in bounded slices, so
-one call never returns a 10 MB note.
+file is refused even though it sits inside the vault. A program's text comes out in bounded
+slices, so one call never returns a 10 MB note; the page reads a note whole, once
+(:func:`note_text`: one read, its text and the hash of those very bytes), bounded by
+``index.max_file_mb`` like every note vaultlens reads.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.model import Link
 from vaultlens.vault.parse import NotText, decode_note
 from vaultlens.vault.safepath import check_untrusted, resolve_note_path
-from vaultlens.vault.scan import VaultFile, VaultRules
+from vaultlens.vault.scan import TOO_LARGE, Skipped, VaultFile, VaultRules
 
 DEFAULT_SLICE = 4_000  # code points returned when the caller does not say
 MAX_SLICE = 20_000  # code points: about 5k tokens, a bounded bite for an agent's context
@@ -56,6 +58,17 @@ class NoteSlice(AsDict):
     content_hash: str  # SHA-256 of the file's bytes (the hash the index stores for it)
     text: str
     next_offset: int | None  # where the next slice starts; None at the end of the note
+
+
+@dataclass(frozen=True, slots=True)
+class NoteText(AsDict):
+    """A whole note read once: ``text`` (BOM dropped, LF line endings) is decoded from the very
+    bytes ``content_hash`` hashes, so a note saved while it is read shows as one version, not two."""
+
+    path: str  # as spelled on disk, vault-relative
+    length: int  # code points in ``text``
+    content_hash: str  # SHA-256 of the file's bytes (the hash the index stores for it)
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +153,11 @@ def _listed(vault_rules: VaultRules, rel: str) -> VaultFile:
     check_untrusted_arg(rel)
     found = resolve_note_path(vault_rules.root, rel)
     listed = vault_rules.classify(found.rel)
+    if isinstance(listed, Skipped) and listed.reason.startswith(TOO_LARGE):
+        raise VaultError(
+            f"Note {rel!r} is {listed.reason}: vaultlens does not read it, so none of it is shown.",
+            hint="Open it in Obsidian, or raise index.max_file_mb to read (and index) it here.",
+        )
     if not isinstance(listed, VaultFile):
         why = listed.reason if listed is not None else "the vault's scan does not list it"
         raise VaultError(
@@ -160,26 +178,38 @@ def read_image(vault_rules: VaultRules, rel: str, max_bytes: int) -> tuple[bytes
     return read_note(vault_rules.root, listed.path, max_bytes).raw, media
 
 
+def note_text(vault_rules: VaultRules, rel: str, max_bytes: int) -> NoteText:
+    """Note ``rel`` whole, from one read of its file (at most ``max_bytes``), with that read's hash."""
+    raw = read_untrusted(vault_rules, rel, max_bytes)
+    try:
+        text = decode_note(raw.raw)
+    except NotText as exc:
+        raise VaultError(f"Note {raw.path!r} is not readable text ({exc}).") from exc
+    return NoteText(raw.path, len(text), raw.file_hash, text)
+
+
 def note_slice(vault_rules: VaultRules, rel: str, offset: int, length: int, max_bytes: int) -> NoteSlice:
     """At most ``length`` code points of note ``rel`` from ``offset``, with its total length and hash."""
     if offset < 0:
         raise InvalidInput(f"offset must be 0 or more (got {offset}).")
     if not 1 <= length <= MAX_SLICE:
         raise InvalidInput(f"length must be between 1 and {MAX_SLICE} (got {length}).")
-    raw = read_untrusted(vault_rules, rel, max_bytes)
-    try:
-        text = decode_note(raw.raw)
-    except NotText as exc:
-        raise VaultError(f"Note {raw.path!r} is not readable text ({exc}).") from exc
-    if offset > len(text):
+    whole = note_text(vault_rules, rel, max_bytes)
+    if offset > whole.length:
         raise InvalidInput(
-            f"offset {offset} is past the end of {raw.path!r} ({len(text)} characters).",
+            f"offset {offset} is past the end of {whole.path!r} ({whole.length} characters).",
             hint="Start at 0, or at the next_offset a previous slice returned.",
         )
-    part = text[offset : offset + length]
+    part = whole.text[offset : offset + length]
     end = offset + len(part)
     return NoteSlice(
-        raw.path, offset, len(part), len(text), raw.file_hash, part, end if end < len(text) else None
+        whole.path,
+        offset,
+        len(part),
+        whole.length,
+        whole.content_hash,
+        part,
+        end if end < whole.length else None,
     )
 
 

@@ -2,7 +2,8 @@
 
 Each verb reads one snapshot of the index (:meth:`App.reading`); ``similar`` and ``duplicates``
 use stored vectors only, so they call no model. ``note`` and ``list_notes`` give programs and
-agents (HTTP API, MCP) bounded slices and pages of the vault (see :mod:`vaultlens.services.finding.notes`).
+agents (HTTP API, MCP) bounded slices and pages of the vault; ``note_text`` gives the page a note
+whole, from one read (see :mod:`vaultlens.services.finding.notes`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from vaultlens.services.finding.notes import (
     NoteGraph,
     NoteList,
     NoteSlice,
+    NoteText,
 )
 from vaultlens.services.finding.search import NOTICES_HEADER, NoteHit, SearchHits, rank_notes
 from vaultlens.services.finding.section import Section
@@ -52,6 +54,7 @@ __all__ = [
     "NoteHit",
     "NoteList",
     "NoteSlice",
+    "NoteText",
     "SearchHits",
     "Section",
     "SimilarNote",
@@ -64,6 +67,7 @@ __all__ = [
     "note",
     "note_graph",
     "note_path",
+    "note_text",
     "search",
     "similar",
 ]
@@ -151,6 +155,14 @@ def note(app: App, path: str, offset: int = 0, length: int = DEFAULT_SLICE) -> N
     with translated_errors(path=app.index_dir):
         files = app.files()
         return notes.note_slice(files.rules(), path, offset, length, files.max_bytes)
+
+
+def note_text(app: App, path: str) -> NoteText:
+    """One note whole, from one read of its file, with that read's content hash (no index needed):
+    the page's note view. Bounded by index.max_file_mb; a larger note is refused, saying so."""
+    with translated_errors(path=app.index_dir):
+        files = app.files()
+        return notes.note_text(files.rules(), path, files.max_bytes)
 
 
 def image(app: App, path: str) -> tuple[bytes, str]:
