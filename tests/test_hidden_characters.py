@@ -58,15 +58,17 @@ def test_a_diff_names_every_hidden_character_and_prints_none(ch: str) -> None:
         f"<U+{ord(ch):04X}>"
     }
     added = [line for line in diff.split("\n") if line.startswith("+") and not line.startswith("+++")]
-    if ch == "\r":  # a lone CR ends a line, as the note parser counts lines: named all the same
-        assert added == ["+First<CR>", "+line.", "+End<CR>"], diff
+    if ch == "\r":  # a lone CR ends a line, as the note parser counts lines: named apart from a CRLF
+        assert added == ["+First<CR><no LF>", "+line.", "+End<CR>"], diff
     else:  # a form feed or U+2028 inside a line does not split it
         assert added == [f"+First{visible(ch)}line.", f"+End{visible(ch)}"], diff
 
 
 def test_a_note_with_classic_mac_line_endings_diffs_line_by_line() -> None:
     diff = render_diff(NOTE, b"# Plan\rFirst.\r", b"# Plan\rFirst.\rSecond.\r")
-    assert diff.endswith("@@ -1,2 +1,3 @@\n # Plan<CR>\n First.<CR>\n+Second.<CR>\n"), diff
+    assert diff.endswith("@@ -1,2 +1,3 @@\n # Plan<CR><no LF>\n First.<CR><no LF>\n+Second.<CR><no LF>\n"), (
+        diff
+    )
 
 
 TOOLS: list[tuple[str, list[str], Any]] = [

@@ -666,7 +666,7 @@ def test_a_proposed_diff_names_control_characters_and_sends_none_raw(page: Page)
     shown = post(page, "/ui/api/apply", {"op_id": planned.entry.op_id})
     assert shown.status_code == 409 and error_code(shown) == "write_unconfirmed"
     preview = shown.json()["error"]["proposal"]["preview"]
-    assert "+Colours: <ESC>[31mred<ESC>[0m<CR>\n+ and <U+202E>right-to-left.\n" in preview
+    assert "+Colours: <ESC>[31mred<ESC>[0m<CR><no LF>\n+ and <U+202E>right-to-left.\n" in preview
     assert not any(c in preview for c in "\x1b\r\u202e"), preview
     script = get(page, "/ui/static/common.js").text
     assert "function visible(text)" in script and "diffTable(raw, caption)" in script

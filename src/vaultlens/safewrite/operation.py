@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from vaultlens.fsutil import sha256_hex
-from vaultlens.vault.hidden import visible
+from vaultlens.vault.hidden import exact
 
 __all__ = ["Operation", "new_op_id", "render_diff"]
 
@@ -30,9 +30,10 @@ _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")  # after LF, CRLF or a lone CR 
 
 
 def _lines(data: bytes | None) -> list[str]:
-    """The lines of ``data``, each with its line ending (LF, CRLF or a lone CR, as the note parser
-    counts lines; the CR is shown as ``<CR>``). A form feed, U+2028 or another separator inside a
-    line does not end it: it is shown by name, so nothing a terminal acts on is printed raw."""
+    """The lines of ``data``, each with its line ending (LF, CRLF or a lone CR, as the note parser,
+    the note view and ``--lines`` count lines, so the diff's line numbers are theirs). A form feed,
+    U+2028 or another separator inside a line does not end it: it is shown by name, so nothing a
+    terminal acts on is printed raw."""
     # surrogateescape: bytes that are not UTF-8 still show (and still differ) instead of failing
     if not data:
         return []
@@ -40,10 +41,18 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 def _visible(line: str) -> str:
-    """A diff line with what a terminal would hide made visible (:func:`vaultlens.vault.hidden.visible`:
-    CR, a BOM, ESC, a bidi override...), and a missing final line ending said."""
-    shown = visible(line.removesuffix("\n"))
-    return shown + "\n" if line.endswith(("\n", "\r")) else shown + "\n\\ No newline at end of file\n"
+    """A diff line with what a terminal would hide named (:func:`vaultlens.vault.hidden.exact`: a BOM,
+    ESC, a bidi override..., ``<LT>`` for a ``<`` that would read as a name) and its line ending said
+    unless it is LF: ``<CR>`` before a CRLF's LF, ``<CR><no LF>`` for a lone CR, the unified diff's
+    marker for none. Each way of ending a line reads differently, so the diff the user confirms
+    reads back to one text only (tests/test_diff_reads_back.py applies it)."""
+    if line.endswith("\r\n"):
+        return exact(line[:-2]) + "<CR>\n"
+    if line.endswith("\n"):
+        return exact(line[:-1]) + "\n"
+    if line.endswith("\r"):
+        return exact(line[:-1]) + "<CR><no LF>\n"
+    return exact(line) + "\n\\ No newline at end of file\n"
 
 
 def render_diff(path: str, before: bytes | None, after: bytes | None) -> str:
