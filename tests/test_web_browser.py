@@ -567,6 +567,20 @@ def test_the_diff_view_and_the_prompt_preview_name_control_characters(site: Site
     assert not any(c in "".join(shown) for c in "\x1b\r\u202e\u2066"), shown
 
 
+def test_the_diff_view_says_which_side_ends_the_note_without_a_newline(site: Site, page: Page) -> None:
+    """``x`` → ``x`` without its final newline: the unified diff's marker line says which side lacks
+    it; the table dropped it, so the change showed as two identical lines."""
+    page.goto(site.url + "/history")
+    cells = page.evaluate(
+        """() => {
+          const diff = vl.diffTable("--- a/x.md\\n+++ b/x.md\\n@@ -1,2 +1,2 @@\\n a\\n-x\\n+x\\n"
+            + "\\\\ No newline at end of file\\n", "a diff");
+          return [...diff.querySelectorAll("td.del, td.add")].map((td) => [td.className, td.innerText]);
+        }"""
+    )
+    assert cells == [["del", "x"], ["add", "x \\ No newline at end of file"]], cells
+
+
 def test_a_dismissed_pair_leaves_the_list_and_exact_copies_cannot_be_dismissed(
     site: Site, page: Page
 ) -> None:

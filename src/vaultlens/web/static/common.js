@@ -137,6 +137,7 @@ const vl = (() => {
       }
       dels = []; adds = [];
     };
+    let last = null; // the line before: [number, text] of dels or adds, or a context row's two cells
     for (const line of text.split("\n")) {
       if (line.startsWith("--- ") || line.startsWith("+++ ") || line === "") continue;
       const hunk = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
@@ -144,14 +145,15 @@ const vl = (() => {
         flush();
         left = +hunk[1]; right = +hunk[2];
         rows.push(el("tr", { class: "hunk" }, el("td", { colspan: "4" }, line)));
-      } else if (line[0] === "-") dels.push([left++, line.slice(1)]);
-      else if (line[0] === "+") adds.push([right++, line.slice(1)]);
-      else if (line[0] === "\\") continue;
-      else {
+      } else if (line[0] === "-") dels.push(last = [left++, line.slice(1)]);
+      else if (line[0] === "+") adds.push(last = [right++, line.slice(1)]);
+      else if (line[0] === "\\") { // the line before ends the file with no newline: said, or -x / +x look alike
+        if (last && typeof last[1] === "string") last[1] += " " + line;
+        else if (last) for (const cell of last) cell.append(" " + line);
+      } else {
         flush();
-        rows.push(el("tr", {},
-          el("td", { class: "ln" }, left++), el("td", {}, line.slice(1)),
-          el("td", { class: "ln" }, right++), el("td", {}, line.slice(1))));
+        last = [el("td", {}, line.slice(1)), el("td", {}, line.slice(1))];
+        rows.push(el("tr", {}, el("td", { class: "ln" }, left++), last[0], el("td", { class: "ln" }, right++), last[1]));
       }
     }
     flush();
