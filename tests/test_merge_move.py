@@ -238,3 +238,29 @@ def test_the_page_api_plans_a_merge_and_writes_it_only_with_the_diffs_token(page
     assert applied.status_code == 200, applied.text
     assert (page.vault / "L.md").read_text() == "[[Keep m]]\n" and not (page.vault / "Other m.md").exists()
     assert (page.vault / ".trash/Other m.md").read_text() == "# O\n\nonly here\n"
+
+
+@pytest.mark.slow
+def test_a_section_kept_word_for_word_is_not_carried_when_the_index_compares_the_note_as_one_chunk(
+    tmp_path: Path,
+) -> None:
+    """Short sections make one chunk of the whole note (default settings): the index rates OTHER as one
+    row, uncovered because of its new section; the section KEEP already holds line for line is still
+    covered and not copied into KEEP a second time."""
+    shared = "Caching notes: a cache keeps values close to the reader."
+    vault = write_vault(
+        tmp_path / "v",
+        {
+            "A.md": f"# A\n\n{shared}\n\n## TTL\n\nEntries expire after their TTL.\n",
+            "B.md": f"# B\n\n{shared}\n\n## Warmup\n\nWarm the cache before the traffic arrives.\n",
+            "C.md": "See [[B]] and [[B#Warmup|warming]].\n",
+        },
+    )
+    indexed = run_cli(["index", "--vault", str(vault)])
+    assert indexed.exit_code == 0, indexed.output
+    result = restructuring.write_merge(App.open(vault), "A.md", "B.md")
+    assert result.plan_of.coverage == "index"
+    assert result.plan_of.carried == ["Warmup"] and result.plan_of.left_out == ["B"]
+    added = result.plan.diff.split("+++ b/A.md")[1].split("--- a/")[0]
+    assert f"+{shared}" not in added and "+Warm the cache before the traffic arrives." in added
+    assert "-See [[B]] and [[B#Warmup|warming]]." in result.plan.diff

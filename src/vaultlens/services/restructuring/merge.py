@@ -224,13 +224,16 @@ def _sections(source: NoteSource) -> list[_Section]:
 
 
 def _covered(section: _Section, keep_lines: set[str], indexed: list[tuple[int, int, bool]]) -> bool:
-    """By the index where it compares the section's lines (every section overlapping them covered),
-    else by copied text."""
+    """By copied text where KEEP holds every line of it (a chunk of the index may span several short
+    sections and be rated as a whole, new ones with copied ones), else by the index where it compares
+    the section's lines (every section overlapping them covered), else by copied text."""
+    content = [ln.strip() for ln in section.lines[1 if section.heading else 0 :] if ln.strip()]
+    if content and all(ln in keep_lines for ln in content):
+        return True
     rows = [ok for first, last, ok in indexed if first - 1 < section.end and last - 1 >= section.start]
     if rows:
         return all(rows)
-    content = [ln.strip() for ln in section.lines[1 if section.heading else 0 :] if ln.strip()]
-    return all(ln in keep_lines for ln in content)  # a heading alone carries nothing
+    return not content  # a heading alone carries nothing
 
 
 def _pick(
