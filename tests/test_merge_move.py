@@ -264,3 +264,21 @@ def test_a_section_kept_word_for_word_is_not_carried_when_the_index_compares_the
     added = result.plan.diff.split("+++ b/A.md")[1].split("--- a/")[0]
     assert f"+{shared}" not in added and "+Warm the cache before the traffic arrives." in added
     assert "-See [[B]] and [[B#Warmup|warming]]." in result.plan.diff
+
+
+def test_an_exact_copy_of_the_same_name_merges_into_a_keep_left_as_it_is_and_undo_puts_it_back(
+    tmp_path: Path,
+) -> None:
+    """Exact copies (the finder's first kind): KEEP already holds all of OTHER, so the group moves
+    OTHER to the trash and leaves KEEP untouched instead of refusing a change to KEEP that changes nothing."""
+    copy = "# Tomatoes\n\nWater them at the roots.\n"
+    vault = write_vault(tmp_path / "v", {"Tomatoes.md": copy, "a/Tomatoes.md": copy})
+    original = snapshot(vault)
+    done = run_cli(["merge", "Tomatoes.md", "a/Tomatoes.md", "--yes", "--json", "--vault", str(vault)])
+    assert done.exit_code == 0, done.output
+    assert (vault / "Tomatoes.md").read_text() == copy and not (vault / "a/Tomatoes.md").exists()
+    assert (vault / ".trash/Tomatoes.md").read_text() == copy
+    group = json.loads(done.stdout)["plan"]["op_id"]
+    undone = run_cli(["undo", group, "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert files_of(snapshot(vault)) == files_of(original)

@@ -348,9 +348,11 @@ def plan_merge(
     relinked = _relink_vault(files, notes, change, {keep.path, other.path})
     trash = _trash_path(files, other.path) if folder == TRASH else folder
     summary = f"{other.path} merged in ({len(carried)} section(s) added, front matter merged)"
+    keep_raw = encoded(keep_text, keep, keep.bom)
     changes = [
         Change(trash, other.raw, f"{other.path} moved to the trash", None),
-        Change(keep.path, encoded(keep_text, keep, keep.bom), summary, keep.raw),
+        # KEEP already holds all of OTHER (an exact copy of the same name): it is left as it is
+        *([Change(keep.path, keep_raw, summary, keep.raw)] if keep_raw != keep.raw else []),
         *relinked,
         Change(other.path, None, f"merged into {keep.path}; its copy is {trash}", other.raw),
     ]
