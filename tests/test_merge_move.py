@@ -282,3 +282,26 @@ def test_an_exact_copy_of_the_same_name_merges_into_a_keep_left_as_it_is_and_und
     undone = run_cli(["undo", group, "--yes", "--vault", str(vault)])
     assert undone.exit_code == 0, undone.output
     assert files_of(snapshot(vault)) == files_of(original)
+
+
+def test_a_path_link_to_other_is_repointed_to_a_keep_at_the_vault_root_whose_name_other_notes_share(
+    tmp_path: Path,
+) -> None:
+    """Exact copies in three folders: merging a/Tomatoes.md into the root Tomatoes.md rewrites the
+    links written as paths to the root form (``/Tomatoes``), since the bare name is ambiguous."""
+    copy = "# Tomatoes\n\nWater them at the roots.\n"
+    vault = write_vault(
+        tmp_path / "v",
+        {
+            "Tomatoes.md": copy,
+            "a/Tomatoes.md": copy,
+            "b/Tomatoes.md": copy,
+            "L.md": "[[a/Tomatoes]], [[a/Tomatoes#Tomatoes|care]] and [m](a/Tomatoes.md)\n",
+        },
+    )
+    done = run_cli(["merge", "Tomatoes.md", "a/Tomatoes.md", "--yes", "--json", "--vault", str(vault)])
+    assert done.exit_code == 0, done.output
+    assert (
+        vault / "L.md"
+    ).read_text() == "[[/Tomatoes]], [[/Tomatoes#Tomatoes|care]] and [m](/Tomatoes.md)\n"
+    assert resolved_targets(vault)["L.md"] == ["Tomatoes.md"] * 3

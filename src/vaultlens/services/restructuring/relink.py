@@ -125,7 +125,9 @@ def _written(written: str, want: str, source: str, after: LinkResolver, wiki: bo
         text = posixpath.relpath(want, posixpath.dirname(source) or ".")
         text = text if text.startswith("../") else "./" + text
     elif "/" in plain:
-        text = want
+        # a path form stays one; a note at the vault root has none but its name, ambiguous where
+        # notes of other folders share it: then its root form (``/name``), as shortest_linktext gives
+        text = want if "/" in want else after.shortest_linktext(want)
     else:
         text = after.shortest_linktext(want)
     if text.lower().endswith(".md") and not keep_md:
