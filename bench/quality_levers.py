@@ -15,13 +15,16 @@ Each vault is indexed once with the default settings (``embedding.tier = auto`` 
 picks) under a kept VAULTLENS_HOME (bench/results/cache/quality_levers; indexing is incremental, so a
 second run only searches), then every lever searches the same index: a lever is query-time only, a
 search setting changed (``search.max_lexical_weight = 0``: lexical off), the tier left out of the
-search, or one rule of the fusion switched off (a constant of its module set for the lever's searches:
-the rules have no setting of their own). Each query is searched as ``vaultlens eval queries`` searches
-it (20 notes, one section each; BEIR: 100) through :func:`vaultlens.services.search.rank_notes`, the
-function ``search`` calls, with the lever's settings.
+search, or one rule of the fusion switched off (a constant or function of its module replaced for the
+lever's searches: the rules have no setting of their own). ``coverage off`` and ``script rule off``
+act only where a query's candidates are in both languages, ``everyday words off`` only in a vault
+written in both (services/finding/evidence.py): elsewhere they rank as the default. Each query is
+searched as ``vaultlens eval queries`` searches it (20 notes, one section each; BEIR: 100) through
+:func:`vaultlens.services.finding.search.rank_notes`, the function ``search`` calls, with the lever's
+settings.
 
 Printed: one Markdown table per set and group, a row per lever: hit@1 / hit@3 / hit@5 and MRR on the
-whole group, hit@1 and hit@5 on each split, and ``weak``: the right first answers flagged weak, of all
+whole group, hit@1 / hit@3 / hit@5 on each split, and ``weak``: the right first answers flagged weak, of all
 right first answers; SciFact: nDCG@10 (and per half), Recall@100, MRR@10.
 """
 
@@ -39,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from _common import REPO, SHARED, cached_home
-from vaultlens.services import evaluation
 from vaultlens.services.app import App
-from vaultlens.services.search import NoteHit, rank_notes
+from vaultlens.services.finding.search import NoteHit, rank_notes
+from vaultlens.services.inspecting import evaluation
 from vaultlens.services.verbs.indexing import index
 
 QUERY_SETS = {
@@ -69,11 +72,17 @@ LEVERS: dict[str, Lever] = {
     "lexical off": Lever(search={"max_lexical_weight": 0.0}),
     "tier off": Lever(tier=False),
     "everyday words off": Lever(patches={"vaultlens.index.lexical:COMMON_WORDS": 0}),
-    "coverage off": Lever(patches={"vaultlens.services.evidence:BILINGUAL_SHARE": 2.0}),
-    "script rule off": Lever(patches={"vaultlens.services.evidence:PASSING_SHARE": 0.0}),
+    # the rule before it was gated by the vault's languages (services/finding/evidence.py, two_languages)
+    "everyday words in every vault": Lever(
+        patches={"vaultlens.services.finding.evidence:two_languages": lambda _: True}
+    ),
+    "coverage off": Lever(patches={"vaultlens.services.finding.evidence:BILINGUAL_SHARE": 2.0}),
+    "script rule off": Lever(patches={"vaultlens.services.finding.evidence:PASSING_SHARE": 0.0}),
     "tier across 0.25": Lever(search={"tier_weight_across": 0.25}),
     "tier across 0.5": Lever(search={"tier_weight_across": 0.5}),
     "tier within 0.25": Lever(search={"tier_weight": 0.25}),
+    "tier within 0.65": Lever(search={"tier_weight": 0.65}),
+    "tier within 0.8": Lever(search={"tier_weight": 0.8}),
 }
 
 
