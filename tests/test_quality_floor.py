@@ -86,3 +86,23 @@ def test_a_query_set_keeps_its_recorded_hits(name: str, config: str, request: py
         if was is not None and was <= 3 and (found[qid] is None or found[qid] > 3)
     ]
     assert not lost, f"{name}/{config}: {'; '.join(lost)}. Questions that left the top 3: {', '.join(moved)}"
+
+
+def test_the_readme_example_ranks_its_answer_first() -> None:
+    """The README's first search, with the default settings (``embedding.tier = auto``: e5 on the sample
+    vault), ranks the Russian caching note first: the English query finds it across languages."""
+    import re
+
+    from vaultlens.services.app import App
+    from vaultlens.services.verbs.finding import search
+    from vaultlens.services.verbs.indexing import index
+
+    _needs_extra("auto")
+    readme = (EVAL.parent / "README.md").read_text(encoding="utf-8")
+    found = re.search(r'^vaultlens search "([^"]+)"\s*$', readme, re.M)
+    assert found, "the README's Use section has no plain search example"
+    app = App.open(EVAL.parent / "examples" / "vault", {"embedding.tier": "auto"})
+    index(app)
+    hits = [h.path for h in search(app, found.group(1), 5)]
+    app.close()
+    assert hits[0] == "tech/Кэширование.md", hits

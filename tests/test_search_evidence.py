@@ -103,3 +103,66 @@ def test_candidates_in_one_language_keep_the_best_note_as_yardstick() -> None:
     assert not bilingual(docs)
     assert bilingual(personal)
     assert not bilingual([section(None)] * 3)
+
+
+def lexical_of(vault_notes: dict[str, str], root: Path, provider, query: str) -> dict[str, float]:
+    """Each note's lexical score (0 = no evidence) for ``query`` on a vault of ``vault_notes`` indexed here."""
+    vault = write_vault(root / "vault", vault_notes)
+    run_index(vault, root / "index", provider)
+    with opened_store(root / "index") as store:
+        scores = score_chunks(store, provider.embed([query])[0], query, SearchSettings())
+    out: dict[str, float] = {}
+    for s in scores.values():
+        out[s.path] = max(out.get(s.path, 0.0), s.lexical)
+    return out
+
+
+def test_everyday_words_are_evidence_in_a_vault_of_one_language(tmp_path: Path, use_provider) -> None:
+    """In a vault written in one language every candidate can match an everyday word alike ("body",
+    "set", "type" are a documentation vault's subject), so BM25 weighs it there; only a vault in both
+    languages leaves it out, where it pulls notes of the query's language over the answer."""
+    english = {
+        "Request body.md": "# Reading the JSON body\n\nThe body of a POST request is read once and checked "
+        "against the model; a body over the size limit is refused with status 413.\n",
+        "Query strings.md": "# Query strings\n\nParsing of the query string happens before the handler "
+        "runs; repeated keys become a list.\n",
+    }
+    found = lexical_of(english, tmp_path / "en", use_provider, "body parsing")
+    assert found["Request body.md"] > 0.0, found
+    # the same notes beside Russian ones: "body" is an everyday word again, "parsing" alone is matched
+    both = {**english, **{k: v for k, v in NOTES.items() if k in ("Дача.md", "Хлеб.md")}}
+    found = lexical_of(both, tmp_path / "both", use_provider, "body parsing")
+    assert found.get("Request body.md", 0.0) == 0.0, found
+
+
+def test_english_identifiers_in_a_russian_vault_are_evidence(tmp_path: Path, use_provider) -> None:
+    """Candidates in one language (a Russian documentation vault, its identifiers in English under 15%
+    of its letters) keep an English query's matches: the identifier is the page's subject, not a word
+    in passing, so the script rule applies only among candidates in both languages."""
+    russian = {
+        "Сжатие.md": "# Сжатие ответов\n\nЧтобы сервер сжимал большие ответы, подключите промежуточный слой "
+        "GZipMiddleware: он сжимает тело ответа, если клиент прислал заголовок о поддержке сжатия. Маленькие "
+        "ответы сжимать незачем, для них задаётся минимальный размер в байтах.\n",
+        "Дача.md": NOTES["Дача.md"].replace("canary release percentage", "что-то про серверы"),
+        "Хлеб.md": NOTES["Хлеб.md"],
+    }
+    found = lexical_of(russian, tmp_path, use_provider, "GZipMiddleware")
+    assert found["Сжатие.md"] > 0.0, found
+
+
+def test_front_matter_is_in_its_notes_language_for_the_tier() -> None:
+    """The quality tier's weight across languages applies to a Russian note's front matter for an English
+    query (its aliases are that note's names), not to an English note's."""
+    from vaultlens.chunking.scripts import ScriptMix
+    from vaultlens.services.finding.evidence import SectionTraits, crosses, note_languages
+
+    front = SectionTraits(None, ScriptMix(), True, ())
+    ru, en = (
+        SectionTraits("ru", ScriptMix(90, 10), False, ()),
+        SectionTraits("en", ScriptMix(0, 90), False, ()),
+    )
+    langs = note_languages([front, ru, ru, front, en], ["a.md", "a.md", "a.md", "b.md", "b.md"])
+    assert langs == {"a.md": "ru", "b.md": "en"}
+    assert crosses("en", front, langs["a.md"]) and not crosses("en", front, langs["b.md"])
+    assert crosses("en", ru) and not crosses("ru", ru) and not crosses(None, ru)
+    assert not crosses("en", front)  # a note whose language its candidates do not tell

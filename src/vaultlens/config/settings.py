@@ -320,9 +320,10 @@ class SearchSettings:
     # lexical share of the fused score when BM25 explains the whole query
     max_lexical_weight: float = setting(0.8, ge=0, le=1)
     tier_weight: float = setting(0.5, ge=0, le=1)  # the quality tier's share of the dense score
-    # ... for a section in the other language than the query's (its script: services/finding/evidence.py). e5-small
-    # alone ranks a note in the query's language first for every cross-language question of the bilingual
-    # personal-notes set, and blended it pushed right answers down there (issue 44; docs/benchmarks.md)
+    # ... for a section in the other language than the query's (its script: services/finding/evidence.py), where
+    # the candidates are in both languages (among candidates in one language every section gets tier_weight).
+    # e5-small alone ranks a note in the query's language first for every cross-language question of the
+    # bilingual personal-notes set, and blended it pushed right answers down there (issue 44; docs/benchmarks.md)
     tier_weight_across: float = setting(0.0, ge=0, le=1)
     # chunks from which the embedded store finds dense candidates in its ANN graph (index/sqlite/ann.py) and
     # re-scores them exactly, instead of scanning every vector (bench/ann_scale.py)

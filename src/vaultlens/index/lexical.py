@@ -165,11 +165,13 @@ def query_terms(text: str) -> list[str]:
     return [t for t in distinct if t not in stop] or distinct
 
 
-def query_evidence(text: str) -> QueryTerms:
-    """The query's distinct terms without stop words and without the language's everyday words, which
-    still count in its size (a note matching them alone covers nothing of the query); all of them if
-    nothing else remains."""
+def query_evidence(text: str, everyday: bool = True) -> QueryTerms:
+    """The query's distinct terms without stop words and, with ``everyday``, without the language's
+    everyday words, which still count in its size (a note matching them alone covers nothing of the
+    query); all of them if nothing else remains."""
     every = query_terms(text)
+    if not everyday:
+        return QueryTerms(every, 1.0)
     stop = _stop_terms()
     common = _common_words()
     words = _WORD.findall(text)

@@ -3,15 +3,26 @@
 Search fuses a dense score and a lexical one per section (:mod:`vaultlens.services.finding.search`); this
 module says, from the section's own text, where either kind of evidence does not apply:
 
-- **Script.** A lexical match between a query whose words are all in one script and a section written
-  in the other is a word in passing (a Russian alias in an English note, an English term in a
-  Russian one), never the section's subject: it counts nothing. The quality tier is weighed by the
-  same pair (``search.tier_weight`` within a language, ``search.tier_weight_across`` across).
+Two languages or one decides most of it. Where the candidates are written in one language (a
+documentation folder, an encyclopedia, an English vault; a Russian page's English identifiers do not
+make it bilingual), every candidate can match the query's words alike, so BM25 weighs them as it
+does; where they are in both (:func:`bilingual`), a note in the other language than the query's
+matches none of its words, and word matches pull notes of the query's language over the answer:
+
+- **Script.** Among candidates in both languages, a lexical match between a query whose words are all
+  in one script and a section written in the other is a word in passing (a Russian alias in an English
+  note, an English term in a Russian one), never the section's subject: it counts nothing. Among
+  candidates in one language it counts (an English identifier on a Russian documentation page).
+- **The tier by language pair.** Among candidates in both languages the quality tier is weighed
+  ``search.tier_weight`` within a language and ``search.tier_weight_across`` across (:func:`crosses`;
+  front matter is in its note's language); among candidates in one language every section gets
+  ``search.tier_weight`` (a stray section in the other language is no language pair of the query's).
 - **Coverage.** Among candidates written in one language, a note's lexical part is its share of the
-  best note's score, as every candidate could match the query's words alike (a documentation page,
-  an encyclopedia article). Where the candidates are in both languages (:func:`bilingual`), a note
-  in the other language than the query's matches none of its words, so the best partial match in
-  the query's language is no yardstick: a note's part is how much of the query it covers.
+  best note's score. Among candidates in both, the best partial match in the query's language is no
+  yardstick: a note's part is how much of the query it covers.
+- **Everyday words** (:func:`vaultlens.index.lexical.query_evidence`) are left out of the words matched
+  only in a vault written in both languages (:func:`two_languages`, from the script mix the index
+  records): the words are looked up before the candidates are known.
 - **Front matter.** Properties are not an answer: a front matter section ranks only where the query's
   words matched a property (its own lexical score), or where it is all the note holds.
 - **Hubs.** A section that is mostly links (a home page, a map of content) carries its targets'
@@ -95,10 +106,37 @@ def bilingual(sections: Sequence[SectionTraits]) -> bool:
     return bool(langs) and min(langs.count("ru"), langs.count("en")) >= BILINGUAL_SHARE * len(langs)
 
 
-def crosses(query: str | None, section: str | None) -> bool:
-    """Whether a query in script ``query`` and a section in language ``section`` are two languages
-    (for the quality tier's weight: :attr:`SectionTraits.language`)."""
-    return query is not None and section is not None and query != section
+def two_languages(vault: ScriptMix | None) -> bool:
+    """Whether a vault's notes are written in both languages: each script holds at least
+    :data:`BILINGUAL_SHARE` of its prose letters (as the last index run counted them; None before
+    one did). The vaults measured fall far on either side: personal notes 43-53% Latin, ru-wiki 34%;
+    fastapi-docs' Russian pages 12% (English identifiers), the English vaults 0%."""
+    if vault is None or not vault.letters:
+        return False
+    return min(vault.cyrillic, vault.latin) >= BILINGUAL_SHARE * vault.letters
+
+
+def crosses(query: str | None, section: SectionTraits, note: str | None = None) -> bool:
+    """Whether a query in script ``query`` and ``section`` are two languages (for the quality tier's
+    weight): the section's language, or for front matter its note's, ``note`` (the language of the
+    note's other candidate sections: :func:`note_languages`). Front matter's aliases and tags are its
+    note's names, often in the other language: README's example finds the Russian caching note by its
+    alias "Caching", a match e5 does not see across languages (it ranked the note second, below an
+    English cheat sheet)."""
+    if query is None:
+        return False
+    language = note if section.frontmatter else section.language
+    return language is not None and language != query
+
+
+def note_languages(sections: Sequence[SectionTraits], paths: Sequence[str]) -> dict[str, str]:
+    """Each note's language as its candidate sections tell it: the language most of them are in."""
+    counts: dict[str, dict[str, int]] = {}
+    for t, p in zip(sections, paths, strict=True):
+        if t.language:
+            by = counts.setdefault(p, {})
+            by[t.language] = by.get(t.language, 0) + 1
+    return {p: max(by, key=lambda lang: (by[lang], lang)) for p, by in counts.items()}
 
 
 def foreign(query: str | None, section: ScriptMix) -> bool:

@@ -43,6 +43,7 @@ from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
 from vaultlens.embedding.tiers.base import TierProvider, reads
 from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
+from vaultlens.index.indexing.tier_fill import stored_scripts
 from vaultlens.index.lexical import query_evidence
 from vaultlens.index.store import ChunkKeys, LexicalHits, NoteScores, Store, grouped_keys
 from vaultlens.services.consent import require_tier_query_consent
@@ -302,7 +303,7 @@ def score_chunks(
     thread reads the dense candidates and the note rows (services/finding/beside.py; where reads run in a
     database server, the note rows on a second worker).
     """
-    terms, share = query_evidence(query)
+    terms, share = query_evidence(query, everyday=evidence.two_languages(stored_scripts(store)))
     with store.snapshot() as generation:
         lexical_chunks = beside(store, generation, partial(_lexical_chunks, store, qvec, terms, s.candidates))
         # SQLite's three threads on two cores were slower than two (docs/benchmarks.md, "Night of 2026-12-06")
@@ -339,7 +340,12 @@ def score_chunks(
     sections_read = store.chunks(keys_list)
     traits = [evidence.traits(c) if (c := sections_read.get(r)) else evidence.NO_TRAITS for r in keys_list]
     q_script = evidence.query_script(terms)
-    across = np.array([evidence.crosses(q_script, t.language) for t in traits], dtype=bool)
+    both = evidence.bilingual(traits)  # the script rule, the tier's weight across and coverage apply
+    langs = evidence.note_languages(traits, paths)
+    across = np.array(
+        [both and evidence.crosses(q_script, t, langs.get(p)) for t, p in zip(traits, paths, strict=True)],
+        dtype=bool,
+    )
 
     d = raw if blend is None else blend.scores(ids, across)
     low, scale = (float(d.min()), float(d.max() - d.min())) if d.size else (0.0, 0.0)
@@ -347,11 +353,11 @@ def score_chunks(
     a = s.max_lexical_weight * min(1.0, lexical.confidence * share) if lexical.chunks else 0.0
     lx = share * np.array([lexical.notes.get(p, 0.0) for p in paths], dtype=np.float64)
     own = share * np.array([lexical.chunks.get(r, 0.0) for r in keys_list])
-    passing = np.array([evidence.foreign(q_script, t.mix) for t in traits], dtype=bool)
+    passing = np.array([both and evidence.foreign(q_script, t.mix) for t in traits], dtype=bool)
     lx[passing], own[passing] = 0.0, 0.0
     # a note's share of the best note's score, or among candidates in both languages how much of the
     # query it covers (see vaultlens.services.finding.evidence, "Coverage")
-    yardstick = max(best_note * share, 1.0) if evidence.bilingual(traits) else best_note * share
+    yardstick = max(best_note * share, 1.0) if both else best_note * share
     l_norm = lx / yardstick if yardstick > 0 else np.zeros_like(lx)
     top_chunk = max(lexical.chunks.values(), default=0.0)
     c_norm = own / (top_chunk or 1.0)
