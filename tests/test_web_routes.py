@@ -10,6 +10,7 @@ The browser tests (tests/test_web_*.py on the web-tests branch) drive the same p
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
 import os
@@ -494,8 +495,8 @@ def test_history_lists_an_operation_group_with_a_link_to_each_note_and_its_text_
     assert "Part &lt;b&gt;one.md" in listed.text and "<b>one" not in listed.text
     assert f'href="/history/{group}/before"' in listed.text
     assert get(page, f"/history/{group}/before").status_code == 200
-    [entry] = [e.as_dict() for e in writes.history(page.vault) if e.op_id == group]
-    cut_short = hooks(history_body([{**entry, "state": "partial"}], 0))  # as a kill mid-split leaves it
+    [entry] = [e for e in writes.history(page.vault) if e.op_id == group]
+    cut_short = hooks(history_body([dataclasses.replace(entry, state="partial")], 0))  # as a kill mid-split leaves it
     assert cut_short.find("button", class_="undo"), "a partial group is offered its undo, as in the CLI"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
@@ -10,7 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
 from vaultlens.services.verbs import changing, finding
-from vaultlens.services.verbs.changing import SHOW_BEFORE, Befores
+from vaultlens.services.verbs.changing import SHOW_BEFORE, Befores, Entry, Group
 from vaultlens.web.layout import h, note_href, page, tag
 from vaultlens.web.pages import problem, section_ref
 from vaultlens.web.state import WebState
@@ -126,56 +127,98 @@ def duplicates_body(report: dict[str, Any], page_no: int) -> str:
 
 
 UNDOABLE = ("applied", "partial")  # a group a crash cut short is undone like an applied one (the CLI's undo)
+Record = Entry | Group
 
 
-def notes_cell(entry: dict[str, Any]) -> str:
-    """The notes an entry changed, each a link; an operation group (a split, a merge) names several."""
-    paths = entry["paths"] if entry.get("kind") == "group" else [entry["path"]]
+def local_time(stamp: str) -> str:
+    """A journal time (UTC, ISO with microseconds) in this machine's zone to the second; the UTC
+    time in its title."""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return h(stamp)
+    utc = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    shown = when.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return tag("time", h(shown), datetime=when.astimezone(UTC).isoformat(timespec="seconds"), title=utc)
+
+
+def notes_cell(record: Record) -> str:
+    """The notes a record changed, each a link; an operation group (a split, a merge) names several."""
+    paths = record.paths if isinstance(record, Group) else [record.path]
     links = ", ".join(tag("a", h(p), href=note_href(p)) for p in paths[:3])
     more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
     return tag("td", (f"{len(paths)} notes: " if len(paths) > 1 else "") + links + more)
 
 
-def history_body(entries: list[dict[str, Any]], page_no: int) -> str:
-    newest = entries[::-1]
-    shown = newest[page_no * PAGE : (page_no + 1) * PAGE]
-    rows = "".join(
-        tag(
-            "tr",
-            notes_cell(e)
-            + tag(
-                "td",
-                h(e["summary"])
-                + " "
-                + tag(
-                    "a",
-                    "Text before",
-                    href=before_href(e["op_id"]),
-                    class_="before",
-                    aria_label=f"Text before: {e['summary']}",
-                ),
-            )
-            + tag("td", tag("time", h(e["updated"]), datetime=e["updated"]))
-            + tag("td", h(e["state"]) + (" (undone)" if e.get("undone_by") else ""), class_="state")
-            + tag(
-                "td",
-                tag("button", "Undo", type="button", class_="undo", aria_label=f"Undo: {e['summary']}")
-                if e["state"] in UNDOABLE and not e.get("undone_by")
-                else "",
-            ),
-            class_="entry",
-            data_op=e["op_id"],
-            data_state=e["state"],
+def threads(records: list[Record]) -> list[tuple[Record, list[Record]]]:
+    """Each operation, newest first, with the undos of it (and undos of those) in the order made."""
+    by_id = {r.op_id: r for r in records}
+
+    def root(r: Record) -> Record:
+        seen = {r.op_id}
+        while r.undo_of in by_id and r.undo_of not in seen:
+            r = by_id[r.undo_of]
+            seen.add(r.op_id)
+        return r
+
+    under: dict[str, list[Record]] = {}
+    tops: list[Record] = []
+    for r in records:  # oldest first
+        top = root(r)
+        if top is r:
+            tops.append(r)
+        else:
+            under.setdefault(top.op_id, []).append(r)
+    return [(top, under.get(top.op_id, [])) for top in reversed(tops)]
+
+
+def actions_cell(r: Record, label: str) -> str:
+    buttons = []
+    if r.state in UNDOABLE and not r.undone_by:
+        buttons.append(tag("button", "Undo", type="button", class_="undo", aria_label=f"Undo: {label}"))
+    if r.state == "planned":
+        buttons.append(
+            tag("button", "Discard", type="button", class_="discard", aria_label=f"Discard: {label}")
         )
-        for e in shown
+    return tag("td", " ".join(buttons), class_="row-actions")
+
+
+def history_row(r: Record, undo_of: Record | None = None) -> str:
+    """One operation; ``undo_of``: the operation this row undoes (shown under it)."""
+    label = r.summary if undo_of is None else f"undo of {undo_of.summary}"
+    change = (
+        tag("span", h(r.summary), class_="summary-text")
+        if undo_of is None
+        else tag("span", "Undo of the change above", class_="undo-label")
     )
-    head = "".join(tag("th", t, scope="col") for t in ("Note", "Change", "When", "State", "Undo"))
+    before = tag(
+        "a", "Text before", href=before_href(r.op_id), class_="before", aria_label=f"Text before: {label}"
+    )
+    return tag(
+        "tr",
+        notes_cell(r)
+        + tag("td", change + " " + before, class_="summary")
+        + tag("td", local_time(r.updated), class_="when")
+        + tag("td", h(r.state.replace("_", " ")), class_="state")
+        + actions_cell(r, label),
+        class_="entry" if undo_of is None else "entry undo-entry",
+        data_op=r.op_id,
+        data_state=r.state,
+        data_undo_of=undo_of.op_id if undo_of else None,
+    )
+
+
+def history_body(records: list[Record], page_no: int) -> str:
+    """The journal's operations, newest first, a page of them; each undo under what it undid."""
+    found = threads(records)
+    shown = found[page_no * PAGE : (page_no + 1) * PAGE]
+    rows = "".join(history_row(top) + "".join(history_row(u, top) for u in undos) for top, undos in shown)
+    head = "".join(tag("th", t, scope="col") for t in ("Note", "Change", "When", "State", "Actions"))
     table = tag("table", tag("thead", tag("tr", head)) + tag("tbody", rows), id="history")
     if not shown:
         table = tag("p", "No change was planned or made in this vault yet.", class_="empty")
     return (
-        table
-        + pager("/history", page_no, len(newest) > (page_no + 1) * PAGE)
+        tag("div", table + pager("/history", page_no, len(found) > (page_no + 1) * PAGE), id="history-list")
         + tag("section", "", id="diff", aria_label="Diff")
         + tag("p", "", id="status", role="status")
     )
@@ -227,10 +270,10 @@ def build(state: WebState) -> APIRouter:
     @router.get("/history", response_class=HTMLResponse)
     def history_page(page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0) -> HTMLResponse:
         try:
-            entries = [e.as_dict() for e in changing.history(state.app)]
+            records = changing.history(state.app)
         except VaultlensError as exc:
             return HTMLResponse(page("History", "/history", problem(exc), csrf), exc.http_status)
-        return HTMLResponse(page("History", "/history", history_body(entries, page_no), csrf, "history"))
+        return HTMLResponse(page("History", "/history", history_body(records, page_no), csrf, "history"))
 
     @router.get("/history/{op_id}/before", response_class=HTMLResponse)
     def before_page(op_id: str) -> HTMLResponse:

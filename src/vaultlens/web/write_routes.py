@@ -124,6 +124,11 @@ def build(state: WebState) -> APIRouter:
     def undo(body: OpBody) -> JSONResponse:
         return JSONResponse(changing.plan_undo(app, body.op_id).as_dict())
 
+    @router.post("/discard")
+    def discard(body: OpBody) -> JSONResponse:
+        """Drop a planned operation from History (only the journal changes; no note is touched)."""
+        return JSONResponse(changing.discard(app, body.op_id).as_dict())
+
     @router.post("/dismiss")
     def dismiss(body: PairBody) -> JSONResponse:
         return JSONResponse(finding.dismiss(app, body.a, body.b).as_dict())
