@@ -7,15 +7,20 @@ The browser half (the same pages in Chromium, axe-core on every page) is tests/t
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
+import httpx
 import pytest
 
+from server_support import running_server
+from test_web_routes import NOTES as PAGE_NOTES
 from test_web_routes import SCRIPT_NOTE, Page, error_code, get, page, post
 from vaultlens.errors import WriteRefused
 from vaultlens.safewrite import Journal
 from vaultlens.services import writes
-from vl_support import snapshot
+from vl_support import snapshot, write_vault
 
 __all__ = ["page"]  # the fixture, used by name
 
@@ -98,3 +103,107 @@ def test_a_discarded_group_stays_discarded_with_its_members(page: Page) -> None:
     journal: Journal = writes.journal(page.vault)
     assert {journal.entry(m).state for m in journal.group(group).members} == {"discarded"}
     assert not (page.vault / "Part one.md").exists()
+
+
+# ---- Duplicates: counts per kind, sets of copies, the score's meaning, dismissed pairs restored -------
+
+BODY = "".join(
+    f"## Step {i}\n\nRepot the fig number {i} in spring, water it {i} times a week, keep it {i * 3} cm from glass.\n\n"
+    for i in range(5)
+)
+COPIES = [f"Figs/Fig care {n}.md" for n in ("one", "two", "three", "four")]
+EXACT = [f"Same/Copy {n}.md" for n in "abcd"]
+DUPLICATE_NOTES = {
+    **{path: f"# {Path(path).stem}\n\n{BODY}" for path in COPIES},  # titles differ: near, not exact
+    **{path: "# Copy\n\nThe exact same text, kept four times, about tomatoes in pots.\n" for path in EXACT},
+    "Garden/Plan.md": PAGE_NOTES["Garden/Plan.md"],
+    "Garden/Plan extended.md": PAGE_NOTES["Garden/Plan extended.md"],
+}
+
+
+@pytest.fixture
+def dups(tmp_path: Path) -> Iterator[Page]:
+    vault = write_vault(tmp_path / "vault", DUPLICATE_NOTES)
+    with running_server(vault, tmp_path / "home", watch=False) as server:
+        shell = httpx.get(server.url + "/", timeout=30).text
+        token = re.search(r'<meta name="vaultlens-csrf" content="([^"]+)">', shell)
+        assert token is not None
+        yield Page(server.url, vault, None, token.group(1))  # type: ignore[arg-type]  # no model here
+
+
+def section(html: str, kind: str) -> str:
+    found = re.search(
+        rf'<section class="kind" id="kind-{kind}" data-kind="{kind}">(.*?)</section>', html, re.S
+    )
+    assert found, kind
+    return found.group(1)
+
+
+TITLES = {"near_duplicate": "Near duplicates", "contained": "Contained in another note"}
+PLAN_PAIR = sorted(["Garden/Plan.md", "Garden/Plan extended.md"])
+
+
+def plan_kind(site: Page) -> str:
+    """The kind the duplicate finder gave the pair of plans (near_duplicate or contained)."""
+    [kind] = [
+        p["kind"] for p in get(site, "/ui/api/duplicates").json()["pairs"] if [p["a"], p["b"]] == PLAN_PAIR
+    ]
+    return str(kind)
+
+
+def test_copies_of_one_text_are_one_set_and_each_kind_is_counted(dups: Page) -> None:
+    html = get(dups, "/duplicates").text
+    report = get(dups, "/ui/api/duplicates").json()
+    whole = report["counts"]["near_duplicate"] + report["counts"]["contained"]
+    assert whole == 7 and report["counts"]["exact"] == 1, report["counts"]  # 6 pairs of copies, the plans
+    near = section(html, "near_duplicate")
+    sets = re.findall(r'<li class="copy-set" data-paths="([^"]*)" data-size="(\d+)">', near)
+    assert sets == [("\n".join(sorted(COPIES)), "4")], near
+    assert "4 near-identical copies" in near and "The 6 pairs" in near, "the six pairs folded away"
+    exact = section(html, "exact")
+    assert re.findall(r'data-size="(\d+)"', exact) == ["4"] and 'class="pair"' not in exact
+    shown = {"near_duplicate": 1, "contained": 0}  # the set counts once
+    shown[plan_kind(dups)] += 1
+    for kind, n in shown.items():
+        assert f"{TITLES[kind]} ({n})" in html
+        assert re.search(rf'data-count="{kind}"><a [^>]*>{TITLES[kind]}</a>: {n}<', html)
+    assert "Exact copies (1)" in html
+
+
+def test_each_score_says_what_it_measures_for_its_kind(dups: Page) -> None:
+    html = get(dups, "/duplicates").text
+    for kind, word, meaning in [
+        ("near_duplicate", "overlap", "share of one note&#x27;s sections found in the other"),
+        ("contained", "contained", "share of the smaller note&#x27;s sections found in the larger"),
+    ]:
+        found = section(html, kind)
+        assert meaning in found, kind
+        if kind != plan_kind(dups) and kind != "near_duplicate":
+            continue
+        score = re.search(
+            rf'<span class="score" title="([^"]+)" data-score="([0-9.]+)">(\d+)% {word}</span>', found
+        )
+        assert score, found
+        assert meaning in score.group(1)
+        assert round(float(score.group(2)) * 100) == int(score.group(3))
+
+
+def test_a_dismissed_pair_is_listed_apart_and_restored(dups: Page) -> None:
+    a, b = PLAN_PAIR
+    title = TITLES[plan_kind(dups)]
+    before = re.search(rf"{title} \((\d+)\)", get(dups, "/duplicates").text)
+    assert before
+    assert post(dups, "/ui/api/dismiss", {"a": a, "b": b}).status_code == 200
+    html = get(dups, "/duplicates").text
+    assert f"{title} ({int(before.group(1)) - 1})" in html
+    listed = re.search(r'<section id="dismissed">(.*?)</section>', html, re.S)
+    assert listed and f'data-a="{a}" data-b="{b}"' in listed.group(1) and 'class="restore"' in listed.group(1)
+    assert "Dismissed pairs (1)" in html
+    refused = post(dups, "/ui/api/restore", {"a": a, "b": b}, **{"X-Vaultlens-CSRF": "x" * 43})
+    assert refused.status_code == 403
+    done = post(dups, "/ui/api/restore", {"a": a, "b": b})
+    assert done.status_code == 200 and done.json() == {"restored": [a, b]}, done.text
+    html = get(dups, "/duplicates").text
+    assert f"{title} ({before.group(1)})" in html and "Dismissed pairs (0)" in html
+    again = post(dups, "/ui/api/restore", {"a": a, "b": b})
+    assert again.status_code == 400 and "not a dismissed pair" in again.json()["error"]["message"]

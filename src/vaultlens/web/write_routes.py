@@ -133,6 +133,11 @@ def build(state: WebState) -> APIRouter:
     def dismiss(body: PairBody) -> JSONResponse:
         return JSONResponse(finding.dismiss(app, body.a, body.b).as_dict())
 
+    @router.post("/restore")
+    def restore(body: PairBody) -> JSONResponse:
+        """List a dismissed pair again (the index's record only; no note is touched)."""
+        return JSONResponse(finding.restore(app, body.a, body.b).as_dict())
+
     @router.post("/merge")
     def merge(body: MergeBody) -> JSONResponse:
         """Plan merging OTHER into KEEP as one group (its diff in ``plan``); ``/apply`` writes it with that

@@ -5,20 +5,12 @@
   const diff = document.getElementById("diff");
   const status = document.getElementById("status");
 
-  // The same page fetched again, its list swapped in (the diff and the status stay).
-  async function refresh() {
-    const r = await fetch(location.href, { headers: { Accept: "text/html" } });
-    if (!r.ok) return;
-    const fresh = new DOMParser().parseFromString(await r.text(), "text/html").getElementById("history-list");
-    if (fresh) document.getElementById("history-list").replaceWith(fresh);
-  }
-
   async function undo(entry) {
     const r = await vl.post("/ui/api/undo", { op_id: entry.dataset.op });
     const data = await vl.json(r);
     if (!r.ok) { status.replaceChildren(vl.errorBox(data.error)); return; }
     await vl.proposeWrite(diff, data.op_id, async () => {
-      await refresh();
+      await vl.refreshPart("history-list");
       status.textContent = "Undone: the note holds its text from before that change again.";
     });
     diff.scrollIntoView({ block: "start" });
@@ -28,7 +20,7 @@
     const r = await vl.post("/ui/api/discard", { op_id: entry.dataset.op });
     const data = await vl.json(r);
     if (!r.ok) { status.replaceChildren(vl.errorBox(data.error)); return; }
-    await refresh();
+    await vl.refreshPart("history-list");
     status.textContent = `Discarded the planned change of ${data.path || data.paths.join(", ")}; no note was touched.`;
   }
 
