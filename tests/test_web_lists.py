@@ -16,7 +16,7 @@ import pytest
 
 from server_support import running_server
 from test_web_routes import NOTES as PAGE_NOTES
-from test_web_routes import SCRIPT_NOTE, Page, error_code, get, page, post
+from test_web_routes import SCRIPT_NOTE, Page, error_code, get, page, page_token, post
 from vaultlens.errors import WriteRefused
 from vaultlens.safewrite import Journal
 from vaultlens.services import writes
@@ -207,3 +207,48 @@ def test_a_dismissed_pair_is_listed_apart_and_restored(dups: Page) -> None:
     assert f"{title} ({before.group(1)})" in html and "Dismissed pairs (0)" in html
     again = post(dups, "/ui/api/restore", {"a": a, "b": b})
     assert again.status_code == 400 and "not a dismissed pair" in again.json()["error"]["message"]
+
+
+# ---- Audit: the notes behind every count, kept across a restart, the tag tree folded ------------------
+
+AUDIT_NOTES = {
+    "Hub.md": "---\ntags: [garden/veg/tomato, garden/fruit, kitchen]\n---\n# Hub\n\nSee [[Leaf]] and [[Nowhere]].\n",
+    "Leaf.md": "# Leaf\n\nA leaf links back to nothing.\n",
+    "Alone.md": "# Alone\n\nNo links at all here. #garden/veg\n",
+    "Sender.md": "# Sender\n\nPoints at [[Hub]].\n",
+}
+
+
+def test_the_audit_names_the_notes_behind_each_count_and_survives_a_restart(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", AUDIT_NOTES)
+    with running_server(vault, tmp_path / "home", watch=False) as first:
+        site = Page(first.url, vault, None, page_token(first.url))  # type: ignore[arg-type]  # no model here
+        assert "No structure audit has run" in get(site, "/audit").text
+        assert post(site, "/ui/api/audit", {}).status_code == 200
+        shown = get(site, "/audit").text
+    named = {
+        key: re.findall(r'<a href="/note\?path=([^"]+)">', part)
+        for key, part in re.findall(r'<details id="named-(\w+)">(.*?)</details>', shown, re.S)
+    }
+    assert named == {
+        "orphans": ["Alone.md"],
+        "orphans_no_incoming": ["Alone.md", "Sender.md"],
+        "no_outgoing": ["Alone.md", "Leaf.md"],
+        "broken_links": ["Hub.md"],
+    }, named
+    assert re.search(r'<dd data-summary="orphans"><a href="#named-orphans">1</a></dd>', shown)
+    tree = re.search(r'<details id="tag-tree-box">(.*?)</ul></details>', shown, re.S)
+    assert tree and "<details open" not in tree.group(0), "the tag tree starts folded"
+    assert re.search(r'<li data-tag="garden"><details><summary>garden <span class="count">', shown), (
+        "a fold per parent"
+    )
+    with running_server(
+        vault, tmp_path / "home", watch=False
+    ) as second:  # a new process state: nothing kept in memory
+        site = Page(second.url, vault, None, page_token(second.url))  # type: ignore[arg-type]
+        again = get(site, "/audit").text
+        assert "No structure audit has run" not in again and 'id="audit-when"' in again
+        assert re.findall(r'<details id="named-orphans">.*?path=([^"]+)"', again, re.S) == ["Alone.md"]
+        assert "Nowhere" in again, "the broken links table is back"
+        canvas = get(site, "/ui/api/audit/canvas")
+        assert canvas.status_code == 200 and {n.get("file") for n in canvas.json()["nodes"]} >= {"Hub.md"}

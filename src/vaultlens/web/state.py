@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from vaultlens.errors import InvalidInput, Proposal
 from vaultlens.services.app import App
-from vaultlens.services.verbs.auditing import StructureResult, TopicsResult
+from vaultlens.services.verbs.auditing import SavedStructure, TopicsResult
 from vaultlens.services.verbs.changing import ReviewResult
 from vaultlens.web.csrf import Csrf
 from vaultlens.web.events import EventHub
@@ -64,7 +64,7 @@ class WebState:
     watcher: Watcher | None = None
     proposals: Kept[Proposal] = field(default_factory=lambda: Kept("proposal"))
     reviews: Kept[ReviewResult] = field(default_factory=lambda: Kept("review"))
-    audit: StructureResult | None = None  # the last structure audit run from the page
+    audit: SavedStructure | None = None  # the last structure audit (run here, or saved by an earlier run)
     topics: TopicsResult | None = None  # the last topic clusters found from the page
 
     def keep_review(self, result: ReviewResult) -> str:

@@ -201,8 +201,9 @@ def build(state: WebState) -> APIRouter:
     @router.post("/audit")
     def audit() -> JSONResponse:
         state.hub.publish("audit", {"state": "running"})
-        state.audit = auditing.audit_structure(app, into_vault=False)
-        summary = state.audit.audit.report.summary()
+        done = auditing.audit_structure(app, into_vault=False)
+        state.audit = auditing.SavedStructure.of(done)
+        summary = done.audit.report.summary()
         state.hub.publish("audit", {"state": "done", "summary": summary})
         return JSONResponse({"summary": summary})
 
