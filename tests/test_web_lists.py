@@ -6,6 +6,7 @@ The browser half (the same pages in Chromium, axe-core on every page) is tests/t
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import vaultlens
 from server_support import running_server
 from test_web_routes import NOTES as PAGE_NOTES
 from test_web_routes import SCRIPT_NOTE, Page, error_code, get, page, page_token, post
@@ -252,3 +254,25 @@ def test_the_audit_names_the_notes_behind_each_count_and_survives_a_restart(tmp_
         assert "Nowhere" in again, "the broken links table is back"
         canvas = get(site, "/ui/api/audit/canvas")
         assert canvas.status_code == 200 and {n.get("file") for n in canvas.json()["nodes"]} >= {"Hub.md"}
+
+
+# ---- typed rendering (issue 45 item 2) ----------------------------------------------------------------
+
+WEB = Path(vaultlens.__file__).parent / "web"
+RENDERERS = ("lists.py", "audit_page.py", "status_page.py", "pages.py")  # HTML from typed results
+
+
+def test_the_page_renders_typed_results_and_names_no_any() -> None:
+    """JSON routes answer ``as_dict()``; the HTML renderers read the verbs' results by attribute."""
+    for module in sorted(WEB.glob("*.py")):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert "Any" not in names, f"{module.name} names typing.Any"
+        if module.name in RENDERERS:
+            calls = [
+                n.lineno
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "as_dict"
+            ]
+            assert not calls, f"{module.name} renders a dict (as_dict() on lines {calls})"

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from vaultlens.errors import InvalidInput, Proposal
 from vaultlens.services.app import App
@@ -53,7 +53,7 @@ class Kept(Generic[T]):
         return found
 
 
-Watcher = Callable[[], dict[str, Any]]
+Watcher = Callable[[], dict[str, object]]  # the serving process's watcher: its state and why
 
 
 @dataclass

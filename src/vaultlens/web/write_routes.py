@@ -10,7 +10,7 @@ safewrite compares with the diff it is about to write. Consent covers that one r
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -147,8 +147,8 @@ def build(state: WebState) -> APIRouter:
 
     @router.post("/ask")
     def ask(body: AskBody) -> StreamingResponse:
-        def rendered(done: dict[str, Any]) -> dict[str, Any]:
-            return {**done, "answer_html": markdown_html(state, done["answer"])}
+        def rendered(done: dict[str, object]) -> dict[str, object]:
+            return {**done, "answer_html": markdown_html(state, str(done["answer"]))}
 
         return ask_stream(app, body, rendered)
 
