@@ -21,7 +21,7 @@ from test_web_routes import NOTES as PAGE_NOTES
 from test_web_routes import SCRIPT_NOTE, Page, error_code, get, page, page_token, post
 from vaultlens.errors import WriteRefused
 from vaultlens.safewrite import Journal
-from vaultlens.services import writes
+from vaultlens.services.changing import writes
 from vl_support import snapshot, write_vault
 
 __all__ = ["page"]  # the fixture, used by name
