@@ -130,9 +130,9 @@ WORDS_SPLIT = """() => {
 }"""
 
 
-@pytest.mark.parametrize("width", [1280, 400])
-def test_no_table_cell_breaks_inside_a_word(site: Site, browser: Browser, width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900})
+def test_no_table_cell_breaks_inside_a_word_in_a_narrow_window(site: Site, browser: Browser) -> None:
+    """Where the columns are squeezed ("Lin / e" was the audit's header at 400 px)."""
+    context = browser.new_context(viewport={"width": 400, "height": 900})
     context.set_default_timeout(WAIT_MS)
     try:
         page = context.new_page()
