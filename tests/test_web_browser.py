@@ -5,7 +5,7 @@ The DOM hooks and URLs are the page's contract (docs of issue 23): search as you
 related notes, duplicates → review → consent → claims → re-plan → diff → apply → undo from History
 (checked byte for byte on disk), Ask with citations, the structure audit, Status, the keyboard, the
 CSRF guard (in the browser and over HTTP), axe-core on every page (no serious or critical violation)
-and a screenshot of every page (copied to docs/screenshots/ with VAULTLENS_SCREENSHOTS=1).
+and a screenshot of every page (this run's; docs/screenshots/ are bench/screenshots.py's).
 """
 
 from __future__ import annotations
@@ -67,11 +67,7 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-REPO = Path(__file__).resolve().parents[1]
 AXE = Path(__file__).parent / "web_assets" / "axe.min.js"
-SHOTS = REPO / "docs" / "screenshots"
-# read at import: conftest's isolated_env removes every VAULTLENS_* variable before each test
-KEEP_SHOTS = os.environ.get("VAULTLENS_SCREENSHOTS") == "1"
 WAIT_MS = 30_000  # a search, a review or an audit on a loaded 2-core machine
 
 STARTER = "Baking/Sourdough starter.md"
@@ -138,7 +134,7 @@ class Site:
     url: str
     vault: Path
     model: PageModel
-    shots: Path  # this run's screenshots (copied to docs/screenshots with VAULTLENS_SCREENSHOTS=1)
+    shots: Path  # this run's screenshots
 
     def token(self) -> str:
         """The page token of this server start, read from a page's meta tag as the page's scripts do."""
@@ -246,12 +242,8 @@ def in_viewport(page: Page, selector: str) -> bool:
 
 
 def shot(site: Site, page: Page, name: str) -> None:
-    """A full-page screenshot of this run; copied into docs/screenshots/ with VAULTLENS_SCREENSHOTS=1."""
-    target = site.shots / f"{name}.png"
-    page.screenshot(path=str(target), full_page=True)
-    if KEEP_SHOTS:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(target, SHOTS / target.name)
+    """A full-page screenshot of this run (the README's come from bench/screenshots.py, on examples/vault)."""
+    page.screenshot(path=str(site.shots / f"{name}.png"), full_page=True)
 
 
 def type_query(page: Page, query: str, focused: bool = False) -> list[str]:
