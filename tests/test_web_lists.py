@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-import httpx
 import pytest
 
 import vaultlens
@@ -127,10 +126,7 @@ DUPLICATE_NOTES = {
 def dups(tmp_path: Path) -> Iterator[Page]:
     vault = write_vault(tmp_path / "vault", DUPLICATE_NOTES)
     with running_server(vault, tmp_path / "home", watch=False) as server:
-        shell = httpx.get(server.url + "/", timeout=30).text
-        token = re.search(r'<meta name="vaultlens-csrf" content="([^"]+)">', shell)
-        assert token is not None
-        yield Page(server.url, vault, None, token.group(1))  # type: ignore[arg-type]  # no model here
+        yield Page(server.url, vault, None, page_token(server.url))  # type: ignore[arg-type]  # no model here
 
 
 def section(html: str, kind: str) -> str:
