@@ -324,6 +324,13 @@ def test_dismissed_pairs_come_back_when_a_note_changes(store: Store) -> None:
     assert store.dismissed_pairs() == set()
 
 
+def test_a_restored_pair_is_no_longer_dismissed(store: Store) -> None:
+    store.dismiss_pair("trains.md", "bread.md")
+    assert store.restore_pair("trains.md", "bread.md") is True
+    assert store.dismissed_pairs() == set()
+    assert store.restore_pair("bread.md", "trains.md") is False, "nothing left to restore"
+
+
 def test_clear_empties_and_stays_cleared(store: Store, backend: StoreBackend, tmp_path: Path) -> None:
     store.clear()
     assert store.cleared

@@ -10,6 +10,7 @@ The browser tests (tests/test_web_*.py on the web-tests branch) drive the same p
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
 import os
@@ -223,8 +224,8 @@ def test_a_path_outside_the_vault_is_refused_on_the_page_and_the_api(page: Page,
 
 def test_the_duplicates_page_lists_exact_copies_and_same_named_notes(page: Page) -> None:
     found = hooks(get(page, "/duplicates").text)
-    [exact] = found.find(class_="pair", data_a="Copy one.md")
-    assert exact["data-b"] == "Copy two.md"
+    # copies of one text: one set, not pairs
+    assert found.find(class_="copy-set", data_paths="Copy one.md\nCopy two.md", data_size="2")
     review_links = {e["href"] for e in found.find("a", class_="review-pair")}
     assert any("Cache+lifetime" in href or "Cache%20lifetime" in href for href in review_links)
     assert found.find("button", class_="dismiss")
@@ -494,8 +495,9 @@ def test_history_lists_an_operation_group_with_a_link_to_each_note_and_its_text_
     assert "Part &lt;b&gt;one.md" in listed.text and "<b>one" not in listed.text
     assert f'href="/history/{group}/before"' in listed.text
     assert get(page, f"/history/{group}/before").status_code == 200
-    [entry] = [e.as_dict() for e in writes.history(page.vault) if e.op_id == group]
-    cut_short = hooks(history_body([{**entry, "state": "partial"}], 0))  # as a kill mid-split leaves it
+    [entry] = [e for e in writes.history(page.vault) if e.op_id == group]
+    partial = dataclasses.replace(entry, state="partial")  # as a kill mid-split leaves it
+    cut_short = hooks(history_body([partial], 0))
     assert cut_short.find("button", class_="undo"), "a partial group is offered its undo, as in the CLI"
 
 

@@ -282,6 +282,10 @@ class StoreReads(StoreState, Protocol):
 
     def dismiss_pair(self, a: str, b: str) -> None: ...
     def dismissed_pairs(self) -> set[tuple[str, str]]: ...
+    def restore_pair(self, a: str, b: str) -> bool:
+        """Forget that ``a`` and ``b`` were dismissed (``duplicates`` lists them again); False when
+        they were not."""
+        ...
 
     # vectors
     def matrix(self, tier: bool = False) -> tuple[ChunkKeys, Vectors]:

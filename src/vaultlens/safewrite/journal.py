@@ -19,7 +19,9 @@ folder fsync), so a kill at any moment leaves an entry either as it was or as it
 - ``conflict``: refused before writing, because the note no longer equalled ``before``;
 - ``not_applied`` / ``diverged``: what recovery found for an interrupted ``writing`` entry (the note
   still equals ``before`` / equals neither side: someone else changed it);
-- ``undone``: an applied operation whose undo (its own entry, ``undo_of``) was applied.
+- ``undone``: an applied operation whose undo (its own entry, ``undo_of``) was applied;
+- ``discarded``: a planned operation the user chose not to make (:meth:`Journal.discard`; no note
+  is read or written, the entry and its bytes stay in the journal).
 
 A group's state is derived from its members' (:meth:`Journal.settle_group`): ``applied`` when all
 are, ``partial`` when only some are (a crash in the middle; ``vaultlens undo GROUP`` puts them
@@ -37,7 +39,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from vaultlens.errors import OperationNotFound, StoreCorrupt, translate_error, translated_errors
+from vaultlens.errors import (
+    OperationNotFound,
+    StoreCorrupt,
+    WriteRefused,
+    translate_error,
+    translated_errors,
+)
 from vaultlens.fsutil import atomic_write, fsync_dir, sha256_hex
 from vaultlens.index.lock import WriterLock
 from vaultlens.safewrite.operation import Operation
@@ -46,11 +54,13 @@ __all__ = ["FINAL_STATES", "SHOW_BEFORE", "Entry", "Group", "GroupState", "Journ
 
 SHOW_BEFORE = "vaultlens history {op} --show-before"  # gives any journaled `before` back; every hint names it
 
-State = Literal["planned", "writing", "applied", "conflict", "not_applied", "diverged", "undone"]
+State = Literal["planned", "writing", "applied", "conflict", "not_applied", "diverged", "undone", "discarded"]
 GroupState = Literal[
-    "planned", "writing", "applied", "partial", "conflict", "not_applied", "diverged", "undone"
+    "planned", "writing", "applied", "partial", "conflict", "not_applied", "diverged", "undone", "discarded"
 ]
-FINAL_STATES: frozenset[str] = frozenset({"applied", "conflict", "not_applied", "diverged", "undone"})
+FINAL_STATES: frozenset[str] = frozenset(
+    {"applied", "conflict", "not_applied", "diverged", "undone", "discarded"}
+)
 _AFTER_FAILURE: tuple[GroupState, ...] = ("diverged", "conflict", "undone")  # the first found names a group
 _OP_ID = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{6}$")
 
@@ -302,6 +312,8 @@ class Journal:
     def settle_group(self, group: Group, detail: str | None = None) -> Group:
         """Derive a group's state from its members' (see the module docstring); members a stopped
         apply never reached (still ``planned`` in a group past planning) become ``not_applied``."""
+        if group.state == "discarded":
+            return group
         members = [self.entry(m) for m in group.members]
         if group.state != "planned":
             for m in members:
@@ -329,5 +341,33 @@ class Journal:
     def settle_groups(self) -> None:
         """Bring every group past planning in line with its members (after any write or recovery)."""
         for group in self.groups():
-            if group.state != "planned":
+            if group.state not in ("planned", "discarded"):
                 self.settle_group(group)
+
+    def discard(self, op_id: str) -> Entry | Group:
+        """Mark a planned operation (or group, with its members) ``discarded``: it can no longer be
+        applied and ``history`` shows it as such. Only the journal changes; hold :meth:`locked`."""
+        if self.is_group(op_id):
+            group = self.group(op_id)
+            _check_planned(group.state, op_id)
+            for member in group.members:
+                self.set_state(self.entry(member), "discarded", "discarded with its group")
+            return self.set_group_state(group, "discarded", "discarded by the user")
+        entry = self.entry(op_id)
+        if entry.group:
+            raise WriteRefused(
+                f"Operation {op_id} is part of operation group {entry.group}; it is discarded only with it.",
+                hint=f"Discard the group: {entry.group}.",
+                op_id=op_id,
+            )
+        _check_planned(entry.state, op_id)
+        return self.set_state(entry, "discarded", "discarded by the user")
+
+
+def _check_planned(state: str, op_id: str) -> None:
+    if state != "planned":
+        raise WriteRefused(
+            f"Operation {op_id} is {state.replace('_', ' ')}; only a planned operation can be discarded.",
+            hint="An applied operation is taken back with undo.",
+            op_id=op_id,
+        )

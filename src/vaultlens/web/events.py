@@ -12,7 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from dataclasses import asdict, dataclass, replace
 
 from vaultlens.web.sse import sse_event
 
@@ -21,22 +21,37 @@ PROGRESS_EVERY_S = 0.25  # at most four progress events a second per phase
 POLL_S = 0.5  # how often an open event stream looks for news
 
 
+Json = dict[str, object]  # an event's data, as sent
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """The phase of an index run in progress (or the last one finished), as the page shows it."""
+
+    phase: str
+    done: int
+    total: int
+
+    def as_dict(self) -> Json:
+        return asdict(self)
+
+
 class EventHub:
     """Thread-safe: the watcher thread publishes, the event stream reads by sequence number."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._events: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=KEEP)
+        self._events: deque[tuple[int, str, Json]] = deque(maxlen=KEEP)
         self._seq = 0
-        self._progress: dict[str, Any] | None = None
+        self._progress: Phase | None = None
         self._sent_at = 0.0
 
-    def publish(self, kind: str, data: dict[str, Any]) -> None:
+    def publish(self, kind: str, data: Json) -> None:
         with self._lock:
             self._seq += 1
             self._events.append((self._seq, kind, data))
 
-    def since(self, seq: int) -> list[tuple[int, str, dict[str, Any]]]:
+    def since(self, seq: int) -> list[tuple[int, str, Json]]:
         with self._lock:
             return [e for e in self._events if e[0] > seq]
 
@@ -45,32 +60,34 @@ class EventHub:
         with self._lock:
             return self._seq
 
-    def progress(self) -> dict[str, Any] | None:
+    def progress(self) -> Phase | None:
         """The phase in progress (or the last one finished), as the page shows it."""
         with self._lock:
-            return None if self._progress is None else dict(self._progress)
+            return self._progress
 
     # ---- the indexer's Progress protocol ------------------------------------------------------
     def phase(self, name: str, total: int) -> None:
         with self._lock:
-            self._progress = {"phase": name, "done": 0, "total": total}
-        self.publish("progress", {"phase": name, "done": 0, "total": total})
+            self._progress = Phase(name, 0, total)
+        self.publish("progress", self._progress.as_dict())
         self._sent_at = time.monotonic()
 
     def advance(self, n: int = 1) -> None:
         with self._lock:
             if self._progress is None:
                 return
-            self._progress["done"] += n
-            now = dict(self._progress)
-        finished = now["done"] >= now["total"]
-        if finished or time.monotonic() - self._sent_at >= PROGRESS_EVERY_S:
+            now = self._progress = replace(self._progress, done=self._progress.done + n)
+        if now.done >= now.total or time.monotonic() - self._sent_at >= PROGRESS_EVERY_S:
             self._sent_at = time.monotonic()
-            self.publish("progress", now)
+            self.publish("progress", now.as_dict())
+
+
+def _shown(phase: Phase | None) -> Json | None:
+    return None if phase is None else phase.as_dict()
 
 
 async def event_stream(
-    hub: EventHub, watcher: Callable[[], dict[str, Any]] | None, seconds: float, poll_s: float = POLL_S
+    hub: EventHub, watcher: Callable[[], Json] | None, seconds: float, poll_s: float = POLL_S
 ) -> AsyncIterator[bytes]:
     """``/ui/events``: the current progress and watcher state first, then what changes, for
     ``seconds`` (the browser's EventSource reconnects by itself and gets the state again). A server
@@ -78,7 +95,7 @@ async def event_stream(
     showing the old state and the shutdown does not wait for the stream."""
     seq = hub.last
     state = watcher() if watcher else None
-    yield b"retry: 2000\n\n" + sse_event("progress", hub.progress()) + sse_event("watcher", state)
+    yield b"retry: 2000\n\n" + sse_event("progress", _shown(hub.progress())) + sse_event("watcher", state)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         await asyncio.sleep(poll_s)

@@ -7,6 +7,7 @@ holds reaches the page unescaped, and note Markdown is rendered with raw HTML di
 from __future__ import annotations
 
 from html import escape
+from typing import Protocol
 from urllib.parse import urlencode
 
 NAV = [
@@ -71,6 +72,29 @@ def page(title: str, current: str, body: str, csrf: str, script: str | None = No
         f'<header><span class="brand">vaultlens</span><nav aria-label="Pages">{links}</nav></header>'
         f'<main id="main"><h1>{h(title)}</h1>{body}</main></body></html>'
     )
+
+
+class Lines(Protocol):
+    """A section as the duplicate finder names it (a ``Section`` or a passage's ``LineRange``)."""
+
+    @property
+    def heading_path(self) -> tuple[str, ...]: ...
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def end_line(self) -> int: ...
+
+
+def section_ref(section: Lines, link_to: str | None = None) -> str:
+    """A section's heading path and lines (a link to them in ``link_to``, when given)."""
+    heading = h(" › ".join(section.heading_path) or "(top)")
+    start, end = section.start_line, section.end_line
+    lines = tag("span", f"lines {start}-{end}", class_="lines", data_lines=f"{start}-{end}")
+    if link_to is None:
+        return tag("span", heading, class_="heading-path") + " " + lines
+    page_no: int | None = getattr(section, "page", None)  # a PDF's page (a Section's; a passage has none)
+    href = note_href(link_to, start, end, page_no)
+    return tag("a", heading, href=href, class_="heading-path") + " " + lines
 
 
 def lines_attr(start: int, end: int) -> str:

@@ -13,7 +13,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from vaultlens.services.verbs.finding import IMAGE_TYPES
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from markdown_it.rules_core import StateCore
     from markdown_it.rules_inline import StateInline
     from markdown_it.token import Token
+    from markdown_it.utils import EnvType, OptionsDict
 
     from vaultlens.vault.model import Link
 
@@ -245,7 +246,7 @@ def _label(link: Link) -> str:
 
 
 def _render_wikilink(
-    _renderer: object, tokens: list[Token], idx: int, options: Any, env: dict[str, Any]
+    _renderer: object, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     link: Link = tokens[idx].meta["link"]
     embed: bool = tokens[idx].meta["embed"]
@@ -275,7 +276,7 @@ def _render_tag(name: str) -> str:
 
 
 def _render_callout_title(
-    _renderer: object, tokens: list[Token], idx: int, options: Any, env: dict[str, Any]
+    _renderer: object, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     meta = tokens[idx].meta
     return tag("summary" if meta["summary"] else "div", h(meta["title"]), class_="callout-title")

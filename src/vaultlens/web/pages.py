@@ -3,7 +3,7 @@ and the Note view, rendered here from the ``note`` and ``similar`` verbs."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
@@ -14,8 +14,8 @@ from vaultlens.errors import VaultlensError
 from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.drafting import PRESETS
 from vaultlens.vault.links import LinkResolver
-from vaultlens.web.layout import h, labelled, note_href, page, tag, void
-from vaultlens.web.obsidian import NoteLinks, anchor, heading_section
+from vaultlens.web.layout import h, labelled, note_href, page, section_ref, tag, void
+from vaultlens.web.obsidian import Embedder, NoteLinks, anchor, heading_section
 from vaultlens.web.render import note_html, obsidian_url, parse_lines
 from vaultlens.web.state import WebState
 
@@ -45,7 +45,7 @@ def markdown_html(state: WebState, text: str) -> str:
     return note_html(text, None, NoteLinks(finding.link_resolver(state.app), "", None, depth=1))
 
 
-def _embedder(state: WebState, resolver: LinkResolver) -> Any:
+def _embedder(state: WebState, resolver: LinkResolver) -> Embedder:
     def embed(path: str, heading: str | None, depth: int) -> str:
         """``![[Note]]`` / ``![[Note#Heading]]`` inline, read through the note verb's path rules."""
         href = note_href(path) + ("#" + anchor(heading) if heading else "")
@@ -69,33 +69,29 @@ def _embedder(state: WebState, resolver: LinkResolver) -> Any:
 
 def related_html(state: WebState, path: str) -> str:
     try:
-        found = finding.similar(state.app, path, untrusted=True).as_dict()
+        found = finding.similar(state.app, path, untrusted=True)
     except VaultlensError as exc:
         return problem(exc)
     items = []
-    for other in found["results"]:
+    for other in found.results:
         pairs = "".join(
-            tag(
-                "li",
-                section_ref(m["source"], path) + " ↔ " + section_ref(m["other"], other["path"]),
-                class_="match",
-            )
-            for m in other["matches"]
+            tag("li", section_ref(m.source, path) + " ↔ " + section_ref(m.other, other.path), class_="match")
+            for m in other.matches
         )
-        head = tag("a", h(other["title"] or other["path"]), href=note_href(other["path"])) + tag(
-            "span", f"{other['score']:.2f}", class_="similarity"
+        head = tag("a", h(other.title or other.path), href=note_href(other.path)) + tag(
+            "span", f"{other.score:.2f}", class_="similarity"
         )
         review = tag(
             "a",
             "Review with this note",
-            href="/review?" + urlencode({"a": path, "b": other["path"]}),
+            href="/review?" + urlencode({"a": path, "b": other.path}),
             class_="review",
         )
         items.append(
-            tag("li", head + " " + review + tag("ul", pairs), class_="related", data_path=other["path"])
+            tag("li", head + " " + review + tag("ul", pairs), class_="related", data_path=other.path)
         )
     if not items:
-        return tag("p", h(found.get("notice") or "No related notes."), class_="empty")
+        return tag("p", h(found.notice or "No related notes."), class_="empty")
     return tag("ul", "".join(items), class_="related-list")
 
 
@@ -114,17 +110,6 @@ def graph_html(graph: finding.NoteGraph) -> str:
         + listed(f"Links to ({len(graph.outgoing)})", graph.outgoing, "outgoing")
         + (tag("h3", "Links that lead nowhere") + tag("ul", missing) if missing else "")
     )
-
-
-def section_ref(section: dict[str, Any], link_to: str | None = None) -> str:
-    """A section's heading path and lines (a link to them in ``link_to``, when given)."""
-    heading = h(" › ".join(section["heading_path"]) or "(top)")
-    start, end = section["start_line"], section["end_line"]
-    lines = tag("span", f"lines {start}-{end}", class_="lines", data_lines=f"{start}-{end}")
-    if link_to is None:
-        return tag("span", heading, class_="heading-path") + " " + lines
-    href = note_href(link_to, start, end, section.get("page"))
-    return tag("a", heading, href=href, class_="heading-path") + " " + lines
 
 
 def build(state: WebState) -> APIRouter:

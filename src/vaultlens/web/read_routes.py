@@ -3,7 +3,7 @@ sent or written, and the Host check keeps other sites' pages from reading them).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
@@ -52,9 +52,10 @@ def build(state: WebState) -> APIRouter:
 
     @router.get("/status")
     def status() -> JSONResponse:
-        out: dict[str, Any] = index_status(app).as_dict()
+        out: dict[str, object] = index_status(app).as_dict()
         out["watcher"] = state.watcher() if state.watcher else None
-        out["progress"] = state.hub.progress()
+        progress = state.hub.progress()
+        out["progress"] = None if progress is None else progress.as_dict()
         return JSONResponse(out)
 
     @router.get("/providers")

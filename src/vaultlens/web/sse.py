@@ -19,7 +19,6 @@ import json
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
@@ -66,16 +65,16 @@ class AskBody(BaseModel):
     )
 
 
-def sse_event(kind: str, data: Any) -> bytes:
+def sse_event(kind: str, data: object) -> bytes:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
 def ask_stream(
-    app: App, body: AskBody, finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    app: App, body: AskBody, finish: Callable[[dict[str, object]], dict[str, object]] | None = None
 ) -> StreamingResponse:
     """Start a turn and return its stream once the first event is known (see the module docstring);
     ``finish`` adds to the ``done`` object (the page: the answer rendered as Markdown)."""
-    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+    events: queue.Queue[tuple[str, object]] = queue.Queue()
     model: LLMProvider | None = None if body.extractive else app.llm()
 
     def work() -> None:
@@ -102,7 +101,7 @@ def ask_stream(
 
     threading.Thread(target=work, name="vaultlens-ask", daemon=True).start()
     first = events.get()
-    if first[0] == "error":
+    if isinstance(first[1], VaultlensError):
         raise first[1]
 
     async def stream() -> AsyncIterator[bytes]:

@@ -13,11 +13,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from vaultlens.errors import InvalidInput, Proposal
 from vaultlens.services.app import App
-from vaultlens.services.verbs.auditing import StructureResult, TopicsResult
+from vaultlens.services.verbs.auditing import SavedStructure, TopicsResult
 from vaultlens.services.verbs.changing import ReviewResult
 from vaultlens.web.csrf import Csrf
 from vaultlens.web.events import EventHub
@@ -53,7 +53,7 @@ class Kept(Generic[T]):
         return found
 
 
-Watcher = Callable[[], dict[str, Any]]
+Watcher = Callable[[], dict[str, object]]  # the serving process's watcher: its state and why
 
 
 @dataclass
@@ -64,7 +64,7 @@ class WebState:
     watcher: Watcher | None = None
     proposals: Kept[Proposal] = field(default_factory=lambda: Kept("proposal"))
     reviews: Kept[ReviewResult] = field(default_factory=lambda: Kept("review"))
-    audit: StructureResult | None = None  # the last structure audit run from the page
+    audit: SavedStructure | None = None  # the last structure audit (run here, or saved by an earlier run)
     topics: TopicsResult | None = None  # the last topic clusters found from the page
 
     def keep_review(self, result: ReviewResult) -> str:

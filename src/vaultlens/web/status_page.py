@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
@@ -13,14 +14,16 @@ from vaultlens.config import paths
 from vaultlens.errors import VaultlensError
 from vaultlens.services.app import App
 from vaultlens.services.verbs import inspecting
+from vaultlens.services.verbs.status import IndexStatus, TierStatus
 from vaultlens.services.verbs.status import status as index_status
+from vaultlens.web.events import Phase
 from vaultlens.web.layout import h, page, table, tag
 from vaultlens.web.lists import PAGE, pager
 from vaultlens.web.pages import problem
 from vaultlens.web.state import WebState
 
 
-def watcher_html(info: dict[str, Any] | None) -> str:
+def watcher_html(info: Mapping[str, object] | None) -> str:
     if info is None:
         return tag("p", "This server runs no watcher.", id="watcher", data_state="off")
     words = {
@@ -30,38 +33,38 @@ def watcher_html(info: dict[str, Any] | None) -> str:
         "stopped": "The watcher stopped: the index no longer follows the vault.",
         "closing": "The server is shutting down: the index no longer follows the vault until it is back.",
     }
-    text = words.get(info["state"], info["state"]) + (f" {info['reason']}" if info.get("reason") else "")
-    return tag("p", h(text), id="watcher", data_state=info["state"])
+    state, reason = str(info["state"]), info.get("reason")
+    text = words.get(state, state) + (f" {reason}" if reason else "")
+    return tag("p", h(text), id="watcher", data_state=state)
 
 
 def status_body(state: WebState, page_no: int) -> str:
-    st: dict[str, Any] | None = None
+    st: IndexStatus | None = None
     try:
-        st = index_status(state.app).as_dict()
+        st = index_status(state.app)
     except VaultlensError as exc:
         top = problem(exc)
     else:
-        if not st["indexed"]:
+        if not st.indexed:
             return no_index(state) + providers_html(state, None)
-        files: dict[str, int] = st["files"]
         top = tag(
             "dl",
             "".join(
-                tag("dt", h(label)) + tag("dd", str(files[key]), data_count=key)
+                tag("dt", h(label)) + tag("dd", str(st.files.get(key, 0)), data_count=key)
                 for key, label in (("indexed", "Indexed"), ("skipped", "Skipped"), ("failed", "Failed"))
             ),
             class_="counts",
         )
-    problems: list[dict[str, Any]] = st["problems"] if st is not None else []
+    problems = st.problems if st is not None else []
     shown = problems[page_no * PAGE : (page_no + 1) * PAGE]
-    rows = [[tag("code", h(p["path"])), h(p["status"]), h(p["reason"])] for p in shown]
+    rows = [[tag("code", h(p.path)), h(p.status), h(p.reason)] for p in shown]
     return (
         top
         + tag("h2", "Problems")
         + table("problems", ["Path", "Status", "Reason"], rows)
         + pager("/status", page_no, len(problems) > (page_no + 1) * PAGE)
         + watcher_and_progress(state)
-        + providers_html(state, st["tier"] if st is not None else None)
+        + providers_html(state, st.tier if st is not None else None)
     )
 
 
@@ -109,8 +112,8 @@ def watcher_and_progress(state: WebState) -> str:
             + tag(
                 "progress",
                 "",
-                max=str(max(1, progress["total"]) if progress else 1),
-                value=str(progress["done"] if progress else 0),
+                max=str(max(1, progress.total) if progress else 1),
+                value=str(progress.done if progress else 0),
                 aria_label="Progress of the current index run",
             ),
             id="progress",
@@ -119,41 +122,35 @@ def watcher_and_progress(state: WebState) -> str:
     )
 
 
-def providers_html(state: WebState, tier: dict[str, Any] | None) -> str:
+def providers_html(state: WebState, tier: TierStatus | None) -> str:
     try:
-        providers = [p.as_dict() for p in inspecting.providers(state.app)]
         prov = tag(
             "ul",
             "".join(
                 tag(
                     "li",
-                    tag("strong", h(f"{p['role']}: {p['provider']}"))
-                    + h(
-                        f" {p['model']} at {p['endpoint']}"
-                        + (" (remote)" if p["remote"] else " (this machine)")
-                    )
-                    + tag("p", h(f"Receives {p['receives']}"), class_="receives"),
+                    tag("strong", h(f"{p.role}: {p.provider}"))
+                    + h(f" {p.model} at {p.endpoint}" + (" (remote)" if p.remote else " (this machine)"))
+                    + tag("p", h(f"Receives {p.receives}"), class_="receives"),
                     class_="provider",
-                    data_role=p["role"],
+                    data_role=p.role,
                 )
-                for p in providers
+                for p in inspecting.providers(state.app)
             ),
         )
     except VaultlensError as exc:
         prov = problem(exc)
-    if tier is not None and tier["reason"]:  # embedding.tier = auto: which tier this vault got, and why
+    if tier is not None and tier.reason:  # embedding.tier = auto: which tier this vault got, and why
         prov += tag(
-            "p",
-            h(f"embedding.tier = {tier['setting']} picked {tier['chosen']}: {tier['reason']}"),
-            id="tier-choice",
+            "p", h(f"embedding.tier = {tier.setting} picked {tier.chosen}: {tier.reason}"), id="tier-choice"
         )
     return tag("h2", "Providers") + tag("section", prov, id="providers")
 
 
-def progress_text(progress: dict[str, Any] | None) -> str:
+def progress_text(progress: Phase | None) -> str:
     if progress is None:
         return "No index run since the server started."
-    return f"{progress['phase']}: {progress['done']:,} of {progress['total']:,}"
+    return f"{progress.phase}: {progress.done:,} of {progress.total:,}"
 
 
 def build(state: WebState) -> APIRouter:

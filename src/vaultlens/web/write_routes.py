@@ -10,7 +10,7 @@ safewrite compares with the diff it is about to write. Consent covers that one r
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -124,9 +124,19 @@ def build(state: WebState) -> APIRouter:
     def undo(body: OpBody) -> JSONResponse:
         return JSONResponse(changing.plan_undo(app, body.op_id).as_dict())
 
+    @router.post("/discard")
+    def discard(body: OpBody) -> JSONResponse:
+        """Drop a planned operation from History (only the journal changes; no note is touched)."""
+        return JSONResponse(changing.discard(app, body.op_id).as_dict())
+
     @router.post("/dismiss")
     def dismiss(body: PairBody) -> JSONResponse:
         return JSONResponse(finding.dismiss(app, body.a, body.b).as_dict())
+
+    @router.post("/restore")
+    def restore(body: PairBody) -> JSONResponse:
+        """List a dismissed pair again (the index's record only; no note is touched)."""
+        return JSONResponse(finding.restore(app, body.a, body.b).as_dict())
 
     @router.post("/merge")
     def merge(body: MergeBody) -> JSONResponse:
@@ -137,8 +147,8 @@ def build(state: WebState) -> APIRouter:
 
     @router.post("/ask")
     def ask(body: AskBody) -> StreamingResponse:
-        def rendered(done: dict[str, Any]) -> dict[str, Any]:
-            return {**done, "answer_html": markdown_html(state, done["answer"])}
+        def rendered(done: dict[str, object]) -> dict[str, object]:
+            return {**done, "answer_html": markdown_html(state, str(done["answer"]))}
 
         return ask_stream(app, body, rendered)
 
@@ -191,8 +201,9 @@ def build(state: WebState) -> APIRouter:
     @router.post("/audit")
     def audit() -> JSONResponse:
         state.hub.publish("audit", {"state": "running"})
-        state.audit = auditing.audit_structure(app, into_vault=False)
-        summary = state.audit.audit.report.summary()
+        done = auditing.audit_structure(app, into_vault=False)
+        state.audit = auditing.SavedStructure.of(done)
+        summary = done.audit.report.summary()
         state.hub.publish("audit", {"state": "done", "summary": summary})
         return JSONResponse({"summary": summary})
 

@@ -271,6 +271,11 @@ class PostgresStore(PostgresFullText, PostgresVectors):
                 (a, b, hashes.get(a), hashes.get(b), time.time()),
             )
 
+    def restore_pair(self, a: str, b: str) -> bool:
+        a, b = sorted((a, b))
+        with self.transaction() as db:
+            return db.execute("DELETE FROM dismissed_pairs WHERE a = %s AND b = %s", (a, b)).rowcount > 0
+
     # ---- the quality tier ---------------------------------------------------------------------
     def tier_missing(self, limit: int) -> list[tuple[str, str, Chunk]]:
         found = self._rows(

@@ -333,6 +333,11 @@ class SQLiteStore(SQLiteFullText, SQLiteVectors):
                 (a, b, hashes.get(a), hashes.get(b), time.time()),
             )
 
+    def restore_pair(self, a: str, b: str) -> bool:
+        a, b = sorted((a, b))
+        with self.transaction() as db:
+            return db.execute("DELETE FROM dismissed_pairs WHERE a = ? AND b = ?", (a, b)).rowcount > 0
+
     def dismissed_pairs(self) -> set[tuple[str, str]]:
         """Dismissed pairs whose two notes are byte-identical to when they were dismissed."""
         rows = self.db.execute(

@@ -82,6 +82,41 @@ class StructureReport:
             "skipped_files": self.skipped,
         }
 
+    @classmethod
+    def from_saved(cls, data: dict[str, Any]) -> StructureReport:
+        """A report back from its :meth:`as_dict` (the JSON an audit saved), for showing it again after a
+        restart. The JSON keeps no note-to-note edges and no embed flags: the Canvas file saved beside it
+        keeps the map."""
+        links = {
+            p: [
+                LinkRecord(
+                    r["raw"],
+                    r["target"],
+                    r["kind"],
+                    int(r["line"]) - 1,
+                    candidates=tuple(r.get("candidates", ())),
+                    missing_anchor=r.get("missing_anchor"),
+                )  # fmt: skip
+                for r in records
+            ]
+            for p, records in data["links"].items()
+        }
+        keys = (
+            *("orphans", "orphans_no_incoming", "no_outgoing", "broken_links", "ambiguous_links"),
+            *("missing_anchors", "same_name_groups", "tag_counts", "tag_tree", "folders", "file_types"),
+            *("extensions", "hubs", "largest", "emptiest", "unread", "frontmatter_errors"),
+        )
+        return cls(
+            vault=data["vault"],
+            notes=data["notes"],
+            links=links,
+            tags=data["tags"],
+            components=[c["notes"] for c in data["components"]],
+            edges=[],
+            skipped=data["summary"].get("skipped_files", 0),
+            **{k: data[k] for k in keys},
+        )
+
     def as_dict(self) -> dict[str, Any]:
         def per_note(table: dict[str, list[LinkRecord]]) -> dict[str, list[dict[str, object]]]:
             return {p: [r.as_dict() for r in records] for p, records in table.items()}

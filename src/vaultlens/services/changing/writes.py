@@ -49,6 +49,7 @@ __all__ = [
     "apply",
     "applied",
     "befores",
+    "discard",
     "history",
     "plan_group",
     "plan_undo",
@@ -166,6 +167,15 @@ def plan_undo(vault: Path, op_id: str) -> Planned:
         if j.is_group(op_id):
             return _planned(j, safewrite.plan_group_undo(vault, j, op_id))
         return _planned(j, safewrite.plan_undo(vault, j, op_id))
+
+
+def discard(vault: Path, op_id: str) -> Entry | Group:
+    """Mark a planned operation (or group) discarded so it can no longer be applied; no note is
+    read or written, and the journal keeps the record (``history`` lists it as ``discarded``)."""
+    with translated_errors("discard the operation"):
+        j = journal(vault)
+        with j.locked():
+            return j.discard(op_id)
 
 
 def history(vault: Path) -> list[Entry | Group]:

@@ -10,11 +10,14 @@ only when called again with that proposal.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vaultlens.config import paths
 from vaultlens.errors import ConfigError, ConsentRequired, Proposal, translated_errors
 from vaultlens.services.app import App
 from vaultlens.services.auditing import CLUSTER_MIN_SIZE, CLUSTER_THRESHOLD, StructureAudit, audit_clusters
@@ -25,7 +28,9 @@ from vaultlens.services.auditing.deep_report import deep_markdown
 from vaultlens.services.auditing.moc import MocPlan, plan_moc
 from vaultlens.services.auditing.report_files import (
     CLUSTER_FILES,
+    DASHBOARD,
     DEEP_FILES,
+    JSON_REPORT,
     MAP,
     ReportFiles,
     VaultPlan,
@@ -37,6 +42,7 @@ from vaultlens.services.auditing.report_files import (
     write_deep,
     write_outside,
 )
+from vaultlens.services.auditing.structure import StructureReport
 from vaultlens.vault.links import LinkResolver
 
 __all__ = [
@@ -47,13 +53,16 @@ __all__ = [
     "DeepPlan",
     "DeepReport",
     "MocPlan",
+    "SavedStructure",
     "StructureAudit",
+    "StructureReport",
     "StructureResult",
     "TopicsResult",
     "audit_clusters_only",
     "audit_deep",
     "audit_structure",
     "moc",
+    "saved_structure",
 ]
 
 
@@ -75,6 +84,33 @@ class StructureResult:
             out["planned"] = [p.as_dict() for p in self.into.planned]
             out["up_to_date"] = list(self.into.up_to_date)
         return out
+
+
+@dataclass(frozen=True)
+class SavedStructure:
+    """The last structure report of a vault (from this process, or saved in its audit folder by an
+    earlier run) and its files, so a restarted server shows it again."""
+
+    report: StructureReport
+    files: dict[str, Path]
+    saved: datetime
+
+    @classmethod
+    def of(cls, result: StructureResult) -> SavedStructure:
+        return cls(result.audit.report, result.files, datetime.now(UTC))
+
+
+def saved_structure(app: App) -> SavedStructure | None:
+    """The structure report the last audit saved in the vault's audit folder (under VAULTLENS_HOME,
+    beside the audit's caches), or None when there is none or it cannot be read (the next run rewrites it)."""
+    folder = paths.audit_dir(app.vault)
+    try:
+        saved = datetime.fromtimestamp((folder / JSON_REPORT).stat().st_mtime, UTC)
+        report = StructureReport.from_saved(json.loads((folder / JSON_REPORT).read_bytes()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+    files = {name: folder / name for name in (DASHBOARD, MAP, JSON_REPORT) if (folder / name).is_file()}
+    return SavedStructure(report, files, saved)
 
 
 @dataclass(frozen=True)

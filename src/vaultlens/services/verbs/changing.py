@@ -35,10 +35,13 @@ __all__ = [
     "Applied",
     "BatchReport",
     "Befores",
+    "Entry",
+    "Group",
     "PlanOptions",
     "Planned",
     "ReviewResult",
     "apply",
+    "discard",
     "history",
     "plan_undo",
     "prompt_sources",
@@ -158,6 +161,12 @@ def apply(
 def plan_undo(app: App, op_id: str) -> Planned:
     """Plan putting an applied operation's original bytes back (refused if the note changed since)."""
     return writes.plan_undo(app.vault, op_id)
+
+
+def discard(app: App, op_id: str) -> Entry | Group:
+    """Drop a planned operation (a re-plan left behind, a change the user does not want): it is
+    marked ``discarded`` in the journal and can no longer be applied; no note is touched."""
+    return writes.discard(app.vault, op_id)
 
 
 def history(app: App) -> list[Entry | Group]:

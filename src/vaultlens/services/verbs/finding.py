@@ -16,7 +16,13 @@ from vaultlens.services.app import App
 from vaultlens.services.finding import discover, notes
 from vaultlens.services.finding.discover import SimilarNote, SimilarResult
 from vaultlens.services.finding.duplicates import report as dups
-from vaultlens.services.finding.duplicates.report import Dismissed, DuplicatePair, DuplicateReport, LineRange
+from vaultlens.services.finding.duplicates.report import (
+    Dismissed,
+    DuplicatePair,
+    DuplicateReport,
+    LineRange,
+    Restored,
+)
 from vaultlens.services.finding.notes import (
     DEFAULT_PAGE,
     DEFAULT_SLICE,
@@ -55,11 +61,13 @@ __all__ = [
     "NoteList",
     "NoteSlice",
     "NoteText",
+    "Restored",
     "SearchHits",
     "Section",
     "SimilarNote",
     "SimilarResult",
     "dismiss",
+    "dismissed",
     "duplicates",
     "image",
     "link_resolver",
@@ -68,6 +76,7 @@ __all__ = [
     "note_graph",
     "note_path",
     "note_text",
+    "restore",
     "search",
     "similar",
 ]
@@ -148,6 +157,27 @@ def dismiss(app: App, a: str, b: str, threshold: float | None = None) -> Dismiss
         with app.live.lease() as store:
             store.dismiss_pair(pa, pb)
         return Dismissed(pa, pb)
+
+
+def dismissed(app: App) -> list[Dismissed]:
+    """The pairs hidden from :func:`duplicates` now (both notes unchanged since they were dismissed)."""
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        return [Dismissed(a, b) for a, b in sorted(store.dismissed_pairs())]
+
+
+def restore(app: App, a: str, b: str) -> Restored:
+    """Undo :func:`dismiss`: the pair is listed again. A pair that is not dismissed is refused."""
+    with translated_errors(path=app.index_dir):
+        with app.reading() as store:
+            pa = discover.resolve_note(store, str(app.vault), a)
+            pb = discover.resolve_note(store, str(app.vault), b)
+        with app.live.lease() as store:
+            if not store.restore_pair(pa, pb):
+                raise InvalidInput(
+                    f"{pa} and {pb} are not a dismissed pair; nothing was restored.",
+                    hint="The Duplicates page lists the dismissed pairs (a pair whose note changed is listed again by itself).",
+                )
+        return Restored(*sorted((pa, pb)))
 
 
 def note(app: App, path: str, offset: int = 0, length: int = DEFAULT_SLICE) -> NoteSlice:

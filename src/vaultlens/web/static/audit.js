@@ -23,3 +23,12 @@
     location.reload();
   });
 })();
+// A count's link opens the list of notes behind it (a <details> folded by default).
+(() => {
+  const open = () => {
+    const target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target && target.tagName === "DETAILS") target.open = true;
+  };
+  window.addEventListener("hashchange", open);
+  open();
+})();

@@ -109,6 +109,15 @@ const vl = (() => {
     }
   }
 
+  // Part `id` of this page fetched again and swapped in (after an action changed what it lists).
+  async function refreshPart(id) {
+    const r = await fetch(location.href, { headers: { Accept: "text/html" } });
+    if (!r.ok) return false;
+    const fresh = new DOMParser().parseFromString(await r.text(), "text/html").getElementById(id);
+    if (fresh) document.getElementById(id).replaceWith(fresh);
+    return Boolean(fresh);
+  }
+
   // Control, bidi and zero-width characters by name, as the server's diffs and the terminal show
   // them (vault/hidden.py): a U+202E would reorder a line here, so no diff or preview shows one raw.
   const C0 = "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US".split(" ");
@@ -238,5 +247,6 @@ const vl = (() => {
         el("pre", { class: "preview", tabindex: "0" }, visible(proposal.preview))) : null);
   }
 
-  return { csrf, el, post, json, errorBox, noteHref, readEvents, visible, diffTable, showWrite, proposeWrite, showConsent };
+  return { csrf, el, post, json, errorBox, noteHref, readEvents, refreshPart, visible, diffTable, showWrite,
+    proposeWrite, showConsent };
 })();

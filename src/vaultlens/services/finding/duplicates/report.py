@@ -70,6 +70,20 @@ class Dismissed:
         return {"dismissed": [self.a, self.b]}
 
 
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """A dismissed pair ``duplicates`` lists again."""
+
+    a: str
+    b: str
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"restored": [self.a, self.b]}
+
+
+COUNTED = ("exact", "near_duplicate", "contained", "translation", "shared_passage", "same_name")
+
+
 @dataclass
 class DuplicateReport(AsDict):
     threshold: float
@@ -85,6 +99,8 @@ class DuplicateReport(AsDict):
     total_pairs: int = 0  # before the limit
     total_shared_passages: int = 0
     truncated: bool = False  # True when either list was cut at the limit
+    # before the limit: groups of exact copies, pairs of each kind, groups of same-named notes
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTED, 0))
 
 
 # a reported pair before rendering: (score, kind, note a, note b, evidence (row a, row b, score), passages)
@@ -140,6 +156,8 @@ def duplicates(
     whole = sorted((f for f in found if f[1] != "shared_passage"), key=order)
     shared = sorted((f for f in found if f[1] == "shared_passage"), key=order)
     report.total_pairs, report.total_shared_passages = len(whole), len(shared)
+    for f in found:
+        report.counts[f[1]] += 1
     report.truncated = len(whole) > limit or len(shared) > limit
     whole, shared = whole[:limit], shared[:limit]
     rows = {
@@ -177,6 +195,7 @@ def duplicates(
         for ps in by_name.values()
         if len(ps) > 1 and any(frozenset((x, y)) not in reported for x in ps for y in ps if x < y)
     )
+    report.counts["exact"], report.counts["same_name"] = len(report.exact), len(report.same_name)
     return report
 
 
