@@ -11,7 +11,8 @@ what to do. Interfaces render them in one place each, never as a traceback.
      │    ├── ConsentRequired       consent_required        7   403  note text would leave the machine; ask first
      │    └── WriteUnconfirmed      write_unconfirmed       9   409  a note would be written; confirm its exact diff first
      ├── VaultError                 vault                   2   400  vault path missing / not a folder, bad input path
-     │    └── NoteNotFound          note_not_found          2   404  no indexed note by that name
+     │    ├── NoteNotFound          note_not_found          2   404  no indexed note by that name
+     │    └── NoteChanged           note_changed            2   409  the note changed since the page showed it (reload)
      ├── EmptyQuery                 empty_query             2   400  a search with nothing to search for
      ├── InvalidInput               invalid_input           2   400  an argument out of range (a slice, a cursor, a limit)
      ├── ProviderError              provider                3   502  embedding provider failed (HTTP error, garbage)
@@ -239,6 +240,14 @@ class VaultError(VaultlensError):
 class NoteNotFound(VaultError):
     code = "note_not_found"
     http_status = 404
+
+
+class NoteChanged(VaultError):
+    """A part of a note asked for at a content hash the note no longer has: parts of two versions
+    are never joined on one page."""
+
+    code = "note_changed"
+    http_status = 409
 
 
 class EmptyQuery(VaultlensError):

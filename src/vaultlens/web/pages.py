@@ -7,14 +7,16 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from vaultlens.chunking.attachments import kind_of
-from vaultlens.errors import VaultlensError
+from vaultlens.errors import InvalidInput, NoteChanged, VaultlensError
 from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.drafting import PRESETS
 from vaultlens.vault.links import LinkResolver
+from vaultlens.web import note_parts
 from vaultlens.web.layout import h, labelled, note_href, page, section_ref, tag, void
+from vaultlens.web.note_parts import Part, PartedNote
 from vaultlens.web.obsidian import Embedder, NoteLinks, anchor, heading_section
 from vaultlens.web.render import note_html, obsidian_url, parse_lines
 from vaultlens.web.state import WebState
@@ -35,8 +37,80 @@ def read_note(state: WebState, path: str) -> finding.NoteText:
 
 def rendered_note(state: WebState, note: finding.NoteText, target: tuple[int, int] | None) -> str:
     """A note's text as Obsidian shows it, its links resolved against the vault's files."""
+    return note_html(note.text, target, _note_links(state, note.path))
+
+
+def _note_links(state: WebState, path: str) -> NoteLinks:
     resolver = finding.link_resolver(state.app)
-    return note_html(note.text, target, NoteLinks(resolver, note.path, _embedder(state, resolver)))
+    return NoteLinks(resolver, path, _embedder(state, resolver))
+
+
+def note_part_html(
+    state: WebState, note: PartedNote, path: str, index: int, target: tuple[int, int] | None = None
+) -> str:
+    """Part ``index`` of a huge note, rendered, its blocks numbered with the note's own lines."""
+    part = note.parts[index]
+    body = note_html(note.text[part.start : part.end], target, _note_links(state, path), part.first)
+    return tag(
+        "section", body, class_="note-part", data_part=index, data_first=part.first, data_last=part.last
+    )
+
+
+def _pending_part(path: str, part: Part) -> str:
+    """A part not rendered yet: note_parts.js loads it near the viewport; without script, a link."""
+    href = "/note?" + urlencode({"path": path, "part": part.index})
+    text = f"Lines {part.first}-{part.last} are not shown yet: show them"
+    return tag(
+        "section",
+        tag("p", tag("a", text, href=href), class_="empty"),
+        class_="note-part pending",
+        data_part=part.index,
+        data_first=part.first,
+        data_last=part.last,
+    )
+
+
+def parted_note_html(
+    state: WebState,
+    note: finding.NoteText,
+    parts: PartedNote,
+    shown: list[int],
+    target: tuple[int, int] | None,
+) -> str:
+    """A huge note's view: the parts in ``shown`` rendered, the others as placeholders, and a
+    "Load the rest" button (a plain GET of the whole note without script)."""
+    sections = "".join(
+        note_part_html(state, parts, note.path, p.index, target)
+        if p.index in shown
+        else _pending_part(note.path, p)
+        for p in parts.parts
+    )
+    pending = len(parts.parts) - len(shown)
+    rest = (
+        (
+            '<form action="/note" method="get" id="load-rest">'
+            + void("input", type="hidden", name="path", value=note.path)
+            + void("input", type="hidden", name="whole", value="1")
+            + tag(
+                "p",
+                f"A long note: {pending} of its {len(parts.parts)} parts load as you scroll. "
+                + tag("button", "Load the rest", type="submit"),
+                class_="hint",
+            )
+            + "</form>"
+        )
+        if pending
+        else ""
+    )
+    article = tag(
+        "article",
+        sections,
+        id="note-body",
+        data_path=note.path,
+        data_hash=note.content_hash,
+        data_parts=len(parts.parts),
+    )
+    return rest + article + '<script src="/ui/static/note_parts.js" defer></script>'
 
 
 def markdown_html(state: WebState, text: str) -> str:
@@ -133,6 +207,8 @@ def build(state: WebState) -> APIRouter:
         path: Text = "",
         lines: Annotated[str, Query(max_length=40)] = "",
         at_page: Annotated[int | None, Query(alias="page", ge=1, le=10**6)] = None,
+        part: Annotated[int | None, Query(ge=0, le=10**6)] = None,
+        whole: bool = False,
     ) -> HTMLResponse | RedirectResponse:
         if kind_of(path) is not None:  # a PDF (at the page asked for) or a canvas: Obsidian shows it
             return RedirectResponse(obsidian_url(state.app.vault.name, path, at_page), status_code=303)
@@ -148,6 +224,15 @@ def build(state: WebState) -> APIRouter:
             note = read_note(state, path)
         except VaultlensError as exc:
             return HTMLResponse(page("Note", "/note", problem(exc), csrf), status_code=exc.http_status)
+        target = parse_lines(lines)
+        parts = None if whole else note_parts.parted(note.text, note.content_hash)
+        if parts is None:
+            text = tag("article", rendered_note(state, note, target), id="note-body")
+        else:  # a huge note: the first part and the asked-for ones now, the rest as the user scrolls
+            shown = parts.shown_first(target)
+            if part is not None and part < len(parts.parts):
+                shown = sorted({*shown, part})
+            text = parted_note_html(state, note, parts, shown, target)
         body = (
             tag("p", tag("code", h(note.path)), class_="note-path")
             + tag(
@@ -156,7 +241,7 @@ def build(state: WebState) -> APIRouter:
                 id="open-obsidian",
                 href=obsidian_url(state.app.vault.name, note.path),
             )
-            + tag("article", rendered_note(state, note, parse_lines(lines)), id="note-body")
+            + text
             + transform_form(note.path)
             + tag("h2", "Related notes and links", id="related-heading")
             + tag(  # filled after the note (note.js): a huge note's text is not held up by them
@@ -169,6 +254,33 @@ def build(state: WebState) -> APIRouter:
             )
         )
         return HTMLResponse(page(note.path, "/note", body, csrf, "note"))
+
+    @router.get("/ui/api/note/part", response_model=None)
+    def note_part(
+        path: Text,
+        hash: Annotated[str, Query(min_length=64, max_length=64)],
+        n: Annotated[int | None, Query(ge=0, le=10**6)] = None,
+        anchor: Annotated[str | None, Query(max_length=finding.MAX_PATH_CHARS)] = None,
+    ) -> Response:
+        """Part ``n`` of a huge note (or the part holding element ``anchor``), rendered at content hash
+        ``hash``: refused once the note changed, so a page never joins parts of two versions."""
+        note = read_note(state, path)
+        if note.content_hash != hash:
+            raise NoteChanged(
+                f"{note.path} changed since this page showed it: its other parts are not loaded.",
+                hint="Reload the page to see the note as it is now.",
+            )
+        parts = note_parts.parted(note.text, note.content_hash)
+        if parts is None:
+            raise InvalidInput(f"{note.path} is shown whole, not in parts.", hint="Reload the page.")
+        if anchor is not None:
+            holding = parts.holding(anchor)
+            if holding is None:
+                return Response(status_code=204)  # no such heading or block: the page stays where it is
+            n = holding.index
+        if n is None or n >= len(parts.parts):
+            raise InvalidInput(f"{note.path} has {len(parts.parts)} parts (0-{len(parts.parts) - 1}).")
+        return HTMLResponse(note_part_html(state, parts, note.path, n))
 
     @router.get("/note/related", response_class=HTMLResponse)
     def note_related(path: Text = "") -> HTMLResponse:

@@ -42,9 +42,12 @@ def parse_lines(value: str | None) -> tuple[int, int] | None:
     return (a, b) if 1 <= a <= b else None
 
 
-def note_html(text: str, target: tuple[int, int] | None, links: NoteLinks | None = None) -> str:
+def note_html(
+    text: str, target: tuple[int, int] | None, links: NoteLinks | None = None, first_line: int = 1
+) -> str:
     """The rendered note; blocks overlapping ``target`` get the class ``target``. With ``links``
-    its links point at their notes' views; inside an embed (``links.depth`` > 0) blocks carry no lines."""
+    its links point at their notes' views; inside an embed (``links.depth`` > 0) blocks carry no lines.
+    ``text`` starts at line ``first_line`` of its note (a part of a huge note: :mod:`.note_parts`)."""
     md = _markdown()
     env = {"links": links} if links is not None else {}
     tokens = md.parse(without_comments(text), env)
@@ -56,10 +59,10 @@ def note_html(text: str, target: tuple[int, int] | None, links: NoteLinks | None
             token.attrJoin("class", "align-" + align.removeprefix("text-align:"))
         if token.level != 0 or token.nesting == -1 or token.map is None or not numbered:
             continue
-        first, last = token.map[0] + 1, token.map[1]
+        first, last = token.map[0] + first_line, token.map[1] + first_line - 1
         hit = target is not None and first <= target[1] and last >= target[0]
         if token.type == "front_matter":  # shown as the YAML it is (search results can point at it)
-            lines = "\n".join(text.split("\n")[first - 1 : last])
+            lines = "\n".join(text.split("\n")[token.map[0] : token.map[1]])
             front = tag(
                 "pre",
                 h(lines),

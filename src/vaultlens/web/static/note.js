@@ -29,7 +29,7 @@ if (target) target.scrollIntoView({ block: "center" });
 
   function linesOf(node) {
     const block = node && (node.nodeType === 1 ? node : node.parentElement);
-    const lined = block && block.closest("#note-body > [data-lines]");
+    const lined = block && block.closest("#note-body [data-lines]");
     return lined ? lined.dataset.lines.split("-").map(Number) : null;
   }
   document.addEventListener("selectionchange", () => {

@@ -1,0 +1,135 @@
+"""A huge note's view in parts (issue 46 item 7): rendering 10 MB of Markdown takes seconds, so a
+note past :data:`SPLIT_OVER` characters is cut into parts of about :data:`PART_CHARS` at top-level
+block starts, and the page renders only the parts the user looks at (the rest load as they scroll,
+from ``/ui/api/note/part`` at the read's content hash).
+
+A part starts at a line that can only open a top-level block: a heading or a letter at column 0
+right after a blank line, outside front matter and fenced code (a list, quote, table or paragraph
+cannot go on past a blank line into such a line). ``%%comments%%`` are blanked first (line breaks
+kept), so a comment never spans two parts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vaultlens.web.obsidian import anchor, without_comments
+
+SPLIT_OVER = 400_000  # characters: a longer note is shown in parts
+PART_CHARS = 100_000  # characters a part holds at least (it ends where a block starts)
+NEAR_TARGET = 2  # parts rendered at once from the first line asked for
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_BLOCK_ID = re.compile(r"[ \t]\^([A-Za-z0-9-]+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    index: int
+    first: int  # 1-based line, as ``?lines=`` counts them
+    last: int  # inclusive
+    start: int  # character offsets in :attr:`PartedNote.text`
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartedNote:
+    content_hash: str
+    text: str  # the note with its comments blanked
+    parts: tuple[Part, ...]
+
+    def part_at(self, line: int) -> Part:
+        """The part holding ``line`` (the last part for a line past the end)."""
+        for part in self.parts:
+            if line <= part.last:
+                return part
+        return self.parts[-1]
+
+    def shown_first(self, target: tuple[int, int] | None) -> list[int]:
+        """The parts the first response renders: the first, and those from the asked-for lines on."""
+        shown = {0}
+        if target is not None:
+            at = self.part_at(target[0]).index
+            shown.update(
+                i
+                for i in range(at, min(at + NEAR_TARGET, len(self.parts)))
+                if self.parts[i].first <= target[1]
+            )
+        return sorted(shown)
+
+    def holding(self, element_id: str) -> Part | None:
+        """The part holding heading ``h-…`` or block ``b-…`` (as links to them name them)."""
+        fence: str | None = None
+        for number, line in enumerate(self.text.split("\n"), start=1):
+            fence = _fence_after(fence, line)
+            if fence is not None:
+                continue
+            if line.startswith("#"):
+                m = _HEADING.match(line)
+                if m and anchor(m.group(2) or "") == element_id:
+                    return self.part_at(number)
+            block = _BLOCK_ID.search(line)
+            if block and "b-" + block.group(1) == element_id:
+                return self.part_at(number)
+        return None
+
+
+def _fence_after(fence: str | None, line: str) -> str | None:
+    """The open fence after ``line`` (None outside code): opened by ``` or ~~~, closed by at least as many."""
+    m = _FENCE.match(line)
+    if fence is None:
+        return m.group(1) if m else None
+    if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end() :].strip():
+        return None
+    return fence
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """The number of lines front matter takes at the top (0 without any)."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            return i + 1
+    return len(lines)
+
+
+_CACHE: dict[str, PartedNote] = {}
+_CACHED = 4  # notes whose parts are kept (one huge note's view asks for its parts one by one)
+
+
+def parted(text: str, content_hash: str) -> PartedNote | None:
+    """``text`` cut into parts, or None when it is short enough to render whole."""
+    if len(text) <= SPLIT_OVER:
+        return None
+    if (kept := _CACHE.get(content_hash)) is not None:
+        return kept
+    blanked = without_comments(text)
+    lines = blanked.split("\n")
+    parts: list[Part] = []
+    first, start, offset, fence, blank = 1, 0, 0, None, False
+    skip = _front_matter_end(lines)
+    for number, line in enumerate(lines, start=1):
+        opens = number > skip and fence is None and (blank or number == 1)
+        if (
+            opens
+            and offset - start >= PART_CHARS
+            and line[:1]
+            and (line[0].isalpha() or _HEADING.match(line))
+        ):
+            parts.append(Part(len(parts), first, number - 1, start, offset))
+            first, start = number, offset
+        if number > skip:
+            fence = _fence_after(fence, line)
+        blank = not line.strip()
+        offset += len(line) + 1
+    end = len(blanked)
+    last = len(lines) - 1 if blanked.endswith("\n") else len(lines)
+    parts.append(Part(len(parts), first, max(first, last), start, end))
+    note = PartedNote(content_hash, blanked, tuple(parts))
+    while len(_CACHE) >= _CACHED:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[content_hash] = note
+    return note
