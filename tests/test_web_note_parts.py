@@ -21,6 +21,7 @@ from vaultlens.web.note_parts import SPLIT_OVER
 from vl_support import write_vault
 
 HUGE = "Huge.md"
+SMALL = "Small.md"  # links to a heading of HUGE's last part
 
 
 def huge_note() -> str:
@@ -57,7 +58,9 @@ class Site:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("parts")
     text = huge_note()
-    vault = write_vault(root / "vault", {HUGE: text, "Small.md": "# Small\n\nSee [[Huge#Section 3]].\n"})
+    late = text.count("## Section ") - 2
+    small = f"# Small\n\nSee [[Huge#Section {late}|the late section]].\n"
+    vault = write_vault(root / "vault", {HUGE: text, SMALL: small})
     with running_server(vault, root / "home", watch=False) as server:
         yield Site(server.url, vault, text)
 

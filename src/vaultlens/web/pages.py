@@ -67,6 +67,7 @@ def _pending_part(path: str, part: Part) -> str:
         data_part=part.index,
         data_first=part.first,
         data_last=part.last,
+        data_chars=part.end - part.start,
     )
 
 

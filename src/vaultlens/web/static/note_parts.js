@@ -50,11 +50,16 @@
     return loading.get(n);
   }
 
-  // Near the viewport (scrolled or jumped to): load.
+  // Near the viewport (scrolled or jumped to): load. A part waits about as tall as it will be, so
+  // the scroll bar is the note's and only the parts around where the user is are asked for.
   const watcher = new IntersectionObserver((seen) => {
     for (const e of seen) if (e.isIntersecting) load(Number(e.target.dataset.part));
-  }, { rootMargin: "1500px 0px" });
-  for (const p of body.querySelectorAll(".note-part.pending")) watcher.observe(p);
+  }, { rootMargin: "800px 0px" });
+  const lineEm = 1.6, charsPerLine = Math.max(40, body.clientWidth / 8);
+  for (const p of body.querySelectorAll(".note-part.pending")) {
+    p.style.minHeight = `${Math.round((Number(p.dataset.chars) / charsPerLine) * lineEm)}em`;
+    watcher.observe(p);
+  }
 
   // #h-heading or #b-block not on the page yet: the part holding it, then there.
   async function toHash() {
