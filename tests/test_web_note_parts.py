@@ -27,8 +27,8 @@ SMALL = "Small.md"  # links to a heading of HUGE's last part
 def huge_note() -> str:
     """Past the split size, with what a cut must not break: front matter with a blank line, fenced
     code holding blank lines and column-0 text and headings, a comment over blank lines, lists,
-    quotes, tables, block ids and headings."""
-    out = ["---\ntags: [big]\n\nnote: a blank line above\n---\n# Huge\n\n"]
+    quotes, tables, block ids and headings, and a footnote referred to at the top and defined at the end."""
+    out = ["---\ntags: [big]\n\nnote: a blank line above\n---\n# Huge\n\nSee the far footnote.[^far]\n\n"]
     i = 0
     while sum(map(len, out)) < SPLIT_OVER * 3:
         out.append(
@@ -41,7 +41,7 @@ def huge_note() -> str:
             * 3
         )
         i += 1
-    return "".join(out)
+    return "".join(out) + "[^far]: Defined at the very end,\nwith a lazy line.\n\n    And an indented one.\n"
 
 
 @dataclass
@@ -99,13 +99,21 @@ def test_the_parts_together_are_the_whole_note_every_block_once(site: Site) -> N
         site.get("/ui/api/note/part", path=HUGE, hash=article["data-hash"], n=n).text
         for n in range(int(article["data-parts"]))
     ]
-    ranges = [(int(s["data-first"]), int(s["data-last"])) for p in parts for s in hooks(p).find("section")]
+    ranges = [
+        (int(s["data-first"]), int(s["data-last"]))
+        for p in parts
+        for s in hooks(p).find("section", class_="note-part")
+    ]
     assert ranges[0][0] == 1 and ranges[-1][1] == site.text.count("\n")
     assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges)), "parts meet, no line twice or lost"
     whole = site.get("/note", path=HUGE, whole=1).text
     assert "note-part" not in whole
     assert [b for p in parts for b in blocks(p)] == blocks(whole)
     assert "a comment" not in "".join(parts) and "over blank lines" not in "".join(parts)
+    # the footnote is shown once, with the part that refers to it (the first), as in the whole view
+    assert "".join(parts).count("Defined at the very end") == whole.count("Defined at the very end") == 1
+    assert "Defined at the very end" in parts[0] and "And an indented one." in parts[0]
+    assert hooks(parts[0]).find("a", href="#fn-p0-1") and "[^far]" not in "".join(parts)
 
 
 def test_a_part_at_a_stale_hash_is_refused_and_an_anchor_finds_its_part(site: Site) -> None:
@@ -115,7 +123,9 @@ def test_a_part_at_a_stale_hash_is_refused_and_an_anchor_finds_its_part(site: Si
     late = site.text.count("## Section ") - 2  # in the last part
     holding = site.get("/ui/api/note/part", path=HUGE, hash=old, anchor=f"h-Section-{late}")
     assert holding.status_code == 200 and f'id="h-Section-{late}"' in holding.text
-    assert hooks(holding.text).find("section")[0]["data-part"] == str(int(article["data-parts"]) - 1)
+    assert hooks(holding.text).find("section", class_="note-part")[0]["data-part"] == str(
+        int(article["data-parts"]) - 1
+    )
     block = site.get("/ui/api/note/part", path=HUGE, hash=old, anchor=f"b-block{late}")
     assert block.text.count(f'id="b-block{late}"') == 1
     assert site.get("/ui/api/note/part", path=HUGE, hash=old, anchor="h-Nowhere").status_code == 204

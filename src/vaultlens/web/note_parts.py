@@ -6,7 +6,8 @@ from ``/ui/api/note/part`` at the read's content hash).
 A part starts at a line that can only open a top-level block: a heading or a letter at column 0
 right after a blank line, outside front matter and fenced code (a list, quote, table or paragraph
 cannot go on past a blank line into such a line). ``%%comments%%`` are blanked first (line breaks
-kept), so a comment never spans two parts.
+kept), so a comment never spans two parts. A footnote defined in another part than its reference
+is rendered with the part that refers to it (its definition's text appended to that part's).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ NEAR_TARGET = 2  # parts rendered at once from the first line asked for
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _BLOCK_ID = re.compile(r"[ \t]\^([A-Za-z0-9-]+)$")
+_FOOTNOTE_DEF = re.compile(r"\[\^([^\]\s]+)\]:")
+_FOOTNOTE_REF = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,20 @@ class PartedNote:
     content_hash: str
     text: str  # the note with its comments blanked
     parts: tuple[Part, ...]
+    footnotes: dict[str, tuple[int, str]]  # label -> the part defining it, the definition's text
+
+    def part_text(self, index: int) -> str:
+        """Part ``index``'s Markdown, with the footnotes it refers to but other parts define."""
+        part = self.parts[index]
+        text = self.text[part.start : part.end]
+        if not self.footnotes:
+            return text
+        elsewhere = {
+            label: self.footnotes[label][1]
+            for label in dict.fromkeys(_FOOTNOTE_REF.findall(text))
+            if label in self.footnotes and self.footnotes[label][0] != index
+        }
+        return text + "".join("\n\n" + definition for definition in elsewhere.values()) if elsewhere else text
 
     def part_at(self, line: int) -> Part:
         """The part holding ``line`` (the last part for a line past the end)."""
@@ -96,6 +113,38 @@ def _front_matter_end(lines: list[str]) -> int:
     return len(lines)
 
 
+def _footnotes(lines: list[str], parts: list[Part]) -> dict[str, tuple[int, str]]:
+    """Each footnote definition's part and text: from ``[^label]:`` at column 0 on through its
+    lines (after a blank line only indented ones go on), outside fenced code."""
+    found: dict[str, tuple[int, str]] = {}
+    fence: str | None = None
+    number, part = 0, 0
+    while number < len(lines):
+        line = lines[number]
+        fence = _fence_after(fence, line)
+        m = _FOOTNOTE_DEF.match(line) if fence is None else None
+        if m is None:
+            number += 1
+            continue
+        end = number + 1
+        while end < len(lines) and (
+            lines[end].strip() or (end + 1 < len(lines) and lines[end + 1][:1] in (" ", "\t"))
+        ):
+            line = lines[end]
+            if not line.strip() and not lines[end + 1].strip():
+                break
+            if line[:1] not in (" ", "\t") and (
+                _HEADING.match(line) or _FENCE.match(line) or _FOOTNOTE_DEF.match(line)
+            ):
+                break  # a block the definition's paragraph does not take in
+            end += 1
+        while part + 1 < len(parts) and parts[part].last < number + 1:
+            part += 1
+        found.setdefault(m.group(1), (part, "\n".join(lines[number:end])))
+        number = end
+    return found
+
+
 _CACHE: dict[str, PartedNote] = {}
 _CACHED = 4  # notes whose parts are kept (one huge note's view asks for its parts one by one)
 
@@ -128,7 +177,9 @@ def parted(text: str, content_hash: str) -> PartedNote | None:
     end = len(blanked)
     last = len(lines) - 1 if blanked.endswith("\n") else len(lines)
     parts.append(Part(len(parts), first, max(first, last), start, end))
-    note = PartedNote(content_hash, blanked, tuple(parts))
+    note = PartedNote(
+        content_hash, blanked, tuple(parts), _footnotes(lines, parts) if "[^" in blanked else {}
+    )
     while len(_CACHE) >= _CACHED:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[content_hash] = note

@@ -50,7 +50,7 @@ def note_part_html(
 ) -> str:
     """Part ``index`` of a huge note, rendered, its blocks numbered with the note's own lines."""
     part = note.parts[index]
-    body = note_html(note.text[part.start : part.end], target, _note_links(state, path), part.first)
+    body = note_html(note.part_text(index), target, _note_links(state, path), part.first, f"p{index}")
     return tag(
         "section", body, class_="note-part", data_part=index, data_first=part.first, data_last=part.last
     )

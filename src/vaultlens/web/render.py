@@ -43,13 +43,20 @@ def parse_lines(value: str | None) -> tuple[int, int] | None:
 
 
 def note_html(
-    text: str, target: tuple[int, int] | None, links: NoteLinks | None = None, first_line: int = 1
+    text: str,
+    target: tuple[int, int] | None,
+    links: NoteLinks | None = None,
+    first_line: int = 1,
+    doc_id: str | None = None,
 ) -> str:
     """The rendered note; blocks overlapping ``target`` get the class ``target``. With ``links``
     its links point at their notes' views; inside an embed (``links.depth`` > 0) blocks carry no lines.
-    ``text`` starts at line ``first_line`` of its note (a part of a huge note: :mod:`.note_parts`)."""
+    ``text`` starts at line ``first_line`` of its note (a part of a huge note: :mod:`.note_parts`,
+    its footnotes' ids prefixed with ``doc_id`` so two parts' never clash)."""
     md = _markdown()
-    env = {"links": links} if links is not None else {}
+    env: dict[str, object] = {"links": links} if links is not None else {}
+    if doc_id is not None:
+        env["docId"] = doc_id
     tokens = md.parse(without_comments(text), env)
     numbered = links is None or links.depth == 0
     front = ""
