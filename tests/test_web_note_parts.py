@@ -27,7 +27,7 @@ SMALL = "Small.md"  # links to a heading of HUGE's last part
 def huge_note() -> str:
     """Past the split size, with what a cut must not break: front matter with a blank line, fenced
     code holding blank lines and column-0 text and headings, a comment over blank lines, lists,
-    quotes, tables, block ids and headings, and a footnote referred to at the top and defined at the end."""
+    quotes, tables, block ids and headings, a footnote referred to at the top and defined at the end, a lone CR."""
     out = ["---\ntags: [big]\n\nnote: a blank line above\n---\n# Huge\n\nSee the far footnote.[^far]\n\n"]
     i = 0
     while sum(map(len, out)) < SPLIT_OVER * 3:
@@ -41,6 +41,7 @@ def huge_note() -> str:
             * 3
         )
         i += 1
+    out[1] += "A lone CR\rends a line here, as markdown-it counts lines.\n\n"
     return "".join(out) + "[^far]: Defined at the very end,\nwith a lazy line.\n\n    And an indented one.\n"
 
 
@@ -66,7 +67,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 def line_of(text: str, needle: str) -> int:
-    return text[: text.index(needle)].count("\n") + 1
+    before = text[: text.index(needle)]
+    return before.count("\n") + before.count("\r") + 1  # a lone CR ends a line too
 
 
 def blocks(html: str) -> list[tuple[str, str]]:
@@ -104,7 +106,7 @@ def test_the_parts_together_are_the_whole_note_every_block_once(site: Site) -> N
         for p in parts
         for s in hooks(p).find("section", class_="note-part")
     ]
-    assert ranges[0][0] == 1 and ranges[-1][1] == site.text.count("\n")
+    assert ranges[0][0] == 1 and ranges[-1][1] == site.text.count("\n") + site.text.count("\r")
     assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges)), "parts meet, no line twice or lost"
     whole = site.get("/note", path=HUGE, whole=1).text
     assert "note-part" not in whole
