@@ -11,7 +11,7 @@ import pytest
 from test_web_browser import AXE, AXE_RUN, CHROMIUM, WAIT_MS, Browser, Page, expect, in_viewport
 from test_web_browser import browser as browser  # noqa: F401, PLC0414 (the fixture: one Chromium)
 from test_web_browser import page as page  # noqa: F401, PLC0414 (the fixture: a fresh tab)
-from test_web_note_parts import HUGE, SMALL, Site
+from test_web_note_parts import HUGE, SMALL, Site, line_of
 from test_web_note_parts import site as site  # noqa: F401, PLC0414 (the fixture: the served vault)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (see test_web_browser)")
@@ -52,7 +52,8 @@ def test_the_parted_note_page_has_no_serious_accessibility_violation(site: Site,
     context.set_default_timeout(WAIT_MS)
     try:
         tab = context.new_page()
-        tab.goto(f"{site.url}/note?path={HUGE}&lines=2000-2000")
+        at = line_of(site.text, "Paragraph 100 about")
+        tab.goto(f"{site.url}/note?path={HUGE}&lines={at}-{at}")
         expect(tab.locator("#note-body .target").first).to_be_visible()
         tab.add_script_tag(path=str(AXE))
         serious = [v for v in tab.evaluate(AXE_RUN) if v["impact"] in ("serious", "critical")]
