@@ -27,8 +27,10 @@ SMALL = "Small.md"  # links to a heading of HUGE's last part
 def huge_note() -> str:
     """Past the split size, with what a cut must not break: front matter with a blank line, fenced
     code holding blank lines and column-0 text and headings, a comment over blank lines, lists,
-    quotes, tables, block ids and headings, a footnote referred to at the top and defined at the end, a lone CR."""
-    out = ["---\ntags: [big]\n\nnote: a blank line above\n---\n# Huge\n\nSee the far footnote.[^far]\n\n"]
+    quotes, tables, block ids and headings, a footnote and a link reference used at the top and defined at the end, a lone CR."""
+    out = [
+        "---\ntags: [big]\n\nnote: a blank line above\n---\n# Huge\n\nSee the far footnote.[^far] Read [the docs][Far Docs].\n\n"
+    ]
     i = 0
     while sum(map(len, out)) < SPLIT_OVER * 3:
         out.append(
@@ -42,7 +44,10 @@ def huge_note() -> str:
         )
         i += 1
     out[1] += "A lone CR\rends a line here, as markdown-it counts lines.\n\n"
-    return "".join(out) + "[^far]: Defined at the very end,\nwith a lazy line.\n\n    And an indented one.\n"
+    return (
+        "".join(out)
+        + "[far  docs]: https://example.org/docs\n\n[^far]: Defined at the very end,\nwith a lazy line.\n\n    And an indented one.\n"
+    )
 
 
 @dataclass
@@ -116,6 +121,7 @@ def test_the_parts_together_are_the_whole_note_every_block_once(site: Site) -> N
     assert "".join(parts).count("Defined at the very end") == whole.count("Defined at the very end") == 1
     assert "Defined at the very end" in parts[0] and "And an indented one." in parts[0]
     assert hooks(parts[0]).find("a", href="#fn-p0-1") and "[^far]" not in "".join(parts)
+    assert hooks(parts[0]).find("a", href="https://example.org/docs") and "[Far Docs]" not in parts[0]
 
 
 def test_a_part_at_a_stale_hash_is_refused_and_an_anchor_finds_its_part(site: Site) -> None:

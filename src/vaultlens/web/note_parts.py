@@ -7,7 +7,8 @@ A part starts at a line that can only open a top-level block: a heading or a let
 right after a blank line, outside front matter and fenced code (a list, quote, table or paragraph
 cannot go on past a blank line into such a line). ``%%comments%%`` are blanked first (line breaks
 kept), so a comment never spans two parts. A footnote defined in another part than its reference
-is rendered with the part that refers to it (its definition's text appended to that part's).
+is rendered with the part that refers to it (its definition's text appended to that part's), and so
+is a link reference definition (``[label]: URL``) for a ``[text][label]`` or ``[label]`` elsewhere.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ _HEADING = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _BLOCK_ID = re.compile(r"[ \t]\^([A-Za-z0-9-]+)$")
 _FOOTNOTE_DEF = re.compile(r"\[\^([^\]\s]+)\]:")
 _FOOTNOTE_REF = re.compile(r"\[\^([^\]\s]+)\](?!:)")
+_LINK_DEF = re.compile(r" {0,3}\[([^\]^][^\]]*)\]:[ \t]*\S")
+_LINK_REF = re.compile(r"\[([^\]^][^\]]*)\](?![(:])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,19 +46,21 @@ class PartedNote:
     text: str  # the note with its comments blanked
     parts: tuple[Part, ...]
     footnotes: dict[str, tuple[int, str]]  # label -> the part defining it, the definition's text
+    references: dict[str, tuple[int, str]]  # a link reference's label (lower case) -> part, its line
 
     def part_text(self, index: int) -> str:
-        """Part ``index``'s Markdown, with the footnotes it refers to but other parts define."""
+        """Part ``index``'s Markdown, with the footnotes and link references it uses but other parts define."""
         part = self.parts[index]
         text = self.text[part.start : part.end]
-        if not self.footnotes:
-            return text
+        wanted = [(self.footnotes, label) for label in _FOOTNOTE_REF.findall(text)] if self.footnotes else []
+        if self.references:
+            wanted += [(self.references, _label(label)) for label in _LINK_REF.findall(text)]
         elsewhere = {
-            label: self.footnotes[label][1]
-            for label in dict.fromkeys(_FOOTNOTE_REF.findall(text))
-            if label in self.footnotes and self.footnotes[label][0] != index
+            defined[label][1]: None
+            for defined, label in wanted
+            if label in defined and defined[label][0] != index
         }
-        return text + "".join("\n\n" + definition for definition in elsewhere.values()) if elsewhere else text
+        return text + "".join("\n\n" + definition for definition in elsewhere) if elsewhere else text
 
     def part_at(self, line: int) -> Part:
         """The part holding ``line`` (the last part for a line past the end)."""
@@ -145,6 +150,27 @@ def _footnotes(lines: list[str], parts: list[Part]) -> dict[str, tuple[int, str]
     return found
 
 
+def _label(label: str) -> str:
+    """A link reference's label as CommonMark matches it: case and runs of white space ignored."""
+    return " ".join(label.split()).casefold()
+
+
+def _references(lines: list[str], parts: list[Part]) -> dict[str, tuple[int, str]]:
+    """Each link reference definition's part and line (the first of a label, as CommonMark takes),
+    outside fenced code."""
+    found: dict[str, tuple[int, str]] = {}
+    fence: str | None = None
+    part = 0
+    for number, line in enumerate(lines, start=1):
+        fence = _fence_after(fence, line)
+        m = _LINK_DEF.match(line) if fence is None and "]:" in line else None
+        if m is not None:
+            while part + 1 < len(parts) and parts[part].last < number:
+                part += 1
+            found.setdefault(_label(m.group(1)), (part, line))
+    return found
+
+
 _CACHE: dict[str, PartedNote] = {}
 _CACHED = 4  # notes whose parts are kept (one huge note's view asks for its parts one by one)
 
@@ -177,8 +203,9 @@ def parted(text: str, content_hash: str) -> PartedNote | None:
     end = len(blanked)
     last = len(lines) - 1 if blanked.endswith("\n") else len(lines)
     parts.append(Part(len(parts), first, max(first, last), start, end))
+    footnotes = _footnotes(lines, parts) if "[^" in blanked else {}
     note = PartedNote(
-        content_hash, blanked, tuple(parts), _footnotes(lines, parts) if "[^" in blanked else {}
+        content_hash, blanked, tuple(parts), footnotes, _references(lines, parts) if "]:" in blanked else {}
     )
     while len(_CACHE) >= _CACHED:
         _CACHE.pop(next(iter(_CACHE)))
