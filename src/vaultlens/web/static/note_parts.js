@@ -38,6 +38,7 @@
     const old = placeholder(n);
     const note = vl.el("p", { class: "error", role: "alert" }, error.message);
     if (old) old.replaceChildren(note);
+    else body.prepend(note); // a link's heading was asked for: said above the note
   }
 
   function load(n) {
