@@ -60,3 +60,16 @@ def test_the_parted_note_page_has_no_serious_accessibility_violation(site: Site,
         assert not serious, serious
     finally:
         context.close()
+
+
+def test_a_note_changed_after_the_page_showed_it_loads_no_part_of_the_new_version(
+    site: Site, page: Page
+) -> None:
+    page.goto(f"{site.url}/note?path={HUGE}")
+    (site.vault / HUGE).write_text(site.text + "\nOne more line.\n", encoding="utf-8")
+    try:
+        page.locator(f'{PENDING}[data-part="2"]').scroll_into_view_if_needed()
+        expect(page.locator('#note-body .note-part[data-part="2"] [role=alert]')).to_contain_text("changed")
+        assert page.locator('#note-body .note-part[data-part="2"] [data-lines]').count() == 0
+    finally:
+        (site.vault / HUGE).write_text(site.text, encoding="utf-8")
