@@ -736,7 +736,7 @@ def test_obsidian_syntax_renders_escaped_and_images_follow_the_note_path_rules(e
     found = hooks(text)
     assert "<mark>highlight</mark>" in text
     [topic] = found.find("a", class_="tag")
-    assert topic["href"] == "/?q=%23topic%2Fsub" and "<code>#code</code>" in text
+    assert topic["href"] == "/tag?name=topic%2Fsub" and "<code>#code</code>" in text
     assert len(found.find("input", type="checkbox", disabled="disabled")) == 2
     assert found.find("p", id="b-claim-1") and "^claim-1" not in text
     assert found.find("section", class_="footnotes") and "The footnote text." in text

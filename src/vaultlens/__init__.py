@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from vaultlens.services.finding.notes import NoteEntry, NoteList, NoteSlice, NoteText
     from vaultlens.services.finding.search import NoteHit
     from vaultlens.services.finding.section import Section
+    from vaultlens.services.finding.tagged import TaggedNote, TaggedNotes
     from vaultlens.services.inspecting.embed_bench import EmbedBench
     from vaultlens.services.inspecting.evaluation import GroupScore
     from vaultlens.services.inspecting.providers import ProviderInfo
@@ -98,6 +99,7 @@ if TYPE_CHECKING:
         note_text,
         search,
         similar,
+        tagged,
     )
     from vaultlens.services.verbs.indexing import clear, index, rebuild, rebuild_in_background, watch
     from vaultlens.services.verbs.inspecting import bench_embed, eval_beir, eval_queries, providers
@@ -135,6 +137,7 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(["MocPlan"], "vaultlens.services.auditing.moc"),
     **dict.fromkeys(["ChatSession", "ChatTurn", "Exchange"], "vaultlens.services.asking.chat"),
     **dict.fromkeys(["SimilarNote", "SimilarResult"], "vaultlens.services.finding.discover"),
+    **dict.fromkeys(["TaggedNote", "TaggedNotes"], "vaultlens.services.finding.tagged"),
     **dict.fromkeys(
         ["Dismissed", "DuplicatePair", "DuplicateReport"], "vaultlens.services.finding.duplicates.report"
     ),
@@ -186,7 +189,7 @@ _WHERE: dict[str, str] = {
         "vaultlens.services.verbs.restructuring",
     ),
     **dict.fromkeys(
-        ["dismiss", "duplicates", "list_notes", "note", "note_text", "search", "similar"],
+        ["dismiss", "duplicates", "list_notes", "note", "note_text", "search", "similar", "tagged"],
         "vaultlens.services.verbs.finding",
     ),
     **dict.fromkeys(
@@ -249,6 +252,8 @@ __all__ = [
     "SpaceChange",
     "SplitResult",
     "StructureResult",
+    "TaggedNote",
+    "TaggedNotes",
     "TopicsResult",
     "TransformResult",
     "VaultlensError",
@@ -286,6 +291,7 @@ __all__ = [
     "show_before",
     "similar",
     "status",
+    "tagged",
     "to_confirm",
     "unfinished_run",
     "watch",

@@ -26,6 +26,7 @@ from vaultlens.cli.relink_cmds import merge, move
 from vaultlens.cli.render import shown
 from vaultlens.cli.review_cmds import review
 from vaultlens.cli.serve_cmds import mcp, serve, ui
+from vaultlens.cli.tag_cmds import print_tagged
 from vaultlens.cli.watch_cmds import watch
 from vaultlens.cli.write_cmds import apply, history, undo, write_app
 from vaultlens.cli.write_many_cmds import batch, split
@@ -201,6 +202,7 @@ def search(
     if json_:
         render.print_json([h.as_dict() for h in found])
     else:
+        print_tagged(app, query)  # exactly one #tag: the notes carrying it come first
         render.print_hits(found)
         _warn_if_partial(app)
 

@@ -11,7 +11,7 @@ import posixpath
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote
@@ -29,6 +29,7 @@ __all__ = [
     "masked_spans",
     "normalize_tag",
     "tag_at",
+    "tag_occurrences",
 ]
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -429,13 +430,24 @@ def extract_tags(text: str, masked: list[tuple[int, int]] | None = None) -> list
 
     A tag needs one non-digit character (``#123`` is not a tag, as in Obsidian); ``# Title`` is a heading.
     """
+    seen: set[str] = set()
+    tags: list[str] = []
+    for _, tag in tag_occurrences(text, masked):
+        key = tag.casefold()
+        if key not in seen:
+            seen.add(key)
+            tags.append(tag)
+    return tags
+
+
+def tag_occurrences(text: str, masked: list[tuple[int, int]] | None = None) -> Iterator[tuple[int, str]]:
+    """Every inline ``#tag`` as (offset of its ``#``, tag without it), in order: where a tag search
+    points. The rules of :func:`extract_tags`."""
     if masked is None:
         masked = masked_spans(text)
     # A mask never starts with a tag character and ends with "`", "%", ">" or just before a line break, so a "#"
     # right after a mask is never after whitespace: checking the "#" itself gives what blanking masks out would.
     mask_starts = [s for s, _ in masked]
-    seen: set[str] = set()
-    tags: list[str] = []
     for m in _TAG_RE.finditer(text):
         tag = m.group(1)
         if tag.isdigit():
@@ -444,11 +456,7 @@ def extract_tags(text: str, masked: list[tuple[int, int]] | None = None) -> list
         i = bisect_right(mask_starts, offset) - 1
         if i >= 0 and offset < masked[i][1]:
             continue
-        key = tag.casefold()
-        if key not in seen:
-            seen.add(key)
-            tags.append(tag)
-    return tags
+        yield offset, tag
 
 
 def tag_at(text: str, offset: int) -> str | None:

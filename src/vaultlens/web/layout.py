@@ -112,6 +112,11 @@ def note_href(path: str, start: int | None = None, end: int | None = None, page:
     return "/note?" + urlencode(query)
 
 
+def tag_href(name: str) -> str:
+    """The tag view of ``name`` (without the "#"): the notes carrying it, never a meaning search."""
+    return "/tag?" + urlencode({"name": name})
+
+
 def table(table_id: str, header: list[str], rows: list[list[str]]) -> str:
     """A table with column headers; each row's cells are HTML already (escaped by the caller)."""
     head = "".join(tag("th", h(t), scope="col") for t in header)

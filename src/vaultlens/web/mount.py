@@ -10,7 +10,16 @@ from fastapi.responses import StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
 from vaultlens.errors import VaultlensError
-from vaultlens.web import audit_page, lists, merge_page, pages, read_routes, status_page, write_routes
+from vaultlens.web import (
+    audit_page,
+    lists,
+    merge_page,
+    pages,
+    read_routes,
+    status_page,
+    tag_page,
+    write_routes,
+)
 from vaultlens.web.events import event_stream
 from vaultlens.web.layout import page
 from vaultlens.web.pages import problem
@@ -33,7 +42,7 @@ STREAM_S = 300.0  # one event stream's life; the browser reconnects
 
 
 def mount_web(api: FastAPI, state: WebState) -> None:
-    for module in (pages, merge_page, lists, audit_page, status_page, read_routes, write_routes):
+    for module in (pages, tag_page, merge_page, lists, audit_page, status_page, read_routes, write_routes):
         api.include_router(module.build(state))
     api.include_router(read_routes.build_files(state))
 

@@ -18,7 +18,7 @@ from urllib.parse import quote, unquote
 
 from vaultlens.services.verbs.finding import IMAGE_TYPES
 from vaultlens.vault.links import LinkResolver, extract_links, masked_spans, tag_at
-from vaultlens.web.layout import h, note_href, tag
+from vaultlens.web.layout import h, note_href, tag, tag_href
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -272,7 +272,7 @@ def _render_wikilink(
 
 
 def _render_tag(name: str) -> str:
-    return tag("a", h("#" + name), href="/?q=" + quote("#" + name, safe=""), class_="tag")
+    return tag("a", h("#" + name), href=tag_href(name), class_="tag")
 
 
 def _render_callout_title(

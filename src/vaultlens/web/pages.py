@@ -199,6 +199,10 @@ def build(state: WebState) -> APIRouter:
             + "</form>"
             + tag("p", "Every match is weak: the vault may not hold this.", id="weak-notice", hidden=True)
             + tag("p", "", id="search-notices", class_="notice", hidden=True)
+            # a query that is exactly one #tag: the notes carrying it, above the meaning search (tag_page.py)
+            + tag(
+                "section", "", id="tagged", aria_labelledby="tagged-heading", aria_live="polite", hidden=True
+            )
             + tag("div", "", id="results", aria_live="polite")
         )
         return page("Search", "/", body, csrf, "search")

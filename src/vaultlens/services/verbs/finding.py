@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from vaultlens.chunking.source import NoteReader
 from vaultlens.errors import InvalidInput, VaultError, translated_errors
 from vaultlens.services.app import App
 from vaultlens.services.finding import discover, notes
@@ -38,6 +39,7 @@ from vaultlens.services.finding.notes import (
 )
 from vaultlens.services.finding.search import NOTICES_HEADER, NoteHit, SearchHits, rank_notes
 from vaultlens.services.finding.section import Section
+from vaultlens.services.finding.tagged import MAX_TAGGED, TaggedNote, TaggedNotes, as_tag, tagged_notes
 
 if TYPE_CHECKING:
     from vaultlens.index.store import Store
@@ -50,6 +52,7 @@ __all__ = [
     "MAX_PAGE",
     "MAX_PATH_CHARS",
     "MAX_SLICE",
+    "MAX_TAGGED",
     "NOTICES_HEADER",
     "Dismissed",
     "DuplicatePair",
@@ -66,6 +69,9 @@ __all__ = [
     "Section",
     "SimilarNote",
     "SimilarResult",
+    "TaggedNote",
+    "TaggedNotes",
+    "as_tag",
     "dismiss",
     "dismissed",
     "duplicates",
@@ -79,6 +85,7 @@ __all__ = [
     "restore",
     "search",
     "similar",
+    "tagged",
 ]
 
 
@@ -209,6 +216,14 @@ def list_notes(
     whose title, an alias or the path match it, best first (the page's note picker)."""
     with translated_errors(path=app.index_dir), app.reading() as store:
         return notes.list_notes(store, app.files().rules(), folder, cursor, limit, match)
+
+
+def tagged(app: App, tag: str) -> TaggedNotes:
+    """The notes carrying ``tag`` (with or without "#"), or a tag nested under it, case-insensitively, as
+    Obsidian's tag search lists them: from the tags the index holds, each note re-read for the tag's lines."""
+    with translated_errors(path=app.index_dir), app.reading() as store:
+        files = app.files()
+        return tagged_notes(store, NoteReader(files.root, files.max_bytes), tag)
 
 
 # the last resolver built per vault and index: (store id, generation) -> the resolver of that state

@@ -8,6 +8,7 @@
   const results = document.getElementById("results");
   const weak = document.getElementById("weak-notice");
   const notices = document.getElementById("search-notices"); // e.g. the quality tier was left out
+  const tagged = document.getElementById("tagged"); // the notes carrying a #tag query, listed first
   let timer = null, seq = 0;
   let shown = null; // the query the listed results answer
   let asked = null; // the query of the request in flight
@@ -48,12 +49,26 @@
     }));
   }
 
+  // A query that is exactly one #tag lists the notes carrying it (the tag view's list) above the meaning
+  // search, which still runs: a tag link must list exactly its notes, never only meaning neighbours.
+  async function showTagged(query, mine) {
+    const m = /^#([^\s#]+)$/u.exec(query);
+    if (!m) { tagged.hidden = true; tagged.replaceChildren(); return; }
+    let r;
+    try { r = await fetch(`/tag/notes?name=${encodeURIComponent(m[1])}`); } catch (_) { return; }
+    const html = await r.text();
+    if (mine !== seq) return;
+    tagged.innerHTML = r.ok ? html : ""; // the server's own escaped fragment (tag_page.py)
+    tagged.hidden = !r.ok;
+  }
+
   async function run() {
     timer = null;
     const query = q.value.trim();
     const mine = ++seq;
     history.replaceState(null, "", query ? `/?q=${encodeURIComponent(query)}` : "/");
-    if (!query) { results.replaceChildren(); weak.hidden = true; shown = ""; enterWaits = false; return; }
+    if (!query) { results.replaceChildren(); weak.hidden = true; shown = ""; enterWaits = false; tagged.hidden = true; return; }
+    showTagged(query, mine);
     asked = query;
     let r;
     try {
