@@ -27,6 +27,7 @@ ADDED = {
     "Уха.md": "---\ntags:\n  - '#Рецепт/Суп/рыбный'\n---\n# Уха\n\nРыба.\n",  # "#", other case, nested deeper
     "Окрошка.md": "# Окрошка\n\nЛетний суп на квасе. #РЕЦЕПТ/суп\n",  # inline, upper case
     "Код.md": "# Код\n\nПро суп и рецепт.\n\n```\n#рецепт/суп в блоке кода\n```\n\n`#рецепт/суп` и %%#рецепт/суп%%\n",
+    "Солянка.md": "---\ntags:\n  - супы\n  - Суп\n---\n# Солянка\n",  # a tag's line, not one of a longer tag
     "Рецептура.md": "# Рецептура\n\nСуп не по тегу. #рецептура #рецепт-суп\n",  # prefixes, not nested tags
 }
 SOUPS = {BORSCH, "Щи.md", "Уха.md", "Окрошка.md"}
@@ -74,6 +75,12 @@ def test_a_parent_tag_lists_its_nested_tags_notes_and_case_does_not_matter(site:
     parent = listed(get(site, "/tag?name=" + quote("#РЕЦЕПТ")).text)
     assert parent == SOUPS  # "Рецептура" (#рецептура, #рецепт-суп) is no note of #рецепт
     assert listed(get(site, "/tag?name=" + quote("Рецепт/СУП/рыбный")).text) == {"Уха.md"}
+
+
+def test_a_front_matter_tag_points_at_its_own_line(site: Site) -> None:
+    html = get(site, "/tag?name=" + quote("суп")).text
+    assert listed(html) == {BORSCH, "Солянка.md"}
+    assert re.search(r'data-path="Солянка.md">.*?<span class="lines">lines 4</span>', html), html
 
 
 def test_the_note_views_tag_links_to_the_tag_view_not_a_meaning_search(site: Site) -> None:

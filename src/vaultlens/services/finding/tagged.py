@@ -25,6 +25,8 @@ MAX_TAG_CHARS = 200
 # a front-matter key that holds tags, and a line that starts the next key
 _TAGS_KEY = re.compile(r"^(?:tags|tag)\s*:", re.I)
 _NEXT_KEY = re.compile(r"^[^\s#-]")
+# the words of a front-matter row that may be tags: "  - '#Рецепт'" and "tags: [a, b/c]" -> рецепт; a, b/c
+_TAG_WORDS = re.compile(r"[^\s,:\[\]'\"#]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,7 @@ def _lines(text: str, wanted: str) -> tuple[list[str], list[int]]:
                 in_tags = True
             elif _NEXT_KEY.match(row):
                 in_tags = False
-            if in_tags and any(t.casefold() in row.casefold() for t in fm_tags):
+            if in_tags and any(t.casefold() in _TAG_WORDS.findall(row.casefold()) for t in fm_tags):
                 lines.append(i)
     body = text[body_start:]
     line, prev = body_line, 0
