@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from _common import REPO, SHARED, cached_home
+from vaultlens.index.indexing.tier_fill import stored_scripts
 from vaultlens.services.app import App
+from vaultlens.services.finding import evidence
 from vaultlens.services.finding.search import NoteHit, rank_notes
 from vaultlens.services.inspecting import evaluation
 from vaultlens.services.verbs.indexing import index
@@ -65,6 +67,10 @@ class Lever:
     search: dict[str, Any] = dataclasses.field(default_factory=dict)  # SearchSettings fields
     tier: bool = True
     patches: dict[str, Any] = dataclasses.field(default_factory=dict)  # "module:NAME" -> value
+    # SearchSettings fields set only in a vault written in one language (evidence.two_languages false)
+    one_language: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # SearchSettings fields set only where the tier reads one language (minilm-en: english_only)
+    one_language_tier: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 LEVERS: dict[str, Lever] = {
@@ -83,6 +89,11 @@ LEVERS: dict[str, Lever] = {
     "tier within 0.25": Lever(search={"tier_weight": 0.25}),
     "tier within 0.65": Lever(search={"tier_weight": 0.65}),
     "tier within 0.8": Lever(search={"tier_weight": 0.8}),
+    # the tier's weight by the vault: more in a vault of one language (auto's tier is then that
+    # language's specialist, minilm-en in an English vault), 0.5 in a vault written in both
+    "tier within 0.65 in one language": Lever(one_language={"tier_weight": 0.65}),
+    "tier within 0.8 in one language": Lever(one_language={"tier_weight": 0.8}),
+    "tier within 0.65 for an English-only tier": Lever(one_language_tier={"tier_weight": 0.65}),
 }
 
 
@@ -125,9 +136,12 @@ class Vault:
 
     def search(self, lever: Lever, query: str, limit: int) -> list[NoteHit]:
         app = self.app
-        s = dataclasses.replace(app.settings.search, **lever.search)
         with app.reading() as store:
+            one = lever.one_language if not evidence.two_languages(stored_scripts(store)) else {}
             tier = app.search_tier(store) if lever.tier else None
+            if getattr(tier, "english_only", False):
+                one = {**one, **lever.one_language_tier}
+            s = dataclasses.replace(app.settings.search, **lever.search, **one)
             return rank_notes(store, app.provider(), query, s, limit, 1, tier)
 
 
