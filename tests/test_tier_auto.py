@@ -4,7 +4,9 @@ models (minilm-en for English vaults, e5 for mixed ones)."""
 
 from __future__ import annotations
 
+import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import vaultlens as services
 from vaultlens.chunking.scripts import ScriptMix
 from vaultlens.embedding.tiers import auto, e5, minilm
 from vaultlens.embedding.tiers.auto import ENGLISH_ONLY_BELOW, choose_tier
-from vaultlens.embedding.tiers.base import reads
+from vaultlens.embedding.tiers.base import TierProvider, one_language, reads
 from vaultlens.errors import Cancelled
 from vaultlens.index.indexing import tier_fill
 from vaultlens.index.indexing.tier_fill import SCRIPTS_META, stored_scripts
@@ -148,3 +150,32 @@ def test_an_english_only_tier_sits_out_a_russian_query(tmp_path: Path) -> None:
         alone = rank_notes(store, app.provider(), query, app.settings.search, 3, 1)
     hits = services.search(app, query, limit=3, sections=1)
     assert [(h.path, h.score) for h in hits] == [(h.path, h.score) for h in alone]
+
+
+@needs_both
+def test_a_tier_of_one_language_is_weighed_at_its_own_share(tmp_path: Path) -> None:
+    # minilm-en, auto's tier for an English vault, is a specialist of the vault's language: its
+    # share is search.one_language_tier_weight; a multilingual tier keeps search.tier_weight
+    app = App.open(write_vault(tmp_path / "vault", ENGLISH), AUTO)
+    services.index(app)
+    query = "how often to water tomatoes"
+    s = app.settings.search
+    assert (s.tier_weight, s.one_language_tier_weight) == (0.5, 0.65)
+
+    def scores(tier: TierProvider, **changed: float) -> list[tuple[str, float]]:
+        hits = rank_notes(store, app.provider(), query, replace(s, **changed), 3, 1, tier)
+        return [(h.path, h.score) for h in hits]
+
+    with app.reading() as store:
+        tier = app.search_tier(store)
+        assert tier is not None and one_language(tier)
+        default = scores(tier)
+        assert default == scores(tier, tier_weight=0.0)  # tier_weight is not the specialist's share
+        assert default == scores(tier, tier_weight=0.0, one_language_tier_weight=0.65)
+        assert default != scores(tier, one_language_tier_weight=0.5)
+        multilingual = copy.copy(tier)
+        multilingual.english_only = False  # type: ignore[misc]
+        assert not one_language(multilingual)
+        assert scores(multilingual) == scores(tier, one_language_tier_weight=0.5)
+        assert scores(multilingual) == scores(multilingual, one_language_tier_weight=1.0)
+    assert [(h.path, h.score) for h in services.search(app, query, limit=3, sections=1)] == default

@@ -31,7 +31,12 @@ class TierProvider(Protocol):
         ...
 
 
+def one_language(tier: TierProvider) -> bool:
+    """Whether ``tier``'s model reads one language only (``english_only``): a specialist of it."""
+    return bool(getattr(tier, "english_only", False))
+
+
 def reads(tier: TierProvider, query: str) -> bool:
     """Whether ``tier``'s model understands ``query``: an English-only model does not read a query
     written mostly in Cyrillic (its vector would be noise, so search leaves the tier out for it)."""
-    return not getattr(tier, "english_only", False) or script_mix(query).cyrillic_share < 0.5
+    return not one_language(tier) or script_mix(query).cyrillic_share < 0.5

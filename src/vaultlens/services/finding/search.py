@@ -11,7 +11,8 @@ short page whose whole subject is the query.
 
 With the optional quality tier (``embedding.tier``), the dense part is a blend of the two
 models: each model's cosines are z-scored over every chunk of the index (their scales differ)
-and mixed ``search.tier_weight`` to the tier. The blend and the soft maximum were kept because
+and mixed ``search.tier_weight`` to the tier (``search.one_language_tier_weight`` to a tier that reads one
+language only). The blend and the soft maximum were kept because
 they gained on held-out query halves of the docs and ru-wiki sets and lost no group anywhere
 (docs/benchmarks.md). A tier that cannot embed the query (its server is down or slow, or the user
 never agreed to send it there) is left out: the bundled model answers alone and the hits say so
@@ -41,7 +42,7 @@ import numpy.typing as npt
 
 from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.base import EmbeddingProvider, Vectors
-from vaultlens.embedding.tiers.base import TierProvider, reads
+from vaultlens.embedding.tiers.base import TierProvider, one_language, reads
 from vaultlens.errors import ConsentRequired, EmptyQuery, IndexEmpty, InvalidInput, ProviderError
 from vaultlens.index.indexing.tier_fill import stored_scripts
 from vaultlens.index.lexical import query_evidence
@@ -131,9 +132,10 @@ def rank_notes(
     if tier is not None and not reads(tier, query):
         tier = None  # an English-only tier and a Russian query: the bundled model answers alone
     tier_qvec, notices = _tier_query(tier, query)
-    blend = (
-        None if tier_qvec is None else TierBlend(store, qvec, tier_qvec, s.tier_weight, s.tier_weight_across)
-    )
+    blend = None
+    if tier is not None and tier_qvec is not None:
+        weight = s.one_language_tier_weight if one_language(tier) else s.tier_weight
+        blend = TierBlend(store, qvec, tier_qvec, weight, s.tier_weight_across)
     chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)
     if not chunk_scores:  # only an index without a single chunk has no candidate at all
         run = store.last_run()
