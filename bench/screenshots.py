@@ -109,6 +109,7 @@ def main() -> None:
         root = Path(tmp)
         vault = root / "vault"
         shutil.copytree(VAULT, vault)
+        seed_duplicates(vault)
         model.reply = ANSWER
         env = cli_env(root / "home")
         sets = [
@@ -127,6 +128,16 @@ def main() -> None:
                 shoot_all(browser, url, args.out, only)
             finally:
                 browser.close()
+
+
+def seed_duplicates(vault: Path) -> None:
+    """The sample vault has no duplicates, so its copy gets two for the Duplicates page to show:
+    an exact copy and an older version of a note (the same text with its last section cut)."""
+    note = vault / "books" / "Как я читаю.md"
+    shutil.copyfile(note, vault / "inbox" / "Как я читаю (копия).md")
+    packing = (vault / "travel" / "Packing list.md").read_text(encoding="utf-8")
+    older = packing.rsplit("\n## ", 1)[0] + "\n"
+    (vault / "travel" / "Packing list 2022.md").write_text(older, encoding="utf-8")
 
 
 def shoot_all(browser: Browser, url: str, out: Path, only: set[str] | None) -> None:
