@@ -40,7 +40,7 @@ def test_search_asks_a_running_server(
     with running_server(vault, isolated_env, watch=False, overrides={}) as server:
         direct = httpx.get(server.url + "/v1/search", params={"q": "cats sleep", "limit": 3}).json()
         # no local search; the partial-index notice only reads the run table
-        monkeypatch.setattr("vaultlens.cli.main._search_here", _boom)
+        monkeypatch.setattr("vaultlens.cli.search_cmds._search_here", _boom)
         served = run_cli(["search", "cats sleep", "-n", "3", "--json", "--vault", str(vault)])
         assert served.exit_code == 0, served.output
         assert json.loads(served.stdout) == direct

@@ -9,9 +9,9 @@ import typer
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.options import AllowOpenOpt, ConfirmOpt, JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.render import shown
-from vaultlens.cli.write_cmds import AllowOpenOpt, ConfirmOpt, apply_confirmed, report_recovery
+from vaultlens.cli.writing import apply_confirmed, report_recovery
 from vaultlens.errors import Cancelled, InvalidModelOutput
 
 if TYPE_CHECKING:

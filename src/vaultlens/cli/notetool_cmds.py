@@ -10,44 +10,25 @@ verb's result, plus ``applied`` (the written entry, or null when nothing was wri
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from vaultlens.cli import render
-from vaultlens.cli.confirm import confirmed
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.options import AllowOpenOpt, JsonOpt, NoteArg, PlanOnlyOpt, SetOpt, ToolYesOpt, VaultOpt
 from vaultlens.cli.render import shown
-from vaultlens.cli.write_cmds import AllowOpenOpt, report_recovery
+from vaultlens.cli.writing import ToolOptions, run_tool
 from vaultlens.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from vaultlens.services.app import App
-    from vaultlens.services.verbs.changing import Planned
+    from vaultlens.services.verbs.drafting import (
+        ContinueResult,
+        DataviewResult,
+        FlashcardsResult,
+        TransformResult,
+    )
 
-NoteArg = Annotated[str, typer.Argument(help="The note (vault-relative path).")]
-YesOpt = Annotated[
-    bool,
-    typer.Option(
-        "--yes", "-y", help="Send and write without asking (what is sent and the diff are still shown)."
-    ),
-]
-PlanOnlyOpt = Annotated[
-    bool, typer.Option("--plan-only", help="Only plan the change; write it later with `vaultlens apply OP`.")
-]
 _LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*")
-
-
-class PlanningResult(Protocol):
-    """A note tool's result: its JSON form and the one planned write, if any."""
-
-    @property
-    def plan(self) -> Planned | None: ...
-
-    def as_dict(self) -> dict[str, Any]: ...
 
 
 def parse_lines(value: str) -> tuple[int, int]:
@@ -59,54 +40,8 @@ def parse_lines(value: str) -> tuple[int, int]:
     return first, int(m[2]) if m[2] else first
 
 
-@dataclass(frozen=True, slots=True)
-class ToolOptions:
-    """The options every `vaultlens write` tool shares."""
-
-    vault: Path | None
-    set_: list[str] | None
-    json_: bool
-    yes: bool
-    plan_only: bool
-    allow_open: bool
-
-
-def run_tool(
-    opts: ToolOptions, call: Callable[[App, bool], PlanningResult], show: Callable[[PlanningResult], None]
-) -> None:
-    """Plan (asking consent for a remote model), show the result, then show its diff, ask and write."""
-    from vaultlens.services.verbs import changing
-
-    app = open_app(opts.vault, opts.set_)
-    json_, yes = opts.json_, opts.yes
-    report_recovery(app, json_)
-    result = confirmed(lambda grant: call(app, grant is not None), yes, json_)
-    if not json_:
-        show(result)
-    plan = result.plan
-    applied = None
-    if plan is not None and not opts.plan_only and (yes or not json_):
-        op_id = plan.entry.op_id
-        applied = confirmed(lambda grant: changing.apply(app, op_id, grant, opts.allow_open), yes, json_)
-    if json_:
-        render.print_json({**result.as_dict(), "applied": None if applied is None else applied.as_dict()})
-    elif plan is not None and applied is None:
-        render.write_plain(plan.diff)
-        render.out.print(
-            f"Planned as {plan.entry.op_id}; write it with `vaultlens apply {plan.entry.op_id}`."
-        )
-    elif applied is not None:
-        render.out.print(
-            f"[green]Written[/green] {shown(applied.entry.path)} ({applied.entry.op_id}); "
-            f"`vaultlens undo {applied.entry.op_id}` puts it back."
-        )
-
-
-def _show_transform(result: PlanningResult) -> None:
-    data = result.as_dict()
-    render.out.print(
-        f"[bold]{shown(data['instruction'])}[/bold] (lines {data['lines'][0]}-{data['lines'][1]})"
-    )
+def _show_transform(result: TransformResult) -> None:
+    render.out.print(f"[bold]{shown(result.instruction)}[/bold] (lines {result.first}-{result.last})")
 
 
 def transform(
@@ -122,7 +57,7 @@ def transform(
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
-    yes: YesOpt = False,
+    yes: ToolYesOpt = False,
     plan_only: PlanOnlyOpt = False,
     allow_open: AllowOpenOpt = False,
 ) -> None:
@@ -143,12 +78,9 @@ AfterOpt = Annotated[
 ]
 
 
-def _show_continue(result: PlanningResult) -> None:
-    data = result.as_dict()
-    for src in data["sources"]:
-        render.out.print(
-            f"[dim]{src['id']}[/dim] {shown(src['path'])} L{src['start_line']}-{src['end_line']}"
-        )
+def _show_continue(result: ContinueResult) -> None:
+    for src in result.sources:
+        render.out.print(f"[dim]{src.id}[/dim] {shown(src.path)} L{src.start_line}-{src.end_line}")
 
 
 def continue_(
@@ -161,7 +93,7 @@ def continue_(
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
-    yes: YesOpt = False,
+    yes: ToolYesOpt = False,
     plan_only: PlanOnlyOpt = False,
     allow_open: AllowOpenOpt = False,
 ) -> None:
@@ -176,10 +108,9 @@ def continue_(
     )
 
 
-def _show_dataview(result: PlanningResult) -> None:
-    data = result.as_dict()
-    render.out.print(shown(data["explanation"]))
-    render.write_plain(f"```dataview\n{data['query']}\n```\n")
+def _show_dataview(result: DataviewResult) -> None:
+    render.out.print(shown(result.explanation))
+    render.write_plain(f"```dataview\n{result.query}\n```\n")
 
 
 def dataview(
@@ -191,7 +122,7 @@ def dataview(
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
-    yes: YesOpt = False,
+    yes: ToolYesOpt = False,
     plan_only: PlanOnlyOpt = False,
     allow_open: AllowOpenOpt = False,
 ) -> None:
@@ -208,18 +139,15 @@ def dataview(
     )
 
 
-def _show_flashcards(result: PlanningResult) -> None:
-    data = result.as_dict()
-    for card in data["cards"]:
+def _show_flashcards(result: FlashcardsResult) -> None:
+    for card in result.cards:
         render.out.print(
-            f"[bold]{shown(card['question'])}[/bold] → {shown(card['answer'])} "
-            f"[dim](lines {card['first_line']}-{card['last_line']})[/dim]"
+            f"[bold]{shown(card.question)}[/bold] → {shown(card.answer)} "
+            f"[dim](lines {card.first_line}-{card.last_line})[/dim]"
         )
-    for skipped in data["skipped"]:
-        render.out.print(
-            f"[yellow]Not added:[/yellow] {shown(skipped['question'])} — {shown(skipped['reason'])}"
-        )
-    if not data["cards"]:
+    for skipped in result.skipped:
+        render.out.print(f"[yellow]Not added:[/yellow] {shown(skipped.question)} — {shown(skipped.reason)}")
+    if not result.cards:
         render.out.print("No new flashcards; the note is unchanged.")
 
 
@@ -228,7 +156,7 @@ def flashcards(
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
-    yes: YesOpt = False,
+    yes: ToolYesOpt = False,
     plan_only: PlanOnlyOpt = False,
     allow_open: AllowOpenOpt = False,
 ) -> None:

@@ -1,4 +1,7 @@
-"""Options every command shares, and turning them into an :class:`App`.
+"""Options more than one command takes, and turning them into an :class:`App`.
+
+An option used by several command modules is declared here once, so command modules never import
+each other; one used by a single module stays there.
 
 Commands import the facade (:mod:`vaultlens.services.verbs`) inside their bodies, so ``--help``
 and a command that needs no model load no model, numpy or HTTP client.
@@ -38,6 +41,23 @@ YesOpt = Annotated[
     bool,
     typer.Option("--yes", "-y", help="Agree to send note text to the configured remote embedding provider."),
 ]
+ConfirmOpt = Annotated[
+    bool, typer.Option("--yes", "-y", help="Write without asking (the diff is still shown).")
+]
+ToolYesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes", "-y", help="Send and write without asking (what is sent and the diff are still shown)."
+    ),
+]
+AllowOpenOpt = Annotated[
+    bool,
+    typer.Option("--allow-open", help="Write even if the note is open in Obsidian (it may overwrite it)."),
+]
+PlanOnlyOpt = Annotated[
+    bool, typer.Option("--plan-only", help="Only plan the change; write it later with `vaultlens apply OP`.")
+]
+NoteArg = Annotated[str, typer.Argument(help="The note (vault-relative path).")]
 
 
 def parse_overrides(sets: list[str] | None) -> dict[str, str]:

@@ -10,9 +10,8 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.notetool_cmds import PlanOnlyOpt, ToolOptions, run_tool
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt
-from vaultlens.cli.write_cmds import AllowOpenOpt, ConfirmOpt
+from vaultlens.cli.options import AllowOpenOpt, ConfirmOpt, JsonOpt, PlanOnlyOpt, SetOpt, VaultOpt
+from vaultlens.cli.writing import ToolOptions, run_tool
 
 __all__ = ["merge", "move"]
 

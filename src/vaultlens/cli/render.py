@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -24,6 +25,8 @@ from vaultlens.vault.hidden import visible
 
 if TYPE_CHECKING:
     from vaultlens.config.settings import SearchSettings
+    from vaultlens.index.runs import RunStats
+    from vaultlens.index.watcher import FlushReport
     from vaultlens.services.verbs.finding import NoteHit
     from vaultlens.services.verbs.status import DoctorReport, IndexStatus, TierStatus
 
@@ -243,3 +246,34 @@ def print_doctor(report: DoctorReport) -> None:
             f"[dim]{report.unused_vectors} vectors without a chunk are kept for reuse; "
             "the next index run drops them.[/dim]"
         )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _summary(stats: RunStats) -> str:
+    text = (
+        f"updated {_count(stats.files_changed, 'note')}, removed {stats.files_deleted}, "
+        f"{_count(stats.chunks_embedded, 'chunk')} embedded"
+    )
+    if stats.tier_error:  # the next flush or run resumes it
+        text += f"; [yellow]quality tier behind: {shown(stats.tier_error)}[/yellow]"
+    return text
+
+
+def flush_line(report: FlushReport) -> str:
+    """The one line `watch` and `serve` print for a flush of the watcher."""
+    clock = time.strftime("%H:%M:%S", time.localtime(report.at))
+    if report.kind == "error":
+        return (
+            f"[dim]{clock}[/dim] [red]sync failed:[/red] {shown(report.reason)}; "
+            f"full reconcile in {report.retry_s:.0f}s"
+        )
+    assert report.stats is not None
+    text = _summary(report.stats)
+    if report.kind == "startup":
+        return f"[dim]{clock}[/dim] reconciled at start: {text}"
+    if report.kind == "reconcile":
+        return f"[dim]{clock}[/dim] full reconcile ({shown(report.reason)}): {text}"
+    return f"[dim]{clock}[/dim] {text}"

@@ -15,7 +15,6 @@ import typer
 from vaultlens.cli import render
 from vaultlens.cli.options import HomeOpt, JsonOpt, SetOpt, VaultOpt, YesOpt, open_app
 from vaultlens.cli.render import shown
-from vaultlens.cli.watch_cmds import describe
 
 
 def serve(
@@ -57,7 +56,7 @@ def serve(
         watch=watch,
         consent=yes,
         say=say,
-        on_flush=lambda report: render.err.print(describe(report)),
+        on_flush=lambda report: render.err.print(render.flush_line(report)),
     )
     try:
         companion.run()

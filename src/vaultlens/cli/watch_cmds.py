@@ -24,39 +24,7 @@ from vaultlens.cli.render import shown
 from vaultlens.errors import TRANSLATED, VaultlensError, translate_error
 
 if TYPE_CHECKING:
-    from vaultlens.index.runs import RunStats
     from vaultlens.index.watcher import FlushReport
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _summary(stats: RunStats) -> str:
-    text = (
-        f"updated {_count(stats.files_changed, 'note')}, removed {stats.files_deleted}, "
-        f"{_count(stats.chunks_embedded, 'chunk')} embedded"
-    )
-    if stats.tier_error:  # the next flush or run resumes it
-        text += f"; [yellow]quality tier behind: {shown(stats.tier_error)}[/yellow]"
-    return text
-
-
-def describe(report: FlushReport) -> str:
-    """The one line printed for a flush."""
-    clock = time.strftime("%H:%M:%S", time.localtime(report.at))
-    if report.kind == "error":
-        return (
-            f"[dim]{clock}[/dim] [red]sync failed:[/red] {shown(report.reason)}; "
-            f"full reconcile in {report.retry_s:.0f}s"
-        )
-    assert report.stats is not None
-    text = _summary(report.stats)
-    if report.kind == "startup":
-        return f"[dim]{clock}[/dim] reconciled at start: {text}"
-    if report.kind == "reconcile":
-        return f"[dim]{clock}[/dim] full reconcile ({shown(report.reason)}): {text}"
-    return f"[dim]{clock}[/dim] {text}"
 
 
 # what `vaultlens` turns into an error message; with --json, into the last object of the stream
@@ -99,7 +67,7 @@ def _watch(vault: VaultOpt, set_: SetOpt, json_: bool, yes: bool) -> None:
             if json_:
                 _emit(report.as_dict())
             else:
-                console.print(describe(report))
+                console.print(render.flush_line(report))
             if report.kind == "startup":
                 w = app.settings.watch
                 console.print(

@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from vaultlens.cli import render
-from vaultlens.cli.confirm import confirmed
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.options import AllowOpenOpt, ConfirmOpt, JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.render import shown
+from vaultlens.cli.writing import apply_confirmed, report_recovery
 
 if TYPE_CHECKING:
-    from vaultlens.services.app import App
     from vaultlens.services.verbs.changing import Befores
 
 write_app = typer.Typer(
@@ -24,38 +23,6 @@ write_app = typer.Typer(
 )
 
 OpArg = Annotated[str, typer.Argument(help="Operation id (see `vaultlens history`).")]
-ConfirmOpt = Annotated[
-    bool, typer.Option("--yes", "-y", help="Write without asking (the diff is still shown).")
-]
-AllowOpenOpt = Annotated[
-    bool,
-    typer.Option("--allow-open", help="Write even if the note is open in Obsidian (it may overwrite it)."),
-]
-
-
-def report_recovery(app: App, json_: bool) -> None:
-    """Settle writes a crash interrupted before anything else, and say what was found."""
-    from vaultlens.services.verbs import changing
-
-    for item in changing.recover(app):
-        if not json_:
-            render.err.print(
-                f"[yellow]Interrupted write {item.op_id} ({shown(item.path)}):[/yellow] "
-                f"{item.state.replace('_', ' ')} — {shown(item.detail)}"
-            )
-
-
-def apply_confirmed(app: App, op_id: str, yes: bool, json_: bool, allow_open: bool) -> None:
-    """Show the operation's exact diff, ask (or take --yes), write it, and say what was done."""
-    from vaultlens.services.verbs import changing
-
-    done = confirmed(lambda grant: changing.apply(app, op_id, grant, allow_open), yes, json_)
-    if json_:
-        render.print_json(done.as_dict())
-    else:
-        entry = done.entry
-        verb = "Deleted" if entry.after_sha is None else "Written"  # the undo of a creation removes the note
-        render.out.print(f"[green]{verb}[/green] {shown(entry.path)} ({entry.op_id}).")
 
 
 def apply(

@@ -14,9 +14,17 @@ import typer
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
-from vaultlens.cli.notetool_cmds import NoteArg, PlanOnlyOpt, ToolOptions, YesOpt, run_tool
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
-from vaultlens.cli.write_cmds import AllowOpenOpt, report_recovery
+from vaultlens.cli.options import (
+    AllowOpenOpt,
+    JsonOpt,
+    NoteArg,
+    PlanOnlyOpt,
+    SetOpt,
+    ToolYesOpt,
+    VaultOpt,
+    open_app,
+)
+from vaultlens.cli.writing import ToolOptions, report_recovery, run_tool
 
 __all__ = ["batch", "split"]
 
@@ -43,7 +51,7 @@ def split(
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
-    yes: YesOpt = False,
+    yes: ToolYesOpt = False,
     plan_only: PlanOnlyOpt = False,
     allow_open: AllowOpenOpt = False,
 ) -> None:
@@ -242,7 +250,7 @@ def batch(
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
-    yes: YesOpt = False,
+    yes: ToolYesOpt = False,
     allow_open: AllowOpenOpt = False,
 ) -> None:
     """Run a preset (or your prompt) over many notes: an estimate first, progress, Ctrl-C keeps finished
