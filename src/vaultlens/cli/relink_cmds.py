@@ -4,7 +4,7 @@ question, never the diff), undone together with `vaultlens undo GROUP`. No model
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -13,27 +13,30 @@ from vaultlens.cli import render
 from vaultlens.cli.options import AllowOpenOpt, ConfirmOpt, JsonOpt, PlanOnlyOpt, SetOpt, VaultOpt
 from vaultlens.cli.writing import ToolOptions, run_tool
 
+if TYPE_CHECKING:
+    from vaultlens.services.verbs.restructuring import MergeResult, MoveResult
+
 __all__ = ["merge", "move"]
 
 
-def _show_move(result: Any) -> None:
-    data = result.as_dict()
+def _show_move(result: MoveResult) -> None:
+    move = result.plan_of
     render.out.print(
-        f"[bold]Move {escape(data['old'])}[/bold] to {escape(data['new'])}; "
-        f"links rewritten in {len(data['relinked'])} note(s)."
+        f"[bold]Move {escape(move.old)}[/bold] to {escape(move.new)}; "
+        f"links rewritten in {len(move.relinked)} note(s)."
     )
 
 
-def _show_merge(result: Any) -> None:
-    data = result.as_dict()
-    carried = ", ".join(repr(h or "(text before the first heading)") for h in data["carried"]) or "none"
-    render.out.print(f"[bold]Merge {escape(data['other'])}[/bold] into {escape(data['keep'])}")
+def _show_merge(result: MergeResult) -> None:
+    merge = result.plan_of
+    carried = ", ".join(repr(h or "(text before the first heading)") for h in merge.carried) or "none"
+    render.out.print(f"[bold]Merge {escape(merge.other)}[/bold] into {escape(merge.keep)}")
     render.out.print(f"  sections added: {escape(carried)}")
     render.out.print(
-        f"  links rewritten in {len(data['relinked'])} note(s); the note goes to {escape(data['trash'])}"
+        f"  links rewritten in {len(merge.relinked)} note(s); the note goes to {escape(merge.trash)}"
     )
-    if data["trash_note"]:
-        render.out.print(f"  [yellow]{escape(data['trash_note'])}[/yellow]")
+    if merge.trash_note:
+        render.out.print(f"  [yellow]{escape(merge.trash_note)}[/yellow]")
 
 
 def move(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -48,7 +48,7 @@ def write_plain(text: str, stderr: bool = False) -> None:
     stream.flush()
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 

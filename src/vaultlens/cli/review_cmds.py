@@ -8,7 +8,7 @@ workflow is :mod:`vaultlens.services.verbs.changing`'s; this module parses and r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -19,39 +19,42 @@ from vaultlens.cli.render import shown
 from vaultlens.errors import InvalidModelOutput
 
 if TYPE_CHECKING:
-    from vaultlens.services.verbs.changing import BatchReport
+    from vaultlens.services.verbs.changing import BatchReport, Fragment, ReviewResult
 
 SendOpt = Annotated[
     bool, typer.Option("--yes", "-y", help="Send the prompt without asking (it is still shown).")
 ]
 
 
-def _show(result: dict[str, Any]) -> None:
+def _show(result: ReviewResult) -> None:
     out = render.out
-    if not result["validation"]["ok"]:
+    validation = result.reviewed.validation
+    review = validation.review
+    if review is None or not validation.ok:
         out.print("[red]The model's answer was rejected:[/red]")
-        for d in result["validation"]["diagnostics"]:
-            out.print(f"  {shown(str(d['code']))}: {shown(d['message'])}")
+        for d in validation.diagnostics:
+            out.print(f"  {shown(d.code)}: {shown(d.message)}")
         return
-    out.print(f"[bold]Relation:[/bold] {shown(str(result['relation']))}")
-    for claim in result["claims"]:
-        out.print(
-            f"\n[bold]{shown(str(claim['id']))}[/bold] ({shown(str(claim['kind']))}) {shown(claim['text'])}"
-        )
-        for side in ("evidenceA", "evidenceB"):
-            q = claim[side]
-            if q:
-                out.print(f"  [cyan]{shown(q['path'])}[/cyan] L{q['start_line']}-{q['end_line']}:")
-                out.print("    " + shown(q["text"]).replace("\n", "\n    "), highlight=False)
-    rec = result["recommendation"]
-    out.print(f"\n[bold]Recommendation:[/bold] {shown(str(rec['action']))} — {shown(rec['reason'])}")
-    if result["plan_refused"]:
-        out.print(f"[yellow]Not planned:[/yellow] {shown(result['plan_refused'])}")
-    if result["plan"]:
-        render.write_plain(result["plan"]["diff"])
-        out.print(
-            f"Planned as {result['plan']['op_id']}; write it with `vaultlens apply {result['plan']['op_id']}`."
-        )
+    paths = result.reviewed.prepared.catalog.paths
+    out.print(f"[bold]Relation:[/bold] {shown(review.relation)}")
+    for claim in validation.claims:
+        out.print(f"\n[bold]{shown(claim.id)}[/bold] ({shown(claim.kind)}) {shown(claim.text)}")
+        for q in (claim.evidence_a, claim.evidence_b):
+            if q is not None:
+                _show_quote(q, paths[q.side])
+    rec = review.recommendation
+    out.print(f"\n[bold]Recommendation:[/bold] {shown(rec.action)} — {shown(rec.reason)}")
+    if result.plan_refused:
+        out.print(f"[yellow]Not planned:[/yellow] {shown(result.plan_refused)}")
+    if result.plan is not None:
+        op_id = result.plan.entry.op_id
+        render.write_plain(result.plan.diff)
+        out.print(f"Planned as {op_id}; write it with `vaultlens apply {op_id}`.")
+
+
+def _show_quote(q: Fragment, path: str) -> None:
+    render.out.print(f"  [cyan]{shown(path)}[/cyan] L{q.start_line}-{q.end_line}:")
+    render.out.print("    " + shown(q.text).replace("\n", "\n    "), highlight=False)
 
 
 def review(
@@ -99,7 +102,7 @@ def review(
     if json_:
         render.print_json(result.as_dict())
     else:
-        _show(result.as_dict())
+        _show(result)
     if not result.ok:  # shown above; a script must not take a rejected answer for one
         raise typer.Exit(InvalidModelOutput.exit_code)
 

@@ -15,7 +15,8 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 FATAL: tuple[type[Exception], ...] = (VaultlensError, *TRANSLATED)
 
 
-def _emit(data: dict[str, Any]) -> None:
+def _emit(data: Mapping[str, object]) -> None:
     """One JSON object on one line, flushed at once (a reader follows the stream live)."""
     sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
     sys.stdout.flush()

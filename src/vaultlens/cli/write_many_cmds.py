@@ -8,7 +8,7 @@ applied and undone together); ``batch`` plans one change per note and reviews th
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,17 +26,27 @@ from vaultlens.cli.options import (
 )
 from vaultlens.cli.writing import ToolOptions, report_recovery, run_tool
 
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from vaultlens.services.app import App
+    from vaultlens.services.verbs.changing import Applied, Planned
+    from vaultlens.services.verbs.restructuring import BatchNote, BatchResult, SplitResult
+
 __all__ = ["batch", "split"]
 
 
-def _show_split(result: Any) -> None:
-    data = result.as_dict()
-    render.out.print(f"[bold]Split {render.shown(data['path'])}[/bold] into {len(data['notes'])} notes:")
-    for n in data["notes"]:
-        spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in n["lines"])
-        render.out.print(f"  {render.shown(n['path'])}  [dim]lines {spans}[/dim]")
-    kept = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in data["kept"]) or "none"
-    how = "becomes an index of links" if data["mode"] == "index" else "stays as it is"
+def _spans(runs: list[list[int]]) -> str:
+    return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
+def _show_split(result: SplitResult) -> None:
+    notes = result.notes
+    render.out.print(f"[bold]Split {render.shown(result.path)}[/bold] into {len(notes)} notes:")
+    for n in notes:
+        render.out.print(f"  {render.shown(n.path)}  [dim]lines {_spans(n.lines)}[/dim]")
+    kept = _spans(result.kept) or "none"
+    how = "becomes an index of links" if result.mode == "index" else "stays as it is"
     render.out.print(f"  the original {how}; lines staying in it: {kept}")
 
 
@@ -74,10 +84,10 @@ class _Bar:
 
     def __init__(self, json_: bool) -> None:
         self.json_ = json_
-        self.progress: Any = None
-        self.task: Any = None
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
 
-    def update(self, note: Any, done: int, total: int) -> None:
+    def update(self, note: BatchNote, done: int, total: int) -> None:
         if self.json_:
             return
         if self.progress is None:
@@ -88,6 +98,7 @@ class _Bar:
             )
             self.progress.start()
             self.task = self.progress.add_task("notes", total=total)
+        assert self.task is not None
         self.progress.update(self.task, completed=done, description=render.shown(note.path[-40:]))
 
     def stop(self) -> None:
@@ -112,13 +123,13 @@ class _Writes:
     """The batch's writes as they happen: what was written (for the listing after a stop) and what was
     refused; Ctrl-C during a write is left to safewrite, which settles that one note."""
 
-    def __init__(self, app: Any, allow_open: bool, json_: bool) -> None:
+    def __init__(self, app: App, allow_open: bool, json_: bool) -> None:
         self.app, self.allow_open, self.json_ = app, allow_open, json_
-        self.applied: list[Any] = []
+        self.applied: list[Applied] = []
         self.written: list[tuple[str, str]] = []  # (path, op id), in the order written
         self.refused: dict[str, str] = {}
 
-    def write(self, planned: Any) -> None:
+    def write(self, planned: Planned) -> None:
         from vaultlens.errors import Cancelled, VaultlensError, WriteInterrupted
         from vaultlens.services.verbs import changing
 
@@ -157,7 +168,7 @@ class _Writes:
         )
 
 
-def _write_all(writes: _Writes, waiting: list[Any], batch_id: str) -> None:
+def _write_all(writes: _Writes, waiting: list[Planned], batch_id: str) -> None:
     """Write every change; the first Ctrl-C lets the note being written finish, then stops (exit 130)."""
     from vaultlens.cli.interrupts import stop_between_steps
     from vaultlens.errors import Cancelled
@@ -172,7 +183,7 @@ def _write_all(writes: _Writes, waiting: list[Any], batch_id: str) -> None:
                 raise writes.stopped(len(waiting), batch_id) from None
 
 
-def _review(app: Any, result: Any, yes: bool, json_: bool, allow_open: bool) -> None:
+def _review(app: App, result: BatchResult, yes: bool, json_: bool, allow_open: bool) -> None:
     """Each waiting change: its exact diff, then yes/no/all/quit (``--yes``: every diff, then all)."""
     from vaultlens.cli.confirm import show
     from vaultlens.errors import Cancelled, WriteUnconfirmed

@@ -352,6 +352,19 @@ class Proposed:
 
 
 @dataclass(frozen=True, slots=True)
+class NewNote:
+    """One note a split makes, as shown: where it goes and the original's lines it holds."""
+
+    title: str
+    path: str
+    lines: list[list[int]]  # inclusive [first, last] runs
+    links: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "path": self.path, "lines": self.lines, "links": list(self.links)}
+
+
+@dataclass(frozen=True, slots=True)
 class SplitResult:
     """A planned split: the new notes (title, path, lines, links), the lines that stay, the group."""
 
@@ -361,21 +374,24 @@ class SplitResult:
     plan: Planned
     usage: Usage | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        notes = [
-            {
-                "title": p.title,
-                "path": new_path_of(self.path, p.title),
-                "lines": ranges_of(p.lines),
-                "links": list(p.links),
-            }
+    @property
+    def notes(self) -> list[NewNote]:
+        return [
+            NewNote(p.title, new_path_of(self.path, p.title), ranges_of(p.lines), p.links)
             for p in self.split.parts
         ]
+
+    @property
+    def kept(self) -> list[list[int]]:
+        """The lines that stay in the original, as inclusive [first, last] runs."""
+        return ranges_of(self.split.kept)
+
+    def as_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "mode": self.mode,
-            "notes": notes,
-            "kept": ranges_of(self.split.kept),
+            "notes": [n.as_dict() for n in self.notes],
+            "kept": self.kept,
             "plan": self.plan.as_dict(),
             "usage": None if self.usage is None else self.usage.as_dict(),
         }

@@ -18,6 +18,7 @@ from vaultlens.services.app import App
 from vaultlens.services.changing import writes
 from vaultlens.services.changing.review import batch, outcome
 from vaultlens.services.changing.review.batch import BatchReport
+from vaultlens.services.changing.review.catalog import Fragment
 from vaultlens.services.changing.review.outcome import ReviewResult
 from vaultlens.services.changing.review.session import (
     PlanOptions,
@@ -36,6 +37,7 @@ __all__ = [
     "BatchReport",
     "Befores",
     "Entry",
+    "Fragment",
     "Group",
     "PlanOptions",
     "Planned",
