@@ -95,8 +95,10 @@ def print_sources(got: AskAnswer) -> None:
             f" {mark} [bold]{src.id}[/bold] [cyan]{shown(src.path)}[/cyan]:{src.start_line}-{src.end_line}"
             + (f"  [dim]{shown(where)}[/dim]" if where else "")
         )
-    if got.usage is not None and got.usage.as_dict():
-        u = got.usage
+    u = got.usage
+    if u is not None and any(
+        n is not None for n in (u.prompt_tokens, u.completion_tokens, u.total_tokens, u.cost)
+    ):
         bits = [f"{u.prompt_tokens} tokens in" if u.prompt_tokens is not None else ""]
         bits.append(f"{u.completion_tokens} out" if u.completion_tokens is not None else "")
         bits.append(f"cost {u.cost:g}" if u.cost is not None else "")
