@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, pct, save, table  # noqa: E402
-from _vectors import DIMS, Clustered, exact_top, recall  # noqa: E402
+from _common import machine, pct, save, table
+from _vectors import DIMS, Clustered, exact_top, recall
 
 VARIANTS = ["usearch-f32", "usearch-f16", "usearch-i8", "hnswlib-f32"]
 M, EF_ADD, EF_SEARCH = 16, 128, 64

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import pct  # noqa: E402
-from _vectors import recall  # noqa: E402
-from ann_scale import ModelShapedCorpus  # noqa: E402
+from _common import pct
+from _vectors import recall
+from ann_scale import ModelShapedCorpus
 
 STORE_CALLS = ["top_k", "lexical", "scores", "vectors_of", "_doc_freqs", "chunk_paths", "note_chunk_keys"]
 

@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, pct, save  # noqa: E402
-from _vectors import Clustered, recall  # noqa: E402
-from search_latency import PER_NOTE, Corpus, build_store, sha  # noqa: E402
+from _common import machine, pct, save
+from _vectors import Clustered, recall
+from search_latency import PER_NOTE, Corpus, build_store, sha
 
 
 def load() -> float:

@@ -98,7 +98,7 @@ def quality(home: Path) -> None:
 def latency(notes: int, questions: int, delay: float, embedder: str) -> None:
     tmp = temp_home("ask-latency")
     import vaultlens as services
-    import vaultlens.testing  # noqa: F401 - registers "fake", the model-free embedder
+    import vaultlens.testing  # registers "fake", the model-free embedder
     from vaultlens.services.app import App
 
     vault = Path(tmp.name) / "vault"

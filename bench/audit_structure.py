@@ -120,7 +120,7 @@ def time_clusters(vault: Path) -> None:
     """Clustering cost on the same vault: the index is built with the deterministic hashing provider (the
     bundled model would take most of an hour here), so this measures the clustering, not the embeddings."""
     import vaultlens as services
-    import vaultlens.testing  # noqa: F401 - registers the "fake" provider
+    import vaultlens.testing  # registers the "fake" provider
     from vaultlens.services.auditing import audit_clusters
 
     app = App.open(vault, {"embedding.provider": "fake"})

@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import vaultlens as services  # noqa: E402
-import vaultlens.testing  # noqa: F401,E402 - registers the deterministic "fake" provider
-from _common import machine, need_shared, save, table, temp_home, verdict  # noqa: E402
-from scripted_audit_model import DeepModel  # noqa: E402
-from vaultlens.services.app import App  # noqa: E402
-from vaultlens.services.auditing.deep import audit_llm, plan_deep, run_deep  # noqa: E402
+import vaultlens as services
+import vaultlens.testing  # registers the deterministic "fake" provider
+from _common import machine, need_shared, save, table, temp_home, verdict
+from scripted_audit_model import DeepModel
+from vaultlens.services.app import App
+from vaultlens.services.auditing.deep import audit_llm, plan_deep, run_deep
 
 
 def _run(app: App, server: DeepModel) -> tuple[int, int, int, float]:

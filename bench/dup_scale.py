@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, save  # noqa: E402
-from duplicates_scale import MIN_CHARS, _peak_mb, generate  # noqa: E402
+from _common import machine, save
+from duplicates_scale import MIN_CHARS, _peak_mb, generate
 
 
 def measure(mode: str, directory: Path, threshold: float = 0.95) -> dict[str, Any]:

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, save  # noqa: E402
-from duplicates_scale import _peak_mb  # noqa: E402
+from _common import machine, save
+from duplicates_scale import _peak_mb
 
 
 def measure(directory: Path) -> dict[str, Any]:

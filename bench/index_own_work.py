@@ -52,7 +52,7 @@ def timed_parts() -> dict[str, float]:
 
 def index_runs(vault: Path, root: Path, runs: int) -> list[dict[str, float]]:
     import vaultlens as services
-    import vaultlens.testing  # noqa: F401  (registers the fake provider)
+    import vaultlens.testing  # registers the fake provider
 
     spent = timed_parts()
     out = []

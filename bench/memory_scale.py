@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextlib
 
-from _common import machine, save  # noqa: E402
+from _common import machine, save
 
 SETTINGS = ["--set", "embedding.provider=fake", "--set", "embedding.dimensions=512"]
 RUN = [

@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 import vaultlens
-import vaultlens.testing  # noqa: F401  (registers the fake provider in this process too)
+import vaultlens.testing  # registers the fake provider in this process too
 from _common import machine, save, table, temp_home, verdict
 from vaultlens.server import runtime
 

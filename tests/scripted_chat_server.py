@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Self
 
 from scripted_server import ScriptedEmbeddingServer
 
@@ -128,6 +128,6 @@ class ScriptedChatServer(ScriptedEmbeddingServer):
             out += f"data: {json.dumps({'id': 'c1', 'choices': [], 'usage': usage, 'model': model})}\n\n"
         return (out + "data: [DONE]\n\n").encode()
 
-    def __enter__(self) -> ScriptedChatServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self

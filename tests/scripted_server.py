@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class ScriptedEmbeddingServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
+            def do_POST(self) -> None:  # http.server API
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 try:
@@ -125,6 +125,7 @@ class ScriptedEmbeddingServer:
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
+        assert isinstance(host, str)
         return f"http://{host}:{port}"
 
     def _answer(self, path: str, body: Any, step: Step) -> bytes:
@@ -144,7 +145,7 @@ class ScriptedEmbeddingServer:
             return json.dumps({"object": "list", "data": items[::-1], "model": body.get("model")}).encode()
         return json.dumps({"error": f"unknown path {path}"}).encode()
 
-    def __enter__(self) -> ScriptedEmbeddingServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

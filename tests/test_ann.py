@@ -10,10 +10,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -295,7 +296,10 @@ def vector_files(store_dir: Path) -> list[Path]:
     return sorted(store_dir.glob("matrix-*.vecs.npy"))
 
 
-def sqlite_vector_reads(store: Store, call) -> tuple[object, list[str]]:
+T = TypeVar("T")
+
+
+def sqlite_vector_reads(store: Store, call: Callable[[], T]) -> tuple[T, list[str]]:
     """``call()``'s result and the statements that read vectors from SQLite while it ran."""
     seen: list[str] = []
     with store.snapshot():  # type: ignore[attr-defined]  # the SQLite backend's own

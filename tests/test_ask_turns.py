@@ -19,7 +19,7 @@ from scripted_chat_server import ChatStep
 from test_ask import QUESTION
 from test_server_ask import events
 from test_web_routes import ASK_REPLY, Page, error_code, post
-from test_web_routes import page as page  # noqa: F401, PLC0414 (the fixture: a running server)
+from test_web_routes import page as page  # the fixture: a running server
 from vaultlens.config.consent import consent_file
 
 FOLLOW_UP = "and how much flour?"

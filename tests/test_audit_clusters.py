@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import vaultlens as services
-import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
+import vaultlens.testing  # registers the deterministic "fake" provider
 from vaultlens.services.app import App
 from vaultlens.services.auditing import audit_clusters
 from vaultlens.services.auditing.clusters import agglomerate

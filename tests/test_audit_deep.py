@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import vaultlens as services
-import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
+import vaultlens.testing  # registers the deterministic "fake" provider
 from scripted_audit_model import DeepModel, analysis
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.services.app import App

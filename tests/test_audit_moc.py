@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import vaultlens as services
-import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
+import vaultlens.testing  # registers the deterministic "fake" provider
 from vaultlens.services.app import App
 from vl_support import run_cli, snapshot, write_vault
 

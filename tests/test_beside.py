@@ -93,7 +93,7 @@ def test_a_store_error_in_the_worker_reaches_the_search(
         raise Broken("the full-text index cannot be read")
 
     with opened_store(tmp_path / "index") as store:
-        store.lexical_chunks = broken  # type: ignore[method-assign]
+        store.lexical_chunks = broken  # type: ignore[assignment]
         with pytest.raises(Broken):
             rank_notes(store, use_provider, QUERIES[0], SearchSettings(), 10, 3)
     assert len(threads) == 1 and threads[0].startswith("vaultlens-beside")

@@ -33,7 +33,7 @@ def in_thread(fn: Callable[[], None]) -> None:
     def run() -> None:
         try:
             fn()
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
             failed.append(exc)
 
     thread = threading.Thread(target=run)

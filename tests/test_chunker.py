@@ -131,7 +131,7 @@ def test_spans_map_back_to_the_source_exactly() -> None:
     assert_spans_exact(text, chunks)
     assert chunk_invariant_errors(parse_note(text, "Guide.md"), chunks, 1800) == []
     # nothing of the body is lost between chunks (only blank lines separate them)
-    covered = set()
+    covered: set[int] = set()
     for c in chunks:
         covered.update(range(c.start, c.end))
     missing = "".join(ch for i, ch in enumerate(text) if i not in covered)

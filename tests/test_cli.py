@@ -250,11 +250,12 @@ def test_bytes_that_are_not_utf8_in_a_query_or_a_vault_path_are_a_clear_error(
             [str(VAULTLENS_BIN), *args], env=env, input=stdin, capture_output=True, timeout=60
         )
 
-    for args, stdin in [
+    cases: list[tuple[list[str | bytes], bytes]] = [
         (["search", b"\xff\xfe caching", "--vault", str(vault)], b""),
         (["ask", b"\xff\xfe", "--extractive", "--vault", str(vault)], b""),
         (["search", "-", "--vault", str(vault)], b"\xff\xfe\n"),
-    ]:
+    ]
+    for args, stdin in cases:
         proc = run(args, stdin)
         err = proc.stderr.decode("utf-8", "replace")
         assert proc.returncode == 2, err

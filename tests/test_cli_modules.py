@@ -60,7 +60,7 @@ def dict_reads(source: str) -> list[str]:
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        if _called(node) != "as_dict":
+        if not isinstance(node, ast.Call) or _called(node) != "as_dict":
             continue
         up: ast.AST = node
         while isinstance(parent := parents[up], ast.Dict | ast.List | ast.ListComp | ast.Starred | ast.IfExp):

@@ -187,7 +187,7 @@ def test_concurrent_searches_in_one_process(tmp_path: Path, backend: str, n_thre
             for _ in range(15):
                 try:
                     counts.append(len(vaultlens.search(app, "pelican", limit=N_NOTES)))
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - collected and asserted by the test thread
                     errors.append(repr(exc))
 
         threads = [threading.Thread(target=search_loop) for _ in range(n_threads)]

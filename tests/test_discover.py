@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -341,7 +342,12 @@ def test_a_tight_topics_partitions_are_scored_as_one_product_with_the_same_pairs
         one_at_a_time.clear()
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(vector_pairs, "DENSE_SHARE", share)
-            mp.setattr(vector_pairs, "_cosines", lambda *a: one_at_a_time.append(a) or score(*a))
+
+            def counted(*a: Any) -> Any:
+                one_at_a_time.append(a)
+                return score(*a)
+
+            mp.setattr(vector_pairs, "_cosines", counted)
             got: dict[tuple[int, int], float] = {}
             yielded = 0
             for ra, rb, sims in vector_pairs.partitioned_pairs(x, np.arange(n, dtype=np.int64), 0.9):

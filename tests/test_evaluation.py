@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,7 @@ def _said(text: str, output: str) -> bool:
     return re.sub(r"\s", "", text) in re.sub(r"\s", "", output)
 
 
-def _beir(root: Path, corpus: list[dict[str, str]], qrels: str = "q1\td1\t1\n") -> Path:
+def _beir(root: Path, corpus: Sequence[Mapping[str, object]], qrels: str = "q1\td1\t1\n") -> Path:
     (root / "qrels").mkdir(parents=True)
     (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
     (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "rye starter"}) + "\n")
@@ -237,7 +238,7 @@ def test_an_empty_beir_document_is_an_empty_note_and_a_text_that_is_not_a_string
     result = run_cli(["eval", "beir", str(_beir(tmp_path / "b1", corpus)), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)[0]["metrics"]["ndcg@10"] == pytest.approx(1.0)
-    broken = [{"_id": "d1", "text": "rye starter"}, {"_id": "d2", "text": 7}]
+    broken: list[dict[str, object]] = [{"_id": "d1", "text": "rye starter"}, {"_id": "d2", "text": 7}]
     result = run_cli(["eval", "beir", str(_beir(tmp_path / "b2", broken))])
     assert result.exit_code == 2 and _said('corpus.jsonl:2: "text" must be a string, got 7.', result.stderr)
 

@@ -73,7 +73,7 @@ def test_a_renamed_folder_stays_searchable_while_index_runs(
                 started = commits[0]
             try:
                 hits = vaultlens.search(app, "pelican migration", limit=100)
-            except BaseException as exc:  # reported by the test thread
+            except BaseException as exc:  # noqa: BLE001 - reported by the test thread
                 errors.append(exc)
                 return
             results.append({h.path for h in hits})

@@ -24,18 +24,18 @@ BIG = "# Big\n\n" + "".join(
 class MeddlingProvider(HashingEmbeddingProvider):
     """The fake model; at its first call, something happens to the big note on disk."""
 
-    def __init__(self, meddle: Callable[[], None]) -> None:
+    def __init__(self, meddle: Callable[[], object]) -> None:
         super().__init__(batch_size=BATCH)
-        self.meddle: Callable[[], None] | None = meddle
+        self.meddle: Callable[[], object] | None = meddle
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if self.meddle is not None and any("Sourdough part" in t for t in texts):
-            self.meddle, meddle = None, self.meddle
+            meddle, self.meddle = self.meddle, None
             meddle()
         return super().embed(texts)
 
 
-def _meddlers(note: Path) -> dict[str, Callable[[], None]]:
+def _meddlers(note: Path) -> dict[str, Callable[[], object]]:
     return {
         "deleted": note.unlink,
         "changed": lambda: note.write_text("# Big\n\nNow a short note.\n", encoding="utf-8"),

@@ -273,9 +273,9 @@ def test_a_different_embedding_space_is_refused_with_a_way_out(vault: Path, rec:
         rebuilt = run_cli(["rebuild", "--json", "--vault", str(vault), "--set", "embedding.provider=ollama",
                            "--set", f"embedding.endpoint={server.url}"])  # fmt: skip
         assert rebuilt.exit_code == 0, rebuilt.output
-    info = status(vault)
-    assert info["embedding_space"]["provider"] == "ollama"
-    assert info["chunks"] == len(before)
+    rebuilt_status = status(vault)
+    assert rebuilt_status["embedding_space"]["provider"] == "ollama"
+    assert rebuilt_status["chunks"] == len(before)
 
 
 def _hold_lock(index_dir: Path) -> subprocess.Popen[str]:
@@ -413,6 +413,7 @@ def test_the_script_mix_counted_while_writing_equals_a_recount_of_the_store(
         app = App.open(vault)
         try:
             with app.reading() as store:
+                assert isinstance(store, SQLiteStore)
                 return stored_scripts(store), sum((script_mix(n.body) for n in real(store)), ScriptMix())
         finally:
             app.close()

@@ -15,7 +15,7 @@ import pytest
 
 from test_safewrite_groups import kill_9_when_ready, run_child
 from test_web_routes import Page, post
-from test_web_routes import page as page  # noqa: F401, PLC0414 (the fixture: a running server)
+from test_web_routes import page as page  # the fixture: a running server
 from vaultlens.errors import PlanRefused
 from vaultlens.services.app import App
 from vaultlens.services.changing import writes

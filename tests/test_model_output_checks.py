@@ -184,6 +184,7 @@ def test_flashcards_with_a_heading_a_link_or_an_embed_are_not_added(vault: Path)
         == "it contains a Markdown heading, which would start a new section of the note"
     )
     assert all("its question contains a link or an embed" in r for r in reasons[1:4])
+    assert result.plan is not None
     assert "[[Secret plan]]" not in result.plan.diff and "Injected" not in result.plan.diff
 
 

@@ -57,12 +57,12 @@ def test_two_vaults_in_one_database_never_see_each_others_rows(two_vaults: tuple
         keys, _ = store.matrix()
         assert set(store.chunk_paths(keys.tolist())) == set(keys.tolist())
     # every key either vault knows reads back as the asking vault's own text, never the other's
-    keys = {*a.matrix()[0].tolist(), *b.matrix()[0].tolist(), *range(1, 50)}
-    assert all("orchard" in c.text for c in a.chunks(keys).values())
-    assert all("submarines" in c.text for c in b.chunks(keys).values())
-    for chunk in b.chunks(keys).values():
-        mine = a.chunk_by_id(chunk.id)
-        assert mine is None or "orchard" in mine.text
+    every = {*a.matrix()[0].tolist(), *b.matrix()[0].tolist(), *range(1, 50)}
+    assert all("orchard" in c.text for c in a.chunks(every).values())
+    assert all("submarines" in c.text for c in b.chunks(every).values())
+    for chunk in b.chunks(every).values():
+        own = a.chunk_by_id(chunk.id)
+        assert own is None or "orchard" in own.text
 
 
 def test_the_same_vault_id_names_the_same_store_on_every_machine(tmp_path: Path) -> None:
@@ -681,9 +681,9 @@ def _kept_and_counted(store: Store) -> list[tuple[Any, Any]]:
     """(kept, counted) for the store counts and for each table's full-text rows and summed lengths."""
     pairs: list[tuple[Any, Any]] = [(store.counts(), store._counted())]  # type: ignore[attr-defined]
     for table in ("chunks", "files"):
-        kept = store._rows(
+        kept = store._rows(  # type: ignore[attr-defined]
             "SELECT n FROM counters WHERE name = ANY(%s) ORDER BY name", ([f"dl:{table}", f"fts:{table}"],)
-        )  # type: ignore[attr-defined]
+        )
         truth = store._one(f"SELECT COALESCE(SUM(dl), 0), COUNT(*) FROM {table} WHERE tsv IS NOT NULL")  # type: ignore[attr-defined]
         pairs.append(([r[0] for r in kept], list(truth)))
     for table, key in (("chunks", "key"), ("files", "path")):  # BM25's postings: each row's terms
@@ -831,9 +831,9 @@ def test_the_postings_migration_fills_an_existing_store(tmp_path: Path) -> None:
             db.execute("DELETE FROM schema_migrations WHERE name = '0005_postings'")
         assert backend.migrate(store.schema) == ["0005_postings"]  # type: ignore[attr-defined,union-attr]
         assert all(kept == truth for kept, truth in _kept_and_counted(store))
-        left = store._rows(
+        left = store._rows(  # type: ignore[attr-defined]
             "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE '%%_tsv'"
-        )  # type: ignore[attr-defined]
+        )
         assert left == []  # nothing reads the tsvectors' GIN indexes any more
         after = store.lexical(["pears1", "figs", "apples"], 10, 10)
         assert after == before and set(after.notes) >= {"n1.md", "n3.md"}

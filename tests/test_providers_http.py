@@ -349,7 +349,7 @@ def test_local_providers_share_the_process_s_one_loaded_model(
 def test_provider_defaults_are_the_settings_defaults(cls: type) -> None:
     """No provider repeats a default: each keyword default is the EmbeddingSettings one."""
     defaults = EmbeddingSettings()
-    params = inspect.signature(cls.__init__).parameters
+    params = inspect.signature(cls).parameters
     shared = {"batch_size", "timeout_s", "max_retries", "dimensions", "endpoint", "threads"} & set(params)
     assert shared
     for name in shared:
@@ -368,8 +368,10 @@ def test_settings_reach_the_http_provider(monkeypatch: pytest.MonkeyPatch) -> No
     assert provider._client.timeout.read == 1.5
     assert "authorization" not in provider._client.headers  # Ollama gets no key, even when one is set
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    assert "authorization" not in make_provider(s)._client.headers
+    again = make_provider(s)
+    assert isinstance(again, OllamaProvider) and "authorization" not in again._client.headers
     openai_provider = make_provider(EmbeddingSettings(provider="openai", model="m"))
+    assert isinstance(openai_provider, OpenAICompatibleProvider)
     assert openai_provider._client.headers["authorization"] == "Bearer sk-from-env"
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -43,8 +44,8 @@ def _needs_extra(config: str) -> None:
 
 
 def drops(
-    recorded: dict[str, dict[str, dict[str, float]]],
-    now: dict[str, dict[str, dict[str, float]]],
+    recorded: Mapping[str, Mapping[str, Mapping[str, float]]],
+    now: Mapping[str, Mapping[str, Mapping[str, float]]],
     slack: int = SLACK,
 ) -> list[str]:
     """Each split and group whose hit@1 or hit@3 count is more than ``slack`` under the record."""

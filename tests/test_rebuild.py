@@ -171,7 +171,7 @@ def test_background_rebuild_keeps_the_old_index_searchable_then_switches(
             except SpaceMismatch:
                 after_switch += 1  # this searcher's settings are the old space: expected after the switch
                 assert read_pointer(root) == "r1"
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - collected and asserted below
                 errors.append(repr(exc))
         out, err = proc.communicate()
         assert proc.returncode == 0, err

@@ -7,13 +7,14 @@ them wrong (invented ids, the other side's fragment, claim and fragment ids swap
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from vaultlens.chunking.chunker import MarkdownChunker
-from vaultlens.services.changing.review.catalog import Catalog, build_catalog
+from vaultlens.services.changing.review.catalog import Catalog, Side, build_catalog
 from vaultlens.services.changing.review.contract import SCHEMA_ID, response_schema, validate_response
 from vl_support import write_vault
 
@@ -60,9 +61,9 @@ def answer(catalog: Catalog, **changes: Any) -> dict[str, Any]:
     return data
 
 
-def codes(catalog: Catalog, data: Any, hashes: dict[str, str] | None = None) -> list[str]:
+def codes(catalog: Catalog, data: Any, hashes: Mapping[Side, str | None] | None = None) -> list[str]:
     raw = data if isinstance(data, str) else json.dumps(data)
-    result = validate_response(raw, catalog, hashes or catalog.hashes())  # type: ignore[arg-type]
+    result = validate_response(raw, catalog, hashes or catalog.hashes())
     return [d.code for d in result.diagnostics]
 
 
@@ -122,7 +123,7 @@ def _claim(data: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 def test_a_note_changed_since_the_catalog_is_source_changed(catalog: Catalog) -> None:
-    stale = {**catalog.hashes(), "B": "0" * 64}
+    stale: dict[Side, str | None] = {**catalog.hashes(), "B": "0" * 64}
     assert codes(catalog, answer(catalog), stale) == ["source_changed"]
 
 

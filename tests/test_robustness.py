@@ -21,7 +21,7 @@ from vl_support import (
     write_vault,
 )
 
-BAD = {
+BAD: dict[str, str | bytes] = {
     "bad/invalid utf8.md": b"# Broken\n\nCaf\xe9 au lait, written by an old editor in Latin-1.\n",
     "bad/binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4,
     "bad/front matter.md": "---\ntitle: ok\ntags: [a, b\nstatus: draft\n---\n# Survives\n\nThe body of a note "

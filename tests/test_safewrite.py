@@ -50,7 +50,9 @@ def state_of(app: vaultlens.App, op_id: str) -> str:
     return next(e.state for e in writes.history(app.vault) if e.op_id == op_id)
 
 
-def apply_confirmed(app: vaultlens.App, planned: writes.Planned, allow_open: bool = False) -> writes.Entry:
+def apply_confirmed(
+    app: vaultlens.App, planned: writes.Planned, allow_open: bool = False
+) -> writes.Entry | writes.Group:
     return writes.apply(app.vault, planned.entry.op_id, sha256_hex(planned.diff), allow_open=allow_open)
 
 

@@ -119,7 +119,7 @@ def test_results_are_grouped_per_note_with_bounded_sections(store: Store, use_pr
     for hit in hits:
         assert 1 <= len(hit.sections) <= 2
         scores = [s.score for s in hit.sections]
-        assert scores == sorted(scores, reverse=True)
+        assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]  # every hit has a score
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     more = search(store, use_provider, "when should I water and prune tomato plants", limit=10, sections=6)
     assert len(more[0].sections) == 6

@@ -77,7 +77,7 @@ async def _tour(session: ClientSession) -> dict[str, Any]:
     pages: list[str] = []
     cursor = None
     while True:
-        args = {"cursor": cursor} if cursor else {}
+        args: dict[str, str] = {"cursor": cursor} if cursor else {}
         page = payload(await session.call_tool("list_notes", args))["data"]
         pages += [n["path"] for n in page["notes"]]
         cursor = page["next_cursor"]

@@ -229,6 +229,7 @@ def test_vectors_read_are_kept_per_generation_so_a_reused_rowid_gets_its_new_vec
     store, reader = SQLiteStore(d), SQLiteStore(d)
     try:
         ((path,),) = db_rows(d, "SELECT path FROM chunks ORDER BY rowid DESC LIMIT 1")
+        assert isinstance(path, str)
         ((freed,),) = db_rows(d, f"SELECT MAX(rowid) + 1 FROM chunks WHERE path != '{path}'")
         assert (freed,) in db_rows(d, f"SELECT rowid FROM chunks WHERE path = '{path}'")
         key = np.array([freed], dtype=np.int64)

@@ -289,7 +289,10 @@ def test_derived_arrays_come_back_only_for_their_generation(store: Store) -> Non
     """A backend may keep nothing (then ``load_derived`` is None) but never serves other arrays,
     another generation's, or a generation's that a newer one replaced."""
     gen = store.generation
-    arrays = {"a": np.arange(5, dtype=np.int64), "b": np.frombuffer(b"xyz", dtype=np.uint8)}
+    arrays: dict[str, np.ndarray] = {
+        "a": np.arange(5, dtype=np.int64),
+        "b": np.frombuffer(b"xyz", dtype=np.uint8),
+    }
     store.save_derived("probe", gen, arrays)
     got = store.load_derived("probe", gen)
     assert got is None or (

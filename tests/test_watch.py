@@ -196,7 +196,7 @@ class Running:
     def _run(self) -> None:
         try:
             vaultlens.watch(self.app, self.reports.put, self.stop)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
             self.reports.put(exc)
 
     def next(self, timeout: float = 15) -> FlushReport:

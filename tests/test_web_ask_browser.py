@@ -37,8 +37,8 @@ from test_web_browser import (
     query_of,
     serving,
 )
-from test_web_browser import browser as browser  # noqa: F401, PLC0414 (the fixture: one Chromium)
-from test_web_browser import page as page  # noqa: F401, PLC0414 (the fixture: a fresh tab)
+from test_web_browser import browser as browser  # the fixture: one Chromium
+from test_web_browser import page as page  # the fixture: a fresh tab
 from vaultlens.services.asking.chat import REWRITE_PROMPT
 from vl_support import cli_env, write_vault
 

@@ -751,7 +751,7 @@ class _OtherOrigin(http.server.BaseHTTPRequestHandler):
     def html(self) -> str:
         raise NotImplementedError
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:  # the stdlib's name
         body = self.html().encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html")

@@ -245,7 +245,7 @@ def test_every_response_and_every_html_page_forbids_framing_and_inline_code(page
     """The routes come from the app itself (a page added later is covered without editing this list);
     each GET route is asked without parameters, the HTML pages also with the ones they show a note by."""
     api = create_api(vaultlens.App.open(page.vault, {"embedding.provider": "fake"}))
-    routes = [r for r in app_routes(api.routes) if isinstance(r, APIRoute) and "GET" in r.methods]
+    routes = [r for r in app_routes(api.routes) if isinstance(r, APIRoute) and "GET" in (r.methods or ())]
     html = {r.path for r in routes if r.response_class is HTMLResponse}
     assert {"/", "/note", "/review", "/ask", "/duplicates", "/history", "/audit", "/status"} <= html, html
     # a path parameter gets a value no route knows: the route's own refusal, a page too

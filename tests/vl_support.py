@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +37,7 @@ VAULTLENS_BIN = VENV_BIN / "vaultlens"
 CLI_COLUMNS = 10_000
 
 
-def write_vault(root: Path, files: dict[str, str | bytes]) -> Path:
+def write_vault(root: Path, files: Mapping[str, str | bytes]) -> Path:
     """Create files under ``root`` (text is written as UTF-8 with the newlines given)."""
     for rel, content in files.items():
         path = root / rel
@@ -92,7 +92,7 @@ class RecordingProvider:
         self.calls.clear()
 
 
-def settings(vault: Path | None = None, **overrides: str) -> Settings:
+def settings(vault: Path | None = None, /, **overrides: str) -> Settings:
     return load_settings(vault, dict(overrides)).settings
 
 

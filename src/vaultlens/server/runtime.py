@@ -58,7 +58,7 @@ class ServerInfo:
         return f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{self.port}"
 
 
-WILDCARD_LOOPBACK = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}  # noqa: S104 - a name, not a bind
+WILDCARD_LOOPBACK = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}  # a name, not a bind
 
 
 def settings_fingerprint(app: App) -> str:

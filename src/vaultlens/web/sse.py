@@ -93,7 +93,7 @@ def ask_stream(
             )
             done = got.answer.as_dict()
             events.put(("done", finish(done) if finish is not None else done))
-        except Exception as exc:  # every failure reaches the client as the one error shape
+        except Exception as exc:  # noqa: BLE001 - every failure reaches the client as the one error shape
             events.put(("error", translate_error(exc)))
         finally:
             if model is not None:

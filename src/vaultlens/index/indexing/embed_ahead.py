@@ -134,7 +134,7 @@ class EmbedAhead:
                 self._running.update(texts)
             try:
                 vectors: Vectors | None = self._provider.embed(list(texts.values())) if texts else None
-            except BaseException as exc:  # raised where the indexer takes these texts
+            except BaseException as exc:  # noqa: BLE001 - re-raised where the indexer takes these texts
                 with self._cond:
                     self._failed.update(dict.fromkeys(texts, exc))
                     self._running.difference_update(texts)

@@ -140,7 +140,7 @@ class AnnTier:
         """Write base + delta - removed to ``path`` atomically, and map the tier from it from now on."""
         import numpy as np
 
-        Index = _index_class()  # noqa: N806
+        Index = _index_class()
         with self._lock:
             merged = self.base if self.path is None else Index.restore(str(self.path))
             if merged is None:

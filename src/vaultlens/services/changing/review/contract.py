@@ -10,6 +10,7 @@ the cited side, not that it supports the claim; a person judges that.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,8 +45,8 @@ class Claim(_Strict):
     id: str = Field(pattern=r"^c[0-9]{1,3}$")
     kind: Literal["shared", "a_only", "b_only", "conflict"]
     text: str = Field(min_length=1, max_length=2000)
-    evidenceA: str | None  # noqa: N815 - the contract's field name
-    evidenceB: str | None  # noqa: N815
+    evidenceA: str | None  # the contract's field name
+    evidenceB: str | None
 
 
 class Explanation(_Strict):
@@ -176,7 +177,7 @@ def _claim_refs(refs: list[str], claim_ids: set[str], catalog: Catalog, where: s
             )
 
 
-def validate_response(raw: str, catalog: Catalog, current_hashes: dict[Side, str | None]) -> Validation:
+def validate_response(raw: str, catalog: Catalog, current_hashes: Mapping[Side, str | None]) -> Validation:
     """Check a model's answer against the catalog and the notes' current SHA-256 (see the module docstring)."""
     out = Validation()
     for side, sha in catalog.hashes().items():
