@@ -16,6 +16,7 @@ import pytest
 
 import pg_server
 import vaultlens.testing  # noqa: F401 - registers the deterministic "fake" provider
+from loopback_proxy import LoopbackProxy
 from vaultlens.embedding.local import LocalUSEProvider
 from vaultlens.index.backends import backend_names
 from vl_support import TIER_OFF
@@ -24,6 +25,24 @@ os.environ[TIER_OFF[0]] = TIER_OFF[1]  # for module- and session-scoped fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def loopback_proxy() -> Iterator[LoopbackProxy]:
+    """Every test's HTTP goes to loopback only: a made-up remote host (``loopback_proxy.remote_url``) is
+    reached through this proxy, which refuses every other host (see loopback_proxy.py). Set for the
+    whole session, so module-scoped servers and subprocesses (``cli_env`` copies it) use it too."""
+    with LoopbackProxy() as proxy:
+        saved = {k: os.environ.get(k) for k in proxy.environ()}
+        os.environ.update(proxy.environ())
+        try:
+            yield proxy
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ import pytest
 
 import vaultlens
 import vaultlens as services
+from loopback_proxy import remote_url
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.chunking.chunker import Chunk
 from vaultlens.config.paths import home
@@ -286,7 +287,7 @@ def test_the_context_stays_frozen_while_another_process_clears_and_rebuilds(
 
 def test_remote_llm_needs_consent_remembered_per_destination(vault: Path) -> None:
     with ScriptedChatServer("Rye [S1].") as server:
-        remote = llm_settings(server, endpoint=server.url.replace("127.0.0.1", "0.0.0.0") + "/v1")
+        remote = llm_settings(server, endpoint=remote_url(server.url) + "/v1")
         app = open_indexed(vault, remote)
         with pytest.raises(ConsentRequired) as caught:
             services.ask(app, QUESTION)
@@ -418,7 +419,7 @@ def test_an_api_key_is_never_printed(
         "x", [ChatStep(status=401, error=f"Incorrect API key provided: {key}")]
     ) as server:
         settings = {**llm_settings(server), "llm.provider": "openai"}
-        settings["llm.endpoint"] = server.url.replace("127.0.0.1", "0.0.0.0") + "/v1"
+        settings["llm.endpoint"] = remote_url(server.url) + "/v1"
         outputs = [run_cli(["index", *cli_args(vault, settings)])]
         for args in (["ask", QUESTION, "--yes"], ["ask", QUESTION, "--yes", "--json"], ["providers"],
                      ["providers", "--json"], ["config", "show"], ["config", "show", "--json"]):  # fmt: skip
@@ -453,7 +454,7 @@ def test_declining_the_prompt_in_a_terminal_names_the_llm_ways_out(
     """A real terminal (a pty) answers "n": nothing is sent, and the hint is about the LLM
     (llm.provider, --extractive), not the embedding provider."""
     with ScriptedChatServer("Rye [S1].") as server:
-        remote = llm_settings(server, endpoint=server.url.replace("127.0.0.1", "0.0.0.0") + "/v1")
+        remote = llm_settings(server, endpoint=remote_url(server.url) + "/v1")
         assert run_cli(["index", *cli_args(vault, remote)]).exit_code == 0
         args = [command, *([QUESTION] if command == "ask" else []), *cli_args(vault, remote)]
         leader, follower = pty.openpty()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from loopback_proxy import REMOTE_HOST, LoopbackProxy, remote_url
 from scripted_server import ScriptedEmbeddingServer
 from vaultlens.config.consent import consent_file, grant, granted, require_consent
 from vaultlens.config.paths import home
@@ -22,15 +23,15 @@ def vault(tmp_path: Path) -> Path:
 
 
 def remote_args(vault: Path, server: ScriptedEmbeddingServer) -> list[str]:
-    # 0.0.0.0 reaches the loopback server on Linux but is not a loopback name, so vaultlens treats
-    # it as a remote endpoint: the same path a real API endpoint takes
-    endpoint = server.url.replace("127.0.0.1", "0.0.0.0")
+    # a made-up host name, reached through the tests' loopback proxy: vaultlens treats it as a remote
+    # endpoint, the same path a real API endpoint takes
+    endpoint = remote_url(server.url)
     return ["--vault", str(vault), "--set", "embedding.provider=openai", "--set", "embedding.model=emb-test",
             "--set", f"embedding.endpoint={endpoint}"]  # fmt: skip
 
 
 def test_remote_provider_needs_agreement_and_it_is_remembered(
-    vault: Path, monkeypatch: pytest.MonkeyPatch
+    vault: Path, monkeypatch: pytest.MonkeyPatch, loopback_proxy: LoopbackProxy
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with ScriptedEmbeddingServer(dims=8) as server:
@@ -43,6 +44,9 @@ def test_remote_provider_needs_agreement_and_it_is_remembered(
         agreed = run_cli(["index", "--yes", *remote_args(vault, server)])
         assert agreed.exit_code == 0, agreed.output
         assert server.requests, "the agreed run embeds through the remote endpoint"
+        assert any(REMOTE_HOST in r for r in loopback_proxy.requests), (
+            "by its made-up name, through the proxy"
+        )
         assert any("emb-test" in d for d in json.loads((home() / "consent.json").read_text()))
 
         (vault / "b.md").write_text("# Trains\n\nThe night train leaves at nine.\n", encoding="utf-8")
@@ -186,7 +190,7 @@ def test_services_refuse_without_a_grant_and_a_server_can_pass_one(
 
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with ScriptedEmbeddingServer(dims=8) as server:
-        endpoint = server.url.replace("127.0.0.1", "0.0.0.0")
+        endpoint = remote_url(server.url)
         overrides = {
             "embedding.provider": "openai",
             "embedding.model": "emb-test",

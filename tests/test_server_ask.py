@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from loopback_proxy import remote_url
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from server_support import running_server
 from test_ask import NOTES, QUESTION
@@ -97,11 +98,11 @@ def test_a_stream_cut_midway_ends_with_an_error_event(companion: str, model: Scr
 
 @pytest.fixture
 def remote(tmp_path: Path, model: ScriptedChatServer) -> Iterator[tuple[str, list[str]]]:
-    """A companion whose model counts as remote (0.0.0.0 reaches the loopback server but is not a
-    loopback name), and the `--vault`/`--set` arguments of a CLI run with the same settings."""
+    """A companion whose model counts as remote (a made-up host name, reached through the tests' loopback
+    proxy), and the `--vault`/`--set` arguments of a CLI run with the same settings."""
     vault = write_vault(tmp_path / "vault", NOTES)
     overrides = {"embedding.provider": "fake", "llm.provider": "openai-compatible", "llm.model": "chat-test",
-                 "llm.endpoint": model.url.replace("127.0.0.1", "0.0.0.0") + "/v1", "llm.max_retries": "0"}  # fmt: skip
+                 "llm.endpoint": remote_url(model.url) + "/v1", "llm.max_retries": "0"}  # fmt: skip
     args = ["--vault", str(vault), *[a for k, v in overrides.items() for a in ("--set", f"{k}={v}")]]
     with running_server(vault, tmp_path / "home", watch=False, overrides=overrides) as server:
         yield server.url, args

@@ -16,6 +16,7 @@ import pytest
 from mcp import ClientSession
 
 import vaultlens as services
+from loopback_proxy import remote_url
 from scripted_server import ScriptedEmbeddingServer, Step, expected_unit
 from server_support import payload, run_async, running_server, with_http_session
 from vaultlens.config.consent import consent_file
@@ -50,9 +51,9 @@ def tier_sets(
 
 
 def remote(server: ScriptedEmbeddingServer) -> str:
-    # 0.0.0.0 reaches the loopback server on Linux but is not a loopback name: vaultlens treats it as
-    # a server elsewhere, the path a real remote endpoint takes (as in test_consent.py)
-    return server.url.replace("127.0.0.1", "0.0.0.0")
+    # a made-up host name, reached through the tests' loopback proxy: vaultlens treats it as a server
+    # elsewhere, the path a real remote endpoint takes (as in test_consent.py)
+    return remote_url(server.url)
 
 
 def sent(server: ScriptedEmbeddingServer, since: int = 0) -> list[str]:

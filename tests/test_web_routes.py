@@ -2,8 +2,8 @@
 hooks, the CSRF guard refuses writes without the page's token or from another origin, the reads
 are the verbs' JSON, and review → diff → apply → undo changes the note exactly as shown and back.
 
-The model is a ScriptedChatServer on loopback (named by 0.0.0.0, so it counts as remote and every
-send needs consent): it answers a review prompt in refs.v2 and an Ask prompt with scripted text.
+The model is a ScriptedChatServer on loopback (named by a made-up host reached through the tests'
+loopback proxy, so it counts as remote and every send needs consent): it answers a review prompt in refs.v2 and an Ask prompt with scripted text.
 The browser tests (tests/test_web_*.py on the web-tests branch) drive the same pages in Chromium.
 """
 
@@ -32,6 +32,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 
 import vaultlens
+from loopback_proxy import remote_url
 from scripted_chat_server import ScriptedChatServer
 from server_support import running_server
 from test_ask import NOTES as ASK_NOTES
@@ -97,7 +98,7 @@ def page(tmp_path: Path) -> Iterator[Page]:
     vault = write_vault(tmp_path / "vault", NOTES)
     with PageModel() as model:
         overrides = {"embedding.provider": "fake", "llm.provider": "openai-compatible", "llm.model": "page-test",
-                     "llm.endpoint": model.url.replace("127.0.0.1", "0.0.0.0") + "/v1",
+                     "llm.endpoint": remote_url(model.url) + "/v1",
                      "llm.max_retries": "0", "llm.read_timeout_s": "5"}  # fmt: skip
         with running_server(vault, tmp_path / "home", watch=False, overrides=overrides) as server:
             shell = httpx.get(server.url + "/", timeout=30).text

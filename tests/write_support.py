@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from loopback_proxy import remote_url
 from scripted_chat_server import ChatStep, ScriptedChatServer
 
 
@@ -35,7 +36,7 @@ class ToolModel(ScriptedChatServer):
 
 def llm_settings(server: ScriptedChatServer, remote: bool = False) -> dict[str, str]:
     """Settings for a model at ``server`` (``remote``: an address that counts as another machine)."""
-    url = server.url.replace("127.0.0.1", "0.0.0.0") if remote else server.url
+    url = remote_url(server.url) if remote else server.url
     return {"embedding.provider": "fake", "llm.provider": "openai-compatible", "llm.model": "tool-test",
             "llm.endpoint": url + "/v1", "llm.max_retries": "0", "llm.read_timeout_s": "5"}  # fmt: skip
 
