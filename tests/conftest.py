@@ -23,6 +23,15 @@ from vl_support import TIER_OFF
 
 os.environ[TIER_OFF[0]] = TIER_OFF[1]  # for module- and session-scoped fixtures too (isolated_env: per test)
 
+# VAULTLENS_TEST_STORE=postgres: the suites that use the `store_under_test` fixture (they build stores
+# through the App and vl_support's helpers rather than taking the `backend` fixture) run on PostgreSQL
+# as well as SQLite.
+# Read here, before isolated_env clears every VAULTLENS_* variable for each test.
+TEST_STORES = [
+    "sqlite",
+    *([] if os.environ.get("VAULTLENS_TEST_STORE", "sqlite") == "sqlite" else ["postgres"]),
+]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
 
@@ -100,6 +109,31 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
     monkeypatch.setenv("VAULTLENS_HOME", str(home))
     monkeypatch.setenv(*TIER_OFF)
     yield home
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """With VAULTLENS_TEST_STORE=postgres, each test that uses `store_under_test` runs once per store
+    (ids ``[sqlite]``, ``[postgres]``); without it nothing changes, not even the test ids."""
+    if len(TEST_STORES) > 1 and "store_under_test" in metafunc.fixturenames:
+        metafunc.parametrize("store_under_test", TEST_STORES, indirect=True)
+
+
+@pytest.fixture
+def store_under_test(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, isolated_env: Path
+) -> str:
+    """The store a test of these suites runs on (a suite takes it for every test with
+    ``pytestmark = pytest.mark.usefixtures("store_under_test")``, set up before the test's own fixtures):
+    ``index.backend`` for every App it opens (through the environment, as a user would set it) and
+    vl_support's default for the stores it opens itself."""
+    name = str(getattr(request, "param", "sqlite"))
+    if name != "sqlite":
+        marker = request.node.get_closest_marker("sqlite_only")
+        if marker is not None:
+            pytest.skip(f"SQLite only: {marker.args[0]}")
+        request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("VAULTLENS_INDEX__BACKEND", name)
+    return name
 
 
 @pytest.fixture

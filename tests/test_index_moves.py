@@ -8,15 +8,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import vaultlens
 from vaultlens.errors import Cancelled
-from vaultlens.index.sqlite.store import SQLiteStore
 from vaultlens.services.app import App
 from vaultlens.testing import HashingEmbeddingProvider
-from vl_support import db_rows, write_vault
+from vl_support import file_records, write_vault
+
+pytestmark = pytest.mark.usefixtures("store_under_test")  # VAULTLENS_TEST_STORE=postgres: both stores
 
 N = 12  # notes in the renamed folder; two per batch, so the move spans six commits
 
@@ -50,7 +52,13 @@ def where(paths: set[str], i: int) -> set[str]:
 
 
 def indexed_paths(app: App) -> set[str]:
-    return {str(r[0]) for r in db_rows(app.index_dir, "SELECT path FROM files WHERE status = 'indexed'")}
+    return {path for path, record in file_records(app).items() if record.status == "indexed"}
+
+
+def store_class(app: App) -> Any:
+    """The class of the App's store (whichever backend it runs on), whose ``apply`` a test wraps."""
+    with app.reading() as store:
+        return type(store)
 
 
 def test_a_renamed_folder_stays_searchable_while_index_runs(
@@ -81,16 +89,17 @@ def test_a_renamed_folder_stays_searchable_while_index_runs(
                 searched[0] = max(searched[0], started)
                 cond.notify_all()
 
-    real_apply = SQLiteStore.apply
+    cls = store_class(app)
+    real_apply = cls.apply
 
-    def apply_then_let_a_search_see_it(self: SQLiteStore, *args: object, **kw: object) -> None:
-        real_apply(self, *args, **kw)  # type: ignore[arg-type]
+    def apply_then_let_a_search_see_it(self: object, *args: object, **kw: object) -> None:
+        real_apply(self, *args, **kw)
         with cond:
             commits[0] += 1
             target = commits[0]
             assert cond.wait_for(lambda: searched[0] >= target or bool(errors), timeout=60)
 
-    monkeypatch.setattr(SQLiteStore, "apply", apply_then_let_a_search_see_it)
+    monkeypatch.setattr(cls, "apply", apply_then_let_a_search_see_it)
     thread = threading.Thread(target=searcher, daemon=True)
     thread.start()
     try:
@@ -116,16 +125,17 @@ def test_a_run_stopped_between_batches_of_a_move_loses_no_note(
     app: App, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (vault / "Projects").rename(vault / "Archive")
-    real_apply = SQLiteStore.apply
+    cls = store_class(app)
+    real_apply = cls.apply
     calls = [0]
 
-    def stop_at_the_third_commit(self: SQLiteStore, *args: object, **kw: object) -> None:
+    def stop_at_the_third_commit(self: object, *args: object, **kw: object) -> None:
         calls[0] += 1
         if calls[0] == 3:
             raise KeyboardInterrupt  # Ctrl-C (or a kill) with two batches of the move committed
-        real_apply(self, *args, **kw)  # type: ignore[arg-type]
+        real_apply(self, *args, **kw)
 
-    monkeypatch.setattr(SQLiteStore, "apply", stop_at_the_third_commit)
+    monkeypatch.setattr(cls, "apply", stop_at_the_third_commit)
     with pytest.raises(Cancelled):
         vaultlens.index(app)
     monkeypatch.undo()

@@ -24,11 +24,14 @@ from vl_support import (
     BILINGUAL,
     RecordingProvider,
     bilingual_vault,
+    chunk_keys,
     db_rows,
     file_records,
     run_cli,
     write_vault,
 )
+
+pytestmark = pytest.mark.usefixtures("store_under_test")  # VAULTLENS_TEST_STORE=postgres: both stores
 
 
 def expected_embed_texts(
@@ -76,9 +79,18 @@ def status(vault: Path) -> dict:
 
 
 def store_keys(vault: Path) -> set[tuple[str, str]]:
+    return chunk_keys(App.open(vault).index_dir)
+
+
+def chunk_paths(vault: Path) -> set[str]:
+    """The note path of every stored chunk, read through the store contract (any backend)."""
     app = App.open(vault)
-    rows = db_rows(app.index_dir, "SELECT id, content_hash FROM chunks")
-    return {(str(a), str(b)) for a, b in rows}
+    try:
+        with app.reading() as store:
+            keys, _, _ = store.chunk_layout()
+            return {c.path for c in store.chunks(keys.tolist()).values()}
+    finally:
+        app.close()
 
 
 def test_the_index_stores_no_link_or_tag_from_indented_code_and_keeps_emoji_tags(
@@ -170,6 +182,7 @@ def test_editing_one_paragraph_embeds_exactly_the_changed_chunk(vault: Path, rec
     assert set(after) <= keys and not (set(before) - set(after)) & keys
 
 
+@pytest.mark.sqlite_only("reads the chunks, files, links and vectors tables of the SQLite file")
 def test_a_deleted_note_leaves_nothing_behind(vault: Path, rec: RecordingProvider) -> None:
     rel = "Путешествия/Грузия 2023.md"
     index(vault, rec)
@@ -205,7 +218,7 @@ def test_moving_a_note_to_another_folder_embeds_nothing(vault: Path, rec: Record
     assert stats.chunks_reused == n
     keys = store_keys(vault)
     assert set(expected_embed_texts(vault, new)) <= keys
-    assert db_rows(App.open(vault).index_dir, "SELECT COUNT(*) FROM chunks WHERE path = ?", (old,)) == [(0,)]
+    assert old not in chunk_paths(vault)
 
 
 def test_renaming_a_note_with_a_title_embeds_nothing(vault: Path, rec: RecordingProvider) -> None:
@@ -342,7 +355,7 @@ def test_a_note_that_turns_binary_is_dropped_then_comes_back(vault: Path, rec: R
         "status": "skipped",
         "reason": "binary content (NUL bytes), not a text note",
     } in info["problems"]
-    assert db_rows(App.open(vault).index_dir, "SELECT COUNT(*) FROM chunks WHERE path = ?", (rel,)) == [(0,)]
+    assert rel not in chunk_paths(vault)
     (vault / rel).write_bytes(original)
     stats = index(vault, rec)
     assert stats.files_changed == 1
@@ -382,6 +395,7 @@ def test_new_chunk_sizes_rechunk_every_note_and_embed_only_new_texts(
     assert (again.files_changed, again.chunks_embedded, rec.calls) == (0, 0, [])
 
 
+@pytest.mark.sqlite_only("counts the passes of SQLiteStore.note_texts")
 def test_the_script_mix_counted_while_writing_equals_a_recount_of_the_store(
     vault: Path, rec: RecordingProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,7 @@ from vl_support import (
     bilingual_vault,
     chunk_keys,
     cli_env,
+    default_backend,
     opened_store,
     run_cli,
     run_index,
@@ -39,6 +40,8 @@ from vl_support import (
 )
 
 SEED = 20240612
+
+pytestmark = pytest.mark.usefixtures("store_under_test")  # VAULTLENS_TEST_STORE=postgres: both stores
 
 
 def read_pointer(root: Path) -> str | None:
@@ -48,7 +51,7 @@ def read_pointer(root: Path) -> str | None:
 
 
 def staging_dir(root: Path) -> Path:
-    return IndexHome(root, get_backend()).staging_dir()
+    return IndexHome(root, get_backend(default_backend())).staging_dir()
 
 
 N_NOTES = 60
@@ -151,6 +154,7 @@ def test_clear_is_durable_and_status_says_so(tmp_path: Path, use_provider) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only("watches the SQLite file of each folder")
 def test_background_rebuild_keeps_the_old_index_searchable_then_switches(
     tmp_path: Path, isolated_env: Path, use_provider
 ) -> None:
@@ -201,6 +205,7 @@ def test_background_rebuild_keeps_the_old_index_searchable_then_switches(
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only("counts the chunks committed in the SQLite file while a child writes")
 def test_sigkill_during_background_rebuild_keeps_the_old_index_and_resumes(
     tmp_path: Path, isolated_env: Path, use_provider
 ) -> None:

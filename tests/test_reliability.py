@@ -22,12 +22,14 @@ from vaultlens.config.paths import index_dir
 from vaultlens.errors import IndexNotFound, VaultlensError
 from vaultlens.index.backends import get_backend
 from vaultlens.index.sqlite.store import SQLiteStore
-from vl_support import opened_store, run_cli, write_vault
+from vl_support import default_backend, opened_store, run_cli, write_vault
 
 FAKE = ["--set", "embedding.provider=fake"]
 CATS = "# Pets\n\nFeline pets purr, chase mice and sleep on warm windowsills all afternoon.\n"
 DATABASES = "# Storage\n\nRelational databases keep rows in tables and answer SQL queries with indexes.\n"
 STARS = "# Sky\n\nAstronomy maps stars, galaxies and nebulae with telescopes on dark nights.\n"
+
+pytestmark = pytest.mark.usefixtures("store_under_test")  # VAULTLENS_TEST_STORE=postgres: both stores
 
 
 @pytest.fixture
@@ -54,6 +56,7 @@ def swap_a_and_c(vault: Path) -> None:
 # ---- 1. a stale vector cache written by a reader of the old store ----------------------------------
 
 
+@pytest.mark.sqlite_only("the SQLite backend's vector cache files (matrix-*.npy)")
 def test_a_cache_left_by_a_reader_of_the_old_store_is_never_used(vault: Path) -> None:
     assert cli("index", vault=vault)[0] == 0
     assert top(vault, "feline pets") == "a.md"  # builds the vector cache of this store
@@ -76,7 +79,7 @@ def test_a_reader_of_the_old_store_closing_late_leaves_the_rebuilt_store_intact(
     closes only after the rebuild: the new store keeps every commit and stays healthy."""
     assert cli("index", vault=vault)[0] == 0
     # a slow search in another process, on the old store
-    reader = get_backend().open(index_dir(vault), create=False)
+    reader = get_backend(default_backend()).open(index_dir(vault), create=False)
     assert reader.counts().chunks == 3
     swap_a_and_c(vault)
     app = vaultlens.App.open(vault, {"embedding.provider": "fake"})
@@ -128,6 +131,7 @@ def test_searches_racing_a_foreground_rebuild_leave_no_wrong_cache(vault: Path) 
     assert cli("doctor", vault=vault)[0] == 0
 
 
+@pytest.mark.sqlite_only("damages the SQLite backend's vector cache file")
 def test_doctor_detects_a_cache_that_differs_from_the_stored_vectors(vault: Path) -> None:
     assert cli("index", vault=vault)[0] == 0
     top(vault, "feline pets")
@@ -330,6 +334,7 @@ def test_doctor_notices_a_note_indexed_under_two_paths(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.sqlite_only("deletes the SQLite file under a reader")
 def test_a_reader_never_creates_a_store_that_vanished_under_it(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -347,6 +352,7 @@ def test_a_reader_never_creates_a_store_that_vanished_under_it(
     assert not list(live.glob("index.sqlite*"))
 
 
+@pytest.mark.sqlite_only("the SQLite file's journal mode")
 def test_a_new_store_file_is_wal_with_its_schema_from_the_moment_it_exists(tmp_path: Path) -> None:
     """A reader that opens a new store's file the instant it appears finds it in WAL mode with its
     tables: a file still in rollback mode let a reader's lock keep its creator from switching it

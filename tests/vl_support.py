@@ -97,7 +97,10 @@ def settings(vault: Path | None = None, /, **overrides: str) -> Settings:
 
 
 # ---- the store backend seam: tests of service behaviour reach a store only through these -----------
-DEFAULT_BACKEND = IndexSettings.backend  # what a test that does not take the ``backend`` fixture gets
+def default_backend() -> str:
+    """The store a test that does not take the ``backend`` fixture gets: ``index.backend`` as the
+    environment sets it (conftest's ``test_store`` does, with VAULTLENS_TEST_STORE=postgres), else the default."""
+    return os.environ.get("VAULTLENS_INDEX__BACKEND") or IndexSettings.backend
 
 
 def open_app(
@@ -117,9 +120,9 @@ def backend_args(backend: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def opened_store(location: Path, backend: str = DEFAULT_BACKEND, *, create: bool = False) -> Iterator[Store]:
+def opened_store(location: Path, backend: str | None = None, *, create: bool = False) -> Iterator[Store]:
     """The store at ``location`` opened through its backend (IndexNotFound if absent, unless ``create``)."""
-    store = get_backend(backend).open(location, create)
+    store = get_backend(backend or default_backend()).open(location, create)
     try:
         yield store
     finally:
@@ -131,19 +134,19 @@ def run_index(
     store_dir: Path,
     provider: EmbeddingProvider,
     s: Settings | None = None,
-    backend: str = DEFAULT_BACKEND,
+    backend: str | None = None,
 ) -> RunStats:
     """One indexing run with the real Indexer on a real store of ``backend`` at ``store_dir`` (the
     store opened with ``s`` too, as the App opens it: its ANN threshold is the writer's)."""
     s = s or settings(vault)
-    store = get_backend(backend, s).open(store_dir, True)
+    store = get_backend(backend or default_backend(), s).open(store_dir, True)
     try:
         return Indexer(vault, store, provider, s).run()
     finally:
         store.close()
 
 
-def chunk_keys(store_dir: Path, backend: str = DEFAULT_BACKEND) -> set[tuple[str, str]]:
+def chunk_keys(store_dir: Path, backend: str | None = None) -> set[tuple[str, str]]:
     """(id, content hash) of every stored chunk, orphans included: two indexes of one vault compare equal."""
     with opened_store(store_dir, backend) as store, store.snapshot():
         keys, _, _ = store.chunk_layout()
@@ -201,8 +204,11 @@ TIER_OFF = ("VAULTLENS_EMBEDDING__TIER", "off")
 
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
-    """Environment for a real `vaultlens` subprocess: this test's home, no other VAULTLENS_* vars."""
+    """Environment for a real `vaultlens` subprocess: this test's home, no other VAULTLENS_* vars but
+    the store backend a test runs on (conftest's ``test_store``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTLENS_")}
+    if backend := os.environ.get("VAULTLENS_INDEX__BACKEND"):
+        env["VAULTLENS_INDEX__BACKEND"] = backend
     env["VAULTLENS_HOME"] = str(home)
     env["COLUMNS"] = str(CLI_COLUMNS)
     env[TIER_OFF[0]] = TIER_OFF[1]
