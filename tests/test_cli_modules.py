@@ -74,25 +74,12 @@ def dict_reads(source: str) -> list[str]:
 
 
 def test_the_cli_renders_results_by_attribute() -> None:
-    """Item 2 of issue 45: a renderer reads a typed result's attributes; its as_dict() is for --json only."""
+    """Item 2 of issue 45: a renderer reads a typed result's attributes; its as_dict() is for --json only
+    (and no Any: tests/test_architecture.py's TYPED_INTERFACES)."""
     found = {
         p.name: hits for p in sorted(CLI.glob("*.py")) if (hits := dict_reads(p.read_text(encoding="utf-8")))
     }
     assert found == {}, f"results read back as dicts: {found}"
-
-
-def test_no_any_in_the_cli() -> None:
-    found = sorted(p.name for p in CLI.glob("*.py") if "Any" in _typing_names(p.read_text(encoding="utf-8")))
-    assert found == [], f"cli modules typed with Any: {found}"
-
-
-def _typing_names(source: str) -> set[str]:
-    return {
-        alias.asname or alias.name
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.ImportFrom) and node.module == "typing"
-        for alias in node.names
-    }
 
 
 def test_the_dict_read_check_sees_each_form() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from loopback_proxy import REMOTE_HOST, remote_url
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from test_web_browser import (
     AXE,
@@ -78,7 +79,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AskSite]:
     vault = write_vault(root / "vault", {p: NOTES[p] for p in (STARTER, RYE)})
     env = cli_env(root / "home")
     with AskModel() as model:
-        endpoint = model.url.replace("127.0.0.1", "0.0.0.0") + "/v1"  # not a loopback name: remote
+        endpoint = remote_url(model.url) + "/v1"  # a made-up host through the loopback proxy: remote
         sets = {"embedding.provider": "local", "llm.provider": "openai-compatible", "llm.model": "ask-test",
                 "llm.endpoint": endpoint, "llm.max_retries": "0", "llm.read_timeout_s": "10"}  # fmt: skip
         args = [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
@@ -111,7 +112,7 @@ def test_the_consent_step_lists_the_passages_to_be_sent(site: AskSite, page: Pag
     box = page.locator("#consent")
     expect(box).to_be_visible()
     assert len(site.model.chats()) == before, "nothing is sent before the yes"
-    expect(box.locator(".destination")).to_contain_text("0.0.0.0")
+    expect(box.locator(".destination")).to_contain_text(REMOTE_HOST)
     rows = box.locator("#passages tbody tr")
     expect(rows.first).to_have_attribute("data-path", STARTER)
     chars = [int(c.replace(",", "")) for c in rows.locator("td.chars").all_inner_texts()]
