@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,17 +42,23 @@ def loopback_proxy() -> Iterator[LoopbackProxy]:
     """Every test's HTTP goes to loopback only: a made-up remote host (``loopback_proxy.remote_url``) is
     reached through this proxy, which refuses every other host (see loopback_proxy.py). Set for the
     whole session, so module-scoped servers and subprocesses (``cli_env`` copies it) use it too."""
-    with LoopbackProxy() as proxy:
-        saved = {k: os.environ.get(k) for k in proxy.environ()}
-        os.environ.update(proxy.environ())
-        try:
-            yield proxy
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    with LoopbackProxy() as proxy, session_environ(proxy.environ()):
+        yield proxy
+
+
+@contextmanager
+def session_environ(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in os.environ (for the whole session: monkeypatch is per test), then as they were."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @pytest.fixture(scope="session")
@@ -73,16 +80,10 @@ def postgres_server() -> Iterator[pg_server.PgServer | None]:
     if reason:
         pytest.skip(reason)
     server = pg_server.start()
-    saved = {k: os.environ.get(k) for k in pg_server.environ(server)}
-    os.environ.update(pg_server.environ(server))
     try:
-        yield server
+        with session_environ(pg_server.environ(server)):
+            yield server
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         pg_server.stop(server)
 
 
