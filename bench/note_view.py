@@ -35,7 +35,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import vaultlens as services
-    import vaultlens.testing  # noqa: F401 - registers the "fake" provider
+    import vaultlens.testing  # registers the "fake" provider
     from vaultlens.services.app import App
     from vaultlens.services.verbs import finding
     from vaultlens.web.pages import read_note, rendered_note

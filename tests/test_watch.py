@@ -387,7 +387,7 @@ def test_a_pdf_and_a_canvas_saved_while_watching_are_indexed_and_a_deleted_pdf_l
         assert indexed(w.app)["paper.pdf"] == 2 and indexed(w.app)["board.canvas"] == 1
         with w.app.reading() as store:
             keys = store.note_chunk_keys(["paper.pdf"])["paper.pdf"]
-            assert sorted(c.page for c in store.chunks(keys).values()) == [1, 2]
+            assert sorted(c.page or 0 for c in store.chunks(keys).values()) == [1, 2]
         (vault / "paper.pdf").unlink()
         report = w.next()
         assert report.stats is not None and report.stats.files_deleted == 1

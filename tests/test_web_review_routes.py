@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -84,7 +85,7 @@ def test_a_browser_visit_without_the_token_gets_an_html_page_and_a_program_json(
 
 
 def test_the_event_stream_says_closing_and_ends_when_the_server_shuts_down() -> None:
-    states = iter([{"state": "watching", "reason": None}])
+    states: Iterator[dict[str, object]] = iter([{"state": "watching", "reason": None}])
 
     def watcher() -> dict[str, object]:
         return next(states, {"state": "closing", "reason": None})
