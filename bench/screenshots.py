@@ -22,12 +22,12 @@ from _common import REPO, temp_home
 
 sys.path.insert(0, str(REPO / "tests"))
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from test_review import settings  # noqa: E402
-from test_web_browser import CHROMIUM, CHROMIUM_FLAGS, serving  # noqa: E402
-from test_web_routes import PageModel  # noqa: E402
-from vl_support import cli_env  # noqa: E402
+from test_review import settings
+from test_web_browser import CHROMIUM, CHROMIUM_FLAGS, serving
+from test_web_routes import PageModel
+from vl_support import cli_env
 
 VAULT = REPO / "examples" / "vault"
 QUERY = "what happens when lots of cache entries expire at once"

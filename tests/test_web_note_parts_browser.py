@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from test_web_browser import AXE, AXE_RUN, CHROMIUM, WAIT_MS, Browser, Page, expect, in_viewport
-from test_web_browser import browser as browser  # noqa: F401, PLC0414 (the fixture: one Chromium)
-from test_web_browser import page as page  # noqa: F401, PLC0414 (the fixture: a fresh tab)
+from test_web_browser import browser as browser  # (the fixture: one Chromium)
+from test_web_browser import page as page  # (the fixture: a fresh tab)
 from test_web_note_parts import HUGE, SMALL, Site, line_of
-from test_web_note_parts import site as site  # noqa: F401, PLC0414 (the fixture: the served vault)
+from test_web_note_parts import site as site  # (the fixture: the served vault)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (see test_web_browser)")
 
@@ -47,7 +47,7 @@ def test_a_wikilink_to_a_heading_in_a_later_part_opens_the_note_there(site: Site
     assert in_viewport(page, f"#h-Section-{late}")
 
 
-def test_the_parted_note_page_has_no_serious_accessibility_violation(site: Site, browser: Browser) -> None:  # noqa: F811
+def test_the_parted_note_page_has_no_serious_accessibility_violation(site: Site, browser: Browser) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
     context.set_default_timeout(WAIT_MS)
     try:

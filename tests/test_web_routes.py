@@ -497,6 +497,7 @@ def test_history_lists_an_operation_group_with_a_link_to_each_note_and_its_text_
     assert f'href="/history/{group}/before"' in listed.text
     assert get(page, f"/history/{group}/before").status_code == 200
     [entry] = [e for e in writes.history(page.vault) if e.op_id == group]
+    assert isinstance(entry, writes.Group)  # a split is one operation group
     partial = dataclasses.replace(entry, state="partial")  # as a kill mid-split leaves it
     cut_short = hooks(history_body([partial], 0))
     assert cut_short.find("button", class_="undo"), "a partial group is offered its undo, as in the CLI"

@@ -17,7 +17,7 @@ import pytest
 
 from server_support import running_server
 from test_web_browser import CHROMIUM, WAIT_MS, Browser, check_accessibility
-from test_web_browser import browser as browser  # noqa: F401, PLC0414 (the fixture: one Chromium)
+from test_web_browser import browser as browser  # (the fixture: one Chromium)
 from vl_support import run_cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "vault"
@@ -102,7 +102,7 @@ def test_the_search_boxs_tag_fragment_and_a_bad_tag(site: Site) -> None:
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (see tests/test_web_browser.py)")
 def test_clicking_a_tag_in_the_note_view_lists_exactly_the_tagged_notes(
     site: Site,
-    browser: Browser,  # noqa: F811 (the imported fixture)
+    browser: Browser,  # (the imported fixture)
 ) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
     context.set_default_timeout(WAIT_MS)
