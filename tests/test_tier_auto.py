@@ -8,6 +8,7 @@ import copy
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,7 +163,7 @@ def test_a_tier_of_one_language_is_weighed_at_its_own_share(tmp_path: Path) -> N
     s = app.settings.search
     assert (s.tier_weight, s.one_language_tier_weight) == (0.5, 0.65)
 
-    def scores(tier: TierProvider, **changed: float) -> list[tuple[str, float]]:
+    def scores(tier: TierProvider, **changed: Any) -> list[tuple[str, float]]:
         hits = rank_notes(store, app.provider(), query, replace(s, **changed), 3, 1, tier)
         return [(h.path, h.score) for h in hits]
 
@@ -174,7 +175,7 @@ def test_a_tier_of_one_language_is_weighed_at_its_own_share(tmp_path: Path) -> N
         assert default == scores(tier, tier_weight=0.0, one_language_tier_weight=0.65)
         assert default != scores(tier, one_language_tier_weight=0.5)
         multilingual = copy.copy(tier)
-        multilingual.english_only = False  # type: ignore[misc]
+        multilingual.english_only = False  # type: ignore[misc,attr-defined]
         assert not one_language(multilingual)
         assert scores(multilingual) == scores(tier, one_language_tier_weight=0.5)
         assert scores(multilingual) == scores(multilingual, one_language_tier_weight=1.0)
