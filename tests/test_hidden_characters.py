@@ -175,3 +175,19 @@ def test_review_link_text_with_a_control_character_or_a_line_break_is_refused(
             vaultlens.review(app, NOTE, "Notes/Other.md", PlanOptions(label=label))
         assert server.chats() == [], "refused before anything is sent"
     assert writes.history(vault) == []
+
+
+def test_ask_prints_a_models_hidden_characters_by_name_as_text_and_escaped_in_json(vault: Path) -> None:
+    """An Ask answer is the model's free text (not refused like a tool's): the terminal gets each
+    hidden character by name (``<ESC>`` survives the Markdown renderer, which drops what looks like
+    an HTML tag), and ``--json`` writes them as ``\\u`` escapes, which parse back to the same answer."""
+    answer = "Plan [S1]. \x1b[2J\x1b]0;pwned\x07 cleared \u202eevil\u202c and \x9b done."
+    with ToolModel(answer) as server:
+        settings = llm_settings(server)
+        assert run_cli(["index", *cli_args(vault, settings)]).exit_code == 0
+        text = run_cli(["ask", "what is the plan", *cli_args(vault, settings)])
+        data = run_cli(["ask", "what is the plan", "--json", *cli_args(vault, settings)])
+    assert text.exit_code == 0 and data.exit_code == 0, text.output + data.output
+    assert raw_controls(text.stdout) == [] and raw_controls(data.stdout) == [], (text.stdout, data.stdout)
+    assert "<ESC>[2J<ESC>]0;pwned<BEL> cleared <U+202E>evil<U+202C>" in " ".join(text.stdout.split())
+    assert json.loads(data.stdout)["answer"] == answer

@@ -9,7 +9,6 @@ nothing of the question or the answer is written anywhere.
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -22,7 +21,7 @@ from vaultlens.cli.confirm import confirmed
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.render import shown
 from vaultlens.errors import Cancelled
-from vaultlens.vault.hidden import visible
+from vaultlens.vault.hidden import markdown_visible, visible
 
 if TYPE_CHECKING:
     from vaultlens.errors import Proposal
@@ -63,12 +62,12 @@ class StreamView:
         from rich.markdown import Markdown  # markdown-it: only once there is an answer to draw
 
         if self.live is not None:
-            self.live.update(Markdown(visible(text)))
+            self.live.update(Markdown(markdown_visible(text)))
             self.live.stop()
             self.live = None
             render.out.print()
         elif self.enabled:
-            render.out.print(Markdown(visible(text)))
+            render.out.print(Markdown(markdown_visible(text)))
         self.parts = []
 
     def abandon(self) -> None:
@@ -160,8 +159,7 @@ def chat(
             alone, got = turn.standalone_question, turn.answer
             render.note_if_cut(alone, app.settings.search, "question")
             if json_:
-                sys.stdout.write(json.dumps(turn.as_dict(), ensure_ascii=False) + "\n")
-                sys.stdout.flush()
+                render.print_json(turn.as_dict(), line=True)
                 continue
             if alone != question:
                 render.err.print(f"[dim]searching for: {shown(alone)}[/dim]")

@@ -21,7 +21,7 @@ from rich.progress import (
 )
 
 from vaultlens.errors import VaultlensError
-from vaultlens.vault.hidden import visible
+from vaultlens.vault.hidden import json_visible, visible
 
 if TYPE_CHECKING:
     from vaultlens.config.settings import SearchSettings
@@ -48,8 +48,12 @@ def write_plain(text: str, stderr: bool = False) -> None:
     stream.flush()
 
 
-def print_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+def print_json(data: object, line: bool = False) -> None:
+    """``data`` as JSON (``line``: on one line, flushed at once, for a stream a reader follows live),
+    every hidden character written as its ``\\u`` escape: the same value, nothing raw on a terminal."""
+    sys.stdout.write(json_visible(json.dumps(data, ensure_ascii=False, indent=None if line else 2)) + "\n")
+    if line:
+        sys.stdout.flush()
 
 
 def print_hits(hits: list[NoteHit]) -> None:

@@ -4,7 +4,6 @@ lists the notes carrying it first (the ``tagged`` verb, as the page's search box
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -45,7 +44,7 @@ def search(
             _print_notices(hits)
             if json_:
                 results = [h.as_dict() for h in hits]
-                sys.stdout.write(json.dumps({"query": q, "results": results}, ensure_ascii=False) + "\n")
+                render.print_json({"query": q, "results": results}, line=True)
             else:
                 render.out.rule(q)
                 render.print_hits(hits)

@@ -10,12 +10,10 @@ changes, reconcile or error, ``time``, ``stats``, ``reason``, ``retry_s``), then
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from vaultlens.cli import render
@@ -32,12 +30,6 @@ if TYPE_CHECKING:
 FATAL: tuple[type[Exception], ...] = (VaultlensError, *TRANSLATED)
 
 
-def _emit(data: Mapping[str, object]) -> None:
-    """One JSON object on one line, flushed at once (a reader follows the stream live)."""
-    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-
-
 def watch(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False, yes: YesOpt = False) -> None:
     """Keep the index current while you write: reconcile now, then follow saves, renames and moves."""
     if not json_:
@@ -47,7 +39,7 @@ def watch(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = False, y
         _watch(vault, set_, json_, yes)
     except FATAL as exc:
         error = translate_error(exc)
-        _emit({"kind": "fatal", "time": time.time(), "error": error.to_dict()})
+        render.print_json({"kind": "fatal", "time": time.time(), "error": error.to_dict()}, line=True)
         sys.exit(error.exit_code)
 
 
@@ -66,7 +58,7 @@ def _watch(vault: VaultOpt, set_: SetOpt, json_: bool, yes: bool) -> None:
         def on_flush(report: FlushReport) -> None:
             startup.close()  # no live display while idle: it would redraw ten times a second
             if json_:
-                _emit(report.as_dict())
+                render.print_json(report.as_dict(), line=True)
             else:
                 console.print(render.flush_line(report))
             if report.kind == "startup":
@@ -81,7 +73,7 @@ def _watch(vault: VaultOpt, set_: SetOpt, json_: bool, yes: bool) -> None:
         except KeyboardInterrupt:
             startup.close()
             if json_:
-                _emit({"kind": "stopped", "time": time.time()})
+                render.print_json({"kind": "stopped", "time": time.time()}, line=True)
             console.print(
                 "Stopped watching; every finished batch is saved (a tier fill stopped part-way "
                 "goes on at the next `watch` or `index`)."

@@ -16,7 +16,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["BIDI", "REFUSED", "SHOWN", "describe", "exact", "refused_in", "refused_in_value", "visible"]
+__all__ = [
+    "BIDI",
+    "REFUSED",
+    "SHOWN",
+    "describe",
+    "exact",
+    "json_visible",
+    "markdown_visible",
+    "refused_in",
+    "refused_in_value",
+    "visible",
+]
 
 # bidirectional embeddings, overrides, isolates and marks: they reorder how text is displayed
 BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
@@ -33,6 +44,7 @@ SHOWN = re.compile(f"[\r{_SHOWN_CLASS}]")
 # every name in angle brackets a view of text may show (``no LF``: a diff's lone CR ending a line)
 _TOKENS = rf"(?:{'|'.join(sorted(set(_NAMES.values())))}|LT|no LF|U\+[0-9A-F]{{4,6}}|0x[0-9A-F]{{2}})"
 _SHOWN_OR_LITERAL = re.compile(f"[\r{_SHOWN_CLASS}]|<(?={_TOKENS}>)")  # a "<" that would start a name
+_NAME_START = re.compile(f"<(?={_TOKENS}>)")  # the "<" of a name a view shows
 _SHOWN_IN_LINES = re.compile(f"[{_SHOWN_CLASS}]|\r(?!\n)")  # a CRLF line ending kept as it is
 
 
@@ -60,6 +72,18 @@ def exact(text: str) -> str:
     """:func:`visible`, and a ``<`` of ``text`` that would read as the start of a name shown as
     ``<LT>``: two texts never look alike (a diff's lines, whose SHA-256 the user confirms)."""
     return _SHOWN_OR_LITERAL.sub(lambda m: f"<{_name(m[0])}>", text)
+
+
+def markdown_visible(text: str) -> str:
+    """:func:`visible` for text a Markdown renderer draws: each name's ``<`` backslash-escaped, or
+    the renderer would take ``<ESC>`` for an HTML tag and drop it (the name would vanish)."""
+    return _NAME_START.sub(r"\\<", visible(text))
+
+
+def json_visible(json_text: str) -> str:
+    """JSON text (``ensure_ascii=False``) with every character of :data:`SHOWN` written as its
+    ``\\uXXXX`` escape: it parses to the same value, and a terminal shows nothing hidden in it."""
+    return SHOWN.sub(lambda m: f"\\u{ord(m[0]):04x}", json_text)
 
 
 def refused_in(text: str) -> str | None:
