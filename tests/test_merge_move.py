@@ -21,7 +21,8 @@ from vaultlens.services.app import App
 from vaultlens.services.changing import writes
 from vaultlens.services.restructuring.relink import links_in
 from vaultlens.services.verbs import restructuring
-from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.links import LinkResolver, masked_spans
+from vaultlens.vault.outline import extract_headings
 from vaultlens.vault.scan import scan_vault
 from vl_support import check_shape, run_cli, snapshot, write_vault
 
@@ -95,13 +96,50 @@ def test_merge_repoints_every_link_form_and_undo_restores_all_seven_files(tmp_pa
     assert (vault / "G.md").read_bytes() == "\ufeffTable | [[A\\|cell]] | and [m](A.md)\n".encode()
     assert (vault / "sub/E.md").read_text() == "[t](../A.md#Extra) and [x](<A.md>)\n"
     keep = (vault / KEEP).read_text()
-    assert "## Extra\n\nOnly in B. ^blk" in keep and keep.count("Shared line.") == 1
+    assert (
+        "## Merged from My B (notes)\n\n### Extra\n\nOnly in B. ^blk" in keep
+        and keep.count("Shared line.") == 1
+    )
     assert '  - "Bee"' in keep and '  - "b"' in keep and '  - "My B"' in keep
     assert not (vault / OTHER).exists()
     assert (vault / ".trash/My B.md").read_text() == FILES[OTHER], "moved to the trash, never deleted"
     undone = run_cli(["undo", result.plan.entry.op_id, "--yes", "--vault", str(vault)])
     assert undone.exit_code == 0, undone.output
     assert files_of(snapshot(vault)) == files_of(original), "all seven files back, byte for byte"
+
+
+def test_merged_sections_sit_below_the_merged_from_heading_with_their_text_and_links_kept(
+    tmp_path: Path,
+) -> None:
+    """OTHER's ``# Title`` becomes a level-3 heading under ``## Merged from`` (never a second title of
+    KEEP), each deeper heading shifted alike; only the ``#`` run changes, code is untouched, and links
+    to the headings resolve in KEEP afterwards by the project's resolver and outline."""
+    other = (
+        "# Other title\n\nNew text.\n\n  ## Sub ##\n\nMore.\n\n```\n# not a heading\n```\n\n"
+        "##### Deep\n\nDeepest.\n"
+    )
+    vault = write_vault(
+        tmp_path / "v",
+        {
+            "A.md": "# A\n\nkept\n",
+            "Other.md": other,
+            "L.md": "[[Other#Sub]] [[Other#Other title]] [[Other#Deep]]\n",
+        },
+    )
+    done = run_cli(["merge", "A.md", "Other.md", "--yes", "--json", "--vault", str(vault)])
+    assert done.exit_code == 0, done.output
+    assert (vault / "A.md").read_text().split("---\n")[-1] == (
+        "# A\n\nkept\n\n## Merged from Other\n\n### Other title\n\nNew text.\n\n  #### Sub ##\n\nMore.\n\n"
+        "```\n# not a heading\n```\n\n###### Deep\n\nDeepest.\n"
+    )
+    text = (vault / "A.md").read_text()
+    headings = {h.text: h.level for h in extract_headings(text, masked_spans(text))}
+    assert headings == {"A": 1, "Merged from Other": 2, "Other title": 3, "Sub": 4, "Deep": 6}
+    resolver = LinkResolver([f.path for f in scan_vault(vault, 10_000_000).files])
+    links = [loc.link for loc in links_in((vault / "L.md").read_text(), "L.md")]
+    assert [(resolver.resolve(k.target, "L.md").path, k.heading in headings) for k in links] == [
+        ("A.md", True)
+    ] * 3
 
 
 def test_move_repoints_every_link_and_undo_restores(tmp_path: Path) -> None:

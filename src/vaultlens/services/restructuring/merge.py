@@ -2,7 +2,8 @@
 
 ``move OLD NEW``: the note's bytes at NEW (its own links kept pointing where they did), every link to
 it rewritten (:mod:`.relink`), OLD removed. ``merge KEEP OTHER``: OTHER's sections that KEEP does not
-cover are added to KEEP under a heading naming OTHER; front matter merged (tags united; OTHER's
+cover are added to KEEP under a heading naming OTHER (their headings moved below it, text as
+written); front matter merged (tags united; OTHER's
 title and aliases become KEEP's aliases, so old links keep resolving by alias); every link to OTHER
 repointed to KEEP (refused where its heading or block is not in KEEP after the merge); OTHER moved to
 the trash the vault's Obsidian settings name (a copy at ``.trash/`` created, then OTHER removed: the
@@ -201,6 +202,7 @@ def _trash_path(files: VaultFiles, path: str) -> str:
 @dataclass(frozen=True, slots=True)
 class _Section:
     heading: str  # "" for the text before the first heading
+    level: int  # its heading's number of ``#`` (0: the text before the first heading)
     start: int  # its lines in the note: [start, end)
     end: int
     lines: list[str]
@@ -214,12 +216,13 @@ def _sections(source: NoteSource) -> list[_Section]:
     heads = extract_headings(body, masked_spans(body), body_line)
     starts = [body_line] + [h.line for h in heads]
     names = [""] + [h.text for h in heads]
+    levels = [0] + [h.level for h in heads]
     out = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(lines)
         part = lines[start:end]
         if names[i] or any(line.strip() for line in part):
-            out.append(_Section(names[i], start, end, part))
+            out.append(_Section(names[i], levels[i], start, end, part))
     return out
 
 
@@ -362,11 +365,29 @@ def plan_merge(
     )  # fmt: skip
 
 
+_MERGED_LEVEL = 2  # the level of the heading that names OTHER in KEEP
+
+
 def _carried_text(path: str, lines: list[str], carried: list[_Section]) -> str:
-    """OTHER's carried sections (from its repointed lines), under a heading naming where they came from."""
+    """OTHER's carried sections (from its repointed lines), under a heading naming where they came
+    from, their headings moved below it (an ``# H1`` of OTHER is not a second title of KEEP)."""
     if not carried:
         return ""
-    parts = ["\n".join(lines[s.start : s.end]).strip("\n") for s in carried]
+    levels = [s.level for s in carried if s.level]
+    shift = max(0, _MERGED_LEVEL + 1 - min(levels)) if levels else 0
+    parts = []
+    for s in carried:
+        part = lines[s.start : s.end]
+        if s.level:
+            part = [_deeper(part[0], s.level, shift), *part[1:]]
+        parts.append("\n".join(part).strip("\n"))
     folder = posixpath.dirname(path)
     where = _name(path).removesuffix(".md") + (f" ({folder})" if folder else "")
-    return f"\n## Merged from {where}\n\n" + "\n\n".join(parts) + "\n"
+    return f"\n{'#' * _MERGED_LEVEL} Merged from {where}\n\n" + "\n\n".join(parts) + "\n"
+
+
+def _deeper(line: str, level: int, shift: int) -> str:
+    """An ATX heading line ``shift`` levels deeper (6 at most): only its run of ``#`` changes, so
+    its text, and every ``[[KEEP#Heading]]`` link to it, stays as written."""
+    indent = len(line) - len(line.lstrip(" "))
+    return line[:indent] + "#" * min(level + shift, 6) + line[indent + level :]
