@@ -142,6 +142,28 @@ def test_merged_sections_sit_below_the_merged_from_heading_with_their_text_and_l
     ] * 3
 
 
+def test_undoing_a_merge_removes_the_trash_folder_it_created_and_only_while_empty(tmp_path: Path) -> None:
+    """The vault's whole tree (folders included) is as before after merge + undo: no empty ``.trash/``
+    left. A ``.trash/`` that existed before stays, and one holding a file added since is never removed."""
+    vault = vault_of(tmp_path)
+    original = snapshot(vault)
+    for keep_something in (False, True):
+        done = run_cli(["merge", KEEP, OTHER, "--yes", "--json", "--vault", str(vault)])
+        assert done.exit_code == 0, done.output
+        if keep_something:
+            (vault / ".trash/kept.txt").write_text("mine\n")
+        undone = run_cli(["undo", json.loads(done.stdout)["plan"]["op_id"], "--yes", "--vault", str(vault)])
+        assert undone.exit_code == 0, undone.output
+        if not keep_something:
+            assert snapshot(vault) == original, "every file and folder as before: no .trash/ left behind"
+    assert (vault / ".trash/kept.txt").read_text() == "mine\n", "a folder with anything in it stays"
+    (vault / ".trash/kept.txt").unlink()
+    done = run_cli(["merge", KEEP, OTHER, "--yes", "--json", "--vault", str(vault)])
+    undone = run_cli(["undo", json.loads(done.stdout)["plan"]["op_id"], "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert (vault / ".trash").is_dir(), "a .trash/ the merge did not create stays, empty or not"
+
+
 def test_move_repoints_every_link_and_undo_restores(tmp_path: Path) -> None:
     vault = vault_of(tmp_path)
     original = snapshot(vault)

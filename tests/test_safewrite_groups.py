@@ -84,6 +84,34 @@ def test_a_group_is_one_combined_diff_applied_together_and_undone_byte_for_byte(
     assert states(vault) == {group.op_id: "undone", undo.entry.op_id: "applied"}
 
 
+def test_undo_removes_the_folders_the_group_created_only_where_they_are_empty(tmp_path: Path) -> None:
+    """Notes created in new folders: their undo leaves the tree as before (no empty folder); a folder
+    holding a file added since stays with it, and a folder that existed before is never removed."""
+    vault = vault_ab(tmp_path)
+    (vault / "old").mkdir()
+    original = snapshot(vault)
+    for added in (None, "new/mine.txt"):
+        planned = writes.plan_group(
+            vault,
+            [
+                writes.Change("new/deep/N.md", b"n\n", "new note", based_on=None),
+                writes.Change("new/M.md", b"m\n", "new note", based_on=None),
+                writes.Change("old/O.md", b"o\n", "new note", based_on=None),
+            ],
+            "three new notes",
+        )
+        done = writes.apply(vault, planned.entry.op_id, planned.proposal)
+        assert isinstance(done, Group) and done.created_folders == ["new", "new/deep"]
+        if added:
+            (vault / added).write_text("mine\n")
+        undo = writes.plan_undo(vault, planned.entry.op_id)
+        writes.apply(vault, undo.entry.op_id, undo.proposal)
+        if not added:
+            assert snapshot(vault) == original, "the new folders are gone, old/ stays"
+    assert sorted(p.relative_to(vault).as_posix() for p in (vault / "new").rglob("*")) == ["new/mine.txt"]
+    assert (vault / "old").is_dir()
+
+
 def test_a_note_changed_before_apply_refuses_the_whole_group_and_names_it(tmp_path: Path) -> None:
     vault = vault_ab(tmp_path)
     planned = split_like(vault)

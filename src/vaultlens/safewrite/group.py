@@ -8,14 +8,16 @@ token the user confirms), applied together (:func:`apply_group`: every note is c
 operation is, in the order that never takes text out of the vault before it exists elsewhere
 (:func:`in_write_order`); when one still fails its comparison, the notes the group already wrote
 are put back by a rollback group, and the error names the note that changed) and undone together
-(:func:`plan_group_undo`). A kill in the middle leaves member entries that recovery settles like
-any other and a group ``partial`` whose undo puts back what was written; nothing is re-applied and
+(:func:`plan_group_undo`; the folders its apply created, recorded before the first write, are
+removed by the undo where they are empty again). A kill in the middle leaves member entries that
+recovery settles like any other and a group ``partial`` whose undo puts back what was written; nothing is re-applied and
 recovery writes no note. Whatever happens, ``vaultlens history OP --show-before`` gives back what
 each note held before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -32,7 +34,7 @@ from vaultlens.errors import (
     WriteInterrupted,
     WriteRefused,
 )
-from vaultlens.fsutil import sha256_hex
+from vaultlens.fsutil import open_folder, sha256_hex
 from vaultlens.safewrite.journal import SHOW_BEFORE, Entry, Group, Journal
 from vaultlens.safewrite.operation import Operation, new_op_id
 from vaultlens.safewrite.writer import (
@@ -168,6 +170,7 @@ def apply_group(
         items = _operations(journal, group)
         for _, op in items:
             check_not_open(vault, op.path, allow_open)
+        group.created_folders = _missing_folders(vault, [op for _, op in items])
         journal.set_group_state(group, "writing")
         try:
             _write_together(vault, journal, group, items)
@@ -178,7 +181,41 @@ def apply_group(
                 journal.settle_group(now, "stopped by an error")
             raise
         journal.settle_groups()  # this group, and the group it undoes
+        if group.undo_of is not None and journal.group(group_id).state == "applied":
+            _remove_if_empty(vault, journal.group(group.undo_of).created_folders)
         return journal.group(group_id)
+
+
+def _missing_folders(vault: Path, ops: Sequence[Operation]) -> list[str]:
+    """The folders the group's new notes need that the vault does not have yet."""
+    root = vault.resolve(strict=True)
+    out: list[str] = []
+    for op in ops:
+        if op.before is None and op.after is not None:
+            parts = op.path.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                rel = "/".join(parts[:i])
+                if rel not in out and not os.path.lexists(root / rel):
+                    out.append(rel)
+    return out
+
+
+def _remove_if_empty(vault: Path, folders: Sequence[str]) -> None:
+    """Remove the folders a group created, deepest first, where they are empty after its undo (an
+    undone merge leaves no empty ``.trash/``). ``rmdir`` removes only an empty folder, so one holding
+    anything (a note or a hidden file added since) stays, as does a folder replaced by a link."""
+    root = vault.resolve(strict=True)
+    for rel in sorted(folders, key=lambda r: r.count("/"), reverse=True):
+        parent, _, name = rel.rpartition("/")
+        try:
+            fd = open_folder(root, parent.split("/") if parent else [])
+        except OSError:
+            continue
+        try:
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=fd)
+        finally:
+            os.close(fd)
 
 
 def _write_together(

@@ -110,6 +110,8 @@ class Group:
     undone_by: str | None = None
     events: list[dict[str, str]] = field(default_factory=list)
     unique_names: list[str] = field(default_factory=list)  # new notes no other note may share a name with
+    # the folders its apply made (its undo removes those that are empty again)
+    created_folders: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> str:
