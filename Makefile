@@ -55,7 +55,7 @@ test: check $(BIN)/.chromium postgres  ## the whole suite (what CI runs), slow t
 # (what the wheel ships) is not the current build: `cd obsidian-plugin && npm run ship` updates it.
 plugin: $(BIN)/.installed  ## the Obsidian plugin: npm ci, build, lint, tests
 	cd obsidian-plugin && npm ci --no-audit --no-fund && npm run build && npm run lint && \
-		VAULTLENS_PYTHON=$(abspath $(BIN))/python npm test
+		VAULTLENS_PYTHON=$(abspath $(BIN))/python npm test && scripts/check-no-python.sh
 
 test-fast: $(BIN)/.installed $(BIN)/.chromium  ## the quick loop while editing: no lint, no tests marked slow
 	$(BIN)/python -m pytest -q -m "not slow"
