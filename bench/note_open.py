@@ -44,6 +44,16 @@ def big_note(mb: float) -> str:
         i += 1
 
 
+def huge_note_vault(root: Path, mb: float) -> tuple[Path, int]:
+    """A vault of five small notes and NOTE of about ``mb`` MB linking them: its folder and NOTE's size."""
+    vault = root / "vault"
+    vault.mkdir()
+    for i in range(5):
+        (vault / f"Small {i}.md").write_text(f"# Small {i}\n\nA short note.\n", encoding="utf-8")
+    (vault / NOTE).write_text(big_note(mb), encoding="utf-8")
+    return vault, (vault / NOTE).stat().st_size
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=9.9)
@@ -65,12 +75,7 @@ def main() -> None:
         return finding.NoteSlice(first.path, 0, len(text), first.total_length, first.content_hash, text, None)
 
     with temp_home("note-open") as tmp:
-        vault = Path(tmp) / "vault"
-        vault.mkdir()
-        for i in range(5):
-            (vault / f"Small {i}.md").write_text(f"# Small {i}\n\nA short note.\n", encoding="utf-8")
-        (vault / NOTE).write_text(big_note(args.mb), encoding="utf-8")
-        size = (vault / NOTE).stat().st_size
+        vault, size = huge_note_vault(Path(tmp), args.mb)
         app = App.open(vault, {"embedding.provider": "fake", "embedding.tier": "off"})
         state = WebState(app)
         reads: dict[str, Callable[[], Any]] = {

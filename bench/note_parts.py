@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine, median, save, table, temp_home
-from note_open import NOTE, big_note
+from note_open import NOTE, huge_note_vault
 
 
 def main() -> None:
@@ -41,12 +41,7 @@ def main() -> None:
     from vaultlens.web.state import WebState
 
     with temp_home("note-parts") as tmp:
-        vault = Path(tmp) / "vault"
-        vault.mkdir()
-        for i in range(5):
-            (vault / f"Small {i}.md").write_text(f"# Small {i}\n\nA short note.\n", encoding="utf-8")
-        (vault / NOTE).write_text(big_note(args.mb), encoding="utf-8")
-        size = (vault / NOTE).stat().st_size
+        vault, size = huge_note_vault(Path(tmp), args.mb)
         app = App.open(vault, {"embedding.provider": "fake", "embedding.tier": "off"})
         state = WebState(app)
         note = finding.note_text(app, NOTE)
