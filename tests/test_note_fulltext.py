@@ -66,6 +66,8 @@ def test_migration_builds_note_full_text_from_chunks(tmp_path: Path, use_provide
     con.execute("ALTER TABLE chunks DROP COLUMN context")  # added by the migration to schema 5
     con.execute("DROP TABLE tier_vectors")  # likewise
     con.execute("DROP TABLE term_stats")  # added by the migration to schema 8
+    con.execute("ALTER TABLE chunks DROP COLUMN page")  # added by the migration to schema 9
+    con.execute("ALTER TABLE chunks DROP COLUMN card")  # likewise
     con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     con.commit()
     con.close()

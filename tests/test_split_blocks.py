@@ -170,6 +170,8 @@ def test_an_index_from_before_contexts_were_stored_gets_them_without_embedding(
     con = sqlite3.connect(store_dir / DB_NAME)  # turn it back into a schema-4 index (no contexts)
     con.execute("ALTER TABLE chunks DROP COLUMN context")
     con.execute("DROP TABLE tier_vectors")
+    con.execute("ALTER TABLE chunks DROP COLUMN page")  # added by the migration to schema 9
+    con.execute("ALTER TABLE chunks DROP COLUMN card")  # likewise
     con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     con.commit()
     con.close()

@@ -49,6 +49,9 @@ def tagged_html(found: finding.TaggedNotes) -> str:
 
 
 def _tagged(state: WebState, name: str) -> tuple[str, int]:
+    if not name.strip().lstrip("#"):  # the page's own address, no tag named yet: say how to name one
+        hint = "Click a tag in a note, or search for <code>#tag</code>, to list the notes that carry it."
+        return tag("h2", "Tag", id="tagged-heading") + tag("p", hint), 200
     try:
         return tagged_html(finding.tagged(state.app, name)), 200
     except VaultlensError as exc:
