@@ -3,6 +3,8 @@ the settings and this machine say about themselves."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -68,6 +70,18 @@ def config_show(vault: VaultOpt = None, set_: SetOpt = None, json_: JsonOpt = Fa
         render.out.print(f"{key:<26} = {value!r:<28} [dim]# {shown(origin)}{shown(rng)}[/dim]")
 
 
+def _run_eval(evaluate: Callable[..., list[GroupScore]], set_: SetOpt, json_: bool, yes: bool) -> None:
+    """An eval verb with the --set overrides, live progress and the consent a remote model needs."""
+    overrides = parse_overrides(set_)
+    with render.RichProgress() as progress:
+        scores = confirmed(
+            lambda grant: evaluate(overrides=overrides, progress=progress, consent=grant is not None),
+            yes,
+            json_,
+        )
+    _print_scores(scores, json_)
+
+
 def _print_scores(scores: list[GroupScore], json_: bool) -> None:
     if json_:
         render.print_json([s.as_dict() for s in scores])
@@ -86,12 +100,7 @@ def eval_beir(
     """nDCG@10, Recall@100 and MRR@10 of search on a BEIR data set (written as one note per document)."""
     from vaultlens.services.verbs import inspecting
 
-    overrides = parse_overrides(set_)
-    with render.RichProgress() as progress:
-        scores = confirmed(
-            lambda grant: inspecting.eval_beir(folder, overrides, progress, grant is not None), yes, json_
-        )
-    _print_scores(scores, json_)
+    _run_eval(functools.partial(inspecting.eval_beir, folder), set_, json_, yes)
 
 
 def eval_queries(
@@ -109,14 +118,7 @@ def eval_queries(
     """hit@1, hit@3, hit@5 and MRR on a labelled query file, per vault, language and cross-lingual flag."""
     from vaultlens.services.verbs import inspecting
 
-    overrides = parse_overrides(set_)
-    with render.RichProgress() as progress:
-        scores = confirmed(
-            lambda grant: inspecting.eval_queries(file, overrides, progress, grant is not None, split),
-            yes,
-            json_,
-        )
-    _print_scores(scores, json_)
+    _run_eval(functools.partial(inspecting.eval_queries, file, split=split), set_, json_, yes)
 
 
 def bench_embed(
