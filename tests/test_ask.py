@@ -410,6 +410,28 @@ def test_ctrl_c_while_streaming_leaves_nothing_behind(vault: Path, isolated_env:
     assert set(snapshot(isolated_env)) == home_before, "no file was added or left half-written in the home"
 
 
+def test_a_ctrl_c_while_the_streamed_answer_starts_showing_stops_it_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rich.console import Console
+
+    from vaultlens.cli.ask_cmds import StreamView
+
+    real = Console.show_cursor
+
+    def interrupted(self: Console, show: bool = True) -> bool:  # Live.start calls it half-way
+        signal.raise_signal(signal.SIGINT)
+        return real(self, show)
+
+    monkeypatch.setattr(Console, "show_cursor", interrupted)
+    view = StreamView(enabled=True)
+    with pytest.raises(KeyboardInterrupt):
+        view.write("the first piece")
+    monkeypatch.setattr(Console, "show_cursor", real)
+    view.abandon()  # stopping a Live that started half-way popped a render hook never pushed
+    assert view.live is None
+
+
 def test_an_api_key_is_never_printed(
     vault: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: Path
 ) -> None:

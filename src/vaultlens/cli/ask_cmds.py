@@ -8,6 +8,7 @@ nothing of the question or the answer is written anywhere.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from typing import TYPE_CHECKING, Annotated
@@ -18,6 +19,7 @@ from rich.text import Text
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
+from vaultlens.cli.interrupts import held_interrupts
 from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
 from vaultlens.cli.render import shown
 from vaultlens.errors import Cancelled
@@ -54,26 +56,30 @@ class StreamView:
         if not self.enabled:
             return
         if self.live is None:
-            self.live = Live(console=render.out, refresh_per_second=12, vertical_overflow="visible")
-            self.live.start()
+            with held_interrupts():  # a Live stopped half-started pops a render hook it never pushed
+                self.live = Live(console=render.out, refresh_per_second=12, vertical_overflow="visible")
+                self.live.start()
         self.live.update(Text(visible("".join(self.parts))))
 
     def finish(self, text: str) -> None:
         from rich.markdown import Markdown  # markdown-it: only once there is an answer to draw
 
         if self.live is not None:
-            self.live.update(Markdown(markdown_visible(text)))
-            self.live.stop()
-            self.live = None
+            with held_interrupts():
+                self.live.update(Markdown(markdown_visible(text)))
+                self.live.stop()
+                self.live = None
             render.out.print()
         elif self.enabled:
             render.out.print(Markdown(markdown_visible(text)))
         self.parts = []
 
     def abandon(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
+        """Stops the display after a Ctrl-C; a further Ctrl-C meanwhile changes nothing (already leaving)."""
+        with contextlib.suppress(KeyboardInterrupt), held_interrupts():
+            if self.live is not None:
+                self.live.stop()
+                self.live = None
 
 
 def print_sources(got: AskAnswer) -> None:
@@ -146,6 +152,7 @@ def chat(
     app = open_app(vault, set_)
     session = asking.open_chat(app, extractive)
     interactive = sys.stdin.isatty()
+    view = StreamView(enabled=False)
     try:
         while True:
             if interactive:
@@ -166,6 +173,7 @@ def chat(
             view.finish(got.answer)
             print_sources(got)
     except KeyboardInterrupt:
+        view.abandon()
         raise Cancelled("Chat stopped; nothing of it was saved.") from None
     finally:
         session.close()

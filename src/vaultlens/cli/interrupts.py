@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["interrupt_once", "stop_between_steps"]
+__all__ = ["held_interrupts", "interrupt_once", "stop_between_steps"]
 
 
 def _main_thread() -> bool:
@@ -64,3 +64,25 @@ def stop_between_steps() -> Iterator[threading.Event]:
     finally:
         if signal.getsignal(signal.SIGINT) is handler:
             signal.signal(signal.SIGINT, old)
+
+
+@contextlib.contextmanager
+def held_interrupts() -> Iterator[None]:
+    """A Ctrl-C during the block is held and raised as ``KeyboardInterrupt`` when the block ends,
+    so a step that must not stop half-way (starting or stopping the live display, whose undo
+    assumes it ran whole) always runs whole."""
+    if not _main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        pending.append(signum)
+
+    old = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if pending:
+        raise KeyboardInterrupt
