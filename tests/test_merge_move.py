@@ -365,3 +365,32 @@ def test_a_path_link_to_other_is_repointed_to_a_keep_at_the_vault_root_whose_nam
         vault / "L.md"
     ).read_text() == "[[/Tomatoes]], [[/Tomatoes#Tomatoes|care]] and [m](/Tomatoes.md)\n"
     assert resolved_targets(vault)["L.md"] == ["Tomatoes.md"] * 3
+
+
+@pytest.mark.parametrize(
+    "name", ["Odd#x.md", "Odd|x.md", "Odd]]x.md", "Odd^x.md", "Odd:x.md", "new|folder/N.md"]
+)
+def test_a_move_to_a_name_links_cannot_carry_is_refused_before_anything_is_planned(
+    tmp_path: Path, name: str
+) -> None:
+    vault = vault_of(tmp_path)
+    before = snapshot(vault)
+    done = run_cli(["move", OTHER, name, "--plan-only", "--json", "--vault", str(vault)])
+    assert done.exit_code != 0, done.output
+    assert json.loads(done.stdout)["error"]["code"] == "invalid_input"
+    assert "is not a name Obsidian accepts" in done.output
+    assert snapshot(vault) == before
+    assert not writes.history(vault), "nothing planned"
+
+
+def test_a_merge_into_a_note_whose_name_would_cut_a_wikilink_is_refused_naming_the_link(
+    tmp_path: Path,
+) -> None:
+    # [[My B]] rewritten to [[K#1]] would be the heading "1" of a note K: every link must still land on KEEP
+    vault = write_vault(
+        tmp_path / "v", {"K#1.md": "# K\n", "notes/My B.md": "# My B\n\nbee\n", "C.md": "see [[My B]]\n"}
+    )
+    before = snapshot(vault)
+    with pytest.raises(PlanRefused, match=r"C.md:1 '\[\[My B\]\]': no link text resolves to K#1.md"):
+        restructuring.write_merge(App.open(vault), "K#1.md", "notes/My B.md")
+    assert snapshot(vault) == before

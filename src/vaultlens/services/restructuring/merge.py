@@ -34,7 +34,8 @@ from vaultlens.services.changing.writes import Planned
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.drafting import draft
 from vaultlens.services.restructuring.relink import Edit, Repoint, apply_edits, repoint
-from vaultlens.services.restructuring.split import encoded
+from vaultlens.services.restructuring.split import encoded, name_problem
+from vaultlens.vault.hidden import visible
 from vaultlens.vault.links import LinkResolver, masked_spans
 from vaultlens.vault.model import Link
 from vaultlens.vault.outline import extract_block_ids, extract_headings
@@ -142,6 +143,15 @@ def plan_move(files: VaultFiles, old: str, new: str) -> MovePlan:
     check_relative(new)
     if not new.lower().endswith(".md"):
         raise InvalidInput(f"The new path must be a note ending in .md, got {new!r}.")
+    parts = new.split("/")
+    created = [p for i, p in enumerate(parts[:-1]) if not (files.root / "/".join(parts[: i + 1])).is_dir()]
+    for part in [*created, _name(new)[:-3]]:  # a folder the vault has is the user's own choice
+        why = name_problem(part)
+        if why:
+            raise InvalidInput(
+                f"Not moved: {visible(part)!r} in {visible(new)!r} is not a name Obsidian accepts ({why}).",
+                hint='Obsidian refuses * " \\ / < > : | ? in a name, and links cannot name one holding # ^ [ ].',
+            )
     everything, notes = _paths(files)
     before = LinkResolver(everything)
     if before.resolve("/" + new, old).status != "unresolved" or os.path.lexists(files.root / new):

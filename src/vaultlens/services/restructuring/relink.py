@@ -102,8 +102,8 @@ def repoint(text: str, path: str, new_path: str, change: Repoint) -> list[Edit]:
         wiki = text.startswith("[[", loc.start) or text.startswith("![[", loc.start)
         angle = loc.target_start > 0 and text[loc.target_start - 1] == "<"
         new = _written(written, want, new_path, change.after, wiki, angle)
-        check = change.after.resolve(unquote(new) if not wiki and not angle else new, new_path)
-        if check.status != "resolved" or check.path != want:
+        rewritten = text[loc.start : loc.target_start] + new + text[loc.target_end : loc.end]
+        if not _lands(rewritten, link, want, new_path, change.after):
             problems.append(f"{where}: no link text resolves to {want} unambiguously")
             continue
         edits.append(Edit(loc.target_start, loc.target_end, new))
@@ -115,6 +115,20 @@ def repoint(text: str, path: str, new_path: str, change: Repoint) -> list[Edit]:
             path=path,
         )
     return edits
+
+
+def _lands(rewritten: str, link: Link, want: str, source: str, after: LinkResolver) -> bool:
+    """Whether the rewritten link, read again as Obsidian reads it, is still one link of the same form,
+    heading, block and display text, and resolves to ``want``: a name holding ``#``, ``|``, ``]]`` or
+    ``^`` would cut a wikilink elsewhere (``[[Odd#x]]`` is the heading ``x`` of ``Odd``)."""
+    again = locate_links(rewritten, [])
+    if len(again) != 1 or (again[0].start, again[0].end) != (0, len(rewritten)):
+        return False
+    got = again[0].link
+    if (got.kind, got.heading, got.block, got.display) != (link.kind, link.heading, link.block, link.display):
+        return False
+    now = after.resolve(got.target, source)
+    return now.status == "resolved" and now.path == want
 
 
 def _written(written: str, want: str, source: str, after: LinkResolver, wiki: bool, angle: bool) -> str:

@@ -207,19 +207,25 @@ def _key(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
+def name_problem(name: str) -> str | None:
+    """Why ``name`` (a note's name without ``.md``, or a folder's) is not one Obsidian accepts and
+    links can name, or None."""
+    bad = _BAD_TITLE.search(name)
+    if bad:
+        return f"it contains {describe(bad[0]) if SHOWN.match(bad[0]) else repr(bad[0])}"
+    if not name or name.startswith(".") or name != name.strip() or len(name) > 120:
+        return "it is empty, too long, or starts with a dot or a space"
+    return None
+
+
 def check_titles(titles: Sequence[str], taken: Iterable[str]) -> None:
     """:class:`PlanRefused` unless every title is a valid file name, distinct, and not the name of
     a note the vault has (``taken``: the vault's note names without ``.md``)."""
     existing = {_key(t) for t in taken}
     seen: set[str] = set()
     for title in titles:
-        bad = _BAD_TITLE.search(title)
-        if not title or bad or title.startswith(".") or title != title.strip() or len(title) > 120:
-            why = (
-                f"it contains {describe(bad[0]) if SHOWN.match(bad[0]) else repr(bad[0])}"
-                if bad
-                else "it is empty, too long, or starts with a dot or a space"
-            )
+        why = name_problem(title)
+        if why:
             raise PlanRefused(
                 f"The title {visible(title)!r} is not a valid note name ({why}); nothing was planned.",
                 hint=_AGAIN,
