@@ -394,3 +394,26 @@ def test_a_merge_into_a_note_whose_name_would_cut_a_wikilink_is_refused_naming_t
     with pytest.raises(PlanRefused, match=r"C.md:1 '\[\[My B\]\]': no link text resolves to K#1.md"):
         restructuring.write_merge(App.open(vault), "K#1.md", "notes/My B.md")
     assert snapshot(vault) == before
+
+
+def test_a_note_that_is_not_utf8_elsewhere_in_the_vault_does_not_block_a_merge_or_a_move(
+    tmp_path: Path,
+) -> None:
+    vault = vault_of(tmp_path)
+    write_vault(vault, {"old/latin1.md": "caf\xe9 and [[A]]".encode("latin-1")})  # the index skips it too
+    merged = run_cli(["merge", KEEP, OTHER, "--plan-only", "--json", "--vault", str(vault)])
+    assert merged.exit_code == 0, merged.output
+    assert sorted(json.loads(merged.stdout)["relinked"]) == sorted(LINKING)
+    moved = run_cli(["move", OTHER, "Renamed.md", "--plan-only", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+
+
+def test_a_note_that_is_not_utf8_and_names_the_note_refuses_the_move_naming_it(tmp_path: Path) -> None:
+    vault = vault_of(tmp_path)
+    write_vault(vault, {"old/latin1.md": "caf\xe9 and [[My B]]".encode("latin-1")})
+    before = snapshot(vault)
+    moved = run_cli(["move", OTHER, "Renamed.md", "--plan-only", "--json", "--vault", str(vault)])
+    assert moved.exit_code != 0
+    error = json.loads(moved.stdout)["error"]
+    assert error["code"] == "plan_refused" and "old/latin1.md is not text" in error["message"]
+    assert snapshot(vault) == before

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import InvalidInput, PlanRefused
@@ -39,7 +40,7 @@ from vaultlens.vault.hidden import visible
 from vaultlens.vault.links import LinkResolver, masked_spans
 from vaultlens.vault.model import Link
 from vaultlens.vault.outline import extract_block_ids, extract_headings
-from vaultlens.vault.parse import note_aliases, note_tags, split_front_matter
+from vaultlens.vault.parse import NotText, note_aliases, note_tags, split_front_matter
 from vaultlens.vault.safepath import check_relative
 
 __all__ = ["IndexCoverage", "MergePlan", "MovePlan", "plan_merge", "plan_move", "trash_folder"]
@@ -118,7 +119,11 @@ def _relink_vault(files: VaultFiles, notes: Sequence[str], change: Repoint, skip
     for path in notes:
         if path in skip:
             continue
-        source = draft.load(files, path)
+        try:
+            source = files.load(path)
+        except NotText as exc:  # the index skips it too; refused only where it may link the note
+            _check_unreadable(files.read(path).raw, path, str(exc), change.old)
+            continue
         if b"[" not in source.raw:
             continue
         edits = repoint(source.text, path, path, change)
@@ -126,6 +131,20 @@ def _relink_vault(files: VaultFiles, notes: Sequence[str], change: Repoint, skip
             summary = f"{len(edits)} link(s) to {change.old} now go to {change.new}"
             out.append(Change(path, _spliced(source, edits), summary, source.raw))
     return out
+
+
+def _check_unreadable(raw: bytes, path: str, why: str, old: str) -> None:
+    """A note that is not UTF-8 text cannot be relinked; :class:`PlanRefused` when its bytes name
+    ``old`` (as written or %-encoded), since Obsidian may read a link to it there."""
+    stem = _name(old).removesuffix(".md")
+    names = {stem.encode("utf-8").lower(), quote(stem).encode("ascii").lower()}
+    if any(name in raw.lower() for name in names):
+        raise PlanRefused(
+            f"Nothing planned: {path} is not text vaultlens can read ({why}) and may link {old}, so its "
+            "links cannot be checked or repointed.",
+            hint=f"Save {path} as UTF-8 (or move it out of the vault), then run the command again.",
+            path=path,
+        )
 
 
 def _paths(files: VaultFiles) -> tuple[list[str], list[str]]:
