@@ -125,3 +125,16 @@ def test_only_the_paired_token_lets_a_program_write_and_revoke_withdraws_it(
         assert "vaultlens obsidian pair" in stale.json()["error"]["hint"]
         assert run_cli(["obsidian", "pair", "--vault", str(vault), "--revoke"]).exit_code == 0
         assert dismiss(server.url, **{"X-Vaultlens-Write-Token": newer}).status_code == 403
+
+
+def test_pairing_a_folder_that_is_no_vault_issues_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VAULTLENS_HOME", str(tmp_path / "home"))
+    (tmp_path / "a file").write_text("x")
+    for wrong in (tmp_path / "Notes-typo", tmp_path / "a file"):
+        got = run_cli(["obsidian", "pair", "--vault", str(wrong), "--json"])
+        assert got.exit_code != 0
+        error = json.loads(got.stdout)["error"]
+        assert error["code"] == "vault" and str(wrong) in error["message"], error
+        assert not pairing.pair_file(wrong).exists(), "no token kept for it"

@@ -65,6 +65,7 @@ def pair(
 ) -> None:
     """Issue the write token the plugin sends with review, apply and undo (paste it into its settings)."""
     from vaultlens.config import pairing
+    from vaultlens.vault.scan import check_vault
 
     vault = vault.expanduser().absolute()
     if revoke:
@@ -76,7 +77,7 @@ def pair(
                 "Revoked: the plugin can no longer write." if done else "No write token was issued."
             )
         return
-    token = pairing.issue(vault)
+    token = pairing.issue(check_vault(vault))  # a token for a mistyped folder would never be accepted
     if json_:
         render.print_json({"token": token})
         return
