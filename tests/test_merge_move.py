@@ -417,3 +417,28 @@ def test_a_note_that_is_not_utf8_and_names_the_note_refuses_the_move_naming_it(t
     error = json.loads(moved.stdout)["error"]
     assert error["code"] == "plan_refused" and "old/latin1.md is not text" in error["message"]
     assert snapshot(vault) == before
+
+
+def test_links_in_notes_excluded_from_the_index_are_repointed_too(tmp_path: Path) -> None:
+    # Obsidian's "Excluded files" and .vaultlensignore keep notes out of the index, not out of Obsidian:
+    # their links resolve there and must follow a move or a merge like any other
+    vault = vault_of(tmp_path)
+    write_vault(
+        vault,
+        {
+            ".obsidian/app.json": '{"userIgnoreFilters": ["Archive/"]}',
+            ".vaultlensignore": "*.tmp.md\n",
+            "Archive/Old.md": "old [[My B#Extra]]\n",
+            "drafts/x.tmp.md": "draft ![[My B]]\n",
+        },
+    )
+    original = snapshot(vault)
+    moved = run_cli(["move", OTHER, "Renamed B.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+    assert (vault / "Archive/Old.md").read_text() == "old [[Renamed B#Extra]]\n"
+    assert (vault / "drafts/x.tmp.md").read_text() == "draft ![[Renamed B]]\n"
+    undone = run_cli(["undo", json.loads(moved.stdout)["plan"]["op_id"], "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert files_of(snapshot(vault)) == files_of(original)
+    merged = restructuring.write_merge(App.open(vault), KEEP, OTHER)
+    assert {"Archive/Old.md", "drafts/x.tmp.md"} <= set(merged.plan_of.relinked)

@@ -50,8 +50,8 @@ class VaultFiles:
     def rules(self) -> VaultRules:
         return VaultRules(self.root, self.max_bytes)
 
-    def scan(self) -> ScanResult:
-        return scan_vault(self.root, self.max_bytes)
+    def scan(self, obsidian_sees: bool = False) -> ScanResult:
+        return scan_vault(self.root, self.max_bytes, obsidian_sees=obsidian_sees)
 
     def rule_problems(self) -> list[str]:
         """Ignore rules that could not be applied as written (a broken .obsidian/app.json)."""

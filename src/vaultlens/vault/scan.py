@@ -212,14 +212,17 @@ class VaultRules:
     ``.vaultlensignore`` (read once, here); every valid rule is applied regardless.
     """
 
-    def __init__(self, root: Path, max_file_bytes: int) -> None:
+    def __init__(self, root: Path, max_file_bytes: int, obsidian_sees: bool = False) -> None:
         self.root = check_vault(root)
         self.max_file_bytes = max_file_bytes
         self._filters, app_problems = _obsidian_filters(self.root)
         self._spec, ignore_problems = _ignore_spec(self.root)
         self.rule_problems: tuple[str, ...] = (*app_problems, *ignore_problems)
+        self._obsidian_sees = obsidian_sees  # every file Obsidian links: the ignore rules left out
 
     def ignored(self, rel: str, is_dir: bool) -> str | None:
+        if self._obsidian_sees:
+            return None
         probe = rel + "/" if is_dir else rel
         for label, match in self._filters:
             if match(probe):
@@ -418,9 +421,12 @@ def _escape(m: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def scan_vault(root: Path, max_file_bytes: int, under: str = "") -> ScanResult:
-    """List every file vaultlens may read, sorted by path, plus every skip with its reason."""
-    return VaultRules(root, max_file_bytes).scan(under)
+def scan_vault(root: Path, max_file_bytes: int, under: str = "", obsidian_sees: bool = False) -> ScanResult:
+    """List every file vaultlens may read, sorted by path, plus every skip with its reason.
+
+    ``obsidian_sees``: the files excluded in Obsidian's settings or by ``.vaultlensignore`` too
+    (Obsidian still resolves and renames their links; a move or merge must too)."""
+    return VaultRules(root, max_file_bytes, obsidian_sees).scan(under)
 
 
 def paths_sharing_a_file(vault: Path, rels: Iterable[str]) -> dict[str, list[str]]:

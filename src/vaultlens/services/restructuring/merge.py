@@ -148,7 +148,8 @@ def _check_unreadable(raw: bytes, path: str, why: str, old: str) -> None:
 
 
 def _paths(files: VaultFiles) -> tuple[list[str], list[str]]:
-    scan = files.scan()
+    """Every file and note Obsidian links, the ones its settings or .vaultlensignore exclude too."""
+    scan = files.scan(obsidian_sees=True)
     return [f.path for f in scan.files], [f.path for f in scan.notes]
 
 
