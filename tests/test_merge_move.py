@@ -16,7 +16,7 @@ import pytest
 from test_safewrite_groups import kill_9_when_ready, run_child
 from test_web_routes import Page, post
 from test_web_routes import page as page  # the fixture: a running server
-from vaultlens.errors import PlanRefused
+from vaultlens.errors import PlanRefused, WriteRefused
 from vaultlens.services.app import App
 from vaultlens.services.changing import writes
 from vaultlens.services.restructuring.relink import links_in
@@ -442,3 +442,19 @@ def test_links_in_notes_excluded_from_the_index_are_repointed_too(tmp_path: Path
     assert files_of(snapshot(vault)) == files_of(original)
     merged = restructuring.write_merge(App.open(vault), KEEP, OTHER)
     assert {"Archive/Old.md", "drafts/x.tmp.md"} <= set(merged.plan_of.relinked)
+
+
+def test_a_link_to_other_written_after_the_plan_refuses_the_apply_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    vault = vault_of(tmp_path)
+    planned = restructuring.write_merge(App.open(vault), KEEP, OTHER).plan
+    write_vault(vault, {"inbox/New.md": "typed since: [[My B#Extra]] and [m](<../notes/My B.md>)\n"})
+    before = snapshot(vault)
+    with pytest.raises(WriteRefused, match=r"inbox/New.md links notes/My B.md since operation group"):
+        writes.apply(vault, planned.entry.op_id, planned.proposal)
+    assert snapshot(vault) == before, "no note of the group written, OTHER not removed"
+    again = restructuring.write_merge(App.open(vault), KEEP, OTHER)  # the new plan repoints it too
+    assert "inbox/New.md" in again.plan_of.relinked
+    writes.apply(vault, again.plan.entry.op_id, again.plan.proposal)
+    assert (vault / "inbox/New.md").read_text() == "typed since: [[A#Extra]] and [m](<../A.md>)\n"

@@ -35,6 +35,7 @@ from vaultlens.errors import (
     WriteRefused,
 )
 from vaultlens.fsutil import open_folder, sha256_hex
+from vaultlens.safewrite.dangling import links_to
 from vaultlens.safewrite.journal import SHOW_BEFORE, Entry, Group, Journal
 from vaultlens.safewrite.operation import Operation, new_op_id
 from vaultlens.safewrite.writer import (
@@ -231,6 +232,7 @@ def _write_together(
         staged.append((entry, op, target))
     refuse_unwritable(journal, staged)  # every note and folder, before the first write
     _refuse_taken_names(vault, journal, group, staged)
+    _refuse_dangling_links(vault, journal, group, staged)
     done: list[Entry] = []
     for entry, op, target in in_write_order(staged):
         try:
@@ -294,6 +296,32 @@ def _refuse_taken_names(
                     path=path,
                     op_id=group.op_id,
                 )
+
+
+def _refuse_dangling_links(
+    vault: Path, journal: Journal, group: Group, staged: list[tuple[Entry, Operation, Path]]
+) -> None:
+    """A group that removes a note (a move, a merge: they repointed every link to it when planned)
+    is refused when a note outside it links that note now: it was written since the plan, and the
+    removal would leave its link broken. An undo puts notes back as they were and is not checked."""
+    if group.undo_of is not None:
+        return
+    removed = {op.path for _, op, _ in staged if op.before is not None and op.after is None}
+    found = links_to(vault, removed, {op.path for _, op, _ in staged})
+    if not found:
+        return
+    note, target = found[0]
+    for entry, _, _ in staged:
+        journal.set_state(entry, "not_applied", f"refused before writing: {note} links {target}")
+    more = f" (and {len(found) - 1} more note(s))" if len(found) > 1 else ""
+    raise WriteRefused(
+        f"Not written: {note}{more} links {target} since operation group {group.op_id} was planned, and "
+        f"the group removes {target}, which would leave that link broken. None of the group's "
+        f"{len(group.members)} notes was changed.",
+        hint="Run the move or merge again: its new plan repoints that link too.",
+        path=note,
+        op_id=group.op_id,
+    )
 
 
 def _name_key(name: str) -> str:

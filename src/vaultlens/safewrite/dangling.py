@@ -1,0 +1,51 @@
+"""Links that a group's removal of a note would leave pointing at nothing.
+
+A move or a merge repoints, when it is planned, every link to the note it removes; the notes holding
+them are in the group, compared byte for byte when it is applied. A note written since the plan
+outside the group (a new note, a link typed elsewhere) is not: this finds its links to a removed
+note, resolved as Obsidian resolves them over every file it sees, so the apply refuses instead of
+leaving them broken.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Collection
+from pathlib import Path
+
+from vaultlens.vault.links import LinkResolver
+from vaultlens.vault.outline import outline_note
+from vaultlens.vault.parse import NotText, decode_note
+from vaultlens.vault.scan import scan_vault
+
+__all__ = ["links_to"]
+
+
+def links_to(vault: Path, removed: Collection[str], skip: Collection[str]) -> list[tuple[str, str]]:
+    """``(note, removed path)`` for each note outside ``skip`` with a link that resolves to a path of
+    ``removed``; notes that do not name a removed note's file name are not parsed."""
+    if not removed:
+        return []
+    scan = scan_vault(vault, sys.maxsize, obsidian_sees=True)
+    resolver = LinkResolver(f.path for f in scan.files)
+    stems = {p.rpartition("/")[2].removesuffix(".md").casefold() for p in removed}
+    found: list[tuple[str, str]] = []
+    for note in scan.notes:
+        if note.path in skip:
+            continue
+        try:
+            text = decode_note((vault / note.path).read_bytes())
+        except (OSError, NotText):
+            continue  # gone, unreadable or not text: a move or merge plan refuses the one naming the note
+        folded = text.casefold()
+        if "[" not in text or not any(s in folded or s.replace(" ", "%20") in folded for s in stems):
+            continue
+        outline = outline_note(text, note.path)
+        for link in [*outline.links, *(p.link for p in outline.property_links)]:
+            if not link.target:
+                continue
+            to = resolver.resolve(link.target, note.path)
+            if to.path is not None and to.status == "resolved" and to.path in removed:
+                found.append((note.path, to.path))
+                break
+    return found
