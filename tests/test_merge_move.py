@@ -19,10 +19,9 @@ from test_web_routes import page as page  # the fixture: a running server
 from vaultlens.errors import PlanRefused, WriteRefused
 from vaultlens.services.app import App
 from vaultlens.services.changing import writes
-from vaultlens.services.restructuring.relink import links_in
 from vaultlens.services.verbs import restructuring
 from vaultlens.vault.links import LinkResolver, masked_spans
-from vaultlens.vault.outline import extract_headings
+from vaultlens.vault.outline import extract_headings, located_links
 from vaultlens.vault.scan import scan_vault
 from vl_support import check_shape, run_cli, snapshot, write_vault
 
@@ -58,7 +57,7 @@ def resolved_targets(vault: Path) -> dict[str, list[str | None]]:
     out: dict[str, list[str | None]] = {}
     for f in scan.notes:
         text = (vault / f.path).read_bytes().decode("utf-8-sig").replace("\r\n", "\n")
-        out[f.path] = [resolver.resolve(loc.link.target, f.path).path for loc in links_in(text, f.path)]
+        out[f.path] = [resolver.resolve(loc.link.target, f.path).path for loc in located_links(text, f.path)]
     return out
 
 
@@ -136,7 +135,7 @@ def test_merged_sections_sit_below_the_merged_from_heading_with_their_text_and_l
     headings = {h.text: h.level for h in extract_headings(text, masked_spans(text))}
     assert headings == {"A": 1, "Merged from Other": 2, "Other title": 3, "Sub": 4, "Deep": 6}
     resolver = LinkResolver([f.path for f in scan_vault(vault, 10_000_000).files])
-    links = [loc.link for loc in links_in((vault / "L.md").read_text(), "L.md")]
+    links = [loc.link for loc in located_links((vault / "L.md").read_text(), "L.md")]
     assert [(resolver.resolve(k.target, "L.md").path, k.heading in headings) for k in links] == [
         ("A.md", True)
     ] * 3
@@ -458,3 +457,20 @@ def test_a_link_to_other_written_after_the_plan_refuses_the_apply_and_nothing_is
     assert "inbox/New.md" in again.plan_of.relinked
     writes.apply(vault, again.plan.entry.op_id, again.plan.proposal)
     assert (vault / "inbox/New.md").read_text() == "typed since: [[A#Extra]] and [m](<../A.md>)\n"
+
+
+def test_a_templates_property_links_are_repointed_though_its_front_matter_is_no_valid_yaml(
+    tmp_path: Path,
+) -> None:
+    # `created: {{date}}` makes the YAML invalid until the template is used; every note made from it
+    # then carries `[[My B]]`, so the link must follow the move (kepano's vault has three such templates)
+    vault = vault_of(tmp_path)
+    template = '---\ncategories:\n  - "[[My B]]"\ncreated: {{date}}\n---\n## Log\n'
+    write_vault(vault, {"Templates/B Template.md": template})
+    original = snapshot(vault)
+    moved = run_cli(["move", OTHER, "Renamed B.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+    assert (vault / "Templates/B Template.md").read_text() == template.replace("[[My B]]", "[[Renamed B]]")
+    undone = run_cli(["undo", json.loads(moved.stdout)["plan"]["op_id"], "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert files_of(snapshot(vault)) == files_of(original)

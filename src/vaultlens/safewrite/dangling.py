@@ -14,7 +14,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from vaultlens.vault.links import LinkResolver
-from vaultlens.vault.outline import outline_note
+from vaultlens.vault.outline import located_links
 from vaultlens.vault.parse import NotText, decode_note
 from vaultlens.vault.scan import scan_vault
 
@@ -40,8 +40,8 @@ def links_to(vault: Path, removed: Collection[str], skip: Collection[str]) -> li
         folded = text.casefold()
         if "[" not in text or not any(s in folded or s.replace(" ", "%20") in folded for s in stems):
             continue
-        outline = outline_note(text, note.path)
-        for link in [*outline.links, *(p.link for p in outline.property_links)]:
+        for located in located_links(text, note.path):
+            link = located.link
             if not link.target:
                 continue
             to = resolver.resolve(link.target, note.path)

@@ -15,11 +15,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from vaultlens.vault.links import extract_links, masked_spans
+from vaultlens.vault.links import LocatedLink, extract_links, locate_links, masked_spans
 from vaultlens.vault.model import Heading, Link
 from vaultlens.vault.parse import note_aliases, note_tags, split_front_matter
 
-__all__ = ["NoteOutline", "PropertyLink", "extract_block_ids", "extract_headings", "outline_note"]
+__all__ = [
+    "NoteOutline",
+    "PropertyLink",
+    "extract_block_ids",
+    "extract_headings",
+    "located_links",
+    "outline_note",
+]
 
 # ATX headings as Obsidian lists them: up to 3 spaces, 1-6 "#", then a space (or nothing); "#tag" is no heading.
 # Setext headings ("Title\n===") are not listed: Obsidian vaults rarely use them, and telling one from a
@@ -139,3 +146,29 @@ def outline_note(text: str, path: str) -> NoteOutline:
         property_links=tuple(_property_links(frontmatter, text, body_start)),
         words=len(body.split()),
     )
+
+
+def located_links(text: str, path: str) -> list[LocatedLink]:
+    """Every link of a note with its offsets into the whole text, for a rename: the property links of
+    the front matter (wikilinks inside string values only, as Obsidian reads them), then the body's.
+    In a front matter that is not valid YAML, every wikilink counts: a template's ``created: {{date}}``
+    is such a one, and its ``categories: "[[People]]"`` becomes a link of every note made from it."""
+    _, problem, body_start, body_line = split_front_matter(text)
+    body = text[body_start:]
+    found = [
+        LocatedLink(loc.start + body_start, loc.end + body_start, loc.target_start + body_start,
+                    loc.target_end + body_start, loc.link)
+        for loc in locate_links(body, masked_spans(body), body_line)
+    ]  # fmt: skip
+    if body_start:
+        props = {
+            (p.link.target, p.link.heading, p.link.block) for p in outline_note(text, path).property_links
+        }
+        head = [
+            loc
+            for loc in locate_links(text[:body_start], [])
+            if loc.link.kind != "markdown"
+            and (problem is not None or (loc.link.target, loc.link.heading, loc.link.block) in props)
+        ]
+        found = head + found
+    return found

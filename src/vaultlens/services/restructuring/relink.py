@@ -8,7 +8,7 @@ alone; one that would not is rewritten, and only the characters of its note part
 text and the link's form stay as written. The new text is the shortest name Obsidian would write where
 the link was a bare name, a vault path where it had a path (relative where it was relative), encoded
 as the Markdown link was. Links in code, math and comments are masked by the link parser; property
-links (``related: "[[B]]"``) count, as in Obsidian. Every rewritten link is resolved again: one that
+links (``related: "[[B]]"``) count, as in Obsidian (:func:`~vaultlens.vault.outline.located_links`). Every rewritten link is resolved again: one that
 would not land on its note, or whose heading or block the new note lacks, refuses the whole change.
 """
 
@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from vaultlens.errors import PlanRefused
-from vaultlens.vault.links import LinkResolver, LocatedLink, locate_links, masked_spans
+from vaultlens.vault.links import LinkResolver, locate_links
 from vaultlens.vault.model import Link
-from vaultlens.vault.outline import outline_note
-from vaultlens.vault.parse import split_front_matter
+from vaultlens.vault.outline import located_links
 
-__all__ = ["Edit", "FragmentCheck", "Repoint", "apply_edits", "links_in", "repoint"]
+__all__ = ["Edit", "FragmentCheck", "Repoint", "apply_edits", "repoint"]
 
 # What the new note lacks of a link's #heading / #^block (None: it has it).
 FragmentCheck = Callable[[Link], "str | None"]
@@ -53,35 +52,12 @@ class Repoint:
     fragments: FragmentCheck | None = None  # None: the note keeps its headings and blocks (a move)
 
 
-def links_in(text: str, path: str) -> list[LocatedLink]:
-    """Every link of a note, offsets into the whole text: the body's, then the property links of the
-    front matter (wikilinks inside string values only, as Obsidian reads them)."""
-    _, _, body_start, body_line = split_front_matter(text)
-    body = text[body_start:]
-    found = [
-        LocatedLink(loc.start + body_start, loc.end + body_start, loc.target_start + body_start,
-                    loc.target_end + body_start, loc.link)
-        for loc in locate_links(body, masked_spans(body), body_line)
-    ]  # fmt: skip
-    if body_start:
-        props = {
-            (p.link.target, p.link.heading, p.link.block) for p in outline_note(text, path).property_links
-        }
-        head = [
-            loc
-            for loc in locate_links(text[:body_start], [])
-            if loc.link.kind != "markdown" and (loc.link.target, loc.link.heading, loc.link.block) in props
-        ]
-        found = head + found
-    return found
-
-
 def repoint(text: str, path: str, new_path: str, change: Repoint) -> list[Edit]:
     """The edits that keep every link of the note at ``path`` (``new_path`` once the change is made)
     pointing where it should; :class:`PlanRefused` naming each link that cannot be repointed."""
     edits: list[Edit] = []
     problems: list[str] = []
-    for loc in links_in(text, path):
+    for loc in located_links(text, path):
         link = loc.link
         if not link.target:
             continue  # [[#heading]]: the note itself, wherever it is
