@@ -201,6 +201,28 @@ def test_serve_records_and_prints_the_address_it_bound(tmp_path: Path, isolated_
         assert any(f"on {info.base_url}:" in line for line in said), said
 
 
+def test_a_server_says_it_serves_and_is_found_only_once_it_accepts_connections(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    """uvicorn listens only after its lifespan's startup, where the record and the "Serving" line
+    used to be written: a client quick to act on either (a test's browser, `vaultlens ui`) was refused."""
+    vault = trap_vault(tmp_path / "v")
+    connected: list[bool] = []
+
+    def say(line: str) -> None:
+        if line.startswith("Serving"):  # at this moment, the record is there and the line is out
+            [info] = runtime.servers(vaultlens.App.open(vault, dict(FAKE)))
+            try:
+                socket.create_connection((info.host, info.port), timeout=10).close()
+            except ConnectionRefusedError:
+                connected.append(False)
+            else:
+                connected.append(True)
+
+    with running_server(vault, isolated_env, watch=False, say=say):
+        assert connected == [True], "the server accepted a connection as soon as it said it serves"
+
+
 def _serve(vault: Path, home: Path, log: Path, *sets: str) -> subprocess.Popen[bytes]:
     args = [sys.executable, "-c", CHILD, "serve", "--vault", str(vault), "--port", "0", "--no-watch"]
     with log.open("wb") as out:

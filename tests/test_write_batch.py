@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import pytest
 import vaultlens
 from scripted_chat_server import ChatStep, ScriptedChatServer
 from vaultlens.config import paths
-from vaultlens.errors import ConsentRequired, WriteConflict
+from vaultlens.errors import Cancelled, ConsentRequired, WriteConflict
 from vaultlens.services.app import App
 from vaultlens.services.changing import writes
 from vl_support import check_shape, cli_env, run_cli, snapshot, write_vault
@@ -231,6 +232,40 @@ def test_ctrl_c_cuts_the_request_in_flight_keeps_finished_notes_and_resume_conti
         "a note finished before Ctrl-C is not sent again"
     )
     assert len(json.loads(resumed.stdout)["waiting"]) == 6
+
+
+def test_a_note_finishing_as_ctrl_c_stops_the_run_draws_no_progress_after_the_stop(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI stops its bar once the run stopped; a note that finished just then used to report
+    progress afterwards (a first one started a bar nothing stopped: redrawn over the stop message,
+    the cursor left hidden)."""
+    from vaultlens.services.restructuring import batch
+
+    real = batch._plan_one
+
+    def finished_as_the_ctrl_c_lands(*args: Any) -> Any:
+        note = real(*args)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)  # Ctrl-C: the run stops
+        args[-1].stopped.wait(30)  # this note is counted done only once the stop went through
+        return note
+
+    monkeypatch.setattr(batch, "_plan_one", finished_as_the_ctrl_c_lands)
+    drawn: list[str] = []
+    with ToolModel(json.loads(REPLY)) as server:
+        app = App.open(vault, llm_settings(server))
+        started = vaultlens.write_batch(
+            app, vaultlens.NoteSelector(glob="Other/plain.md"), "summarize", None, 1
+        )
+        with pytest.raises(Cancelled, match="are done and kept"):
+            vaultlens.write_batch_run(
+                app, started.state.batch_id, True, progress=lambda n, *_: drawn.append(n.path)
+            )
+        for worker in threading.enumerate():
+            if worker.name.startswith("vaultlens-batch-"):
+                worker.join(30)
+    assert len(server.chats()) == 1
+    assert drawn == [], "no progress is drawn after the stop"
 
 
 def in_terminal(args: list[str], env: dict[str, str], answers: list[tuple[str, bytes]]) -> tuple[int, str]:

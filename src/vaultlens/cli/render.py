@@ -20,6 +20,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from vaultlens.cli.interrupts import held_interrupts
 from vaultlens.errors import VaultlensError
 from vaultlens.vault.hidden import json_visible, visible
 
@@ -116,11 +117,25 @@ class RichProgress:
         self._task: TaskID | None = None
 
     def __enter__(self) -> RichProgress:
-        self._bar.start()
+        """Starts the bar whole: a Ctrl-C meanwhile is raised once it started, and stops it first
+        (a bar left half-started kept the terminal's cursor hidden after the command ended)."""
+        try:
+            with held_interrupts():
+                self._bar.start()
+        except KeyboardInterrupt:
+            self.__exit__(KeyboardInterrupt)
+            raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._bar.stop()
+    def __exit__(self, leaving: type[BaseException] | None = None, *exc: object) -> None:
+        """Stops the bar whole; a Ctrl-C meanwhile is raised after it, unless the command is already
+        leaving on an error or an earlier Ctrl-C (then the second one changes nothing)."""
+        try:
+            with held_interrupts():
+                self._bar.stop()
+        except KeyboardInterrupt:
+            if leaving is None:
+                raise
 
     def phase(self, name: str, total: int) -> None:
         if self._task is not None:

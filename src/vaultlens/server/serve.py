@@ -124,15 +124,25 @@ def bind(host: str, port: int) -> socket.socket:
 
 class _Server(uvicorn.Server):
     """uvicorn's server, which also tells the watcher to stop the moment a signal asks it to exit
-    (uvicorn's lifespan shutdown comes only after the open connections were drained)."""
+    (uvicorn's lifespan shutdown comes only after the open connections were drained), and says it
+    serves only once it listens: uvicorn listens after the lifespan's startup, so a record or a
+    "Serving" line written there sent a client that was quick to a refused connection."""
 
-    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, on_exit: Callable[[], None], on_listening: Callable[[], None]
+    ) -> None:
         super().__init__(config)
         self._on_exit = on_exit
+        self._on_listening = on_listening
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._on_exit()
         super().handle_exit(sig, frame)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.should_exit:  # a signal during the startup: uvicorn leaves without a shutdown
+            self._on_listening()
 
 
 @dataclass
@@ -150,6 +160,7 @@ class Companion:
     on_flush: Callable[[FlushReport], None] | None = None
     hub: EventHub = field(default_factory=EventHub)  # the watcher's progress and flushes, for the page
     _stop_watch: threading.Event = field(default_factory=threading.Event, repr=False)
+    _listens: threading.Event = field(default_factory=threading.Event, repr=False)
     _watcher: threading.Thread | None = field(default=None, repr=False)
     _server: uvicorn.Server | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -179,7 +190,7 @@ class Companion:
         config = uvicorn.Config(
             asgi, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
         )
-        server = _Server(config, self._stop_watch.set)
+        server = _Server(config, self._stop_watch.set, self._listening)
         self._server = server
         self._socket = sock
         return server
@@ -199,10 +210,9 @@ class Companion:
         )
         self._thread.start()
         deadline = time.monotonic() + timeout
-        while not server.started:
+        while not self._listens.wait(0.02):  # listening and announced, as a child's caller sees it
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the server did not start")
-            time.sleep(0.02)
         return self
 
     def stop(self) -> None:
@@ -233,6 +243,10 @@ class Companion:
             self.watcher_state = "watching"
             self._watcher = threading.Thread(target=self._watch, name="vaultlens-watch", daemon=True)
             self._watcher.start()
+
+    def _listening(self) -> None:
+        """The record one-shot commands find this server by, and the line people read: both say it
+        answers, so both come once it accepts connections."""
         runtime.announce(
             self.app,
             runtime.ServerInfo(
@@ -248,6 +262,7 @@ class Companion:
             f"Serving {self.app.vault} on {self.url}: the page at /, API under /v1 (OpenAPI at "
             "/openapi.json), MCP at /mcp."
         )
+        self._listens.set()
 
     def _stopping(self) -> None:
         runtime.withdraw(self.app, os.getpid())

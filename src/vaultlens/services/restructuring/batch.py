@@ -217,9 +217,11 @@ class _Run:
         provider.close()
 
     def finished(self, note: BatchNote) -> None:
+        """Count a note done; report it only before a stop: once :meth:`cancel` returned, the caller
+        stops its progress display, and a note finishing just then must not draw (or start) it again."""
         with self.lock:
             self.done += 1
-            if self.progress is not None:
+            if self.progress is not None and not self.stopped.is_set():
                 self.progress(note, self.done, self.total)
 
     def fail(self, exc: BaseException) -> None:
