@@ -474,3 +474,29 @@ def test_a_templates_property_links_are_repointed_though_its_front_matter_is_no_
     undone = run_cli(["undo", json.loads(moved.stdout)["plan"]["op_id"], "--yes", "--vault", str(vault)])
     assert undone.exit_code == 0, undone.output
     assert files_of(snapshot(vault)) == files_of(original)
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"id": "f1", "type": "file", "file": OTHER, "x": 0, "y": 0, "width": 400, "height": 400},
+        {"id": "t1", "type": "text", "text": "see [[My B#Extra]]", "x": 0, "y": 0, "width": 9, "height": 9},
+    ],
+)
+def test_a_canvas_showing_the_note_refuses_the_move_and_the_merge_naming_it(
+    tmp_path: Path, node: dict[str, object]
+) -> None:
+    # Obsidian's rename updates a canvas's file cards and text-card links; vaultlens never edits a canvas,
+    # so going ahead would leave that card pointing at nothing
+    vault = vault_of(tmp_path)
+    write_vault(vault, {"Boards/map.canvas": json.dumps({"nodes": [node], "edges": []})})
+    before = snapshot(vault)
+    for args in (["move", OTHER, "Renamed B.md"], ["merge", KEEP, OTHER]):
+        done = run_cli([*args, "--plan-only", "--json", "--vault", str(vault)])
+        assert done.exit_code != 0, done.output
+        error = json.loads(done.stdout)["error"]
+        assert (
+            error["code"] == "plan_refused"
+            and f"the canvas Boards/map.canvas shows {OTHER}" in error["message"]
+        )
+    assert snapshot(vault) == before and not writes.history(vault)

@@ -37,7 +37,7 @@ from vaultlens.services.drafting import draft
 from vaultlens.services.restructuring.relink import Edit, Repoint, apply_edits, repoint
 from vaultlens.services.restructuring.split import encoded, name_problem
 from vaultlens.vault.hidden import visible
-from vaultlens.vault.links import LinkResolver, masked_spans
+from vaultlens.vault.links import LinkResolver, extract_links, masked_spans
 from vaultlens.vault.model import Link
 from vaultlens.vault.outline import extract_block_ids, extract_headings
 from vaultlens.vault.parse import NotText, note_aliases, note_tags, split_front_matter
@@ -147,6 +147,38 @@ def _check_unreadable(raw: bytes, path: str, why: str, old: str) -> None:
         )
 
 
+def _refuse_canvases(files: VaultFiles, everything: Sequence[str], old: str, before: LinkResolver) -> None:
+    """:class:`PlanRefused` when a canvas shows ``old`` (a file card, or a link in a text card):
+    vaultlens never edits a canvas, so the card would point at nothing once ``old`` is gone."""
+    for path in everything:
+        if not path.lower().endswith(".canvas"):
+            continue
+        try:
+            canvas = json.loads((files.root / path).read_bytes().decode("utf-8-sig"))
+        except (OSError, ValueError, RecursionError):
+            continue  # unreadable, or no canvas Obsidian opens either
+        nodes = canvas.get("nodes") if isinstance(canvas, dict) else None
+        for node in nodes if isinstance(nodes, list) else []:
+            if not isinstance(node, dict):
+                continue
+            text = node.get("text") if node.get("type") == "text" else None
+            shown = node.get("type") == "file" and node.get("file") == old
+            if not shown and isinstance(text, str):
+                shown = any(
+                    before.resolve(link.target, path).path == old
+                    for link in extract_links(text)
+                    if link.target
+                )
+            if shown:
+                raise PlanRefused(
+                    f"Nothing planned: the canvas {path} shows {old} (card {node.get('id')!r}), and vaultlens "
+                    "never edits a canvas, so that card would point at nothing.",
+                    hint="Move or merge the note in Obsidian, which updates the canvas too, or take it off the "
+                    "canvas first.",
+                    path=path,
+                )
+
+
 def _paths(files: VaultFiles) -> tuple[list[str], list[str]]:
     """Every file and note Obsidian links, the ones its settings or .vaultlensignore exclude too."""
     scan = files.scan(obsidian_sees=True)
@@ -178,6 +210,7 @@ def plan_move(files: VaultFiles, old: str, new: str) -> MovePlan:
         raise InvalidInput(
             f"Not moved: {new} already exists.", hint="Pick a new path the vault does not have."
         )
+    _refuse_canvases(files, everything, old, before)
     taken = [p for p in before.paths_by_name(_name(new)) if p != old]
     if taken:
         raise PlanRefused(
@@ -357,6 +390,7 @@ def plan_merge(
     folder, trash_note = trash_folder(files)
     everything, notes = _paths(files)
     before = LinkResolver(everything)
+    _refuse_canvases(files, everything, other.path, before)
     after = LinkResolver([p for p in everything if p != other.path])
     carried, left_out, how = _pick(other, keep, sections, coverage)
     own = Repoint(other.path, keep.path, before, after)
