@@ -500,3 +500,15 @@ def test_a_canvas_showing_the_note_refuses_the_move_and_the_merge_naming_it(
             and f"the canvas Boards/map.canvas shows {OTHER}" in error["message"]
         )
     assert snapshot(vault) == before and not writes.history(vault)
+
+
+def test_a_move_that_only_changes_letter_case_says_so_instead_of_claiming_the_note_exists(
+    tmp_path: Path,
+) -> None:
+    vault = vault_of(tmp_path)
+    done = run_cli(["move", OTHER, "notes/my b.md", "--plan-only", "--json", "--vault", str(vault)])
+    assert done.exit_code != 0
+    error = json.loads(done.stdout)["error"]
+    assert "only in letter case" in error["message"] and "already exists" not in error["message"], error
+    assert "two steps" in error["hint"]
+    assert not (vault / "notes/my b.md").exists() and not writes.history(vault)

@@ -206,6 +206,12 @@ def plan_move(files: VaultFiles, old: str, new: str) -> MovePlan:
             )
     everything, notes = _paths(files)
     before = LinkResolver(everything)
+    if new != old and new.casefold() == old.casefold():  # one file on a case-insensitive disk
+        raise InvalidInput(
+            f"Not moved: {new} differs from {old} only in letter case, and on a disk that ignores case "
+            "(macOS, Windows) the new note would be the old one.",
+            hint="Move it in two steps, through another name.",
+        )
     if before.resolve("/" + new, old).status != "unresolved" or os.path.lexists(files.root / new):
         raise InvalidInput(
             f"Not moved: {new} already exists.", hint="Pick a new path the vault does not have."
