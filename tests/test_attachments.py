@@ -310,3 +310,22 @@ def test_a_page_is_chunked_along_its_paragraphs_and_an_edit_on_one_page_keeps_th
     assert [c.start_line for c in second] == sorted(c.start_line for c in second)
     assert [(c.id, c.content_hash) for c in after if c.page == 2] == [(c.id, c.content_hash) for c in second]
     assert [c.content_hash for c in after if c.page == 1] != [c.content_hash for c in before if c.page == 1]
+
+
+def test_related_notes_of_a_pdf_over_http_and_mcp_as_the_cli_gives_them(vault: Path, tmp_path: Path) -> None:
+    """`vaultlens similar papers/paper.pdf` works; /v1/similar and MCP find_related_notes refused the same
+    path ("it is a PDF, not a Markdown note"), so an agent or the plugin got nothing for an open PDF.
+    Reading the PDF as a note stays refused."""
+    write_vault(vault, {"quokka.md": "# Quokkas\n\nA quokka polyglot zephyr hibernates under the basalt.\n"})
+    with running_server(vault, tmp_path / "home", watch=False, overrides={}) as server:
+        got = httpx.get(server.url + "/v1/similar", params={"path": "papers/paper.pdf"}, timeout=60)
+        assert got.status_code == 200, got.text
+        assert "quokka.md" in [r["path"] for r in got.json()["results"]]
+
+        async def related(session: ClientSession) -> dict[str, Any]:
+            return payload(await session.call_tool("find_related_notes", {"path": "papers/paper.pdf"}))
+
+        found = run_async(lambda: with_http_session(server.url, related))["data"]
+        assert "quokka.md" in [r["path"] for r in found["results"]]
+        read = httpx.get(server.url + "/v1/notes", params={"path": "papers/paper.pdf"}, timeout=30)
+        assert read.status_code == 400 and "not a Markdown note" in read.json()["error"]["message"]

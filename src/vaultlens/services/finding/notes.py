@@ -18,7 +18,7 @@ import binascii
 import posixpath
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from vaultlens.chunking.source import RawNote, read_note
@@ -136,12 +136,13 @@ def read_untrusted(vault_rules: VaultRules, rel: str, max_bytes: int) -> RawNote
     return read_note(vault_rules.root, resolve_untrusted(vault_rules, rel), max_bytes)
 
 
-def resolve_untrusted(vault_rules: VaultRules, rel: str) -> str:
+def resolve_untrusted(vault_rules: VaultRules, rel: str, also: Collection[str] = ()) -> str:
     """The one rule for a note path from a program or an agent (read a slice, find related notes):
     a vault-relative path to a note the scan lists, as spelled on disk (an NFD spelling of an NFC
-    name finds it; another case, a missing extension or a bare name do not). Returns that spelling."""
+    name finds it; another case, a missing extension or a bare name do not). Returns that spelling.
+    ``also``: the other kinds of file taken (similar: the PDFs and canvases the index reads)."""
     listed = _listed(vault_rules, rel)
-    if listed.kind != "note":
+    if listed.kind != "note" and listed.kind not in also:
         what = {"canvas": "a Canvas file", "base": "a Bases file", "pdf": "a PDF"}.get(
             listed.kind, "an attachment"
         )

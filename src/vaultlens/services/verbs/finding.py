@@ -9,6 +9,7 @@ whole, from one read (see :mod:`vaultlens.services.finding.notes`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from vaultlens.chunking.source import NoteReader
@@ -111,8 +112,8 @@ def similar(app: App, note: str, limit: int | None = None, *, untrusted: bool = 
     ``untrusted``: ``note`` comes from a program or an agent (API, MCP), so it is resolved by the
     same rule as a note it reads (:func:`~vaultlens.services.finding.notes.resolve_untrusted`: an exact
     vault-relative path to a listed note; no names, case or extension variants, encoded tricks)."""
-    if untrusted:
-        note = note_path(app, note)
+    if untrusted:  # a PDF or canvas the index reads has related notes too, as in the CLI
+        note = note_path(app, note, also=app.settings.index.attachments)
     with translated_errors(path=app.index_dir), app.reading() as store:
         path = discover.resolve_note(store, str(app.vault), note)
         d = app.settings.discover
@@ -256,11 +257,12 @@ def _index_state(app: App) -> tuple[str, int] | None:
         return store.store_id, store.generation
 
 
-def note_path(app: App, path: str) -> str:
+def note_path(app: App, path: str, also: Collection[str] = ()) -> str:
     """A path from a program or the page → the vault-relative note it names: an exact path to a note
-    the vault's scan lists, else refused (:func:`~vaultlens.services.finding.notes.resolve_untrusted`)."""
+    (or a file of a kind in ``also``) the vault's scan lists, else refused
+    (:func:`~vaultlens.services.finding.notes.resolve_untrusted`)."""
     with translated_errors(path=app.index_dir):
-        return notes.resolve_untrusted(app.files().rules(), path)
+        return notes.resolve_untrusted(app.files().rules(), path, also)
 
 
 def note_graph(app: App, path: str, resolver: LinkResolver | None = None) -> NoteGraph:
