@@ -512,3 +512,25 @@ def test_a_move_that_only_changes_letter_case_says_so_instead_of_claiming_the_no
     assert "only in letter case" in error["message"] and "already exists" not in error["message"], error
     assert "two steps" in error["hint"]
     assert not (vault / "notes/my b.md").exists() and not writes.history(vault)
+
+
+def test_a_link_to_a_carried_heading_or_block_that_keep_also_has_refuses_the_merge(tmp_path: Path) -> None:
+    # Obsidian takes the first heading or block of that name: KEEP's own, not the text carried from OTHER
+    vault = write_vault(
+        tmp_path / "v",
+        {
+            "K.md": "# K\n\n## Setup\n\nKeep setup text. ^b1\n",
+            "O.md": "# O\n\n## Setup\n\nTotally different setup of the other note. ^b1\n",
+            "L.md": "see [[O#^b1]]\n",
+            "M.md": "and [[O#Setup]]\n",
+        },
+    )
+    before = snapshot(vault)
+    block = r"L.md:1 '\[\[O#\^b1\]\]': the block \^b1 of O.md is carried over, but K.md has a block \^b1 of its own"
+    with pytest.raises(PlanRefused, match=block):
+        restructuring.write_merge(App.open(vault), "K.md", "O.md")
+    assert snapshot(vault) == before
+    (vault / "L.md").unlink()
+    heading = r"M.md:1 '\[\[O#Setup\]\]': the heading 'Setup' of O.md is carried over, but K.md has its own"
+    with pytest.raises(PlanRefused, match=heading):
+        restructuring.write_merge(App.open(vault), "K.md", "O.md")

@@ -403,14 +403,27 @@ def plan_merge(
     other_text = apply_edits(other.text, repoint(other.text, other.path, keep.path, own))
     added = _carried_text(other.path, other_text.split("\n"), carried)  # an edit never spans a line break
     heads, blocks = _fragments(keep.text + added)
+    own_heads, own_blocks = _fragments(keep.text)  # KEEP's own come first: Obsidian takes the first
+    new_heads, new_blocks = _fragments(added)
 
     def lacks(link: Link) -> str | None:
         if link.heading is not None:
             last = link.heading.split("#")[-1].strip()
             if last.casefold() not in heads:
                 return f"the heading {last!r} of {other.path} is not in {keep.path} after the merge"
-        if link.block is not None and link.block.casefold() not in blocks:
-            return f"the block ^{link.block} of {other.path} is not in {keep.path} after the merge"
+            if last.casefold() in new_heads and last.casefold() in own_heads:
+                return (
+                    f"the heading {last!r} of {other.path} is carried over, but {keep.path} has its own "
+                    f"{last!r} first, where the link would land"
+                )
+        if link.block is not None:
+            if link.block.casefold() not in blocks:
+                return f"the block ^{link.block} of {other.path} is not in {keep.path} after the merge"
+            if link.block.casefold() in new_blocks and link.block.casefold() in own_blocks:
+                return (
+                    f"the block ^{link.block} of {other.path} is carried over, but {keep.path} has a block "
+                    f"^{link.block} of its own, where the link would land"
+                )
         return None
 
     change = Repoint(other.path, keep.path, before, after, lacks)

@@ -87,7 +87,8 @@ def repoint(text: str, path: str, new_path: str, change: Repoint) -> list[Edit]:
         shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
         raise PlanRefused(
             f"Nothing planned: {len(problems)} link(s) cannot be repointed unambiguously: {shown}.",
-            hint="Carry the heading or block over (--sections), or edit those links by hand first.",
+            hint="Carry the heading or block over (--sections), rename it where two notes share it, or edit "
+            "those links by hand first.",
             path=path,
         )
     return edits
