@@ -8,6 +8,7 @@ Real files, the project's own resolver to check every link afterwards, a real ch
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import httpx
@@ -534,3 +535,20 @@ def test_a_link_to_a_carried_heading_or_block_that_keep_also_has_refuses_the_mer
     heading = r"M.md:1 '\[\[O#Setup\]\]': the heading 'Setup' of O.md is carried over, but K.md has its own"
     with pytest.raises(PlanRefused, match=heading):
         restructuring.write_merge(App.open(vault), "K.md", "O.md")
+
+
+def test_moving_a_note_named_in_nfd_on_disk_by_its_nfc_name_repoints_its_links(tmp_path: Path) -> None:
+    # macOS writes names decomposed (NFD); the user types them composed (NFC): the note is found, and
+    # its links (which resolve to the name on disk) must follow it, not be left pointing at nothing
+    on_disk = unicodedata.normalize("NFD", "Café.md")
+    vault = write_vault(
+        tmp_path / "v", {on_disk: "# Café\n\ntext\n", "L.md": "[[Café]] and [x](Caf%C3%A9.md)\n"}
+    )
+    original = snapshot(vault)
+    moved = run_cli(["move", "Café.md", "Bistro.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+    assert json.loads(moved.stdout)["relinked"] == ["L.md"]
+    assert (vault / "L.md").read_text() == "[[Bistro]] and [x](Bistro.md)\n"
+    undone = run_cli(["undo", json.loads(moved.stdout)["plan"]["op_id"], "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert files_of(snapshot(vault)) == files_of(original)

@@ -192,6 +192,7 @@ def _name(path: str) -> str:
 def plan_move(files: VaultFiles, old: str, new: str) -> MovePlan:
     """The changes that move ``old`` to ``new`` with every link repointed (nothing is written)."""
     source = draft.load(files, old)
+    old = source.path  # as spelled on disk (an NFC name typed for an NFD one): what links resolve to
     check_relative(new)
     if not new.lower().endswith(".md"):
         raise InvalidInput(f"The new path must be a note ending in .md, got {new!r}.")
