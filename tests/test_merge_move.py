@@ -552,3 +552,13 @@ def test_moving_a_note_named_in_nfd_on_disk_by_its_nfc_name_repoints_its_links(t
     undone = run_cli(["undo", json.loads(moved.stdout)["plan"]["op_id"], "--yes", "--vault", str(vault)])
     assert undone.exit_code == 0, undone.output
     assert files_of(snapshot(vault)) == files_of(original)
+
+
+def test_an_encoded_link_to_a_non_ascii_name_written_after_the_plan_refuses_the_apply(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "v", {"A.md": "# A\n", "Café.md": "# Café\n\ncafé text\n"})
+    planned = restructuring.write_move(App.open(vault), "Café.md", "Bistro.md").plan
+    write_vault(vault, {"New.md": "written since: [m](Caf%C3%A9.md)\n"})
+    before = snapshot(vault)
+    with pytest.raises(WriteRefused, match=r"New.md links Café.md since operation group"):
+        writes.apply(vault, planned.entry.op_id, planned.proposal)
+    assert snapshot(vault) == before

@@ -10,8 +10,10 @@ leaving them broken.
 from __future__ import annotations
 
 import sys
+import unicodedata
 from collections.abc import Collection
 from pathlib import Path
+from urllib.parse import quote
 
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.outline import located_links
@@ -28,7 +30,8 @@ def links_to(vault: Path, removed: Collection[str], skip: Collection[str]) -> li
         return []
     scan = scan_vault(vault, sys.maxsize, obsidian_sees=True)
     resolver = LinkResolver(f.path for f in scan.files)
-    stems = {p.rpartition("/")[2].removesuffix(".md").casefold() for p in removed}
+    names = {unicodedata.normalize("NFC", p.rpartition("/")[2].removesuffix(".md")) for p in removed}
+    stems = {form.casefold() for name in names for form in (name, quote(name), name.replace(" ", "%20"))}
     found: list[tuple[str, str]] = []
     for note in scan.notes:
         if note.path in skip:
@@ -37,8 +40,8 @@ def links_to(vault: Path, removed: Collection[str], skip: Collection[str]) -> li
             text = decode_note((vault / note.path).read_bytes())
         except (OSError, NotText):
             continue  # gone, unreadable or not text: a move or merge plan refuses the one naming the note
-        folded = text.casefold()
-        if "[" not in text or not any(s in folded or s.replace(" ", "%20") in folded for s in stems):
+        folded = unicodedata.normalize("NFC", text).casefold()
+        if "[" not in text or not any(s in folded for s in stems):
             continue
         for located in located_links(text, note.path):
             link = located.link
