@@ -9,7 +9,9 @@
 Sets: ``personal`` and ``examples`` (this repository's eval/, their own tune/held split), ``shared``
 (ru-wiki and kepano, ../shared/eval/queries.jsonl) and ``docs`` (fastapi-docs,
 ../shared/eval/queries-docs.jsonl), whose lines carry no split: the 1st, 3rd, ... line is tune, as
-``eval queries`` reads "half 1"; ``scifact`` (../shared/bench/scifact, BEIR) with ``--scifact``.
+``eval queries`` reads "half 1"; ``scifact`` (../shared/bench/scifact, BEIR) with ``--scifact``, and
+``cranfield`` (../shared/bench/cranfield, BEIR: 1,400 aeronautics abstracts, 225 queries, graded
+judgements) only when named with ``--set``.
 
 Each vault is indexed once with the default settings (``embedding.tier = auto`` fills the tier it
 picks) under a kept VAULTLENS_HOME (bench/results/cache/quality_levers; indexing is incremental, so a
@@ -25,7 +27,7 @@ settings.
 
 Printed: one Markdown table per set and group, a row per lever: hit@1 / hit@3 / hit@5 and MRR on the
 whole group, hit@1 / hit@3 / hit@5 on each split, and ``weak``: the right first answers flagged weak, of all
-right first answers; SciFact: nDCG@10 (and per half), Recall@100, MRR@10.
+right first answers; a BEIR set: nDCG@10 (and per half), Recall@100, MRR@10.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ QUERY_SETS = {
     "shared": SHARED / "eval" / "queries.jsonl",
     "docs": SHARED / "eval" / "queries-docs.jsonl",
 }
-SCIFACT = SHARED / "bench" / "scifact"
+BEIR_SETS = {"scifact": SHARED / "bench" / "scifact", "cranfield": SHARED / "bench" / "cranfield"}
 DEPTH = 20  # notes a labelled query asks for, as `eval queries` does
 BEIR_DEPTH = 100
 
@@ -94,6 +96,14 @@ LEVERS: dict[str, Lever] = {
     # a tier of one language (minilm-en) has its own weight, search.one_language_tier_weight (0.65)
     "one-language tier 0.5": Lever(search={"one_language_tier_weight": 0.5}),
     "one-language tier 0.8": Lever(search={"one_language_tier_weight": 0.8}),
+    # the lexical part's maximum beside such a tier, search.one_language_max_lexical_weight (0.6; 0.8 before,
+    # search.max_lexical_weight's value: measured against the bundled model alone)
+    "one-language lexical 0.8": Lever(search={"one_language_max_lexical_weight": 0.8}),
+    "one-language lexical 0.7": Lever(search={"one_language_max_lexical_weight": 0.7}),
+    "one-language lexical 0.5": Lever(search={"one_language_max_lexical_weight": 0.5}),
+    # the same maximum in every vault of one language, whatever its tier (e5 on fastapi-docs/ru too)
+    "lexical 0.6 in one-language vault": Lever(one_language={"max_lexical_weight": 0.6}),
+    "candidates 400": Lever(search={"candidates": 400}),
 }
 
 
@@ -218,19 +228,19 @@ def query_tables(name: str, results: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(out)
 
 
-def run_scifact(lever: Lever, vaults: dict[str, Vault], work: Path) -> dict[str, float]:
+def run_beir(name: str, lever: Lever, vaults: dict[str, Vault], work: Path) -> dict[str, float]:
     def open_vault(folder: Path) -> Callable[[str, int], list[NoteHit]]:
-        if "scifact" not in vaults:
-            vaults["scifact"] = Vault(folder)
-        return lambda query, limit: vaults["scifact"].search(lever, query, limit)
+        if name not in vaults:
+            vaults[name] = Vault(folder)
+        return lambda query, limit: vaults[name].search(lever, query, limit)
 
-    (score,) = evaluation.eval_beir(SCIFACT, work, open_vault)
+    (score,) = evaluation.eval_beir(BEIR_SETS[name], work, open_vault)
     return score.metrics
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", dest="sets", action="append", choices=[*QUERY_SETS, "scifact"])
+    parser.add_argument("--set", dest="sets", action="append", choices=[*QUERY_SETS, *BEIR_SETS])
     parser.add_argument("--scifact", action="store_true", help="also SciFact (300 queries, 5,183 notes)")
     parser.add_argument("--lever", dest="levers", action="append", choices=list(LEVERS))
     parser.add_argument("--fresh", action="store_true", help="index every vault again from nothing")
@@ -247,13 +257,13 @@ def main() -> int:
         for lever_name, lever in levers.items():
             started = time.monotonic()
             with patched(lever.patches):
-                if name == "scifact":
-                    results[lever_name] = run_scifact(lever, vaults, home / "eval")
+                if name in BEIR_SETS:
+                    results[lever_name] = run_beir(name, lever, vaults, home / "eval")
                 else:
                     results[lever_name] = run_queries(name, lever, vaults)
             print(f"  {name} / {lever_name}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-        if name == "scifact":
-            print("\nscifact (300 queries; h1 / h2: odd / even lines of qrels)\n")
+        if name in BEIR_SETS:
+            print(f"\n{name} (BEIR test split; h1 / h2: the queries of odd / even lines of qrels)\n")
             print("| lever | nDCG@10 | nDCG@10 h1 / h2 | Recall@100 | MRR@10 |\n|---|---:|---|---:|---:|")
             for lever_name, m in results.items():
                 print(

@@ -495,8 +495,8 @@ def test_an_unknown_key_in_the_vault_file_suggests_the_closest_one(vault: Path, 
     assert f"Unknown setting 'search.candidatez' in {config}." in text
     assert "Did you mean search.candidates? Known search settings: search.limit," in text
     assert (
-        "search.max_lexical_weight, search.tier_weight, search.one_language_tier_weight, search.tier_weight_across, "
-        "search.ann_threshold." in text
+        "search.max_lexical_weight, search.tier_weight, search.one_language_tier_weight, "
+        "search.one_language_max_lexical_weight, search.tier_weight_across, search.ann_threshold." in text
     )
 
 

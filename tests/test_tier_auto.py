@@ -177,6 +177,44 @@ def test_a_tier_of_one_language_is_weighed_at_its_own_share(tmp_path: Path) -> N
         multilingual = copy.copy(tier)
         multilingual.english_only = False  # type: ignore[misc,attr-defined]
         assert not one_language(multilingual)
-        assert scores(multilingual) == scores(tier, one_language_tier_weight=0.5)
+        # (and search.max_lexical_weight: the specialist's lexical maximum is its own too)
+        assert scores(multilingual) == scores(
+            tier, one_language_tier_weight=0.5, one_language_max_lexical_weight=0.8
+        )
         assert scores(multilingual) == scores(multilingual, one_language_tier_weight=1.0)
+    assert [(h.path, h.score) for h in services.search(app, query, limit=3, sections=1)] == default
+
+
+@needs_both
+def test_words_weigh_less_beside_a_tier_of_one_language(tmp_path: Path) -> None:
+    # max_lexical_weight (0.8) was measured against the bundled model alone; beside minilm-en, a
+    # specialist of the vault's language, the lexical part's maximum is one_language_max_lexical_weight
+    # (0.6: SciFact and Cranfield rose on both halves); a multilingual tier keeps max_lexical_weight
+    app = App.open(write_vault(tmp_path / "vault", ENGLISH), AUTO)
+    services.index(app)
+    query = "water the tomato plants twice a week"  # its words are a note's: the lexical part counts
+    s = app.settings.search
+    assert (s.max_lexical_weight, s.one_language_max_lexical_weight) == (0.8, 0.6)
+
+    def scores(tier: TierProvider | None, **changed: Any) -> list[tuple[str, float]]:
+        hits = rank_notes(store, app.provider(), query, replace(s, **changed), 3, 1, tier)
+        return [(h.path, h.score) for h in hits]
+
+    with app.reading() as store:
+        tier = app.search_tier(store)
+        assert tier is not None and one_language(tier)
+        default = scores(tier)
+        assert default == scores(tier, max_lexical_weight=0.0)  # not the specialist's maximum
+        assert default != scores(tier, one_language_max_lexical_weight=0.8)
+        assert scores(tier, one_language_max_lexical_weight=0.8) == scores(
+            tier, max_lexical_weight=0.0, one_language_max_lexical_weight=0.8
+        )
+        multilingual = copy.copy(tier)
+        multilingual.english_only = False  # type: ignore[misc,attr-defined]
+        # a multilingual tier: max_lexical_weight, whatever the specialist's maximum
+        assert scores(multilingual) == scores(multilingual, one_language_max_lexical_weight=0.0)
+        assert scores(multilingual, tier_weight=0.65, max_lexical_weight=0.6) == default
+        # the bundled model alone (a Russian query on this vault, or embedding.tier off) keeps it too
+        assert scores(None) == scores(None, one_language_max_lexical_weight=0.0)
+        assert scores(None) != scores(None, max_lexical_weight=0.6)
     assert [(h.path, h.score) for h in services.search(app, query, limit=3, sections=1)] == default

@@ -324,6 +324,10 @@ class SearchSettings:
     # specialist of the vault's language weighs more than a multilingual tier (kepano held hit@1 +1, docs
     # en→en hit@5 23/26 → 24/26, SciFact 0.717 → 0.718 on both halves; 0.8 raised one SciFact half only)
     one_language_tier_weight: float = setting(0.65, ge=0, le=1)
+    # max_lexical_weight where the dense part blends such a tier: 0.8 was measured against the bundled model
+    # alone (SciFact dense 0.41); beside an English specialist the meaning side is worth more, and words less
+    # (SciFact nDCG@10 0.718 → 0.727, Cranfield 0.566 → 0.571, both on both halves; docs/benchmarks.md)
+    one_language_max_lexical_weight: float = setting(0.6, ge=0, le=1)
     # ... for a section in the other language than the query's (its script: services/finding/evidence.py), where
     # the candidates are in both languages (among candidates in one language every section gets tier_weight).
     # e5-small alone ranks a note in the query's language first for every cross-language question of the

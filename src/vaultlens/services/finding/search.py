@@ -25,7 +25,11 @@ cross-language query, whose best BM25 hit explains little of it (median 0.4 on t
 queries), stays close to pure dense ranking; a query whose words the best hit really contains
 (identifiers, technical claims: median 0.96 on SciFact) leans on BM25. One fixed weight cannot
 do both: 0.5 lost English to Russian queries, 0.7 and more dense weight lost SciFact
-(docs/benchmarks.md).
+(docs/benchmarks.md). That maximum was measured against the bundled model alone; where the dense
+part blends a tier that reads the vault's one language (minilm-en in an English vault), the
+meaning side is stronger and the maximum is ``search.one_language_max_lexical_weight`` instead:
+SciFact and Cranfield, two English sets whose queries are whole sentences, both rose on both halves
+at 0.6 (docs/benchmarks.md, 2026-12-07 session 4).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -136,6 +140,8 @@ def rank_notes(
     if tier is not None and tier_qvec is not None:
         weight = s.one_language_tier_weight if one_language(tier) else s.tier_weight
         blend = TierBlend(store, qvec, tier_qvec, weight, s.tier_weight_across)
+        if one_language(tier):  # beside a specialist of the vault's language, words weigh less
+            s = replace(s, max_lexical_weight=s.one_language_max_lexical_weight)
     chunk_scores = score_chunks(store, qvec, query, s, blend, exact=limit)
     if not chunk_scores:  # only an index without a single chunk has no candidate at all
         run = store.last_run()
