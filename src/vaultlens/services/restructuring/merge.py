@@ -4,7 +4,7 @@
 it rewritten (:mod:`.relink`), OLD removed. ``merge KEEP OTHER``: OTHER's sections that KEEP does not
 cover are added to KEEP under a heading naming OTHER (their headings moved below it, text as
 written); front matter merged (tags united; OTHER's
-title and aliases become KEEP's aliases, so old links keep resolving by alias); every link to OTHER
+title and aliases become KEEP's aliases: the old name still finds KEEP in a search or a picker); every link to OTHER
 repointed to KEEP (refused where its heading or block is not in KEEP after the merge); OTHER moved to
 the trash the vault's Obsidian settings name (a copy at ``.trash/`` created, then OTHER removed: the
 group writes new notes first and removals last, so a kill never loses it). Either is one diff, one
