@@ -562,3 +562,40 @@ def test_an_encoded_link_to_a_non_ascii_name_written_after_the_plan_refuses_the_
     with pytest.raises(WriteRefused, match=r"New.md links Café.md since operation group"):
         writes.apply(vault, planned.entry.op_id, planned.proposal)
     assert snapshot(vault) == before
+
+
+@pytest.mark.parametrize(
+    ("keep_fm", "merged_fm"),
+    [
+        (
+            "Aliases: [Ay]\nTAGS: [a]\nstatus: open\n",
+            'Aliases:\n  - "Ay"\n  - "O"\n  - "Oh"\nTAGS:\n  - "a"\n  - "o"\nstatus: open\n',
+        ),
+        ("Alias: Ay\nTags:\n  - a\n", 'Alias:\n  - "Ay"\n  - "O"\n  - "Oh"\nTags:\n  - "a"\n  - "o"\n'),
+    ],
+)
+def test_merged_tags_and_aliases_go_into_the_key_keep_has_under_its_spelling(
+    tmp_path: Path, keep_fm: str, merged_fm: str
+) -> None:
+    # Obsidian reads `Aliases:` and `TAGS:` as the note's aliases and tags: a second lowercase key
+    # beside them would be a duplicate property, and KEEP's own values must not be lost
+    vault = write_vault(
+        tmp_path / "v",
+        {"K.md": f"---\n{keep_fm}---\n# K\n", "O.md": "---\ntags: [o]\naliases: [Oh]\n---\n# O\n"},
+    )
+    merged = run_cli(["merge", "K.md", "O.md", "--yes", "--json", "--vault", str(vault)])
+    assert merged.exit_code == 0, merged.output
+    assert (vault / "K.md").read_text() == f"---\n{merged_fm}---\n# K\n"
+
+
+def test_a_keep_with_two_spellings_of_one_key_refuses_the_merge_naming_both(tmp_path: Path) -> None:
+    vault = write_vault(
+        tmp_path / "v",
+        {"K.md": "---\ntags: [a]\nTags: [b]\n---\n# K\n", "O.md": "---\ntags: [o]\n---\n# O\n"},
+    )
+    before = snapshot(vault)
+    done = run_cli(["merge", "K.md", "O.md", "--yes", "--json", "--vault", str(vault)])
+    assert done.exit_code != 0
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "plan_refused" and "has both 'tags' and 'Tags'" in error["message"], error
+    assert snapshot(vault) == before and not writes.history(vault)

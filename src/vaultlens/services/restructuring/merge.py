@@ -4,7 +4,8 @@
 it rewritten (:mod:`.relink`), OLD removed. ``merge KEEP OTHER``: OTHER's sections that KEEP does not
 cover are added to KEEP under a heading naming OTHER (their headings moved below it, text as
 written); front matter merged (tags united; OTHER's
-title and aliases become KEEP's aliases: the old name still finds KEEP in a search or a picker); every link to OTHER
+title and aliases become KEEP's aliases: the old name still finds KEEP in a search or a picker; under
+the key KEEP has, as it spells it); every link to OTHER
 repointed to KEEP (refused where its heading or block is not in KEEP after the merge); OTHER moved to
 the trash the vault's Obsidian settings name (a copy at ``.trash/`` created, then OTHER removed: the
 group writes new notes first and removals last, so a kill never loses it). Either is one diff, one
@@ -46,6 +47,7 @@ from vaultlens.vault.safepath import check_relative
 __all__ = ["IndexCoverage", "MergePlan", "MovePlan", "plan_merge", "plan_move", "trash_folder"]
 
 _LIST_KEYS = ("tags", "tag", "aliases", "alias")
+_SINGULAR = {"tags": "tag", "aliases": "alias"}
 
 # OTHER's compared sections as (first line, last line, 1-based, covered) from the index; None: not indexed as it is
 IndexCoverage = Callable[[NoteSource, NoteSource], "list[tuple[int, int, bool]] | None"]
@@ -344,33 +346,75 @@ def _yaml_list(key: str, values: Sequence[str]) -> str:
     return f"{key}:\n" + "".join(f"  - {json.dumps(v, ensure_ascii=False)}\n" for v in values)
 
 
+def _list_props(fm: dict[str, Any]) -> dict[str, list[str]]:
+    """The tag and alias properties under their lowercase names, every spelling's values together:
+    Obsidian reads ``Tags:`` and ``Aliases:`` as ``tags`` and ``aliases``."""
+    out: dict[str, list[str]] = {}
+    for key, value in fm.items():
+        if key.casefold() in _LIST_KEYS:
+            out.setdefault(key.casefold(), []).extend(note_aliases({"aliases": value}))
+    return out
+
+
+def _list_keys(keep: NoteSource, lines: Sequence[str]) -> dict[str, str]:
+    """KEEP's spelling of the key each list is written under (``tags``/``aliases``: plural, else
+    singular, as KEEP has it); :class:`PlanRefused` where two keys differ only in letter case, since
+    Obsidian reads one of them and vaultlens cannot tell which."""
+    spelled: dict[str, str] = {}
+    for ln in lines:
+        top = re.match(r"([^\s#:][^:]*):", ln)
+        key = top.group(1).strip() if top else ""
+        if key.casefold() not in _LIST_KEYS:
+            continue
+        if key.casefold() in spelled:
+            raise PlanRefused(
+                f"Not merged: the front matter of {keep.path} has both {spelled[key.casefold()]!r} and "
+                f"{key!r}, and Obsidian reads only one of them, so the merge cannot tell which to add to.",
+                hint=f"Keep one of the two in {keep.path} (its values united), then run the merge again.",
+                path=keep.path,
+            )
+        spelled[key.casefold()] = key
+    return {group: spelled.get(group, spelled.get(one, group)) for group, one in _SINGULAR.items()}
+
+
 def _merged_front_matter(keep: NoteSource, other: NoteSource, text: str) -> str:
-    """``text`` (KEEP's) with tags united and OTHER's title and aliases among the aliases; the other
-    properties stay as written."""
+    """``text`` (KEEP's) with tags united and OTHER's title and aliases among the aliases, written
+    where KEEP has them and under its spelling of the key; the other properties stay as written."""
     fm_keep, _, body_start, _ = split_front_matter(text)
     fm_other, _, _, _ = split_front_matter(other.text)
-    tags = _united(note_tags(fm_keep, "", []), note_tags(fm_other, "", []))
-    own = _name(keep.path).removesuffix(".md").casefold()
-    titles = [other.note.title, _name(other.path).removesuffix(".md"), *note_aliases(fm_other)]
-    aliases = _united(list(note_aliases(fm_keep)), [t for t in titles if t.casefold() != own])
-    if tags == list(note_tags(fm_keep, "", [])) and aliases == list(note_aliases(fm_keep)):
-        return text
-    block = (_yaml_list("tags", tags) if tags else "") + _yaml_list("aliases", aliases)
-    if not body_start:
-        return f"---\n{block}---\n{text}"
     lines = text[:body_start].split("\n")
-    closing = max(i for i, ln in enumerate(lines) if ln.rstrip() in ("---", "..."))
+    closing = max((i for i, ln in enumerate(lines) if ln.rstrip() in ("---", "...")), default=0)
+    spelling = _list_keys(keep, lines[1:closing] if body_start else [])
+    props_keep = _list_props(fm_keep)
+    had_tags, had_aliases = note_tags(props_keep, "", []), note_aliases(props_keep)
+    tags = _united(had_tags, note_tags(_list_props(fm_other), "", []))
+    own = _name(keep.path).removesuffix(".md").casefold()
+    titles = [other.note.title, _name(other.path).removesuffix(".md"), *note_aliases(_list_props(fm_other))]
+    aliases = _united(list(had_aliases), [t for t in titles if t.casefold() != own])
+    if tags == list(had_tags) and aliases == list(had_aliases):
+        return text
+    blocks = {
+        "tags": _yaml_list(spelling["tags"], tags) if tags else "",
+        "aliases": _yaml_list(spelling["aliases"], aliases),
+    }
+    if not body_start:
+        return f"---\n{blocks['tags']}{blocks['aliases']}---\n{text}"
     kept: list[str] = []
     skipping = False
     for ln in lines[1:closing]:
         top = re.match(r"([^\s#:][^:]*):", ln)
         if top:
-            skipping = top.group(1).strip() in _LIST_KEYS
+            key = top.group(1).strip().casefold()
+            skipping = key in _LIST_KEYS
+            group = "tags" if key in ("tags", "tag") else "aliases"
+            if skipping and blocks.get(group):  # the list goes where KEEP had it
+                kept.append(blocks.pop(group))
         elif not (ln.startswith((" ", "\t", "-")) or not ln.strip()):
             skipping = False
         if not skipping:
             kept.append(ln + "\n")
-    return lines[0] + "\n" + "".join(kept) + block + "\n".join(lines[closing:]) + text[body_start:]
+    rest = "".join(b for b in blocks.values())
+    return lines[0] + "\n" + "".join(kept) + rest + "\n".join(lines[closing:]) + text[body_start:]
 
 
 def _united(first: Sequence[str], second: Sequence[str]) -> list[str]:
