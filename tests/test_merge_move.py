@@ -599,3 +599,29 @@ def test_a_keep_with_two_spellings_of_one_key_refuses_the_merge_naming_both(tmp_
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "plan_refused" and "has both 'tags' and 'Tags'" in error["message"], error
     assert snapshot(vault) == before and not writes.history(vault)
+
+
+@pytest.mark.parametrize("link", ["[[#Setup]]", "[[O#Setup]]", "[[#^s1]]", "[[O#^s1|the step]]"])
+def test_a_link_in_carried_text_to_a_part_of_other_left_out_refuses_the_merge_naming_it(
+    tmp_path: Path, link: str
+) -> None:
+    # OTHER's Usage section is carried, its Setup is not (KEEP has none, --sections leaves it out):
+    # in KEEP the link would point at nothing
+    vault = write_vault(
+        tmp_path / "v",
+        {
+            "K.md": "# K\n\nkeep text\n",
+            "O.md": f"# O\n\n## Setup\n\nInstall it. ^s1\n\n## Usage\n\nAfter {link}, run it.\n",
+        },
+    )
+    before = snapshot(vault)
+    done = run_cli(["merge", "K.md", "O.md", "--sections", "Usage", "--yes", "--json", "--vault", str(vault)])
+    assert done.exit_code != 0, done.output
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "plan_refused", error
+    assert f"O.md:9 {link!r}" in error["message"] and "is not in K.md after the merge" in error["message"]
+    assert snapshot(vault) == before and not writes.history(vault)
+    carried = run_cli(["merge", "K.md", "O.md", "--sections", "Usage", "--sections", "Setup", "--yes",
+                       "--json", "--vault", str(vault)])  # fmt: skip
+    assert carried.exit_code == 0, carried.output
+    assert link.replace("[[O#", "[[K#") in (vault / "K.md").read_text(), "carried with it: still lands"

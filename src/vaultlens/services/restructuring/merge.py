@@ -35,12 +35,19 @@ from vaultlens.safewrite import TRASH, Change
 from vaultlens.services.changing.writes import Planned
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.drafting import draft
-from vaultlens.services.restructuring.relink import Edit, Repoint, apply_edits, repoint
+from vaultlens.services.restructuring.relink import (
+    Edit,
+    FragmentCheck,
+    Repoint,
+    apply_edits,
+    refused,
+    repoint,
+)
 from vaultlens.services.restructuring.split import encoded, name_problem
 from vaultlens.vault.hidden import visible
 from vaultlens.vault.links import LinkResolver, extract_links, masked_spans
 from vaultlens.vault.model import Link
-from vaultlens.vault.outline import extract_block_ids, extract_headings
+from vaultlens.vault.outline import extract_block_ids, extract_headings, located_links
 from vaultlens.vault.parse import NotText, note_aliases, note_tags, split_front_matter
 from vaultlens.vault.safepath import check_relative
 
@@ -471,6 +478,7 @@ def plan_merge(
                 )
         return None
 
+    _check_own_links(other, carried, before, lacks)
     change = Repoint(other.path, keep.path, before, after, lacks)
     keep_text = apply_edits(keep.text, repoint(keep.text, keep.path, keep.path, change))
     if added:
@@ -491,6 +499,30 @@ def plan_merge(
         keep.path, other.path, [s.heading for s in carried], left_out, [c.path for c in relinked], trash,
         trash_note, how, changes,
     )  # fmt: skip
+
+
+def _check_own_links(
+    other: NoteSource, carried: list[_Section], before: LinkResolver, lacks: FragmentCheck
+) -> None:
+    """:class:`PlanRefused` naming each link of OTHER's carried text to a heading or block of OTHER
+    itself (``[[#Setup]]``, ``[[OTHER#^b]]``) that would not land on it in KEEP: the same rule as for
+    links from other notes (a section left out is not there, and KEEP's own of that name comes first)."""
+    problems = []
+    for loc in located_links(other.text, other.path):
+        link = loc.link
+        if link.heading is None and link.block is None:
+            continue
+        if not any(s.start <= link.line < s.end for s in carried):
+            continue  # in a section left out: it goes to the trash with OTHER
+        if link.target:
+            was = before.resolve(link.target, other.path)
+            if was.status != "resolved" or was.path != other.path:
+                continue
+        missing = lacks(link)
+        if missing:
+            problems.append(f"{other.path}:{link.line + 1} {other.text[loc.start : loc.end]!r}: {missing}")
+    if problems:
+        raise refused(problems, other.path)
 
 
 _MERGED_LEVEL = 2  # the level of the heading that names OTHER in KEEP

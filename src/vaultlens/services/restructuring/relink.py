@@ -24,7 +24,7 @@ from vaultlens.vault.links import LinkResolver, locate_links
 from vaultlens.vault.model import Link
 from vaultlens.vault.outline import located_links
 
-__all__ = ["Edit", "FragmentCheck", "Repoint", "apply_edits", "repoint"]
+__all__ = ["Edit", "FragmentCheck", "Repoint", "apply_edits", "refused", "repoint"]
 
 # What the new note lacks of a link's #heading / #^block (None: it has it).
 FragmentCheck = Callable[[Link], "str | None"]
@@ -84,14 +84,19 @@ def repoint(text: str, path: str, new_path: str, change: Repoint) -> list[Edit]:
             continue
         edits.append(Edit(loc.target_start, loc.target_end, new))
     if problems:
-        shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
-        raise PlanRefused(
-            f"Nothing planned: {len(problems)} link(s) cannot be repointed unambiguously: {shown}.",
-            hint="Carry the heading or block over (--sections), rename it where two notes share it, or edit "
-            "those links by hand first.",
-            path=path,
-        )
+        raise refused(problems, path)
     return edits
+
+
+def refused(problems: list[str], path: str) -> PlanRefused:
+    """The refusal naming each link (``note:line 'link': why``) that cannot be repointed."""
+    shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
+    return PlanRefused(
+        f"Nothing planned: {len(problems)} link(s) cannot be repointed unambiguously: {shown}.",
+        hint="Carry the heading or block over (--sections), rename it where two notes share it, or edit "
+        "those links by hand first.",
+        path=path,
+    )
 
 
 def _lands(rewritten: str, link: Link, want: str, source: str, after: LinkResolver) -> bool:
