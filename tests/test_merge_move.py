@@ -625,3 +625,29 @@ def test_a_link_in_carried_text_to_a_part_of_other_left_out_refuses_the_merge_na
                        "--json", "--vault", str(vault)])  # fmt: skip
     assert carried.exit_code == 0, carried.output
     assert link.replace("[[O#", "[[K#") in (vault / "K.md").read_text(), "carried with it: still lands"
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"id": "f1", "type": "file", "file": OTHER, "x": 0, "y": 0, "width": 400, "height": 400},
+        {"id": "t1", "type": "text", "text": "see [[My B#Extra]]", "x": 0, "y": 0, "width": 9, "height": 9},
+    ],
+)
+def test_a_canvas_showing_the_note_made_after_the_plan_refuses_the_apply_before_anything_is_written(
+    tmp_path: Path, node: dict[str, object]
+) -> None:
+    vault = vault_of(tmp_path)
+    for planned in (
+        restructuring.write_merge(App.open(vault), KEEP, OTHER).plan,
+        restructuring.write_move(App.open(vault), OTHER, "Renamed B.md").plan,
+    ):
+        write_vault(vault, {"Boards/map.canvas": json.dumps({"nodes": [node], "edges": []})})
+        before = snapshot(vault)
+        with pytest.raises(
+            WriteRefused, match=rf"Boards/map.canvas links {OTHER} since operation group"
+        ) as got:
+            writes.apply(vault, planned.entry.op_id, planned.proposal)
+        assert "Plan the move or merge again" in (got.value.hint or "")
+        assert snapshot(vault) == before, "no note of the group written, OTHER not removed"
+        (vault / "Boards/map.canvas").unlink()

@@ -4,7 +4,9 @@ A move or a merge repoints, when it is planned, every link to the note it remove
 them are in the group, compared byte for byte when it is applied. A note written since the plan
 outside the group (a new note, a link typed elsewhere) is not: this finds its links to a removed
 note, resolved as Obsidian resolves them over every file it sees, so the apply refuses instead of
-leaving them broken.
+leaving them broken. A canvas is read too (its file cards, the links of its text cards): vaultlens
+never edits one, and a plan refuses a canvas that shows the note, so one that shows it now was
+made or changed since the plan.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Collection
 from pathlib import Path
 from urllib.parse import quote
 
+from vaultlens.vault.canvas import card_showing
 from vaultlens.vault.links import LinkResolver
 from vaultlens.vault.outline import located_links
 from vaultlens.vault.parse import NotText, decode_note
@@ -24,8 +27,9 @@ __all__ = ["links_to"]
 
 
 def links_to(vault: Path, removed: Collection[str], skip: Collection[str]) -> list[tuple[str, str]]:
-    """``(note, removed path)`` for each note outside ``skip`` with a link that resolves to a path of
-    ``removed``; notes that do not name a removed note's file name are not parsed."""
+    """``(note or canvas, removed path)`` for each note outside ``skip`` with a link that resolves to a
+    path of ``removed``, then each canvas with a card showing one (a canvas's JSON may escape the name: each is parsed);
+    notes that do not name a removed note's file name are not parsed."""
     if not removed:
         return []
     scan = scan_vault(vault, sys.maxsize, obsidian_sees=True)
@@ -51,4 +55,14 @@ def links_to(vault: Path, removed: Collection[str], skip: Collection[str]) -> li
             if to.path is not None and to.status == "resolved" and to.path in removed:
                 found.append((note.path, to.path))
                 break
+    for canvas in scan.files:
+        if canvas.kind != "canvas" or canvas.path in skip:
+            continue
+        try:
+            raw = (vault / canvas.path).read_bytes()
+        except OSError:
+            continue
+        shown = card_showing(raw, canvas.path, removed, resolver)
+        if shown:
+            found.append((canvas.path, shown[1]))
     return found

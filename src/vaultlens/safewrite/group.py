@@ -318,7 +318,12 @@ def _refuse_dangling_links(
         f"Not written: {note}{more} links {target} since operation group {group.op_id} was planned, and "
         f"the group removes {target}, which would leave that link broken. None of the group's "
         f"{len(group.members)} notes was changed.",
-        hint="Run the move or merge again: its new plan repoints that link too.",
+        hint="Plan the move or merge again: its new plan repoints that link too"
+        + (
+            " (or names the canvas, which vaultlens never edits)."
+            if note.lower().endswith(".canvas")
+            else "."
+        ),
         path=note,
         op_id=group.op_id,
     )

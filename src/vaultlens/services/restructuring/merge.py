@@ -44,8 +44,9 @@ from vaultlens.services.restructuring.relink import (
     repoint,
 )
 from vaultlens.services.restructuring.split import encoded, name_problem
+from vaultlens.vault.canvas import card_showing
 from vaultlens.vault.hidden import visible
-from vaultlens.vault.links import LinkResolver, extract_links, masked_spans
+from vaultlens.vault.links import LinkResolver, masked_spans
 from vaultlens.vault.model import Link
 from vaultlens.vault.outline import extract_block_ids, extract_headings, located_links
 from vaultlens.vault.parse import NotText, note_aliases, note_tags, split_front_matter
@@ -163,29 +164,17 @@ def _refuse_canvases(files: VaultFiles, everything: Sequence[str], old: str, bef
         if not path.lower().endswith(".canvas"):
             continue
         try:
-            canvas = json.loads((files.root / path).read_bytes().decode("utf-8-sig"))
-        except (OSError, ValueError, RecursionError):
-            continue  # unreadable, or no canvas Obsidian opens either
-        nodes = canvas.get("nodes") if isinstance(canvas, dict) else None
-        for node in nodes if isinstance(nodes, list) else []:
-            if not isinstance(node, dict):
-                continue
-            text = node.get("text") if node.get("type") == "text" else None
-            shown = node.get("type") == "file" and node.get("file") == old
-            if not shown and isinstance(text, str):
-                shown = any(
-                    before.resolve(link.target, path).path == old
-                    for link in extract_links(text)
-                    if link.target
-                )
-            if shown:
-                raise PlanRefused(
-                    f"Nothing planned: the canvas {path} shows {old} (card {node.get('id')!r}), and vaultlens "
-                    "never edits a canvas, so that card would point at nothing.",
-                    hint="Move or merge the note in Obsidian, which updates the canvas too, or take it off the "
-                    "canvas first.",
-                    path=path,
-                )
+            shown = card_showing((files.root / path).read_bytes(), path, {old}, before)
+        except OSError:
+            continue  # unreadable: Obsidian cannot open it either
+        if shown:
+            raise PlanRefused(
+                f"Nothing planned: the canvas {path} shows {old} (card {shown[0]!r}), and vaultlens "
+                "never edits a canvas, so that card would point at nothing.",
+                hint="Move or merge the note in Obsidian, which updates the canvas too, or take it off the "
+                "canvas first.",
+                path=path,
+            )
 
 
 def _paths(files: VaultFiles) -> tuple[list[str], list[str]]:
