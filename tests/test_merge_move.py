@@ -651,3 +651,28 @@ def test_a_canvas_showing_the_note_made_after_the_plan_refuses_the_apply_before_
         assert "Plan the move or merge again" in (got.value.hint or "")
         assert snapshot(vault) == before, "no note of the group written, OTHER not removed"
         (vault / "Boards/map.canvas").unlink()
+
+
+def test_a_note_path_typed_with_dot_slash_moves_and_merges_like_the_bare_path(tmp_path: Path) -> None:
+    vault = write_vault(
+        tmp_path / "v",
+        {"K.md": "# K\n\nkeep\n", "sub/Note.md": "# Note\n\nnote text\n", "L.md": "[[Note]] and [[K]]\n"},
+    )
+    moved = run_cli(["move", "./sub/Note.md", "./New.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+    assert (
+        json.loads(moved.stdout)["new"] == "New.md" and (vault / "L.md").read_text() == "[[New]] and [[K]]\n"
+    )
+    merged = run_cli(["merge", "./K.md", "./New.md", "--yes", "--json", "--vault", str(vault)])
+    assert merged.exit_code == 0, merged.output
+    assert (
+        json.loads(merged.stdout)["other"] == "New.md" and (vault / "L.md").read_text() == "[[K]] and [[K]]\n"
+    )
+    before = snapshot(vault)
+    for args in (["move", "./../v/K.md", "X.md"], ["move", "K.md", "./../X.md"]):
+        done = run_cli([*args, "--yes", "--json", "--vault", str(vault)])
+        assert (
+            done.exit_code != 0
+            and "'..' segments are not allowed" in json.loads(done.stdout)["error"]["message"]
+        )
+    assert snapshot(vault) == before

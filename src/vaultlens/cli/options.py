@@ -20,6 +20,14 @@ from vaultlens.errors import ConfigError, VaultError
 if TYPE_CHECKING:
     from vaultlens.services.app import App
 
+
+def typed_note_path(path: str) -> str:
+    """A note path as a shell user types it: ``./Note.md`` (a ``.`` segment anywhere) is ``Note.md``.
+    The vault's path rules still refuse the rest (``..``, absolute paths, empty segments)."""
+    kept = [part for part in path.split("/") if part != "."]
+    return "/".join(kept) if kept else path
+
+
 VaultOpt = Annotated[
     Path | None,
     typer.Option("--vault", "-v", help="Vault folder (default: $VAULTLENS_VAULT or the current folder)."),

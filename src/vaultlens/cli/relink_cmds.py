@@ -10,7 +10,15 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.options import AllowOpenOpt, ConfirmOpt, JsonOpt, PlanOnlyOpt, SetOpt, VaultOpt
+from vaultlens.cli.options import (
+    AllowOpenOpt,
+    ConfirmOpt,
+    JsonOpt,
+    PlanOnlyOpt,
+    SetOpt,
+    VaultOpt,
+    typed_note_path,
+)
 from vaultlens.cli.writing import ToolOptions, run_tool
 
 if TYPE_CHECKING:
@@ -40,8 +48,12 @@ def _show_merge(result: MergeResult) -> None:
 
 
 def move(
-    old: Annotated[str, typer.Argument(help="The note to move (vault-relative path).")],
-    new: Annotated[str, typer.Argument(help="Its new vault-relative path (ending in .md).")],
+    old: Annotated[
+        str, typer.Argument(help="The note to move (vault-relative path).", callback=typed_note_path)
+    ],
+    new: Annotated[
+        str, typer.Argument(help="Its new vault-relative path (ending in .md).", callback=typed_note_path)
+    ],
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
@@ -60,8 +72,13 @@ def move(
 
 
 def merge(
-    keep: Annotated[str, typer.Argument(help="The note that stays (vault-relative path).")],
-    other: Annotated[str, typer.Argument(help="The note merged into KEEP, then moved to the trash.")],
+    keep: Annotated[
+        str, typer.Argument(help="The note that stays (vault-relative path).", callback=typed_note_path)
+    ],
+    other: Annotated[
+        str,
+        typer.Argument(help="The note merged into KEEP, then moved to the trash.", callback=typed_note_path),
+    ],
     sections: Annotated[
         list[str] | None,
         typer.Option(
