@@ -676,3 +676,22 @@ def test_a_note_path_typed_with_dot_slash_moves_and_merges_like_the_bare_path(tm
             and "'..' segments are not allowed" in json.loads(done.stdout)["error"]["message"]
         )
     assert snapshot(vault) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["write", "continue", "{}N.md"],
+        ["write", "flashcards", "{}N.md"],
+        ["write", "split", "{}N.md"],
+        ["write", "transform", "{}N.md", "--lines", "1-1", "--prompt", "shorter"],
+        ["review", "{}N.md", "{}M.md"],
+    ],
+)
+def test_every_command_taking_a_note_reads_dot_slash_as_the_bare_path(tmp_path: Path, args: list[str]) -> None:
+    vault = write_vault(tmp_path / "v", {"N.md": "# N\n\nSome text here.\n", "M.md": "# M\n\nOther text.\n"})
+    closed = ["--set", "llm.endpoint=http://127.0.0.1:9", "--json", "--vault", str(vault)]  # nothing listens
+    typed = run_cli([a.format("./") for a in args] + closed)
+    bare = run_cli([a.format("") for a in args] + closed)
+    assert "'.' path segments" not in typed.stdout, typed.stdout
+    assert json.loads(typed.stdout) == json.loads(bare.stdout)  # the same step refuses both, or none

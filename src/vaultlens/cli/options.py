@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     from vaultlens.services.app import App
 
 
-def typed_note_path(path: str) -> str:
+def typed_note_path(path: str | None) -> str | None:
     """A note path as a shell user types it: ``./Note.md`` (a ``.`` segment anywhere) is ``Note.md``.
     The vault's path rules still refuse the rest (``..``, absolute paths, empty segments)."""
+    if path is None:
+        return None
     kept = [part for part in path.split("/") if part != "."]
     return "/".join(kept) if kept else path
 
@@ -65,7 +67,7 @@ AllowOpenOpt = Annotated[
 PlanOnlyOpt = Annotated[
     bool, typer.Option("--plan-only", help="Only plan the change; write it later with `vaultlens apply OP`.")
 ]
-NoteArg = Annotated[str, typer.Argument(help="The note (vault-relative path).")]
+NoteArg = Annotated[str, typer.Argument(help="The note (vault-relative path).", callback=typed_note_path)]
 
 
 def parse_overrides(sets: list[str] | None) -> dict[str, str]:

@@ -14,7 +14,7 @@ import typer
 
 from vaultlens.cli import render
 from vaultlens.cli.confirm import confirmed
-from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app
+from vaultlens.cli.options import JsonOpt, SetOpt, VaultOpt, open_app, typed_note_path
 from vaultlens.cli.render import shown
 from vaultlens.errors import InvalidModelOutput
 
@@ -58,8 +58,10 @@ def _show_quote(q: Fragment, path: str) -> None:
 
 
 def review(
-    a: Annotated[str | None, typer.Argument(help="Note A (vault-relative path).")] = None,
-    b: Annotated[str | None, typer.Argument(help="Note B.")] = None,
+    a: Annotated[
+        str | None, typer.Argument(help="Note A (vault-relative path).", callback=typed_note_path)
+    ] = None,
+    b: Annotated[str | None, typer.Argument(help="Note B.", callback=typed_note_path)] = None,
     vault: VaultOpt = None,
     set_: SetOpt = None,
     json_: JsonOpt = False,
