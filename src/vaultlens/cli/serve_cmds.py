@@ -45,7 +45,7 @@ def serve(
     token = os.environ.get(token_env) if token_env else None
 
     def say(line: str) -> None:
-        render.err.print(shown(line))
+        render.err.print(shown(line), soft_wrap=True)  # one line: the page address stays whole
 
     companion = Companion(
         app,

@@ -24,10 +24,12 @@ import hmac
 import re
 import secrets
 import time
-
-from fastapi import Request
+from typing import TYPE_CHECKING
 
 from vaultlens.errors import VaultlensError
+
+if TYPE_CHECKING:  # types only: the server's guard imports this module, and `vaultlens search` the guard
+    from fastapi import Request
 
 HEADER = "X-Vaultlens-CSRF"
 _SHAPE = re.compile(r"([0-9]{1,20})\.[A-Za-z0-9_-]{43}")  # a start in ns, then 32 random bytes
