@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from test_review import settings
-from test_web_browser import CHROMIUM, CHROMIUM_FLAGS, serving
+from test_web_browser import CHROMIUM, CHROMIUM_FLAGS, Served, opened_with_key, serving
 from test_web_routes import PageModel
 from vl_support import cli_env
 
@@ -122,10 +122,10 @@ def main() -> None:
             [*vaultlens, "index", "--vault", str(vault), *sets], env=env, check=True, capture_output=True
         )
         serve = [*vaultlens, "serve", "--vault", str(vault), *sets]
-        with serving(serve, env, root / "serve.log") as url, sync_playwright() as pw:
+        with serving(serve, env, root / "serve.log") as served, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
             try:
-                shoot_all(browser, url, args.out, only)
+                shoot_all(browser, served, args.out, only)
             finally:
                 browser.close()
 
@@ -140,14 +140,17 @@ def seed_duplicates(vault: Path) -> None:
     (vault / "travel" / "Packing list 2022.md").write_text(older, encoding="utf-8")
 
 
-def shoot_all(browser: Browser, url: str, out: Path, only: set[str] | None) -> None:
-    """Every page in the light theme, then Search in the dark one."""
+def shoot_all(browser: Browser, served: Served, out: Path, only: set[str] | None) -> None:
+    """Every page in the light theme, then Search in the dark one, each tab opened at the address
+    with the page's key first (as `serve` printed it), so the page may write."""
+    url = served.url
     for scheme in ("light", "dark"):
         if scheme == "dark" and only is not None and "search-dark" not in only:
             continue
         context = browser.new_context(viewport=SIZE, color_scheme=scheme)  # type: ignore[arg-type]
         context.set_default_timeout(WAIT_MS)
         page = context.new_page()
+        opened_with_key(page, served.page_url)
         if scheme == "light":
             pages(page, url, out, only)
         else:

@@ -168,3 +168,12 @@ def payload(result: CallToolResult) -> dict[str, Any]:
 def error_of(result: CallToolResult) -> str:
     assert result.isError, text_of(result)
     return text_of(result)
+
+
+def page_key_cookie(page_url: str) -> dict[str, str]:
+    """Open the page at the address `vaultlens serve` printed (``server.page_url``), as the user's
+    browser does; the ``Cookie`` header that browser then sends with every request of the page,
+    without which the page is read-only."""
+    reply = httpx.get(page_url, timeout=30)
+    assert reply.status_code == 303 and "set-cookie" in reply.headers, reply.text
+    return {"Cookie": reply.headers["set-cookie"].split(";", 1)[0]}

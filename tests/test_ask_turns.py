@@ -147,7 +147,7 @@ def test_a_client_that_goes_away_stops_the_model_request(page: Page) -> None:
     page.model.reply = " ".join(f"word{n}" for n in range(200)) + " [S1]."
     page.model.script.append(ChatStep(piece_delay=0.1))
     body = {"question": QUESTION, "consent": True}
-    headers = {"X-Vaultlens-CSRF": page.token}
+    headers = {"X-Vaultlens-CSRF": page.token, **page.cookie}
     with (
         httpx.Client(timeout=30) as client,
         client.stream("POST", page.url + "/ui/api/ask", json=body, headers=headers) as reply,

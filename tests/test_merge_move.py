@@ -284,7 +284,7 @@ def test_the_page_api_plans_a_merge_and_writes_it_only_with_the_diffs_token(page
     forged = httpx.post(
         page.url + "/ui/api/merge", json={"keep": "Keep m.md", "other": "Other m.md"}, timeout=30
     )
-    assert forged.status_code == 403 and forged.json()["error"]["code"] == "csrf_refused"
+    assert forged.status_code == 403 and forged.json()["error"]["code"] == "page_key_required"
     outside = post(page, "/ui/api/merge", {"keep": "Keep m.md", "other": "../x.md"})
     assert outside.status_code >= 400 and snapshot(page.vault) == before
     planned = post(page, "/ui/api/merge", {"keep": "Keep m.md", "other": "Other m.md"})

@@ -105,8 +105,8 @@ def test_only_the_paired_token_lets_a_program_write_and_revoke_withdraws_it(
 ) -> None:
     monkeypatch.setenv("VAULTLENS_HOME", str(tmp_path / "home"))
     with running_server(vault, tmp_path / "home", watch=False) as server:
-        refused = dismiss(server.url)  # a program with no page token and no pairing: refused
-        assert refused.status_code == 403 and refused.json()["error"]["code"] == "csrf_refused"
+        refused = dismiss(server.url)  # a program with no page key and no pairing: refused
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "page_key_required"
         assert dismiss(server.url, **{"X-Vaultlens-Write-Token": "guessed"}).status_code == 403
 
         got = run_cli(["obsidian", "pair", "--vault", str(vault)])

@@ -259,7 +259,13 @@ def test_every_server_keeps_its_own_record_and_ui_names_the_one_it_would_pile_up
         assert {i.pid for i in runtime.servers(app)} == {first.pid, second.pid}
         opened = run_cli(["ui", "--no-open", "--json", "--vault", str(vault), "--set", fake])
         assert opened.exit_code == 0, opened.output
-        assert json.loads(opened.stdout) == {"url": one.base_url + "/", "pid": first.pid, "started": False}
+        assert json.loads(opened.stdout) == {
+            "url": one.base_url + "/",
+            "page_url": one.page_url,  # with the first's key, from its record
+            "pid": first.pid,
+            "started": False,
+        }
+        assert one.page_url.startswith(one.base_url + "/?key=") and one.page_url != two.page_url
         third = ["ui", "--no-open", "--vault", str(vault), "--set", fake, "--set", "search.limit=7"]
         refused = run_cli(third)
         assert refused.exit_code == 1, refused.output

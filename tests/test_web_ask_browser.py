@@ -35,6 +35,7 @@ from test_web_browser import (
     Browser,
     Page,
     expect,
+    opened_with_key,
     query_of,
     serving,
 )
@@ -71,6 +72,7 @@ class AskModel(ScriptedChatServer):
 class AskSite:
     url: str
     model: AskModel
+    page_url: str  # with the page's key
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +91,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AskSite]:
         )
         assert done.returncode == 0, done.stderr.decode()
         serve = [*vaultlens, "serve", "--vault", str(vault), "--no-watch", *args]
-        with serving(serve, env, root / "serve.log") as url:
-            yield AskSite(url, model)
+        with serving(serve, env, root / "serve.log") as (url, page_url):
+            yield AskSite(url, model, page_url)
 
 
 def ask(page: Page, text: str) -> None:
@@ -222,6 +224,7 @@ def test_the_ask_page_with_a_conversation_and_a_consent_step_has_no_serious_viol
     context.set_default_timeout(WAIT_MS)
     try:
         page = context.new_page()
+        opened_with_key(page, site.page_url)
         page.goto(site.url + "/ask")
         ask(page, QUESTION)
         consent_then_send(page)

@@ -25,14 +25,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 import pytest
 
 from scripted_chat_server import ChatStep
-from server_support import CHILD, running_server
+from server_support import CHILD, page_key_cookie, running_server
 from test_review import settings
 from test_web_routes import ASK_REPLY, PageModel
 from vl_support import cli_env, snapshot, write_vault
@@ -135,21 +135,32 @@ class Site:
     vault: Path
     model: PageModel
     shots: Path  # this run's screenshots
+    page_url: str  # the page's address with its key, as `serve` printed it
+
+    def cookie(self) -> dict[str, str]:
+        """The page key's cookie a browser opened at ``page_url`` sends."""
+        return page_key_cookie(self.page_url)
 
     def token(self) -> str:
         """The page token of this server start, read from a page's meta tag as the page's scripts do."""
-        found = re.search(r'<meta name="vaultlens-csrf" content="([^"]+)"', httpx.get(self.url + "/").text)
+        shell = httpx.get(self.url + "/", headers=self.cookie()).text
+        found = re.search(r'<meta name="vaultlens-csrf" content="([^"]+)"', shell)
         assert found, "no <meta name=vaultlens-csrf> on /"
         return found.group(1)
 
 
+class Served(NamedTuple):
+    url: str  # where it answers, on loopback
+    page_url: str  # the page's address with its key, as `serve` printed it: opening it lets a tab write
+
+
 @contextmanager
-def serving(args: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
-    """`vaultlens serve ARGS` as a process; yields its URL (on loopback), stops it with SIGTERM."""
+def serving(args: list[str], env: dict[str, str], log: Path) -> Iterator[Served]:
+    """`vaultlens serve ARGS` as a process; yields its addresses, stops it with SIGTERM."""
     with log.open("wb") as out:
         proc = subprocess.Popen([*args, "--port", "0"], env=env, stdout=out, stderr=out)
     try:
-        yield _serving_url(log, proc).replace("//0.0.0.0:", "//127.0.0.1:")
+        yield _serving_url(log, proc)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -160,13 +171,14 @@ def serving(args: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
     assert "Traceback" not in log.read_text(encoding="utf-8", errors="replace"), log.read_text()
 
 
-def _serving_url(log: Path, proc: subprocess.Popen[bytes], seconds: float = 120) -> str:
+def _serving_url(log: Path, proc: subprocess.Popen[bytes], seconds: float = 120) -> Served:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         text = log.read_text(encoding="utf-8", errors="replace")
-        found = re.search(r"Serving .* on (http://[0-9.]+:[0-9]+)", text)
+        found = re.search(r"Serving .* on (http://[0-9.]+:[0-9]+): the page at (http://\S+) ", text)
         if found:
-            return found.group(1)
+            url, page_url = (u.replace("//0.0.0.0:", "//127.0.0.1:") for u in found.groups())
+            return Served(url, page_url)
         assert proc.poll() is None, f"`vaultlens serve` exited:\n{text}"
         time.sleep(0.1)
     raise AssertionError(f"`vaultlens serve` did not start in {seconds}s:\n{log.read_text()}")
@@ -188,8 +200,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         )
         assert done.returncode == 0, done.stderr.decode()
         serve = [*vaultlens, "serve", "--vault", str(vault), *sets]
-        with serving(serve, env, root / "serve.log") as url:
-            yield Site(url, vault, model, tmp_path_factory.mktemp("screenshots"))
+        with serving(serve, env, root / "serve.log") as served:
+            yield Site(served.url, vault, model, tmp_path_factory.mktemp("screenshots"), served.page_url)
 
 
 @pytest.fixture(scope="module")
@@ -202,12 +214,27 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
+class Keyed(Protocol):
+    @property
+    def page_url(self) -> str: ...
+
+
+def opened_with_key(page: Page, page_url: str) -> None:
+    """The tab opened at the address `serve` printed, as the user does: it holds the page key's
+    cookie from then on (the page can write), and the key is gone from the address bar."""
+    page.goto(page_url)
+    assert "key=" not in page.url, page.url
+
+
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
+def page(browser: Browser, site: Keyed) -> Iterator[Page]:
+    """A fresh tab of the module's ``site``, opened at its keyed address first."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
     context.set_default_timeout(WAIT_MS)
     try:
-        yield context.new_page()
+        tab = context.new_page()
+        opened_with_key(tab, site.page_url)
+        yield tab
     finally:
         context.close()
 
@@ -328,8 +355,8 @@ def test_a_search_that_leaves_the_quality_tier_out_says_so(site: Site, page: Pag
         )
         assert done.returncode == 0 and tier_server.requests, done.stderr.decode()
     serve = [*vaultlens, "serve", "--vault", str(site.vault), "--no-watch", *tier]
-    with serving(serve, env, tmp_path / "serve.log") as url:
-        page.goto(url + "/")
+    with serving(serve, env, tmp_path / "serve.log") as served:
+        page.goto(served.url + "/")
         assert type_query(page, QUERY)[0] == STARTER
         expect(page.locator("#search-notices")).to_be_visible()
         expect(page.locator("#search-notices")).to_contain_text("left out")
@@ -688,7 +715,7 @@ NO_OP = {"op_id": "no-such-operation"}
 
 
 def test_a_write_without_the_page_token_or_from_another_origin_is_refused_over_http(site: Site) -> None:
-    token = site.token()
+    token, cookie = site.token(), site.cookie()
     apply_url = site.url + "/ui/api/apply"
     cases: list[tuple[str, dict[str, str]]] = [
         ("no token", {}),
@@ -697,15 +724,15 @@ def test_a_write_without_the_page_token_or_from_another_origin_is_refused_over_h
         ("another port", {"X-Vaultlens-CSRF": token, "Origin": "http://127.0.0.1:1"}),
     ]
     for name, headers in cases:
-        reply = httpx.post(apply_url, json=NO_OP, headers=headers)
+        reply = httpx.post(apply_url, json=NO_OP, headers={**cookie, **headers})
         assert reply.status_code == 403, (name, reply.text)
         assert reply.json()["error"]["code"] == "csrf_refused", (name, reply.text)
     # the page's own request passes the guard (the verb then refuses the unknown operation)
-    own = httpx.post(apply_url, json=NO_OP, headers={"X-Vaultlens-CSRF": token, "Origin": site.url})
+    own = httpx.post(apply_url, json=NO_OP, headers={"X-Vaultlens-CSRF": token, "Origin": site.url, **cookie})
     assert own.status_code != 403 and "csrf_refused" not in own.text, own.text
-    # a dismiss without the token changes nothing either
+    # a dismiss without the page key changes nothing either
     refused = httpx.post(site.url + "/ui/api/dismiss", json={"a": CACHING, "b": SYSTEMS})
-    assert refused.status_code == 403 and refused.json()["error"]["code"] == "csrf_refused"
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "page_key_required"
     listed = httpx.get(site.url + "/ui/api/duplicates").json()
     assert [CACHING, SYSTEMS] in [[p["a"], p["b"]] for p in listed["shared_passages"]]
 
@@ -725,7 +752,7 @@ def test_beyond_loopback_the_page_takes_the_token_once_then_its_cookie(
     env = cli_env(tmp_path / "home", WEB_TEST_TOKEN=secret)
     serve = [sys.executable, "-c", CHILD, "serve", "--vault", str(vault), "--host", "0.0.0.0"]
     serve += ["--token-env", "WEB_TEST_TOKEN", "--set", "embedding.provider=fake"]
-    with serving(serve, env, tmp_path / "serve.log") as url:
+    with serving(serve, env, tmp_path / "serve.log") as (url, _):
         assert httpx.get(url + "/").status_code == 401
         context = browser.new_context()
         context.set_default_timeout(WAIT_MS)
@@ -838,6 +865,7 @@ def test_after_a_restart_a_page_action_says_to_reload_and_the_reload_works(
 
     with running_server(vault, tmp_path / "home", watch=False) as first:
         port = first.bound_port
+        opened_with_key(page, first.page_url)
         page.goto(first.url + "/ask")
     with running_server(vault, tmp_path / "home", watch=False, port=port) as second:
         assert ask().status == 403
@@ -846,6 +874,12 @@ def test_after_a_restart_a_page_action_says_to_reload_and_the_reload_works(
         page.locator("#answer a#reload").click()
         page.wait_for_load_state("load")
         assert page.url == second.url + "/ask"
+        # the tab holds the first start's key: read-only, and it says how to get the new one
+        expect(page.locator("#read-only")).to_contain_text("vaultlens serve")
+        assert ask().status == 403
+        expect(page.locator('#answer [data-code="page_key_required"]')).to_contain_text("vaultlens ui")
+        opened_with_key(page, second.page_url)
+        page.goto(second.url + "/ask")
         assert ask().status == 200
         expect(page.locator("#answer [data-code]")).to_have_count(0)
 
@@ -933,6 +967,7 @@ def test_every_page_has_no_serious_accessibility_violation_and_is_shown(
     context.set_default_timeout(WAIT_MS)
     try:
         page = context.new_page()
+        opened_with_key(page, site.page_url)
         _prepare(page, site, name)
         assert page.locator("html").get_attribute("lang")
         if name not in ERRORS:  # an error page sends and writes nothing: no token
@@ -963,6 +998,7 @@ def test_the_search_page_follows_a_dark_system_theme(site: Site, browser: Browse
         for context in (light, dark):
             context.set_default_timeout(WAIT_MS)
             page = context.new_page()
+            opened_with_key(page, site.page_url)
             search(page, site, QUERY)
             backgrounds.append(page.evaluate("getComputedStyle(document.body).backgroundColor"))
         assert backgrounds[0] != backgrounds[1], backgrounds
@@ -978,6 +1014,7 @@ def test_every_page_is_readable_in_a_narrow_window(site: Site, browser: Browser,
     context.set_default_timeout(WAIT_MS)
     try:
         page = context.new_page()
+        opened_with_key(page, site.page_url)
         _prepare(page, site, name)
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 400, f"{name}: the page is {width}px wide in a 400px window"
@@ -998,6 +1035,7 @@ def test_no_page_breaks_its_content_security_policy(site: Site, browser: Browser
     )
     try:
         page = context.new_page()
+        opened_with_key(page, site.page_url)
         errors: list[str] = []
         answered = "Failed to load resource: the server responded with a status of"  # a 403 consent_required…
         page.on(
@@ -1026,10 +1064,11 @@ def test_transform_of_selected_lines_shows_its_diff_applies_and_undo_restores_th
         sets = [a for k, v in {**llm_settings(model, remote=True), "embedding.provider": "local"}.items()
                 for a in ("--set", f"{k}={v}")]  # fmt: skip
         serve = [sys.executable, "-m", "vaultlens", "serve", "--vault", str(vault), "--no-watch", *sets]
-        with serving(serve, cli_env(tmp_path / "home"), tmp_path / "serve.log") as url:
+        with serving(serve, cli_env(tmp_path / "home"), tmp_path / "serve.log") as (url, page_url):
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             context.set_default_timeout(WAIT_MS)
             page = context.new_page()
+            opened_with_key(page, page_url)
             page.goto(f"{url}/note?path={quote(note)}")
             page.evaluate(
                 """() => { const r = document.createRange();
@@ -1082,10 +1121,11 @@ def test_server_stopped_shows_a_banner_and_apply_says_nothing_was_written(
         with log.open("wb") as out:
             proc = subprocess.Popen(serve, env=cli_env(tmp_path / "home"), stdout=out, stderr=out)
         try:
-            url = _serving_url(log, proc).replace("//0.0.0.0:", "//127.0.0.1:")
+            url, page_url = _serving_url(log, proc)
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             context.set_default_timeout(WAIT_MS)
             page = context.new_page()
+            opened_with_key(page, page_url)
             page.goto(f"{url}/note?path={quote(note)}")
             page.fill("#first", "3")
             page.fill("#last", "3")

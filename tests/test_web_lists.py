@@ -17,7 +17,7 @@ import pytest
 import vaultlens
 from server_support import running_server
 from test_web_routes import NOTES as PAGE_NOTES
-from test_web_routes import SCRIPT_NOTE, Page, error_code, get, page, page_token, post
+from test_web_routes import SCRIPT_NOTE, Page, error_code, get, opened, page, post
 from vaultlens.errors import WriteRefused
 from vaultlens.safewrite import Journal
 from vaultlens.services.changing import writes
@@ -126,7 +126,7 @@ DUPLICATE_NOTES = {
 def dups(tmp_path: Path) -> Iterator[Page]:
     vault = write_vault(tmp_path / "vault", DUPLICATE_NOTES)
     with running_server(vault, tmp_path / "home", watch=False) as server:
-        yield Page(server.url, vault, None, page_token(server.url))  # type: ignore[arg-type]  # no model here
+        yield opened(server, vault, None)  # type: ignore[arg-type]  # no model here
 
 
 def section(html: str, kind: str) -> str:
@@ -220,7 +220,7 @@ AUDIT_NOTES = {
 def test_the_audit_names_the_notes_behind_each_count_and_survives_a_restart(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "vault", AUDIT_NOTES)
     with running_server(vault, tmp_path / "home", watch=False) as first:
-        site = Page(first.url, vault, None, page_token(first.url))  # type: ignore[arg-type]  # no model here
+        site = opened(first, vault, None)  # type: ignore[arg-type]  # no model here
         assert "No structure audit has run" in get(site, "/audit").text
         assert post(site, "/ui/api/audit", {}).status_code == 200
         shown = get(site, "/audit").text
@@ -243,7 +243,7 @@ def test_the_audit_names_the_notes_behind_each_count_and_survives_a_restart(tmp_
     with running_server(
         vault, tmp_path / "home", watch=False
     ) as second:  # a new process state: nothing kept in memory
-        site = Page(second.url, vault, None, page_token(second.url))  # type: ignore[arg-type]
+        site = opened(second, vault, None)  # type: ignore[arg-type]
         again = get(site, "/audit").text
         assert "No structure audit has run" not in again and 'id="audit-when"' in again
         assert re.findall(r'<details id="named-orphans">.*?path=([^"]+)"', again, re.S) == ["Alone.md"]

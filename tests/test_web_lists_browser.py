@@ -21,6 +21,7 @@ from test_web_browser import (
     Site,
     browser,
     expect,
+    opened_with_key,
     page,
     site,
 )
@@ -136,6 +137,7 @@ def test_no_table_cell_breaks_inside_a_word_in_a_narrow_window(site: Site, brows
     context.set_default_timeout(WAIT_MS)
     try:
         page = context.new_page()
+        opened_with_key(page, site.page_url)
         page.goto(site.url + "/audit")
         if page.locator("table#broken-links").count() == 0:
             page.locator("button#run-audit").click()

@@ -55,6 +55,7 @@ class Site:
     url: str
     vault: Path
     text: str
+    page_url: str  # with the page's key
 
     def get(self, url: str, /, **params: Any) -> httpx.Response:
         return httpx.get(self.url + url, params=params, timeout=60)
@@ -68,7 +69,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     small = f"# Small\n\nSee [[Huge#Section {late}|the late section]].\n"
     vault = write_vault(root / "vault", {HUGE: text, SMALL: small})
     with running_server(vault, root / "home", watch=False) as server:
-        yield Site(server.url, vault, text)
+        yield Site(server.url, vault, text, server.page_url)
 
 
 def line_of(text: str, needle: str) -> int:

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import pytest
 
-from test_web_browser import AXE, AXE_RUN, CHROMIUM, WAIT_MS, Browser, Page, expect, in_viewport
+from test_web_browser import (
+    AXE,
+    AXE_RUN,
+    CHROMIUM,
+    WAIT_MS,
+    Browser,
+    Page,
+    expect,
+    in_viewport,
+    opened_with_key,
+)
 from test_web_browser import browser as browser  # (the fixture: one Chromium)
 from test_web_browser import page as page  # (the fixture: a fresh tab)
 from test_web_note_parts import HUGE, SMALL, Site, line_of
@@ -52,6 +62,7 @@ def test_the_parted_note_page_has_no_serious_accessibility_violation(site: Site,
     context.set_default_timeout(WAIT_MS)
     try:
         tab = context.new_page()
+        opened_with_key(tab, site.page_url)
         at = line_of(site.text, "Paragraph 100 about")
         tab.goto(f"{site.url}/note?path={HUGE}&lines={at}-{at}")
         expect(tab.locator("#note-body .target").first).to_be_visible()

@@ -273,6 +273,7 @@ def test_the_review_and_merge_pages_have_no_serious_accessibility_violation(
     context.set_default_timeout(WAIT_MS)
     try:
         page = context.new_page()
+        web.opened_with_key(page, site.page_url)
         if name == "merge":
             page.goto(f"{site.url}/merge?keep={quote(TOMATO_CARE_NOTE)}&other={quote(TOMATOES)}")
             expect(page.locator("#diff table.diff")).to_be_visible()

@@ -34,7 +34,7 @@ from fastapi.routing import APIRoute
 import vaultlens
 from loopback_proxy import remote_url
 from scripted_chat_server import ScriptedChatServer
-from server_support import running_server
+from server_support import page_key_cookie, running_server
 from test_ask import NOTES as ASK_NOTES
 from test_ask import QUESTION
 from test_review import CACHING, SYSTEMS, ReviewModel
@@ -44,6 +44,7 @@ from vaultlens.config.consent import consent_file
 from vaultlens.index.lock import process_alive
 from vaultlens.safewrite import render_diff
 from vaultlens.server.api import create_api
+from vaultlens.server.serve import Companion
 from vaultlens.services.changing import writes
 from vaultlens.web.lists import history_body
 from vl_support import check_shape, run_cli, snapshot, write_vault
@@ -91,6 +92,13 @@ class Page:
     vault: Path
     model: PageModel
     token: str
+    cookie: dict[str, str]  # the page key's, as the browser opened at `serve`'s address sends it
+
+
+def opened(server: Companion, vault: Path, model: PageModel) -> Page:
+    """The page as the user's browser has it: opened at the keyed address, its token read."""
+    cookie = page_key_cookie(server.page_url)
+    return Page(server.url, vault, model, page_token(server.url, cookie), cookie)
 
 
 @pytest.fixture
@@ -101,10 +109,7 @@ def page(tmp_path: Path) -> Iterator[Page]:
                      "llm.endpoint": remote_url(model.url) + "/v1",
                      "llm.max_retries": "0", "llm.read_timeout_s": "5"}  # fmt: skip
         with running_server(vault, tmp_path / "home", watch=False, overrides=overrides) as server:
-            shell = httpx.get(server.url + "/", timeout=30).text
-            token = re.search(r'<meta name="vaultlens-csrf" content="([^"]+)">', shell)
-            assert token is not None
-            yield Page(server.url, vault, model, token.group(1))
+            yield opened(server, vault, model)
 
 
 class Hooks(HTMLParser):
@@ -141,11 +146,11 @@ def hooks(html: str) -> Hooks:
 
 
 def get(page: Page, url: str, /, **params: Any) -> httpx.Response:
-    return httpx.get(page.url + url, params=params, timeout=60)
+    return httpx.get(page.url + url, params=params, headers=page.cookie, timeout=60)
 
 
 def post(page: Page, url: str, body: dict[str, Any], /, **headers: str) -> httpx.Response:
-    sent = {"X-Vaultlens-CSRF": page.token, **headers}
+    sent = {"X-Vaultlens-CSRF": page.token, **page.cookie, **headers}
     return httpx.post(page.url + url, json=body, headers=sent, timeout=60)
 
 
@@ -294,7 +299,7 @@ def test_a_write_without_the_token_or_from_another_origin_is_refused(
     page: Page, headers: dict[str, str], why: str
 ) -> None:
     before = snapshot(page.vault)
-    sent = {"X-Vaultlens-CSRF": page.token} if "ORIGIN" in headers else {}
+    sent = {**page.cookie, "X-Vaultlens-CSRF": page.token} if "ORIGIN" in headers else dict(page.cookie)
     sent.update({("Origin" if k == "ORIGIN" else k): v for k, v in headers.items()})
     for path, body in [
         ("/ui/api/dismiss", {"a": "Copy one.md", "b": "Copy two.md"}),
@@ -315,9 +320,10 @@ def test_a_write_without_the_token_or_from_another_origin_is_refused(
     assert snapshot(page.vault) == before and page.model.chats() == []
 
 
-def page_token(url: str) -> str:
+def page_token(url: str, cookie: dict[str, str]) -> str:
     found = re.search(
-        r'<meta name="vaultlens-csrf" content="([^"]+)">', httpx.get(url + "/", timeout=30).text
+        r'<meta name="vaultlens-csrf" content="([^"]+)">',
+        httpx.get(url + "/", headers=cookie, timeout=30).text,
     )
     assert found is not None
     return found.group(1)
@@ -326,16 +332,28 @@ def page_token(url: str) -> str:
 def test_a_page_loaded_before_a_restart_is_told_to_reload_and_a_forged_token_is_not(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "vault", NOTES)
     with running_server(vault, tmp_path / "home", watch=False) as first:
-        old, port = page_token(first.url), first.bound_port
+        old_cookie = page_key_cookie(first.page_url)
+        old, port = page_token(first.url, old_cookie), first.bound_port
     with running_server(vault, tmp_path / "home", watch=False, port=port) as second:
-        new = page_token(second.url)
+        # the open page still holds the old key's cookie: told to reload, and the reload is read-only
+        reply = httpx.post(
+            second.url + "/ui/api/dismiss",
+            json={"a": "Copy one.md", "b": "Copy two.md"},
+            headers={"X-Vaultlens-CSRF": old, "Origin": second.url, **old_cookie},
+            timeout=30,
+        )
+        assert reply.status_code == 403 and error_code(reply) == "page_expired", reply.text
+        reloaded = httpx.get(second.url + "/", headers=old_cookie, timeout=30).text
+        assert '<meta name="vaultlens-csrf" content="">' in reloaded and "vaultlens serve" in reloaded
+        cookie = page_key_cookie(second.page_url)
+        new = page_token(second.url, cookie)
         assert new != old
         later = f"{int(new.split('.')[0]) + 1}.{old.split('.')[1]}"  # the right shape, no earlier start
         for token, code in [(old, "page_expired"), ("x" * len(old), "csrf_refused"), (later, "csrf_refused")]:
             reply = httpx.post(
                 second.url + "/ui/api/dismiss",
                 json={"a": "Copy one.md", "b": "Copy two.md"},
-                headers={"X-Vaultlens-CSRF": token, "Origin": second.url},
+                headers={"X-Vaultlens-CSRF": token, "Origin": second.url, **cookie},
                 timeout=30,
             )
             assert reply.status_code == 403 and error_code(reply) == code, (token, reply.text)
@@ -576,7 +594,7 @@ def test_ui_names_the_running_servers_page(tmp_path: Path) -> None:
     with running_server(vault, tmp_path / "home", watch=False) as server:
         result = run_cli(["ui", "--no-open", "--vault", str(vault), "--set", "embedding.provider=fake"])
         assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == server.url + "/"
+        assert result.stdout.strip() == server.page_url
         assert "Starting" not in result.stderr, "a running server is reused"
 
 
@@ -590,12 +608,18 @@ def test_ui_starts_serve_in_the_background_when_none_runs(
     assert result.exit_code == 0, result.output
     info = json.loads(next((tmp_path / "home").rglob("servers/*.json")).read_text(encoding="utf-8"))
     try:
-        url = result.stdout.strip()
-        assert url == f"http://127.0.0.1:{info['port']}/" and f"pid {info['pid']}" in result.stderr
-        page = httpx.get(url, timeout=30)
-        assert page.status_code == 200 and 'id="q"' in page.text
+        keyed = result.stdout.strip()
+        url = f"http://127.0.0.1:{info['port']}/"
+        assert keyed == f"{url}?key={info['page_key']}" and f"pid {info['pid']}" in result.stderr
+        page = httpx.get(url, headers=page_key_cookie(keyed), timeout=30)
+        assert page.status_code == 200 and 'id="q"' in page.text and 'content=""' not in page.text
         again = run_cli(["ui", "--no-open", "--json", "--vault", str(vault)])
-        assert json.loads(again.stdout) == {"url": url, "pid": info["pid"], "started": False}
+        assert json.loads(again.stdout) == {
+            "url": url,
+            "page_url": keyed,
+            "pid": info["pid"],
+            "started": False,
+        }
     finally:
         os.kill(info["pid"], signal.SIGTERM)  # the one process this test started
     assert exited(info["pid"], 30), "the server stops on SIGTERM"
@@ -802,7 +826,7 @@ def test_transform_proposes_a_diff_after_consent_and_apply_then_undo_change_exac
             vault, tmp_path / "home", watch=False, overrides=llm_settings(model, remote=True)
         ) as server,
     ):
-        site = Page(server.url, vault, PageModel(), page_token(server.url))
+        site = opened(server, vault, PageModel())
         body = {"path": TOOL_NOTE, "first": 3, "last": 3, "preset": "fix-grammar"}
         asked = post(site, "/ui/api/write/transform", body)
         assert asked.status_code == 403 and error_code(asked) == "consent_required", asked.text
@@ -853,7 +877,7 @@ def test_split_applies_its_combined_diff_as_one_group_and_continue_appends_both_
         ToolModel(SPLIT_PLAN, {"text": "Warm caches answer faster."}) as model,
         running_server(vault, tmp_path / "home", watch=False, overrides=llm_settings(model)) as server,
     ):
-        site = Page(server.url, vault, PageModel(), page_token(server.url))
+        site = opened(server, vault, PageModel())
         split = post(site, "/ui/api/write/split", {"path": "Study/Caching.md", "mode": "index"})
         assert split.status_code == 200, split.text
         plan = split.json()["plan"]

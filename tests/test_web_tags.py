@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from server_support import running_server
-from test_web_browser import CHROMIUM, WAIT_MS, Browser, check_accessibility
+from test_web_browser import CHROMIUM, WAIT_MS, Browser, check_accessibility, opened_with_key
 from test_web_browser import browser as browser  # (the fixture: one Chromium)
 from vl_support import run_cli
 
@@ -37,6 +37,7 @@ SOUPS = {BORSCH, "Щи.md", "Уха.md", "Окрошка.md"}
 class Site:
     url: str
     vault: Path
+    page_url: str  # with the page's key
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     for name, text in ADDED.items():
         (vault / name).write_text(text, encoding="utf-8")
     with running_server(vault, root / "home", watch=False) as server:
-        yield Site(server.url, vault)
+        yield Site(server.url, vault, server.page_url)
 
 
 def listed(html: str) -> set[str]:
@@ -108,6 +109,7 @@ def test_clicking_a_tag_in_the_note_view_lists_exactly_the_tagged_notes(
     context.set_default_timeout(WAIT_MS)
     try:
         page = context.new_page()
+        opened_with_key(page, site.page_url)
         page.goto(site.url + "/note?path=" + quote(BORSCH))
         page.locator("#note-body a.tag", has_text="#рецепт/суп").first.click()
         page.wait_for_url("**/tag?name=*")

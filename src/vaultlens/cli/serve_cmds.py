@@ -45,7 +45,7 @@ def serve(
     token = os.environ.get(token_env) if token_env else None
 
     def say(line: str) -> None:
-        render.err.print(shown(line))
+        render.err.print(shown(line), soft_wrap=True)  # one line: the page address stays whole
 
     companion = Companion(
         app,
@@ -94,11 +94,11 @@ def ui(
             render.err.print(f"Serving (pid {info.pid}); it keeps running: stop it with `kill {info.pid}`.")
     finally:
         app.close()
-    url = info.base_url + "/"
+    url = info.page_url  # with the page's key: the browser opened at it may write
     token = os.environ.get(info.token_env) if info.token_env else None
-    opened = url + (f"?token={token}" if token else "")  # the page sets a cookie from it
+    opened = f"{url}{'&' if '?' in url else '?'}token={token}" if token else url  # a cookie from each
     if json_out:
-        render.print_json({"url": url, "pid": info.pid, "started": started})
+        render.print_json({"url": info.base_url + "/", "page_url": url, "pid": info.pid, "started": started})
     else:
         render.out.print(url, soft_wrap=True)
     if open_browser and not webbrowser.open(opened):

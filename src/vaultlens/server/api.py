@@ -39,6 +39,7 @@ from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.finding import DuplicateReport, NoteHit, NoteList, NoteSlice, SimilarResult
 from vaultlens.services.verbs.status import status as index_status
 from vaultlens.vault.safepath import ALLOWED_TEXT_PATTERN
+from vaultlens.web.csrf import Csrf
 from vaultlens.web.events import EventHub
 from vaultlens.web.mount import error_page, mount_web
 from vaultlens.web.sse import AskBody, ask_stream
@@ -105,11 +106,13 @@ def create_api(
     lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
     watcher: Callable[[], dict[str, object]] | None = None,
     hub: EventHub | None = None,
+    csrf: Csrf | None = None,
 ) -> FastAPI:
     """The FastAPI application over ``app``'s verbs (no auth here: :class:`~vaultlens.server.guard.Guard`
     wraps the whole ASGI app, MCP included). ``watcher``: the state of the server's watcher, which
     ``/v1/status`` reports (a stopped watcher means the index no longer follows the vault);
-    ``hub``: where the watcher reports its progress, which the page's Status follows."""
+    ``hub``: where the watcher reports its progress, which the page's Status follows; ``csrf``: the
+    page's token and key of this start (the guard in front sets the key's cookie)."""
 
     @asynccontextmanager
     async def no_lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -270,5 +273,5 @@ def create_api(
         return api.openapi_schema
 
     api.openapi = openapi  # type: ignore[method-assign]
-    mount_web(api, WebState(app, hub=hub or EventHub(), watcher=watcher))
+    mount_web(api, WebState(app, csrf=csrf or Csrf(), hub=hub or EventHub(), watcher=watcher))
     return api

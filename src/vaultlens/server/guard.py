@@ -10,6 +10,8 @@ the vault through the user's browser.
 A browser cannot send that header when the user opens the page, so the page's first URL may carry
 the token as ``?token=`` (GET only): it is answered with an HttpOnly, SameSite=Strict cookie that
 later requests of the page bring back instead of the header, and a redirect to the URL without it.
+The page's key (:mod:`vaultlens.web.csrf`: what lets a browser write through the page) comes the same
+way, as ``?key=``; a wrong one is told so and sets nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import parse_qs, parse_qsl, quote, urlencode
 
 from vaultlens.errors import ConfigError, VaultlensError
 from vaultlens.server.limits import MAX_BODY_BYTES
+from vaultlens.web.csrf import KEY_HINT, PageKeyRequired, key_cookie
 
 if TYPE_CHECKING:  # types only: `vaultlens search` imports this module and must stay light
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -151,10 +154,17 @@ class Guard:
     how a refusal looks to a browser visiting the page (HTML, not the API's JSON)."""
 
     def __init__(
-        self, app: ASGIApp, *, token: str | None, loopback_only: bool, error_page: ErrorPage | None = None
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        loopback_only: bool,
+        error_page: ErrorPage | None = None,
+        page_key: str | None = None,
     ) -> None:
         self.app = app
         self.token = token.encode("utf-8") if token else None
+        self.page_key = page_key.encode("utf-8") if page_key else None
         self.loopback_only = loopback_only
         self.error_page = error_page
 
@@ -164,9 +174,20 @@ class Guard:
             return
         headers: dict[bytes, bytes] = dict(scope.get("headers", []))
         problem = self._problem(headers)
-        if isinstance(problem, Unauthorized) and self._token_in_url(scope):
-            await _cookie_and_redirect(scope, send, self.token or b"")
+        if isinstance(problem, Unauthorized) and self._in_url(scope, "token", self.token):
+            await _cookie_and_redirect(scope, send, COOKIE, "token", self.token or b"")
             return
+        if problem is None and self.page_key is not None and _query(scope, "key") is not None:
+            if self._in_url(scope, "key", self.page_key):
+                name = key_cookie(headers.get(b"host", b"").decode("latin-1"))
+                await _cookie_and_redirect(scope, send, name, "key", self.page_key)
+                return
+            if scope.get("method") == "GET":
+                problem = PageKeyRequired(
+                    "This address carries a wrong page key (from an earlier start of the server, or "
+                    "mistyped), so this browser was not given it: the page is read-only here.",
+                    hint=KEY_HINT,
+                )
         if problem is None:
             declared = headers.get(b"content-length")
             if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
@@ -193,12 +214,12 @@ class Guard:
                 return
         await send_error(send, problem, extra)
 
-    def _token_in_url(self, scope: Scope) -> bool:
-        """A page opened as ``/?token=...`` (GET): the first load of the page beyond loopback."""
-        if self.token is None or scope.get("method") != "GET":
+    def _in_url(self, scope: Scope, param: str, secret: bytes | None) -> bool:
+        """A page opened as ``/?token=...`` (the first load of the page beyond loopback) or ``/?key=...``
+        (the page's key), with the right secret (GET only)."""
+        if secret is None or scope.get("method") != "GET":
             return False
-        given = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])[-1]
-        return hmac.compare_digest(given.encode("utf-8"), self.token)
+        return hmac.compare_digest((_query(scope, param) or "").encode("utf-8"), secret)
 
     def _problem(self, headers: dict[bytes, bytes]) -> VaultlensError | None:
         if self.loopback_only:
@@ -241,12 +262,17 @@ def _cookie(headers: dict[bytes, bytes]) -> bytes | None:
     return None if found is None else found.value.encode("utf-8")
 
 
-async def _cookie_and_redirect(scope: Scope, send: Send, token: bytes) -> None:
-    """Answer ``GET /page?token=...`` with the token as an HttpOnly cookie (the page's scripts never
+def _query(scope: Scope, param: str) -> str | None:
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True).get(param)
+    return None if values is None else values[-1]
+
+
+async def _cookie_and_redirect(scope: Scope, send: Send, name: str, param: str, secret: bytes) -> None:
+    """Answer ``GET /page?PARAM=...`` with the secret as an HttpOnly cookie (the page's scripts never
     see it) and a redirect to the same URL without it, so it stays out of the address bar and history."""
-    kept = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != "token"]
+    kept = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != param]
     location = quote(scope.get("path", "/")) + (f"?{urlencode(kept)}" if kept else "")
-    cookie = f"{COOKIE}={token.decode('utf-8')}; HttpOnly; SameSite=Strict; Path=/"
+    cookie = f"{name}={secret.decode('utf-8')}; HttpOnly; SameSite=Strict; Path=/"
     headers = [
         (b"location", location.encode("latin-1")),
         (b"set-cookie", cookie.encode("latin-1")),

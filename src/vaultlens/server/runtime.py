@@ -1,8 +1,10 @@
 """Finding a running ``vaultlens serve`` for a vault, so one-shot commands can ask it.
 
 Every ``serve`` writes its own record, ``servers/<pid>.json`` in the vault's index root (pid, the
-address it actually bound, port, the token's variable name, never the token, and a fingerprint of
-its settings), when it starts listening, and removes it when it stops; a record whose process died
+address it actually bound, port, the token's variable name, never the token, a fingerprint of
+its settings, and the page's key, which lets a browser write through the page: the file is the
+user's alone, 0600, so `vaultlens ui` opens the page with it and no other OS user reads it), when it
+starts listening, and removes it when it stops; a record whose process died
 (kill -9) is removed by the next reader. One record per server, so a second server for the vault
 (other settings, another terminal) neither hides the first nor takes its record away when it
 exits. A command picks the record of a live server whose settings are its own and sends the request
@@ -49,6 +51,7 @@ class ServerInfo:
     vault: str
     token_env: str | None = None
     settings: str = ""  # settings_fingerprint() of the server's App
+    page_key: str = ""  # the page's key of this start (web/csrf.py)
 
     @property
     def base_url(self) -> str:
@@ -56,6 +59,11 @@ class ServerInfo:
         loopback for a wildcard bind (it answers on every address, loopback the one never filtered)."""
         host = WILDCARD_LOOPBACK.get(self.host.strip("[]"), self.host)
         return f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{self.port}"
+
+    @property
+    def page_url(self) -> str:
+        """The page's address with its key (opening it lets that browser write)."""
+        return f"{self.base_url}/?key={self.page_key}" if self.page_key else f"{self.base_url}/"
 
 
 WILDCARD_LOOPBACK = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}  # a name, not a bind
@@ -75,8 +83,9 @@ def record_file(app: App, pid: int) -> Path:
 def announce(app: App, info: ServerInfo) -> None:
     """Say that a server for this vault listens (atomically: a reader never sees half a file)."""
     path = record_file(app, info.pid)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(asdict(info)), durable=False)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.chmod(0o700)  # the page's key is in it: no other OS user lists or reads these
+    atomic_write(path, json.dumps(asdict(info)), mode=0o600, durable=False)
 
 
 def withdraw(app: App, pid: int) -> None:
@@ -95,6 +104,7 @@ def record(app: App, pid: int) -> ServerInfo | None:
             str(data["vault"]),
             data.get("token_env"),
             str(data.get("settings", "")),
+            str(data.get("page_key", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -42,6 +42,7 @@ from vaultlens.server.headers import SecurityHeaders
 from vaultlens.server.mcp_tools import build_mcp
 from vaultlens.services.app import App
 from vaultlens.services.verbs.indexing import watch as watch_service
+from vaultlens.web.csrf import Csrf
 from vaultlens.web.events import EventHub
 from vaultlens.web.mount import error_page
 
@@ -75,6 +76,7 @@ def build_asgi(
     on_stop: Callable[[], None] | None = None,
     watcher: Callable[[], dict[str, object]] | None = None,
     hub: EventHub | None = None,
+    csrf: Csrf | None = None,
 ) -> ASGIApp:
     """The whole server as one ASGI app: the security headers on every response, the guard in front
     of the API (and the page) and MCP's streamable HTTP."""
@@ -93,10 +95,12 @@ def build_asgi(
                 if on_stop is not None:
                     on_stop()
 
-    api = create_api(app, lifespan=lifespan, watcher=watcher, hub=hub)
+    csrf = csrf or Csrf()
+    api = create_api(app, lifespan=lifespan, watcher=watcher, hub=hub, csrf=csrf)
     api.router.routes.extend(mcp_http.routes)  # POST/GET/DELETE /mcp
     loopback_only = is_loopback(host) and not token
-    return SecurityHeaders(Guard(api, token=token, loopback_only=loopback_only, error_page=error_page))
+    guard = Guard(api, token=token, loopback_only=loopback_only, error_page=error_page, page_key=csrf.key)
+    return SecurityHeaders(guard)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -159,6 +163,7 @@ class Companion:
     say: Say = _quiet
     on_flush: Callable[[FlushReport], None] | None = None
     hub: EventHub = field(default_factory=EventHub)  # the watcher's progress and flushes, for the page
+    csrf: Csrf = field(default_factory=Csrf)  # the page's token and key of this start
     _stop_watch: threading.Event = field(default_factory=threading.Event, repr=False)
     _listens: threading.Event = field(default_factory=threading.Event, repr=False)
     _watcher: threading.Thread | None = field(default=None, repr=False)
@@ -185,7 +190,14 @@ class Companion:
             provider.embed(["warm up"])  # load the local model now, not on the first search (seconds)
         answer_queries(self.app.settings.embedding)  # a search's products on the query's threads
         asgi = build_asgi(
-            self.app, self.host, self.token, self._started, self._stopping, self._watcher_info, self.hub
+            self.app,
+            self.host,
+            self.token,
+            self._started,
+            self._stopping,
+            self._watcher_info,
+            self.hub,
+            self.csrf,
         )
         config = uvicorn.Config(
             asgi, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
@@ -224,7 +236,23 @@ class Companion:
 
     @property
     def url(self) -> str:
-        return runtime.ServerInfo(os.getpid(), self.bound_host, self.bound_port, str(self.app.vault)).base_url
+        return self._info().base_url
+
+    @property
+    def page_url(self) -> str:
+        """The page's address with this start's key: opening it lets that browser write."""
+        return self._info().page_url
+
+    def _info(self) -> runtime.ServerInfo:
+        return runtime.ServerInfo(
+            os.getpid(),
+            self.bound_host,
+            self.bound_port,
+            str(self.app.vault),
+            self.token_env,
+            runtime.settings_fingerprint(self.app),
+            self.csrf.key,
+        )
 
     # ---- lifespan: the watcher and the runtime file live exactly as long as the server ----------
     def _watcher_info(self) -> dict[str, object]:
@@ -247,20 +275,10 @@ class Companion:
     def _listening(self) -> None:
         """The record one-shot commands find this server by, and the line people read: both say it
         answers, so both come once it accepts connections."""
-        runtime.announce(
-            self.app,
-            runtime.ServerInfo(
-                os.getpid(),
-                self.bound_host,
-                self.bound_port,
-                str(self.app.vault),
-                self.token_env,
-                runtime.settings_fingerprint(self.app),
-            ),
-        )
+        runtime.announce(self.app, self._info())
         self.say(
-            f"Serving {self.app.vault} on {self.url}: the page at /, API under /v1 (OpenAPI at "
-            "/openapi.json), MCP at /mcp."
+            f"Serving {self.app.vault} on {self.url}: the page at {self.page_url} (the key in it lets "
+            "this browser write), API under /v1 (OpenAPI at /openapi.json), MCP at /mcp."
         )
         self._listens.set()
 

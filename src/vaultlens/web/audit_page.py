@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from vaultlens.errors import InvalidInput
@@ -242,8 +242,10 @@ def build(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
     @router.get("/audit", response_class=HTMLResponse)
-    def audit_page(page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0) -> str:
-        return page("Audit", "/audit", audit_body(state, page_no), state.csrf.token, "audit")
+    def audit_page(
+        request: Request, page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0
+    ) -> str:
+        return page("Audit", "/audit", audit_body(state, page_no), state.csrf.token_for(request), "audit")
 
     @router.get("/ui/api/audit/canvas")
     def canvas() -> FileResponse:

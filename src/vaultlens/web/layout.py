@@ -10,6 +10,8 @@ from html import escape
 from typing import Protocol
 from urllib.parse import urlencode
 
+from vaultlens.web.csrf import KEY_HINT
+
 NAV = [
     ("/", "Search"),
     ("/note", "Note"),
@@ -51,26 +53,33 @@ def labelled(id_: str, label: str, kind: str = "input", /, **attrs: object) -> s
     return tag("label", h(label), for_=id_) + control
 
 
-def page(title: str, current: str, body: str, csrf: str, script: str | None = None) -> str:
-    """A whole HTML document; ``current`` is the nav entry marked as this page, ``script`` its own JS."""
+def page(title: str, current: str, body: str, csrf: str | None, script: str | None = None) -> str:
+    """A whole HTML document; ``current`` is the nav entry marked as this page, ``script`` its own JS.
+    ``csrf``: the page token, "" for a browser without the page key (a read-only page, which says
+    how to get the key), None for a page that writes nothing either way (an error page)."""
     links = "".join(
         tag("a", h(label), href=href, aria_current="page" if href == current else None) for href, label in NAV
     )
     scripts = '<script src="/ui/static/common.js" defer></script>' + (
         f'<script src="/ui/static/{h(script)}.js" defer></script>' if script else ""
     )
+    read_only = (
+        ""
+        if csrf != ""
+        else tag("p", h(f"This page is read-only here. {KEY_HINT}"), id="read-only", class_="notice")
+    )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="color-scheme" content="light dark">'
-        f'<meta name="vaultlens-csrf" content="{h(csrf)}">'
+        f'<meta name="vaultlens-csrf" content="{h(csrf or "")}">'
         f"<title>{h(title)} · vaultlens</title>"
         '<link rel="icon" href="data:,">'  # no favicon request (nothing to fetch, no 404)
         '<link rel="stylesheet" href="/ui/static/app.css">'
         f"{scripts}</head><body>"
         '<a class="skip" href="#main">Skip to content</a>'
         f'<header><span class="brand">vaultlens</span><nav aria-label="Pages">{links}</nav></header>'
-        f'<main id="main"><h1>{h(title)}</h1>{body}</main></body></html>'
+        f'<main id="main"><h1>{h(title)}</h1>{read_only}{body}</main></body></html>'
     )
 
 

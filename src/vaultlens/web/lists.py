@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Annotated
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
@@ -400,10 +400,12 @@ def before_body(found: Befores) -> str:
 
 def build(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
-    csrf = state.csrf.token
 
     @router.get("/duplicates", response_class=HTMLResponse)
-    def duplicates_page(page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0) -> HTMLResponse:
+    def duplicates_page(
+        request: Request, page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0
+    ) -> HTMLResponse:
+        csrf = state.csrf.token_for(request)
         try:
             report = finding.duplicates(state.app, limit=(page_no + 1) * PAGE)
             dismissed = finding.dismissed(state.app)
@@ -413,7 +415,10 @@ def build(state: WebState) -> APIRouter:
         return HTMLResponse(page("Duplicates", "/duplicates", body, csrf, "duplicates"))
 
     @router.get("/history", response_class=HTMLResponse)
-    def history_page(page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0) -> HTMLResponse:
+    def history_page(
+        request: Request, page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0
+    ) -> HTMLResponse:
+        csrf = state.csrf.token_for(request)
         try:
             records = changing.history(state.app)
         except VaultlensError as exc:
@@ -421,7 +426,8 @@ def build(state: WebState) -> APIRouter:
         return HTMLResponse(page("History", "/history", history_body(records, page_no), csrf, "history"))
 
     @router.get("/history/{op_id}/before", response_class=HTMLResponse)
-    def before_page(op_id: str) -> HTMLResponse:
+    def before_page(request: Request, op_id: str) -> HTMLResponse:
+        csrf = state.csrf.token_for(request)
         title = "Text before the change"
         try:
             found = changing.show_before(state.app, op_id)

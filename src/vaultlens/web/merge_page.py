@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from vaultlens.web.layout import h, page, tag
@@ -16,10 +16,10 @@ from vaultlens.web.state import WebState
 
 def build(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
-    csrf = state.csrf.token
 
     @router.get("/merge", response_class=HTMLResponse)
-    def merge_page(keep: Text = "", other: Text = "") -> str:
+    def merge_page(request: Request, keep: Text = "", other: Text = "") -> str:
+        csrf = state.csrf.token_for(request)
         if not (keep and other):
             fields = (("keep", "The note to keep", keep),
                       ("other", "The note merged into it (then moved to the trash)", other))  # fmt: skip

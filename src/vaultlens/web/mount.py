@@ -63,4 +63,4 @@ def error_page(method: str, path: str, accept: str, error: VaultlensError) -> st
     if method != "GET" or "text/html" not in accept or path.startswith(NOT_PAGES):
         return None
     title = "Not found" if error.http_status == 404 else "Cannot show this page"
-    return page(title, "", problem(error), "")
+    return page(title, "", problem(error), None)

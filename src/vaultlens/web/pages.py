@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from vaultlens.chunking.attachments import kind_of
@@ -189,10 +189,10 @@ def graph_html(graph: finding.NoteGraph) -> str:
 
 def build(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
-    csrf = state.csrf.token
 
     @router.get("/", response_class=HTMLResponse)
-    def search_page() -> str:
+    def search_page(request: Request) -> str:
+        csrf = state.csrf.token_for(request)
         body = (
             '<form id="search-form" role="search" action="/" data-scripted>'
             + labelled("q", "Search the vault", type="search", autocomplete="off", autofocus=True)
@@ -209,12 +209,14 @@ def build(state: WebState) -> APIRouter:
 
     @router.get("/note", response_class=HTMLResponse, response_model=None)
     def note_page(
+        request: Request,
         path: Text = "",
         lines: Annotated[str, Query(max_length=40)] = "",
         at_page: Annotated[int | None, Query(alias="page", ge=1, le=10**6)] = None,
         part: Annotated[int | None, Query(ge=0, le=10**6)] = None,
         whole: bool = False,
     ) -> HTMLResponse | RedirectResponse:
+        csrf = state.csrf.token_for(request)
         if kind_of(path) is not None:  # a PDF (at the page asked for) or a canvas: Obsidian shows it
             return RedirectResponse(obsidian_url(state.app.vault.name, path, at_page), status_code=303)
         if not path:
@@ -299,7 +301,8 @@ def build(state: WebState) -> APIRouter:
         return HTMLResponse(related_html(state, graph.path) + graph_html(graph))
 
     @router.get("/review", response_class=HTMLResponse)
-    def review_page(a: Text = "", b: Text = "") -> str:
+    def review_page(request: Request, a: Text = "", b: Text = "") -> str:
+        csrf = state.csrf.token_for(request)
         if not (a and b):
             form = two_notes_form("/review", (("a", "Note A", a), ("b", "Note B", b)), "Review")
             return page("Review", "/review", form, csrf, "picker")
@@ -318,7 +321,7 @@ def build(state: WebState) -> APIRouter:
         return page("Review", "/review", body, csrf, "review")
 
     @router.get("/ask", response_class=HTMLResponse)
-    def ask_page() -> str:
+    def ask_page(request: Request) -> str:
         """A conversation: the history lives in the page's script while the tab lives (sent with
         each question, never stored); the consent step lists the passages to be sent."""
         turns = state.app.settings.llm.history_turns
@@ -357,7 +360,7 @@ def build(state: WebState) -> APIRouter:
             + tag("p", "", id="tab-consent", role="status", hidden=True)
             + "</form>"
         )
-        return page("Ask", "/ask", body, csrf, "ask")
+        return page("Ask", "/ask", body, state.csrf.token_for(request), "ask")
 
     return router
 

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from vaultlens.config import paths
@@ -157,7 +157,9 @@ def build(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
     @router.get("/status", response_class=HTMLResponse)
-    def status_page(page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0) -> str:
-        return page("Status", "/status", status_body(state, page_no), state.csrf.token, "status")
+    def status_page(
+        request: Request, page_no: Annotated[int, Query(alias="page", ge=0, le=100_000)] = 0
+    ) -> str:
+        return page("Status", "/status", status_body(state, page_no), state.csrf.token_for(request), "status")
 
     return router

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from vaultlens.errors import VaultlensError
@@ -62,12 +62,17 @@ def build(state: WebState) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
     @router.get("/tag", response_class=HTMLResponse)
-    def tag_page(name: Name = "") -> HTMLResponse:
+    def tag_page(request: Request, name: Name = "") -> HTMLResponse:
         """Every note carrying ``#name`` or a tag nested under it, as Obsidian's tag search lists them."""
         body, status = _tagged(state, name)
         title = "#" + name.lstrip("#") if name else "Tag"
         return HTMLResponse(
-            page(title, "/tag", tag("section", body, aria_labelledby="tagged-heading"), state.csrf.token),
+            page(
+                title,
+                "/tag",
+                tag("section", body, aria_labelledby="tagged-heading"),
+                state.csrf.token_for(request),
+            ),
             status_code=status,
         )
 
