@@ -688,7 +688,9 @@ def test_a_note_path_typed_with_dot_slash_moves_and_merges_like_the_bare_path(tm
         ["review", "{}N.md", "{}M.md"],
     ],
 )
-def test_every_command_taking_a_note_reads_dot_slash_as_the_bare_path(tmp_path: Path, args: list[str]) -> None:
+def test_every_command_taking_a_note_reads_dot_slash_as_the_bare_path(
+    tmp_path: Path, args: list[str]
+) -> None:
     vault = write_vault(tmp_path / "v", {"N.md": "# N\n\nSome text here.\n", "M.md": "# M\n\nOther text.\n"})
     closed = ["--set", "llm.endpoint=http://127.0.0.1:9", "--json", "--vault", str(vault)]  # nothing listens
     typed = run_cli([a.format("./") for a in args] + closed)
