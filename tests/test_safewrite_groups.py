@@ -281,6 +281,37 @@ def test_kill_9_in_the_middle_of_a_group_is_settled_as_partial_and_its_undo_rest
     assert writes.history(vault)[0].state == "undone"
 
 
+def test_ctrl_c_as_the_group_is_marked_writing_says_nothing_was_written_and_settles_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Ctrl-C lands while `writing` is made durable (the journal's fsyncs), before any note is
+    written: it escaped as a bare KeyboardInterrupt ("Aborted.", exit 1) and left the group `writing`."""
+    from vaultlens.errors import WriteInterrupted
+    from vaultlens.safewrite.journal import Journal
+
+    vault = vault_ab(tmp_path)
+    original = snapshot(vault)
+    planned = split_like(vault)
+    real = Journal.set_group_state
+
+    def marked_then_interrupted(
+        self: Journal, group: Group, state: str, *args: object, **kwargs: object
+    ) -> Group:
+        done = real(self, group, state, *args, **kwargs)  # type: ignore[arg-type]
+        if state == "writing":
+            signal.raise_signal(signal.SIGINT)
+        return done
+
+    monkeypatch.setattr(Journal, "set_group_state", marked_then_interrupted)
+    with pytest.raises(BaseException) as raised:  # a bare KeyboardInterrupt, before
+        writes.apply(vault, planned.entry.op_id, planned.proposal)
+    caught = raised.value
+    assert isinstance(caught, WriteInterrupted), repr(caught)
+    assert "none of the 3 notes changed" in caught.message, caught.message
+    assert snapshot(vault) == original
+    assert writes.journal(vault).group(planned.entry.op_id).state == caught.state != "writing"
+
+
 def test_ctrl_c_in_the_middle_of_a_group_says_it_is_partial_and_how_to_undo(
     tmp_path: Path, isolated_env: Path
 ) -> None:

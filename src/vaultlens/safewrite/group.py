@@ -172,8 +172,8 @@ def apply_group(
         for _, op in items:
             check_not_open(vault, op.path, allow_open)
         group.created_folders = _missing_folders(vault, [op for _, op in items])
-        journal.set_group_state(group, "writing")
-        try:
+        try:  # a Ctrl-C while `writing` is made durable (its fsyncs) is settled like any other
+            journal.set_group_state(group, "writing")
             _write_together(vault, journal, group, items)
         except KeyboardInterrupt:
             raise _interrupted(vault, journal, group_id) from None
