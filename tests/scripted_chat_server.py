@@ -34,7 +34,10 @@ class ChatStep:
     lines: list[str] | None = None  # send these stream lines instead of protocol events
     error: str | None = None  # body message of an HTTP error
     usage: dict[str, Any] | None = field(default_factory=lambda: dict(DEFAULT_USAGE))
-    gate: threading.Event | None = None  # after the first piece, wait for this before the rest (10 s at most)
+    # after the first piece, wait for this before the rest; at most a minute, so that a test failing before
+    # it sets the gate still ends (10 s was shorter than what a gate waits for on a loaded machine: a rebuild
+    # in another process)
+    gate: threading.Event | None = None
     raw: bytes | None = None  # (kept for the base class; unused)
 
 
@@ -93,7 +96,7 @@ class ScriptedChatServer(ScriptedEmbeddingServer):
             if step.piece_delay and n:
                 time.sleep(step.piece_delay)
             if step.gate is not None and n == 1:
-                step.gate.wait(10)
+                step.gate.wait(60)
             handler.wfile.write(self._event(ollama, model, piece))
             handler.wfile.flush()
             self.sent.append((time.monotonic(), piece))

@@ -241,6 +241,11 @@ def test_a_question_of_stop_words_or_one_character_calls_no_model(
     assert got.answer == asking.NOT_IN_VAULT and got.sources == ()
 
 
+# A stream the test holds after its first piece (a gate) is silent for as long as the test takes to get
+# there: another process's rebuild (4.7 s measured on a loaded 2-core machine) or a Ctrl-C sent. The
+# client's 5 s read timeout gave up on it first (a provider error instead of the answer or the stop).
+PAUSED_STREAM = {"llm.read_timeout_s": "120"}
+
 REBUILD = """
 import sys, vaultlens.testing
 from pathlib import Path
@@ -257,7 +262,7 @@ def test_the_context_stays_frozen_while_another_process_clears_and_rebuilds(
     reply = " ".join(f"word{n}" for n in range(10)) + " [S1]."
     rebuilt = threading.Event()  # the stream pauses after its first piece until the rebuild is done
     with ScriptedChatServer(reply, [ChatStep(gate=rebuilt)]) as server:
-        settings = llm_settings(server)
+        settings = {**llm_settings(server), **PAUSED_STREAM}
         app = open_indexed(vault, settings)
         before = asking.gather(app, app.files(), app.settings.search, QUESTION)
         sent_before = json.dumps([m.as_dict() for m in before.messages], ensure_ascii=False)
@@ -382,7 +387,7 @@ def test_ctrl_c_while_streaming_leaves_nothing_behind(vault: Path, isolated_env:
     words = " ".join(f"w{n}" for n in range(40))
     interrupted = threading.Event()  # the stream pauses after its first piece until SIGINT was handled
     with ScriptedChatServer(words, [ChatStep(gate=interrupted)]) as server:
-        settings = llm_settings(server)
+        settings = {**llm_settings(server), **PAUSED_STREAM}
         for warm_up in (
             ["index"],
             ["ask", "--extractive", QUESTION],
