@@ -329,3 +329,25 @@ def test_related_notes_of_a_pdf_over_http_and_mcp_as_the_cli_gives_them(vault: P
         assert "quokka.md" in [r["path"] for r in found["results"]]
         read = httpx.get(server.url + "/v1/notes", params={"path": "papers/paper.pdf"}, timeout=30)
         assert read.status_code == 400 and "not a Markdown note" in read.json()["error"]["message"]
+
+
+def test_status_and_the_index_run_count_what_the_index_holds_by_kind(vault: Path) -> None:
+    """Totals say notes, PDFs and canvases apart (a user with PDFs does not see them counted as notes,
+    nor left out), in the index run's line, `status` and their JSON; the kept counts agree with the rows."""
+    write_vault(vault, {"other.md": "# Other\n\nA second note.\n", "papers/second.pdf": PAPER})
+    ran = run_cli(["index", "--vault", str(vault)])
+    assert ran.exit_code == 0, ran.output
+    assert "Scanned 2 notes, 2 PDFs, 1 canvas: 5 changed" in " ".join(ran.stdout.split())
+    shown = run_cli(["status", "--vault", str(vault)])
+    assert shown.exit_code == 0, shown.output
+    assert "Totals 2 notes, 2 PDFs, 1 canvas," in " ".join(shown.stdout.split())
+    got = json.loads(run_cli(["status", "--vault", str(vault), "--json"]).stdout)
+    assert (got["notes"], got["pdfs"], got["canvases"], got["files"]["indexed"]) == (2, 2, 1, 5)
+    run = got["last_run"]
+    assert (run["files_scanned"], run["notes_scanned"], run["pdfs_scanned"], run["canvases_scanned"]) == (
+        5,
+        2,
+        2,
+        1,
+    )
+    assert json.loads(run_cli(["doctor", "--vault", str(vault), "--json"]).stdout)["healthy"]

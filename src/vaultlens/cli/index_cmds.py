@@ -25,7 +25,8 @@ def _show_stats(stats: RunStats, json_: bool, vault: Path) -> None:
 
 def _print_stats(stats: RunStats, vault: Path) -> None:
     render.out.print(
-        f"Scanned {stats.files_scanned} notes: {stats.files_changed} changed, {stats.files_deleted} removed; "
+        f"Scanned {render.by_kind(stats.notes_scanned, stats.pdfs_scanned, stats.canvases_scanned)}: "
+        f"{stats.files_changed} changed, {stats.files_deleted} removed; "
         f"{stats.chunks_embedded} chunks embedded, {stats.chunks_reused} reused, "
         f"{stats.chunks_deleted} deleted in {stats.seconds:.1f}s."
     )

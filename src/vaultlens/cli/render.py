@@ -150,6 +150,12 @@ class RichProgress:
         self._bar.update(self._task, rate=f"{speed:,.0f}/s" if speed else "")
 
 
+def by_kind(notes: int, pdfs: int, canvases: int) -> str:
+    """What the index holds by kind, e.g. "40 notes, 10 PDFs, 1 canvas" (a kind with none left out, notes never)."""
+    words = ((notes, "note", "notes"), (pdfs, "PDF", "PDFs"), (canvases, "canvas", "canvases"))
+    return ", ".join(f"{n} {one if n == 1 else many}" for i, (n, one, many) in enumerate(words) if n or not i)
+
+
 def _size(n: int) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -195,7 +201,7 @@ def print_status(info: IndexStatus) -> None:
         f"[yellow]{f.get('skipped', 0)} skipped[/yellow], [red]{f.get('failed', 0)} failed[/red]"
     )
     out.print(
-        f"[bold]Totals[/bold] {info.notes} notes, {info.chunks} chunks, {_size(info.size_bytes)} on disk"
+        f"[bold]Totals[/bold] {by_kind(info.notes, info.pdfs, info.canvases)}, {info.chunks} chunks, {_size(info.size_bytes)} on disk"
     )
     label = info.embedding_space.describe() if info.embedding_space else "none yet"
     warn = (

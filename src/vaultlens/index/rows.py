@@ -53,12 +53,15 @@ def store_counts(counters: Iterable[Sequence[Any]]) -> StoreCounts:
     'files:<status>:<kind>' (other names are the backend's own)."""
     found = {str(name): int(n) for name, n in counters}
     files: dict[str, int] = {}
+    kinds: dict[str, int] = {}
     for key, n in found.items():
         if key.startswith("files:") and n:
-            status = key.split(":")[1]
+            _, status, kind = key.split(":", 2)
             files[status] = files.get(status, 0) + n
+            if status == "indexed":
+                kinds[kind] = kinds.get(kind, 0) + n
     return StoreCounts(
-        found.get("files:indexed:note", 0), found.get("chunks", 0), found.get("vectors", 0), files
+        found.get("files:indexed:note", 0), found.get("chunks", 0), found.get("vectors", 0), files, kinds
     )
 
 
@@ -69,7 +72,11 @@ def counted(query: Callable[[str], Sequence[Sequence[Any]]]) -> StoreCounts:
         "SELECT (SELECT COUNT(*) FROM files WHERE status = 'indexed' AND kind = 'note'),"
         " (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM vectors)"
     )[0]
-    return StoreCounts(int(notes), int(chunks), int(vectors), files)
+    kinds = {
+        str(k): int(n)
+        for k, n in query("SELECT kind, COUNT(*) FROM files WHERE status = 'indexed' GROUP BY kind")
+    }
+    return StoreCounts(int(notes), int(chunks), int(vectors), files, kinds)
 
 
 def chunk_columns(key: str, alias: str = "") -> str:

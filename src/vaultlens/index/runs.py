@@ -8,7 +8,10 @@ from typing import Any
 
 @dataclass
 class RunStats:
-    files_scanned: int = 0
+    files_scanned: int = 0  # every file read for the index: notes, PDFs and canvases
+    notes_scanned: int = 0  # of those, Markdown notes
+    pdfs_scanned: int = 0  # PDFs (index.attachments)
+    canvases_scanned: int = 0  # canvases (index.attachments)
     files_changed: int = 0
     files_deleted: int = 0
     files_skipped: int = 0  # files held as skipped after the run (as `status` counts them), not only new ones

@@ -91,6 +91,7 @@ class StoreCounts:
     chunks: int
     vectors: int
     files: dict[str, int] = field(default_factory=dict)  # status -> number of files
+    kinds: dict[str, int] = field(default_factory=dict)  # kind (note, pdf, canvas) -> indexed files
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -377,6 +378,9 @@ class Indexer:
         plan = _Plan(deletes=gone)
         self._reader = None  # a new one per plan: folders are checked again
         stats.files_scanned = len(notes)
+        kinds = Counter(f.kind for f in notes)
+        stats.notes_scanned, stats.pdfs_scanned = kinds["note"], kinds["pdf"]
+        stats.canvases_scanned = kinds["canvas"]
         stats.files_deleted = len(gone)
         stats.chunks_deleted += sum(records[p].n_chunks for p in gone)
         # files_skipped counts every file the index holds as skipped after this run, as `status` does:

@@ -63,7 +63,9 @@ class IndexStatus:
     indexed: bool
     cleared: bool = False
     files: dict[str, int] = field(default_factory=dict)  # status -> files
-    notes: int = 0
+    notes: int = 0  # indexed Markdown notes only
+    pdfs: int = 0  # indexed PDFs (index.attachments)
+    canvases: int = 0  # indexed canvases (index.attachments)
     chunks: int = 0
     vectors: int = 0
     size_bytes: int = 0
@@ -94,6 +96,8 @@ class IndexStatus:
             "cleared": self.cleared,
             "files": self.files,
             "notes": self.notes,
+            "pdfs": self.pdfs,
+            "canvases": self.canvases,
             "chunks": self.chunks,
             "vectors": self.vectors,
             "size_bytes": self.size_bytes,

@@ -43,6 +43,8 @@ def status(app: App) -> IndexStatus:
                 cleared=store.cleared,
                 files={"indexed": 0, "skipped": 0, "failed": 0, **counts.files},
                 notes=counts.notes,
+                pdfs=counts.kinds.get("pdf", 0),
+                canvases=counts.kinds.get("canvas", 0),
                 chunks=counts.chunks,
                 vectors=counts.vectors,
                 size_bytes=store.size_bytes(),
