@@ -8,6 +8,7 @@ SIGKILL (the kill point is reached the way tests/test_safewrite.py reaches its o
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import os
 import signal
@@ -21,9 +22,10 @@ import pytest
 
 from vaultlens.chunking.chunker import MarkdownChunker
 from vaultlens.chunking.source import RawNote, note_from_bytes
-from vaultlens.errors import InvalidInput, UndoRefused, WriteConflict, WriteRefused
+from vaultlens.errors import InvalidInput, UndoRefused, VaultlensError, WriteConflict, WriteRefused
 from vaultlens.fsutil import sha256_hex
-from vaultlens.safewrite import Group
+from vaultlens.safewrite import Group, writer
+from vaultlens.safewrite.operation import Operation
 from vaultlens.services.changing import writes
 from vaultlens.services.restructuring import split
 from vl_support import cli_env, run_cli, snapshot, write_vault
@@ -242,6 +244,50 @@ def test_a_note_changed_in_the_middle_of_the_apply_rolls_back_what_the_group_wro
     assert listed[planned.entry.op_id].state == "conflict"
     [rollback] = [r for r in listed.values() if r.undo_of == planned.entry.op_id]
     assert rollback.state == "applied" and rollback.summary == f"rollback of {planned.entry.op_id}"
+
+
+@pytest.mark.parametrize("failure", ["disk full", "note changed"])
+def test_a_failed_group_rolled_back_leaves_no_folder_it_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    """A merge-like group (OTHER copied to a new ``.trash/``) and a split-like one (a new note in a new
+    sub-folder) fail at their last write: the rollback puts every note back and, as an undo does,
+    removes the folders the apply created, empty again, but never one that was there before."""
+    vault = write_vault(tmp_path / "v", {"a.md": A, "b.md": B, "old/keep.md": "k\n"})
+    planned = writes.plan_group(
+        vault,
+        [
+            writes.Change(".trash/b.md", B, "copied to the trash", based_on=None),
+            writes.Change("Topics/Deep/A one.md", b"first line\n", "new note", based_on=None),
+            writes.Change("old/N.md", b"n\n", "new note", based_on=None),
+            writes.Change("a.md", A + B, "merged", based_on=A),
+            writes.Change("b.md", None, "removed", based_on=B),  # written last: it removes a note
+        ],
+        "merge b.md into a.md",
+    )
+    real_swap, calls = writer._swap, []
+
+    def swap(target: Path, op: Operation, root: Path) -> None:
+        calls.append(op.path)
+        if op.path == "b.md" and op.after is None:
+            if failure == "disk full":
+                raise OSError(errno.ENOSPC, "No space left on device")
+            target.write_bytes(B + b"typed meanwhile\r\n")  # the user saves it just now
+        real_swap(target, op, root)
+
+    monkeypatch.setattr(writer, "_swap", swap)
+    before = snapshot(vault)
+    with pytest.raises(VaultlensError) as caught:
+        writes.apply(vault, planned.entry.op_id, planned.proposal)
+    assert calls[:5] == [".trash/b.md", "Topics/Deep/A one.md", "old/N.md", "a.md", "b.md"], calls
+    assert "put back" in caught.value.message or failure == "disk full", caught.value.message
+    if failure == "note changed":
+        assert (vault / "b.md").read_bytes() == B + b"typed meanwhile\r\n", "the user's save is kept"
+        (vault / "b.md").write_bytes(B)
+    assert snapshot(vault) == before, "every byte back, and no .trash/, Topics/ or Topics/Deep/ left"
+    assert (vault / "old").is_dir(), "a folder that was there before stays"
+    rollback = [r for r in writes.history(vault) if r.undo_of == planned.entry.op_id]
+    assert [r.state for r in rollback] == ["applied"]
 
 
 def test_kill_9_in_the_middle_of_a_group_is_settled_as_partial_and_its_undo_restores_every_byte(

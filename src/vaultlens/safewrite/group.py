@@ -9,7 +9,7 @@ operation is, in the order that never takes text out of the vault before it exis
 (:func:`in_write_order`); when one still fails its comparison, the notes the group already wrote
 are put back by a rollback group, and the error names the note that changed) and undone together
 (:func:`plan_group_undo`; the folders its apply created, recorded before the first write, are
-removed by the undo where they are empty again). A kill in the middle leaves member entries that
+removed by the undo, or by a rollback, where they are empty again). A kill in the middle leaves member entries that
 recovery settles like any other and a group ``partial`` whose undo puts back what was written; nothing is re-applied and
 recovery writes no note. Whatever happens, ``vaultlens history OP --show-before`` gives back what
 each note held before.
@@ -202,8 +202,8 @@ def _missing_folders(vault: Path, ops: Sequence[Operation]) -> list[str]:
 
 
 def _remove_if_empty(vault: Path, folders: Sequence[str]) -> None:
-    """Remove the folders a group created, deepest first, where they are empty after its undo (an
-    undone merge leaves no empty ``.trash/``). ``rmdir`` removes only an empty folder, so one holding
+    """Remove the folders a group created, deepest first, where they are empty after its undo or its
+    rollback (an undone or failed merge leaves no empty ``.trash/``). ``rmdir`` removes only an empty folder, so one holding
     anything (a note or a hidden file added since) stays, as does a folder replaced by a link."""
     root = vault.resolve(strict=True)
     for rel in sorted(folders, key=lambda r: r.count("/"), reverse=True):
@@ -239,6 +239,7 @@ def _write_together(
             write_entry(vault, journal, entry, op, target)
         except VaultlensError as exc:
             put_back, kept = _roll_back(vault, journal, group, done)
+            _remove_if_empty(vault, group.created_folders)  # as an undo does: no empty new folder stays
             journal.settle_group(group, f"{op.path}: {exc.message}")
             if isinstance(exc, WriteConflict):
                 raise _group_conflict(op, _found_now(target), group, put_back, kept) from None
