@@ -32,7 +32,7 @@ group("review → consent → plan → diff → apply → undo", () => {
     refused.open();
     await settle(refused);
     expect(refused.state, refused.contentEl.textContent ?? "").toBe("failed");
-    expect(refused.contentEl.textContent).toContain("page token"); // csrf_refused: no pairing, no write
+    expect(refused.contentEl.textContent).toContain("vaultlens obsidian pair"); // page_key_required: no pairing, no write
 
     const { app, plugin } = await loaded({ writeToken: await pairToken() });
     const modal = new ReviewModal(app as never, () => plugin.client(), A, B);

@@ -100,10 +100,12 @@ class Csrf:
                     hint="Reload the page, then do it again.",
                 )
         if not self.keyed(request):
-            raise PageKeyRequired(
-                "Refused: this browser has not opened the page with this server's key, so the page "
-                "is read-only here. Nothing was sent or written.",
-                hint=KEY_HINT,
+            raise PageKeyRequired(  # a browser without the key, or the Obsidian plugin not paired
+                "Refused: this request carries neither this server's page key (a browser that opened "
+                "the page at its keyed address) nor a paired plugin's write token, so it can only read. "
+                "Nothing was sent or written.",
+                hint=f"{KEY_HINT} From the Obsidian plugin: pair it with `vaultlens obsidian pair` and "
+                "paste the token into its settings.",
             )
         if not right:
             raise CsrfRefused(
