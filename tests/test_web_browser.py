@@ -871,6 +871,11 @@ def test_after_a_restart_a_page_action_says_to_reload_and_the_reload_works(
         assert ask().status == 403
         refused = page.locator('#answer [data-code="page_expired"]')
         expect(refused).to_contain_text("restarted")
+        # a reload alone leaves the page read-only (the key changed too): the hint says what to open,
+        # not "reload, then do it again"
+        expect(refused).to_contain_text("new page key")
+        expect(refused).to_contain_text("vaultlens ui")
+        expect(refused).not_to_contain_text("do it again")
         page.locator("#answer a#reload").click()
         page.wait_for_load_state("load")
         assert page.url == second.url + "/ask"

@@ -61,7 +61,8 @@ def key_cookie(host: str) -> str:
 
 
 class PageExpired(CsrfRefused):
-    """The page was loaded from an earlier start of this server: reloading it gets the new token."""
+    """The page was loaded from an earlier start of this server, whose key is gone too: a reload shows
+    the page as it is now (read-only), the address the new start printed lets it write again."""
 
     code = "page_expired"
 
@@ -97,7 +98,9 @@ class Csrf:
                 raise PageExpired(
                     "Refused: the server restarted since this page was loaded, so the page's token "
                     "is no longer valid. Nothing was sent or written.",
-                    hint="Reload the page, then do it again.",
+                    hint="Reload the page. Each start makes a new page key: to write again, open the "
+                    "address this start printed (the one ending in ?key=...) or run `vaultlens ui`, unless "
+                    "this browser already did.",
                 )
         if not self.keyed(request):
             raise PageKeyRequired(  # a browser without the key, or the Obsidian plugin not paired

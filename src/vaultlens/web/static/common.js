@@ -70,7 +70,8 @@ const vl = (() => {
   }
 
   function errorBox(error) {
-    // page_expired: the server restarted since this page was loaded; a reload gets its new token
+    // page_expired: the server restarted since this page was loaded; a reload shows it as it is now
+    // (read-only until the address with the new start's key is opened: the hint says so)
     const reload = error.code === "page_expired"
       ? [" ", el("a", { id: "reload", href: location.href }, "Reload the page")] : [];
     return el("p", { class: "error", role: "alert", "data-code": error.code },
