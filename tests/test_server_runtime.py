@@ -251,7 +251,7 @@ def test_every_server_keeps_its_own_record_and_ui_names_the_one_it_would_pile_up
     tmp_path: Path, isolated_env: Path
 ) -> None:
     """Two servers of one vault with different settings: each has its record, the second's exit
-    leaves the first findable, `ui` opens the one with its settings and refuses (naming pid and URL)
+    leaves the first findable, `ui` opens the one with its settings and refuses (naming pid and keyed URL)
     to start a third beside one with other settings; a killed server's record goes at the next read."""
     vault = trap_vault(tmp_path / "v")
     fake, other = "embedding.provider=fake", "search.limit=3"
@@ -278,7 +278,8 @@ def test_every_server_keeps_its_own_record_and_ui_names_the_one_it_would_pile_up
         assert "already serves" in refused.stderr and stop is not None, refused.stderr
         assert {int(stop.group(1)), int(stop.group(2))} == {first.pid, second.pid}
         for info in (one, two):
-            assert f"pid {info.pid} at {info.base_url}/" in refused.stderr, refused.stderr
+            # the keyed address: the page opened "as it is" from there can write, not read-only
+            assert f"pid {info.pid} at {info.page_url}" in refused.stderr, refused.stderr
         assert len(runtime.servers(app)) == 2, "no third server was started"
         second.send_signal(signal.SIGTERM)
         second.wait(30)

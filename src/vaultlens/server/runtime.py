@@ -176,10 +176,10 @@ def server_for_page(app: App) -> ServerInfo | None:
                 return info
             others.append(info)
     if others:
-        where = "; ".join(f"pid {o.pid} at {o.base_url}/" for o in others)
+        where = "; ".join(f"pid {o.pid} at {o.page_url}" for o in others)  # keyed: opened, it writes
         raise OtherServerRunning(
             f"vaultlens serve already serves {app.vault}, with settings that differ from this "
-            f"command's: {where}.",
+            f"command's: {where}",  # no full stop: it would be copied into the key
             hint="Open it as it is (or run `vaultlens ui` with the settings it was started with), or "
             f"stop it (`kill {' '.join(str(o.pid) for o in others)}`) and run this again to start one "
             "with these.",
