@@ -184,6 +184,24 @@ def test_move_repoints_every_link_and_undo_restores(tmp_path: Path) -> None:
     assert files_of(snapshot(vault)) == files_of(original)
 
 
+def test_moving_a_note_to_another_folder_under_its_own_name_applies_and_undo_restores(tmp_path: Path) -> None:
+    """The commonest move: the same file name in another folder. The apply's check for a name taken
+    since the plan must not count the note the move itself removes (it refused every such move)."""
+    vault = vault_of(tmp_path)
+    original = snapshot(vault)
+    moved = run_cli(["move", OTHER, "archive/My B.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output
+    data = json.loads(moved.stdout)
+    assert data["applied"]["state"] == "applied"
+    assert not (vault / OTHER).exists() and (vault / "archive/My B.md").read_bytes() == FILES[OTHER].encode()
+    after = resolved_targets(vault)
+    for path in LINKING:
+        assert after[path] and all(t == "archive/My B.md" for t in after[path]), (path, after[path])
+    undone = run_cli(["undo", data["plan"]["op_id"], "--yes", "--vault", str(vault)])
+    assert undone.exit_code == 0, undone.output
+    assert files_of(snapshot(vault)) == files_of(original)
+
+
 def test_a_link_to_a_heading_not_carried_over_refuses_the_merge(tmp_path: Path) -> None:
     files = dict(FILES)
     files[OTHER] += "\n## Left out\n\nNot carried.\n"

@@ -26,14 +26,20 @@ from vaultlens.vault.scan import scan_vault
 __all__ = ["links_to"]
 
 
-def links_to(vault: Path, removed: Collection[str], skip: Collection[str]) -> list[tuple[str, str]]:
+def links_to(
+    vault: Path, removed: Collection[str], skip: Collection[str], created: Collection[str] = ()
+) -> list[tuple[str, str]]:
     """``(note or canvas, removed path)`` for each note outside ``skip`` with a link that resolves to a
-    path of ``removed``, then each canvas with a card showing one (a canvas's JSON may escape the name: each is parsed);
-    notes that do not name a removed note's file name are not parsed."""
+    path of ``removed`` and, once the group is written (``removed`` gone, ``created`` there), no longer
+    to a note it creates (a move keeping the note's name in another folder: ``[[Name]]`` finds the
+    moved note, unchanged), then each canvas with a card showing one (a canvas's JSON may escape the
+    name: each is parsed); notes that do not name a removed note's file name are not parsed."""
     if not removed:
         return []
     scan = scan_vault(vault, sys.maxsize, obsidian_sees=True)
     resolver = LinkResolver(f.path for f in scan.files)
+    visible = {p for p in created if not any(part.startswith(".") for part in p.split("/"))}  # not .trash/
+    after = LinkResolver([*(f.path for f in scan.files if f.path not in removed), *visible])
     names = {unicodedata.normalize("NFC", p.rpartition("/")[2].removesuffix(".md")) for p in removed}
     stems = {form.casefold() for name in names for form in (name, quote(name), name.replace(" ", "%20"))}
     found: list[tuple[str, str]] = []
@@ -53,6 +59,9 @@ def links_to(vault: Path, removed: Collection[str], skip: Collection[str]) -> li
                 continue
             to = resolver.resolve(link.target, note.path)
             if to.path is not None and to.status == "resolved" and to.path in removed:
+                then = after.resolve(link.target, note.path)
+                if then.status == "resolved" and then.path in visible:
+                    continue  # finds the note the group creates in its place
                 found.append((note.path, to.path))
                 break
     for canvas in scan.files:

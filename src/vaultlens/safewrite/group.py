@@ -273,10 +273,12 @@ def _refuse_taken_names(
     vault: Path, journal: Journal, group: Group, staged: list[tuple[Entry, Operation, Path]]
 ) -> None:
     """A new note that must be the only one of its name (a split's: ``[[Title]]`` links must find
-    it) is refused when a note of that name appeared anywhere in the vault since it was planned."""
+    it) is refused when a note of that name appeared anywhere in the vault since it was planned.
+    A note the group itself removes does not count: a move keeps its name in another folder."""
     wanted = {_name_key(p.rpartition("/")[2]): p for p in group.unique_names}
     if not wanted:
         return
+    removed = {_name_key(op.path) for _, op, _ in staged if op.before is not None and op.after is None}
     root = vault.resolve(strict=True)
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
@@ -285,7 +287,7 @@ def _refuse_taken_names(
             if path is None:
                 continue
             rel = (Path(folder) / name).relative_to(root).as_posix()
-            if _name_key(rel) != _name_key(path):
+            if _name_key(rel) != _name_key(path) and _name_key(rel) not in removed:
                 for entry, _, _ in staged:
                     journal.set_state(entry, "not_applied", f"refused before writing: {rel} took the name")
                 raise WriteRefused(
@@ -308,7 +310,8 @@ def _refuse_dangling_links(
     if group.undo_of is not None:
         return
     removed = {op.path for _, op, _ in staged if op.before is not None and op.after is None}
-    found = links_to(vault, removed, {op.path for _, op, _ in staged})
+    created = {op.path for _, op, _ in staged if op.before is None}
+    found = links_to(vault, removed, {op.path for _, op, _ in staged}, created)
     if not found:
         return
     note, target = found[0]
