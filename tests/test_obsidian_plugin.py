@@ -138,3 +138,25 @@ def test_pairing_a_folder_that_is_no_vault_issues_no_token(
         error = json.loads(got.stdout)["error"]
         assert error["code"] == "vault" and str(wrong) in error["message"], error
         assert not pairing.pair_file(wrong).exists(), "no token kept for it"
+
+
+def test_install_and_pair_take_the_vault_as_every_command_does(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --vault: $VAULTLENS_VAULT, then the current folder (a user who `cd`s into the vault, as the
+    README's first lines do); pair's own "`vaultlens obsidian pair --revoke` withdraws it" then works as printed."""
+    monkeypatch.setenv("VAULTLENS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("VAULTLENS_VAULT", str(vault))
+    got = run_cli(["obsidian", "install", "--yes"])
+    assert got.exit_code == 0, got.output
+    assert (vault / PLUGIN / "main.js").read_bytes() == shipped_files()["main.js"]
+    paired = run_cli(["obsidian", "pair"])
+    assert paired.exit_code == 0, paired.output
+    assert json.loads(pairing.pair_file(vault).read_text()) == {
+        "sha256": pairing.sha256_hex(paired.stdout.strip())
+    }
+    monkeypatch.delenv("VAULTLENS_VAULT")
+    monkeypatch.chdir(vault)
+    revoked = run_cli(["obsidian", "pair", "--revoke"])
+    assert revoked.exit_code == 0 and "Revoked" in revoked.stdout, revoked.output
+    assert not pairing.pair_file(vault).exists()

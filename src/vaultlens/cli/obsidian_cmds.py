@@ -10,25 +10,32 @@ import typer
 from rich.markup import escape
 
 from vaultlens.cli import render
-from vaultlens.cli.options import JsonOpt
+from vaultlens.cli.options import JsonOpt, vault_folder
 from vaultlens.errors import Cancelled, ConfigError
 
 obsidian_cli = typer.Typer(
     help="The Obsidian plugin: install it into a vault, pair it for writes.", no_args_is_help=True
 )
 
-VaultArg = Annotated[Path, typer.Option("--vault", "-v", help="The vault folder (the one Obsidian opens).")]
+VaultArg = Annotated[
+    Path | None,
+    typer.Option(
+        "--vault",
+        "-v",
+        help="The vault folder Obsidian opens (default: $VAULTLENS_VAULT or the current folder).",
+    ),
+]
 
 
 def install(
-    vault: VaultArg,
+    vault: VaultArg = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking (for scripts).")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Copy the plugin (main.js, manifest.json, styles.css) into VAULT/.obsidian/plugins/vaultlens/."""
     from vaultlens.services.verbs import installing
 
-    plan = installing.plan_install(vault)
+    plan = installing.plan_install(vault_folder(vault))
     if not json_:
         render.out.print(f"vaultlens plugin {plan.version} → {escape(str(plan.folder))}")
         for f in plan.files:
@@ -57,7 +64,7 @@ def install(
 
 
 def pair(
-    vault: VaultArg,
+    vault: VaultArg = None,
     revoke: Annotated[
         bool, typer.Option("--revoke", help="Forget the token: the plugin can no longer write.")
     ] = False,
@@ -67,9 +74,9 @@ def pair(
     from vaultlens.config import pairing
     from vaultlens.vault.scan import check_vault
 
-    vault = vault.expanduser().absolute()
+    folder = vault_folder(vault).expanduser().absolute()
     if revoke:
-        done = pairing.revoke(vault)
+        done = pairing.revoke(folder)
         if json_:
             render.print_json({"revoked": done})
         else:
@@ -77,7 +84,7 @@ def pair(
                 "Revoked: the plugin can no longer write." if done else "No write token was issued."
             )
         return
-    token = pairing.issue(check_vault(vault))  # a token for a mistyped folder would never be accepted
+    token = pairing.issue(check_vault(folder))  # a token for a mistyped folder would never be accepted
     if json_:
         render.print_json({"token": token})
         return

@@ -80,6 +80,11 @@ def parse_overrides(sets: list[str] | None) -> dict[str, str]:
     return overrides
 
 
+def vault_folder(vault: Path | None) -> Path:
+    """``--vault``, else $VAULTLENS_VAULT, else the current folder: every command's vault."""
+    return vault or Path(os.environ.get("VAULTLENS_VAULT") or ".")
+
+
 def open_app(vault: Path | None, sets: list[str] | None, data_home: Path | None = None) -> App:
     """The App for ``--vault`` (or $VAULTLENS_VAULT, or the current folder) with ``--set`` overrides.
 
@@ -91,7 +96,7 @@ def open_app(vault: Path | None, sets: list[str] | None, data_home: Path | None 
         os.environ["VAULTLENS_HOME"] = str(data_home.expanduser().absolute())
 
     from_env = vault is None and bool(os.environ.get("VAULTLENS_VAULT"))
-    root = vault or Path(os.environ.get("VAULTLENS_VAULT") or ".")
+    root = vault_folder(vault)
     try:
         return App.open(root, parse_overrides(sets))
     except VaultError as exc:
