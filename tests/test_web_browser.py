@@ -881,8 +881,14 @@ def test_after_a_restart_a_page_action_says_to_reload_and_the_reload_works(
         assert page.url == second.url + "/ask"
         # the tab holds the first start's key: read-only, and it says how to get the new one
         expect(page.locator("#read-only")).to_contain_text("vaultlens serve")
+        # the commands to type read as commands, not between literal backticks (banner and error box)
+        expect(page.locator("#read-only code")).to_have_text(["vaultlens serve", "vaultlens ui"])
+        assert "`" not in page.locator("#read-only").inner_text()
         assert ask().status == 403
         expect(page.locator('#answer [data-code="page_key_required"]')).to_contain_text("vaultlens ui")
+        refused_key = page.locator('#answer [data-code="page_key_required"] code')
+        expect(refused_key.filter(has_text="vaultlens ui")).to_have_count(1)
+        assert "`" not in page.locator("#answer").inner_text()
         opened_with_key(page, second.page_url)
         page.goto(second.url + "/ask")
         assert ask().status == 200

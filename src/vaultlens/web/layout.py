@@ -29,6 +29,15 @@ def h(text: object) -> str:
     return escape(str(text), quote=True)
 
 
+def prose(text: object) -> str:
+    """A message or hint written for the terminal, escaped, its `command` spans as <code> (a page
+    that showed the backticks read as if they were to be typed); common.js's ``prose`` does the same."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no spans
+        return h(text)
+    return "".join(tag("code", h(p)) if i % 2 else h(p) for i, p in enumerate(parts))
+
+
 def tag(name: str, body: str = "", /, **attrs: object) -> str:
     """``<name attrs>body</name>``: attribute names with ``_`` become ``-`` (``data_path``), a
     trailing ``_`` is dropped (``class_``); None and False leave an attribute out, True keeps its name."""
@@ -66,7 +75,7 @@ def page(title: str, current: str, body: str, csrf: str | None, script: str | No
     read_only = (
         ""
         if csrf != ""
-        else tag("p", h(f"This page is read-only here. {KEY_HINT}"), id="read-only", class_="notice")
+        else tag("p", prose(f"This page is read-only here. {KEY_HINT}"), id="read-only", class_="notice")
     )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'

@@ -15,7 +15,7 @@ from vaultlens.services.verbs import finding
 from vaultlens.services.verbs.drafting import PRESETS
 from vaultlens.vault.links import LinkResolver
 from vaultlens.web import note_parts
-from vaultlens.web.layout import h, labelled, note_href, page, section_ref, tag, void
+from vaultlens.web.layout import h, labelled, note_href, page, prose, section_ref, tag, void
 from vaultlens.web.note_parts import Part, PartedNote
 from vaultlens.web.obsidian import Embedder, NoteLinks, anchor, heading_section
 from vaultlens.web.render import note_html, obsidian_url, parse_lines
@@ -26,8 +26,8 @@ Text = Annotated[str, Query(max_length=finding.MAX_PATH_CHARS)]
 
 def problem(error: VaultlensError) -> str:
     """A verb's refusal as the page shows it: the message and its hint, never a traceback."""
-    hint = f" {tag('span', h(error.hint), class_='hint')}" if error.hint else ""
-    return tag("p", h(error.message) + hint, class_="error", role="alert", data_code=error.code)
+    hint = f" {tag('span', prose(error.hint), class_='hint')}" if error.hint else ""
+    return tag("p", prose(error.message) + hint, class_="error", role="alert", data_code=error.code)
 
 
 def read_note(state: WebState, path: str) -> finding.NoteText:

@@ -69,13 +69,20 @@ const vl = (() => {
     }
   }
 
+  // A message written for the terminal: its `command` spans as <code> (layout.prose on the server).
+  function prose(text) {
+    const parts = String(text ?? "").split("`");
+    if (parts.length % 2 === 0) return [String(text ?? "")];
+    return parts.map((part, i) => (i % 2 ? el("code", null, part) : part));
+  }
+
   function errorBox(error) {
     // page_expired: the server restarted since this page was loaded; a reload shows it as it is now
     // (read-only until the address with the new start's key is opened: the hint says so)
     const reload = error.code === "page_expired"
       ? [" ", el("a", { id: "reload", href: location.href }, "Reload the page")] : [];
     return el("p", { class: "error", role: "alert", "data-code": error.code },
-      error.message, error.hint ? el("span", { class: "hint" }, " " + error.hint) : null, ...reload);
+      prose(error.message), error.hint ? el("span", { class: "hint" }, " ", prose(error.hint)) : null, ...reload);
   }
 
   // A note's view; a PDF or canvas (the view redirects to Obsidian, a PDF at its section's page).
