@@ -752,12 +752,21 @@ def test_beyond_loopback_the_page_takes_the_token_once_then_its_cookie(
     env = cli_env(tmp_path / "home", WEB_TEST_TOKEN=secret)
     serve = [sys.executable, "-c", CHILD, "serve", "--vault", str(vault), "--host", "0.0.0.0"]
     serve += ["--token-env", "WEB_TEST_TOKEN", "--set", "embedding.provider=fake"]
-    with serving(serve, env, tmp_path / "serve.log") as (url, _):
+    with serving(serve, env, tmp_path / "serve.log") as (url, page_url):
         assert httpx.get(url + "/").status_code == 401
         context = browser.new_context()
         context.set_default_timeout(WAIT_MS)
         try:
             page = context.new_page()
+            # the address serve printed, opened from another machine: the refusal says to add the token
+            # to it (the key in it is what lets the page write; ?token= alone opens it read-only)
+            page.goto(page_url)
+            expect(page.locator(".error .hint")).to_contain_text("&token=TOKEN")
+            page.goto(f"{page_url}&token={secret}")
+            assert "token" not in page.url and "key" not in page.url, page.url
+            expect(page.locator("input#q")).to_be_visible()
+            expect(page.locator("#read-only")).to_have_count(0)  # it can write
+            context.clear_cookies()
             page.goto(f"{url}/?token={secret}")
             assert "token" not in page.url, "the token stays out of the address bar and history"
             assert secret not in page.evaluate("document.cookie"), "HttpOnly: no script reads it"

@@ -144,8 +144,9 @@ def for_a_visit(problem: VaultlensError) -> VaultlensError:
         return problem
     return Unauthorized(
         "This page needs the server's token, and this visit carried none (or a wrong one).",
-        hint="Open the page once as http://HOST:PORT/?token=TOKEN, with the token from the server's "
-        "--token-env variable (or run `vaultlens ui`); the page keeps it in a cookie from then on.",
+        hint="Open the address `vaultlens serve` printed (the one ending in ?key=...) once with "
+        "&token=TOKEN added, TOKEN from the server's --token-env variable (or run `vaultlens ui`); the page "
+        "keeps both in cookies from then on (?token=TOKEN alone opens it read-only).",
     )
 
 
