@@ -715,3 +715,21 @@ def test_every_command_taking_a_note_reads_dot_slash_as_the_bare_path(
     bare = run_cli([a.format("") for a in args] + closed)
     assert "'.' path segments" not in typed.stdout, typed.stdout
     assert json.loads(typed.stdout) == json.loads(bare.stdout)  # the same step refuses both, or none
+
+
+def test_the_audits_map_saved_in_the_vault_refuses_a_move_saying_to_delete_it_and_then_it_moves(
+    tmp_path: Path,
+) -> None:
+    """`audit structure --out Audits` (README) saves a canvas showing every note: a move or merge is
+    then refused for every note, and the refusal says what that canvas is and how to go on."""
+    vault = vault_of(tmp_path)
+    saved = run_cli(["audit", "structure", "--out", "Audits", "--yes", "--vault", str(vault)])
+    assert saved.exit_code == 0, saved.output
+    assert (vault / "Audits/vault-map.canvas").is_file()
+    refused = run_cli(["move", OTHER, "archive/Renamed B.md", "--yes", "--json", "--vault", str(vault)])
+    error = json.loads(refused.stdout)["error"]
+    assert refused.exit_code != 0 and "Audits/vault-map.canvas" in error["message"], error
+    assert "vaultlens audit structure" in error["hint"] and "delete Audits/vault-map.canvas" in error["hint"]
+    (vault / "Audits/vault-map.canvas").unlink()
+    moved = run_cli(["move", OTHER, "archive/Renamed B.md", "--yes", "--json", "--vault", str(vault)])
+    assert moved.exit_code == 0, moved.output

@@ -32,6 +32,7 @@ from urllib.parse import quote
 from vaultlens.chunking.source import NoteSource
 from vaultlens.errors import InvalidInput, PlanRefused
 from vaultlens.safewrite import TRASH, Change
+from vaultlens.services.auditing.report_files import MAP
 from vaultlens.services.changing.writes import Planned
 from vaultlens.services.context import VaultFiles
 from vaultlens.services.drafting import draft
@@ -168,10 +169,14 @@ def _refuse_canvases(files: VaultFiles, everything: Sequence[str], old: str, bef
         except OSError:
             continue  # unreadable: Obsidian cannot open it either
         if shown:
+            audit_map = posixpath.basename(path) == MAP  # every note is a card of it
             raise PlanRefused(
                 f"Nothing planned: the canvas {path} shows {old} (card {shown[0]!r}), and vaultlens "
                 "never edits a canvas, so that card would point at nothing.",
-                hint="Move or merge the note in Obsidian, which updates the canvas too, or take it off the "
+                hint=f"It is the map `vaultlens audit structure` saved into the vault: delete {path}, run this "
+                "again, then the audit (it writes the map anew)."
+                if audit_map
+                else "Move or merge the note in Obsidian, which updates the canvas too, or take it off the "
                 "canvas first.",
                 path=path,
             )
