@@ -230,6 +230,9 @@ def test_merge_from_a_duplicates_pair_reviews_the_plan_applies_and_undo_restores
 
     page.locator("button#apply").click()
     expect(page.locator("#applied")).to_be_visible()
+    # a group names the notes it wrote ("Written: undefined." before: a group has paths, not a path)
+    expect(page.locator("#applied")).to_contain_text(TOMATO_CARE_NOTE)
+    expect(page.locator("#applied")).not_to_contain_text("undefined")
     assert not (site.vault / TOMATOES).exists()
     assert (site.vault / trash).is_file(), "OTHER went to the trash, not away"
     plan_text = (site.vault / PLAN).read_text(encoding="utf-8")

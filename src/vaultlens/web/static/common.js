@@ -199,7 +199,8 @@ const vl = (() => {
       if (!r.ok) { status.replaceChildren(errorBox(data.error)); button.disabled = false; return; }
       button.remove();
       target.append(el("p", { id: "applied", "data-op": data.op_id, role: "status" },
-        `Written: ${data.path}. `, el("a", { href: "/history" }, "History"), " can undo it."));
+        `Written: ${data.path || (data.paths || []).join(", ")}. `,  // a group (merge, split): its notes
+        el("a", { href: "/history" }, "History"), " can undo it."));
       if (onDone) onDone(data);
     });
     target.replaceChildren(
