@@ -733,3 +733,18 @@ def test_the_audits_map_saved_in_the_vault_refuses_a_move_saying_to_delete_it_an
     (vault / "Audits/vault-map.canvas").unlink()
     moved = run_cli(["move", OTHER, "archive/Renamed B.md", "--yes", "--json", "--vault", str(vault)])
     assert moved.exit_code == 0, moved.output
+
+
+def test_a_merge_rewrites_only_the_front_matter_list_that_changes(tmp_path: Path) -> None:
+    """Same tags on both sides, a new alias: KEEP's `tags: [a, b]` stays byte for byte (it was
+    rewritten as a block list, a change in the diff that changed nothing)."""
+    keep = (
+        "---\ntags: [health, rest]\naliases: [Bedtime]\ncreated: 2024-02-11\n---\n# Wind-down\n\nSame line.\n"
+    )
+    other = "---\ntags: [health, rest]\n---\n# Wind-down copy\n\nSame line.\n"
+    vault = write_vault(tmp_path / "v", {"Wind-down.md": keep, "Wind-down copy.md": other})
+    merged = run_cli(["merge", "Wind-down.md", "Wind-down copy.md", "--yes", "--json", "--vault", str(vault)])
+    assert merged.exit_code == 0, merged.output
+    text = (vault / "Wind-down.md").read_text(encoding="utf-8")
+    assert text.startswith("---\ntags: [health, rest]\naliases:\n"), text
+    assert '"Wind-down copy"' in text and "created: 2024-02-11\n---\n" in text, text

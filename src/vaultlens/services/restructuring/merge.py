@@ -392,22 +392,25 @@ def _merged_front_matter(keep: NoteSource, other: NoteSource, text: str) -> str:
     own = _name(keep.path).removesuffix(".md").casefold()
     titles = [other.note.title, _name(other.path).removesuffix(".md"), *note_aliases(_list_props(fm_other))]
     aliases = _united(list(had_aliases), [t for t in titles if t.casefold() != own])
-    if tags == list(had_tags) and aliases == list(had_aliases):
+    changed = {"tags": tags != list(had_tags), "aliases": aliases != list(had_aliases)}
+    if not any(changed.values()):
         return text
+    # only a list that changes is written anew: the other stays as KEEP wrote it (`tags: [a, b]`)
     blocks = {
-        "tags": _yaml_list(spelling["tags"], tags) if tags else "",
-        "aliases": _yaml_list(spelling["aliases"], aliases),
+        group: _yaml_list(spelling[group], values)
+        for group, values in (("tags", tags), ("aliases", aliases))
+        if changed[group]
     }
     if not body_start:
-        return f"---\n{blocks['tags']}{blocks['aliases']}---\n{text}"
+        return "---\n" + "".join(blocks.values()) + f"---\n{text}"
     kept: list[str] = []
     skipping = False
     for ln in lines[1:closing]:
         top = re.match(r"([^\s#:][^:]*):", ln)
         if top:
             key = top.group(1).strip().casefold()
-            skipping = key in _LIST_KEYS
             group = "tags" if key in ("tags", "tag") else "aliases"
+            skipping = key in _LIST_KEYS and changed[group]
             if skipping and blocks.get(group):  # the list goes where KEEP had it
                 kept.append(blocks.pop(group))
         elif not (ln.startswith((" ", "\t", "-")) or not ln.strip()):
