@@ -14,12 +14,14 @@ import pytest
 
 import vaultlens as services
 from vaultlens.chunking.scripts import ScriptMix
+from vaultlens.config.settings import SearchSettings
 from vaultlens.embedding.tiers import auto, e5, minilm
 from vaultlens.embedding.tiers.auto import ENGLISH_ONLY_BELOW, choose_tier
 from vaultlens.embedding.tiers.base import TierProvider, one_language, reads
 from vaultlens.errors import Cancelled
 from vaultlens.index.indexing import tier_fill
 from vaultlens.index.indexing.tier_fill import SCRIPTS_META, stored_scripts
+from vaultlens.index.store import Store
 from vaultlens.services.app import App
 from vaultlens.services.finding.search import rank_notes
 from vl_support import InterruptingTier, run_cli, write_vault
@@ -153,6 +155,13 @@ def test_an_english_only_tier_sits_out_a_russian_query(tmp_path: Path) -> None:
     assert [(h.path, h.score) for h in hits] == [(h.path, h.score) for h in alone]
 
 
+def ranked(
+    app: App, store: Store, query: str, s: SearchSettings, tier: TierProvider | None
+) -> list[tuple[str, float]]:
+    """The top three notes and their scores, searched with ``s`` and ``tier``."""
+    return [(h.path, h.score) for h in rank_notes(store, app.provider(), query, s, 3, 1, tier)]
+
+
 @needs_both
 def test_a_tier_of_one_language_is_weighed_at_its_own_share(tmp_path: Path) -> None:
     # minilm-en, auto's tier for an English vault, is a specialist of the vault's language: its
@@ -163,9 +172,8 @@ def test_a_tier_of_one_language_is_weighed_at_its_own_share(tmp_path: Path) -> N
     s = app.settings.search
     assert (s.tier_weight, s.one_language_tier_weight) == (0.5, 0.65)
 
-    def scores(tier: TierProvider, **changed: Any) -> list[tuple[str, float]]:
-        hits = rank_notes(store, app.provider(), query, replace(s, **changed), 3, 1, tier)
-        return [(h.path, h.score) for h in hits]
+    def scores(tier: TierProvider | None, **changed: Any) -> list[tuple[str, float]]:
+        return ranked(app, store, query, replace(s, **changed), tier)
 
     with app.reading() as store:
         tier = app.search_tier(store)
@@ -197,8 +205,7 @@ def test_words_weigh_less_beside_a_tier_of_one_language(tmp_path: Path) -> None:
     assert (s.max_lexical_weight, s.one_language_max_lexical_weight) == (0.8, 0.6)
 
     def scores(tier: TierProvider | None, **changed: Any) -> list[tuple[str, float]]:
-        hits = rank_notes(store, app.provider(), query, replace(s, **changed), 3, 1, tier)
-        return [(h.path, h.score) for h in hits]
+        return ranked(app, store, query, replace(s, **changed), tier)
 
     with app.reading() as store:
         tier = app.search_tier(store)
