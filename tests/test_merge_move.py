@@ -495,13 +495,14 @@ def test_a_templates_property_links_are_repointed_though_its_front_matter_is_no_
     assert files_of(snapshot(vault)) == files_of(original)
 
 
-@pytest.mark.parametrize(
-    "node",
-    [
-        {"id": "f1", "type": "file", "file": OTHER, "x": 0, "y": 0, "width": 400, "height": 400},
-        {"id": "t1", "type": "text", "text": "see [[My B#Extra]]", "x": 0, "y": 0, "width": 9, "height": 9},
-    ],
-)
+# A canvas showing OTHER: a file card, and a text card linking into it
+CANVAS_CARDS = [
+    {"id": "f1", "type": "file", "file": OTHER, "x": 0, "y": 0, "width": 400, "height": 400},
+    {"id": "t1", "type": "text", "text": "see [[My B#Extra]]", "x": 0, "y": 0, "width": 9, "height": 9},
+]
+
+
+@pytest.mark.parametrize("node", CANVAS_CARDS)
 def test_a_canvas_showing_the_note_refuses_the_move_and_the_merge_naming_it(
     tmp_path: Path, node: dict[str, object]
 ) -> None:
@@ -645,13 +646,7 @@ def test_a_link_in_carried_text_to_a_part_of_other_left_out_refuses_the_merge_na
     assert link.replace("[[O#", "[[K#") in (vault / "K.md").read_text(), "carried with it: still lands"
 
 
-@pytest.mark.parametrize(
-    "node",
-    [
-        {"id": "f1", "type": "file", "file": OTHER, "x": 0, "y": 0, "width": 400, "height": 400},
-        {"id": "t1", "type": "text", "text": "see [[My B#Extra]]", "x": 0, "y": 0, "width": 9, "height": 9},
-    ],
-)
+@pytest.mark.parametrize("node", CANVAS_CARDS)
 def test_a_canvas_showing_the_note_made_after_the_plan_refuses_the_apply_before_anything_is_written(
     tmp_path: Path, node: dict[str, object]
 ) -> None:

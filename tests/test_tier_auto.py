@@ -71,6 +71,13 @@ def test_auto_without_the_packages_is_the_bundled_model_alone(monkeypatch: pytes
     assert choose_tier("e5", ScriptMix(0, 100)).name == "e5"  # a named tier is taken as it is
 
 
+def indexed_english(tmp_path: Path) -> App:
+    """The English vault, indexed with ``embedding.tier = auto`` (minilm-en where it is installed)."""
+    app = App.open(write_vault(tmp_path / "vault", ENGLISH), AUTO)
+    services.index(app)
+    return app
+
+
 @needs_both
 def test_an_english_vault_gets_minilm_and_status_says_why(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "vault", ENGLISH)
@@ -143,8 +150,7 @@ def test_a_stopped_auto_fill_keeps_its_batches_and_resumes(
 
 @needs_both
 def test_an_english_only_tier_sits_out_a_russian_query(tmp_path: Path) -> None:
-    app = App.open(write_vault(tmp_path / "vault", ENGLISH), AUTO)
-    services.index(app)
+    app = indexed_english(tmp_path)
     query = "как часто поливать помидоры"
     with app.reading() as store:
         tier = app.search_tier(store)
@@ -166,8 +172,7 @@ def ranked(
 def test_a_tier_of_one_language_is_weighed_at_its_own_share(tmp_path: Path) -> None:
     # minilm-en, auto's tier for an English vault, is a specialist of the vault's language: its
     # share is search.one_language_tier_weight; a multilingual tier keeps search.tier_weight
-    app = App.open(write_vault(tmp_path / "vault", ENGLISH), AUTO)
-    services.index(app)
+    app = indexed_english(tmp_path)
     query = "how often to water tomatoes"
     s = app.settings.search
     assert (s.tier_weight, s.one_language_tier_weight) == (0.5, 0.65)
@@ -198,8 +203,7 @@ def test_words_weigh_less_beside_a_tier_of_one_language(tmp_path: Path) -> None:
     # max_lexical_weight (0.8) was measured against the bundled model alone; beside minilm-en, a
     # specialist of the vault's language, the lexical part's maximum is one_language_max_lexical_weight
     # (0.6: SciFact and Cranfield rose on both halves); a multilingual tier keeps max_lexical_weight
-    app = App.open(write_vault(tmp_path / "vault", ENGLISH), AUTO)
-    services.index(app)
+    app = indexed_english(tmp_path)
     query = "water the tomato plants twice a week"  # its words are a note's: the lexical part counts
     s = app.settings.search
     assert (s.max_lexical_weight, s.one_language_max_lexical_weight) == (0.8, 0.6)
